@@ -1,0 +1,1 @@
+"""The ``sipt-lab`` command line: a thin layer over the Python API (one module per subcommand)."""

@@ -1,0 +1,49 @@
+"""Entry point of the ``sipt-lab`` command.
+
+Each subcommand lives in its own module of this package and exposes ``register(subparsers)``,
+which adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an
+exit status). This module is the only place that turns a :class:`~sipt_lab.errors.SiptError` into
+a one-line message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sipt_lab import __version__
+from sipt_lab.errors import SiptError
+
+#: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
+COMMAND_MODULES = ("consistency",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sipt-lab",
+        description="Structure-inducing pre-training lab: local consistency of tasks over "
+        "pre-training graphs, semi-synthetic graph families, and LM vs SIPT pre-training.",
+    )
+    parser.add_argument("--version", action="version", version=f"sipt-lab {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"sipt_lab.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SiptError as error:
+        print(f"sipt-lab: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sipt-lab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
