@@ -1,0 +1,254 @@
+"""Local consistency (Definition 5 of the SIPT paper) and its relatives.
+
+Local consistency ``LC_G(y)`` is the probability that a node's label equals the plurality label of
+its neighbours: the leave-one-out accuracy of a one-hop majority vote. By Theorem 1 it lower-bounds
+the nearest-neighbour fine-tuning accuracy of an optimal SIPT embedder. Unlike node homophily (the
+mean *fraction* of same-label neighbours) it is a hard decision, so it needs policies for
+
+* **ties** (``TIE_POLICIES``): when the node's label is one of ``k`` labels tied for the plurality,
+  ``"split"`` scores ``1/k`` (the expected accuracy of a random tie-break), ``"strict"`` scores 0 and
+  ``"lenient"`` scores 1;
+* **isolated nodes**: they have no neighbours to vote, score NaN per node and are left out of every
+  mean here (PyG's ``homophily(method='node')`` counts them as 0 instead).
+
+Everything is vectorised: neighbour-label counts are a ``(rows, classes)`` count matrix built with
+one ``bincount`` (dense when it fits, sparse otherwise); implicit label-clique graphs use the closed
+form per group (``O(n)``, no edges materialised). Not to be confused with Zhou et al.'s (2004)
+"local and global consistency" (label spreading).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph, factorize
+
+#: How a node whose label ties for its neighbours' plurality is scored.
+TIE_POLICIES = ("split", "strict", "lenient")
+
+
+def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:
+    """``(n,)`` float per-node local consistency in ``[0, 1]``; NaN for isolated nodes.
+
+    A node scores 1 if its label is the unique plurality label of its neighbours, 0 if it is not a
+    plurality label, and ``1/k`` / 0 / 1 (``ties`` = split / strict / lenient) if it is one of ``k``
+    tied plurality labels. ``labels``: ``(n,)`` class of each node (any sortable values).
+    """
+    _check_ties(ties)
+    codes, n_classes = _label_codes(graph, labels)
+    if graph.is_implicit:
+        return _clique_local_consistency(graph, codes, n_classes, ties)
+    rows, neighbour_labels = _directed_entries(graph, codes)
+    counts = _count_matrix(rows, neighbour_labels, graph.n_nodes, n_classes)
+    top, n_top = _row_top(counts)
+    own = _lookup(counts, np.arange(graph.n_nodes), codes)
+    score = np.where(own == top, _tie_score(n_top, ties), 0.0)
+    score[graph.degrees() == 0] = np.nan
+    return score
+
+
+def local_consistency(graph: PretrainingGraph, labels, ties: str = "split") -> float:
+    """Definition 5: mean :func:`local_consistency_per_node` over non-isolated nodes."""
+    return _mean_over_connected(local_consistency_per_node(graph, labels, ties))
+
+
+def node_homophily(graph: PretrainingGraph, labels) -> float:
+    """Mean over non-isolated nodes of the fraction of neighbours sharing the node's label.
+
+    PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
+    we exclude them, as :func:`local_consistency` does.
+    """
+    codes, n_classes = _label_codes(graph, labels)
+    degrees = graph.degrees()
+    if graph.is_implicit:
+        counts = _group_label_counts(graph, codes, n_classes)
+        same = _lookup(counts, graph.group_codes, codes) - 1
+    else:
+        rows, neighbour_labels = _directed_entries(graph, codes)
+        matches = neighbour_labels == codes[rows]
+        same = np.bincount(rows[matches], minlength=graph.n_nodes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = same / degrees
+    return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
+
+
+def edge_homophily(graph: PretrainingGraph, labels) -> float:
+    """Fraction of undirected edges whose endpoints share a label."""
+    codes, n_classes = _label_codes(graph, labels)
+    if graph.n_edges == 0:
+        raise SiptError("edge homophily is undefined on a graph without edges; add edges")
+    if graph.is_implicit:
+        counts = _group_label_counts(graph, codes, n_classes)
+        c = (counts.data if sp.issparse(counts) else counts).astype(np.int64)
+        return float((c * (c - 1) // 2).sum() / graph.n_edges)
+    rows, neighbour_labels = _directed_entries(graph, codes)
+    return float(np.count_nonzero(neighbour_labels == codes[rows]) / rows.size)
+
+
+def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
+    """Corollary 1's bound on SIPT nearest-neighbour FT accuracy when ``G_PT`` links same-PT-label samples.
+
+    With ``G_PT`` the label-clique graph of ``pt_labels`` (``i ~ j`` iff ``pt_i == pt_j``), the
+    neighbours of sample ``i`` are the rest of its PT clique, so by the law of total probability
+
+        LC_{G_PT}(y_FT) = sum_l P(pt = l) * P(y_FT(x) = majority y_FT of the rest of the clique | pt = l),
+
+    which is exactly the local consistency of ``ft_labels`` over that implicit clique graph; this
+    function computes it with the ``O(n)`` closed form (nothing quadratic is built). Probabilities are
+    empirical over the samples; samples alone in their PT class have no neighbours and are left out,
+    and ties follow ``ties`` as in :func:`local_consistency_per_node`. ``pt_labels``, ``ft_labels``:
+    ``(n,)`` class per sample.
+    """
+    pt_labels = np.asarray(pt_labels)
+    ft_labels = np.asarray(ft_labels)
+    if pt_labels.shape != ft_labels.shape or pt_labels.ndim != 1:
+        raise SiptError(f"pt_labels and ft_labels must be 1-D of the same length, got shapes "
+                        f"{pt_labels.shape} and {ft_labels.shape}; pass one label of each per sample")
+    return local_consistency(PretrainingGraph.from_groups(pt_labels), ft_labels, ties)
+
+
+@dataclass(frozen=True)
+class ConsistencyReport:
+    """Summary of how consistent a labelling is over a graph (means over non-isolated nodes)."""
+
+    local_consistency: float
+    node_homophily: float
+    edge_homophily: float
+    n_nodes: int
+    n_edges: int
+    n_isolated: int
+    n_classes: int
+    tie_policy: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict of the fields."""
+        return dataclasses.asdict(self)
+
+
+def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> ConsistencyReport:
+    """Local consistency, node and edge homophily and graph counts in one :class:`ConsistencyReport`."""
+    codes, n_classes = _label_codes(graph, labels)
+    return ConsistencyReport(
+        local_consistency=local_consistency(graph, codes, ties),
+        node_homophily=node_homophily(graph, codes),
+        edge_homophily=edge_homophily(graph, codes),
+        n_nodes=graph.n_nodes,
+        n_edges=graph.n_edges,
+        n_isolated=int(np.count_nonzero(graph.degrees() == 0)),
+        n_classes=n_classes,
+        tie_policy=ties,
+    )
+
+
+# ---------------------------------------------------------------------- internals
+def _check_ties(ties: str) -> None:
+    if ties not in TIE_POLICIES:
+        raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
+
+
+def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
+    """``(n,)`` int64 codes ``0..C-1`` of ``labels`` and ``C``; validates the length."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.size != graph.n_nodes:
+        raise SiptError(f"labels has shape {labels.shape} but the graph has {graph.n_nodes} nodes; "
+                        "pass one label per node")
+    uniques, codes = factorize(labels)
+    return codes, uniques.size
+
+
+def _directed_entries(graph: PretrainingGraph, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row (node) and neighbour label of every stored adjacency entry (each edge twice)."""
+    A = graph.adjacency()
+    row_dtype = np.int32 if graph.n_nodes < np.iinfo(np.int32).max else np.int64
+    rows = np.repeat(np.arange(graph.n_nodes, dtype=row_dtype), np.diff(A.indptr))
+    return rows, codes[A.indices]
+
+
+def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int):
+    """``(n_rows, n_cols)`` int64 counts of the ``(rows[k], cols[k])`` pairs.
+
+    Dense (one bincount) unless that would be much larger than the input; then a CSR array.
+    """
+    if n_rows * n_cols <= max(2 * rows.size, 1 << 20):
+        keys = rows.astype(np.int64) * n_cols + cols
+        return np.bincount(keys, minlength=n_rows * n_cols).reshape(n_rows, n_cols)
+    counts = sp.csr_array((np.ones(rows.size, np.int64), (rows, cols)), shape=(n_rows, n_cols))
+    counts.sum_duplicates()
+    return counts
+
+
+def _row_top(counts, exclude=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the largest count and how many columns reach it.
+
+    With ``exclude`` (a per-row value), counts equal to it are ignored, which gives the runner-up.
+    Sparse rows ignore their implicit zeros (callers never need a zero maximum).
+    """
+    if not sp.issparse(counts):
+        values = counts if exclude is None else np.where(counts == exclude[:, None], -1, counts)
+        top = values.max(axis=1)
+        return top, (values == top[:, None]).sum(axis=1)
+    row_len = np.diff(counts.indptr)
+    values = counts.data
+    if exclude is not None:
+        values = np.where(values == np.repeat(exclude, row_len), -1, values)
+    top = np.zeros(counts.shape[0], dtype=np.int64)
+    filled = row_len > 0
+    top[filled] = np.maximum.reduceat(values, counts.indptr[:-1][filled])
+    rows = np.repeat(np.arange(counts.shape[0]), row_len)
+    n_top = np.bincount(rows[values == np.repeat(top, row_len)], minlength=counts.shape[0])
+    return np.maximum(top, 0), n_top
+
+
+def _lookup(counts, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``counts[rows[k], cols[k]]`` for a dense array or a CSR array with sorted indices."""
+    if not sp.issparse(counts):
+        return counts[rows, cols]
+    return np.asarray(counts[rows, cols]).astype(np.int64).ravel()
+
+
+def _tie_score(n_tied: np.ndarray, ties: str) -> np.ndarray:
+    n_tied = np.asarray(n_tied, dtype=np.float64)
+    if ties == "split":
+        return 1.0 / np.maximum(n_tied, 1.0)
+    if ties == "strict":
+        return (n_tied == 1).astype(np.float64)
+    return np.ones_like(n_tied)
+
+
+def _group_label_counts(graph: PretrainingGraph, codes: np.ndarray, n_classes: int):
+    """``(G, C)`` counts of each label within each group of an implicit clique graph."""
+    groups = graph.group_codes
+    return _count_matrix(groups, codes, int(graph.group_sizes.size), n_classes)
+
+
+def _clique_local_consistency(graph: PretrainingGraph, codes, n_classes: int, ties: str) -> np.ndarray:
+    """Closed form over implicit cliques: node i's neighbour counts are its group's counts minus i.
+
+    Let ``top``/``n_top`` be the group's largest label count and how many labels reach it, and
+    ``second``/``n_second`` the runner-up. Removing i lowers its own label's count by one, so i
+    scores only if its label had the unique top count; it then ties with the ``n_second`` runner-up
+    labels when ``second == top - 1`` and wins outright when ``second < top - 1``.
+    """
+    counts = _group_label_counts(graph, codes, n_classes)
+    top, n_top = _row_top(counts)
+    second, n_second = _row_top(counts, exclude=top)
+    g = graph.group_codes
+    own = _lookup(counts, g, codes)
+    wins = (own == top[g]) & (n_top[g] == 1)
+    tied = wins & (second[g] == top[g] - 1)
+    score = np.where(wins, 1.0, 0.0)
+    score[tied] = _tie_score(1 + n_second[g][tied], ties)
+    score[graph.group_sizes[g] == 1] = np.nan
+    return score
+
+
+def _mean_over_connected(per_node: np.ndarray) -> float:
+    connected = ~np.isnan(per_node)
+    if not connected.any():
+        raise SiptError("every node is isolated, so the measure is undefined; add edges to the graph")
+    return float(per_node[connected].mean())

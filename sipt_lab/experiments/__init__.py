@@ -1,0 +1,1 @@
+"""Experiments: single simulations and resumable sweeps over grids of configs (``sweep``)."""

@@ -1,0 +1,107 @@
+"""Character-level tokenizer built from the pre-training corpus.
+
+Token ids: ``0 = [PAD]``, ``1 = [MASK]``, ``2 = [CLS]``, ``3 = [UNK]``, then one id per distinct
+character of the corpus in code-point order. Every sample becomes ``[CLS] c_1 ... c_m`` (the [CLS]
+slot carries the per-sample embedding), truncated to ``max_len`` tokens and right-padded with
+``[PAD]``. Characters never seen while building map to ``[UNK]``, so evaluation text never fails.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sipt_lab.errors import SiptError
+from sipt_lab.fileio import write_json_atomic
+
+SPECIAL_TOKENS = ("[PAD]", "[MASK]", "[CLS]", "[UNK]")
+PAD_ID, MASK_ID, CLS_ID, UNK_ID = range(len(SPECIAL_TOKENS))
+
+
+@dataclass(frozen=True)
+class CharTokenizer:
+    """Maps sentences to padded ``[CLS]``-first id arrays.
+
+    Attributes:
+        chars: the known characters, sorted by code point; ``chars[k]`` has id ``len(SPECIAL_TOKENS) + k``.
+        max_len: tokens per sample including ``[CLS]``; longer sentences are truncated.
+    """
+
+    chars: tuple[str, ...]
+    max_len: int = 512
+    _codes: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_len < 2:
+            raise SiptError(f"tokenizer max_len is {self.max_len}; use at least 2 ([CLS] plus one character)")
+        codes = np.array([ord(c) for c in self.chars], dtype=np.uint32)
+        if np.any(np.diff(codes.astype(np.int64)) <= 0):
+            raise ValueError("chars must be distinct single characters sorted by code point")
+        object.__setattr__(self, "_codes", codes)
+
+    @classmethod
+    def build(cls, sentences: list[str], max_len: int = 512) -> CharTokenizer:
+        """The tokenizer whose vocabulary is every character occurring in ``sentences``."""
+        codes = np.unique(_code_points("".join(sentences)))
+        return cls(chars=tuple(chr(c) for c in codes), max_len=max_len)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(SPECIAL_TOKENS) + len(self.chars)
+
+    def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of ``n`` sentences.
+
+        Returns:
+            ids: ``(n, L)`` int64, ``L = max(lengths)``; row ``i`` is ``[CLS]``, the first
+                ``max_len - 1`` characters of sentence ``i`` (unknown ones as ``[UNK]``), then ``[PAD]``.
+            lengths: ``(n,)`` int64 tokens per row before padding (``[CLS]`` included, so ``>= 1``).
+        """
+        n_chars = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        codes = _code_points("".join(sentences))
+        slot = np.searchsorted(self._codes, codes).clip(max=max(len(self._codes) - 1, 0))
+        known = self._codes[slot] == codes if len(self._codes) else np.zeros(len(codes), dtype=bool)
+        token = np.where(known, slot + len(SPECIAL_TOKENS), UNK_ID)
+
+        row = np.repeat(np.arange(len(sentences)), n_chars)
+        starts = np.cumsum(n_chars) - n_chars
+        col = np.arange(len(codes)) - np.repeat(starts, n_chars) + 1
+        keep = col < self.max_len
+        lengths = np.minimum(n_chars, self.max_len - 1) + 1
+        ids = np.full((len(sentences), int(lengths.max(initial=1))), PAD_ID, dtype=np.int64)
+        ids[:, 0] = CLS_ID
+        ids[row[keep], col[keep]] = token[keep]
+        return ids, lengths
+
+    def decode(self, ids: np.ndarray) -> str:
+        """The text of one id row: characters as themselves, special tokens by name, padding dropped."""
+        vocab = SPECIAL_TOKENS + self.chars
+        return "".join(vocab[i] for i in np.asarray(ids).tolist() if i != PAD_ID)
+
+    def to_dict(self) -> dict:
+        return {"chars": "".join(self.chars), "max_len": self.max_len, "special_tokens": list(SPECIAL_TOKENS)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CharTokenizer:
+        if tuple(data.get("special_tokens", ())) != SPECIAL_TOKENS:
+            raise SiptError(f"tokenizer special tokens {data.get('special_tokens')} are not {list(SPECIAL_TOKENS)}; rebuild it")
+        return cls(chars=tuple(data["chars"]), max_len=int(data["max_len"]))
+
+    def save(self, path: str | Path) -> None:
+        """Write the tokenizer as JSON, atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> CharTokenizer:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise SiptError(f"tokenizer file {path} does not exist; pass a directory written by save_pretrained") from None
+
+
+def _code_points(text: str) -> np.ndarray:
+    """``(len(text),)`` uint32 code points (lone surrogates kept as they are)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)

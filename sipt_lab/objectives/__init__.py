@@ -1,0 +1,124 @@
+"""Pre-training objectives and how they combine: ``L_PT = (1 − λ_SI)·L_M + λ_SI·L_SI``.
+
+An objective is an ``nn.Module`` with a ``name`` and two flags saying what the trainer must compute
+for it, whose ``forward(ObjectiveInputs)`` returns one scalar loss term. The trainer sums the terms
+with weights from :func:`build_objectives` (terms of weight 0 are never computed), and optimises any
+parameters the objectives own, so further objectives (LinkBERT's document-relation prediction,
+MLSM) are one more module in that list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from sipt_lab.errors import SiptError
+from sipt_lab.objectives.mlm import masked_lm_loss
+from sipt_lab.objectives.structure import (
+    STRUCTURE_LOSSES,
+    check_loss_params,
+    contrastive_loss,
+    get_structure_loss,
+    loss_parameters,
+    multi_similarity_loss,
+)
+
+
+@dataclass
+class ObjectiveInputs:
+    """What one training step computed, in the form objectives consume.
+
+    Attributes:
+        embeddings: ``(U, H)`` [CLS] embeddings of the encoded samples; rows ``0..B-1`` are the seeds.
+        positives: ``(B,)`` int64 row of each seed's positive in ``embeddings``, -1 if it has none.
+        negatives: ``(B,)`` int64 row of each seed's negative, -1 if it has none.
+        mlm_logits: ``(M, V)`` MLM logits at the seeds' masked positions (None when no objective needs them).
+        mlm_targets: ``(M,)`` int64 original ids there.
+    """
+
+    embeddings: torch.Tensor
+    positives: torch.Tensor
+    negatives: torch.Tensor
+    mlm_logits: torch.Tensor | None = None
+    mlm_targets: torch.Tensor | None = None
+
+
+class Objective(nn.Module):
+    """Base of all objectives. ``needs_pairs``: the positives/negatives must be encoded too;
+    ``needs_mlm``: the seeds must be masked and MLM logits computed."""
+
+    name: str = ""
+    needs_pairs: bool = False
+    needs_mlm: bool = False
+
+    def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class MaskedLM(Objective):
+    """``L_M`` over the seeds' masked characters."""
+
+    name = "mlm"
+    needs_mlm = True
+
+    def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
+        return masked_lm_loss(inputs.mlm_logits, inputs.mlm_targets)
+
+
+class StructureInducing(Objective):
+    """``L_SI``: a registered pair loss over (seed, positive) edges and (seed, negative) non-edges."""
+
+    name = "si"
+    needs_pairs = True
+
+    def __init__(self, loss: str = "contrastive", **params: float) -> None:
+        super().__init__()
+        self.loss = get_structure_loss(loss)
+        check_loss_params(loss, params)
+        self.params = params
+
+    def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
+        seeds = torch.arange(len(inputs.positives), device=inputs.positives.device)
+        has_pos, has_neg = inputs.positives >= 0, inputs.negatives >= 0
+        return self.loss(
+            inputs.embeddings,
+            seeds[has_pos],
+            inputs.positives[has_pos],
+            seeds[has_neg],
+            inputs.negatives[has_neg],
+            **self.params,
+        )
+
+
+def build_objectives(lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None) -> list[tuple[float, Objective]]:
+    """``[(weight, objective)]`` for ``L_PT = (1 − λ)·L_M + λ·L_SI``, without weight-0 terms
+    (λ = 0 is the LM baseline: ``L_SI`` is never computed)."""
+    if not 0.0 <= lambda_si <= 1.0:
+        raise SiptError(f"lambda_si is {lambda_si}; it must lie in [0, 1] (0 = LM baseline, 0.1 = the paper's SIPT)")
+    terms = [(1.0 - lambda_si, MaskedLM()), (lambda_si, StructureInducing(loss, **(loss_params or {})))]
+    return [(weight, objective) for weight, objective in terms if weight > 0]
+
+
+def combine(objectives: list[tuple[float, Objective]], inputs: ObjectiveInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The weighted total and the unweighted terms by name."""
+    terms = {objective.name: objective(inputs) for _, objective in objectives}
+    total = sum(weight * terms[objective.name] for weight, objective in objectives)
+    return total, terms
+
+
+__all__ = [
+    "STRUCTURE_LOSSES",
+    "MaskedLM",
+    "Objective",
+    "ObjectiveInputs",
+    "StructureInducing",
+    "build_objectives",
+    "combine",
+    "contrastive_loss",
+    "get_structure_loss",
+    "loss_parameters",
+    "masked_lm_loss",
+    "multi_similarity_loss",
+]

@@ -1,0 +1,108 @@
+"""Structure-inducing losses ``L_SI`` over graph pairs.
+
+Both losses take the pair convention of pytorch-metric-learning's ``indices_tuple``: positive pairs
+``(a1[i], p[i])`` are edges of ``G_PT``, negative pairs ``(a2[j], n[j])`` are non-edges, all indices
+being rows of ``embeddings``. They are written here in plain torch (tests check them against that
+library's ``ContrastiveLoss`` / ``MultiSimilarityLoss``); :data:`STRUCTURE_LOSSES` names them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from sipt_lab.errors import SiptError
+
+PairLoss = Callable[..., torch.Tensor]
+
+
+def contrastive_loss(
+    embeddings: torch.Tensor,
+    a1: torch.Tensor,
+    p: torch.Tensor,
+    a2: torch.Tensor,
+    n: torch.Tensor,
+    pos_margin: float = 0.0,
+    neg_margin: float = 10.0,
+) -> torch.Tensor:
+    """The paper's contrastive loss on Euclidean distances ``d`` of raw (unnormalised) embeddings.
+
+    ``mean_pos max(d(a1, p) - pos_margin, 0) + mean_neg max(neg_margin - d(a2, n), 0)``; an empty
+    pair set contributes 0. Defaults are the original code's (µ+ = 0, µ− = 10).
+
+    Args:
+        embeddings: ``(U, H)``.
+        a1, p: ``(P,)`` int64 rows of the positive pairs; a2, n: ``(N,)`` rows of the negative pairs.
+    """
+    z = embeddings.float()
+    pos = F.relu(torch.linalg.vector_norm(z[a1] - z[p], dim=1) - pos_margin)
+    neg = F.relu(neg_margin - torch.linalg.vector_norm(z[a2] - z[n], dim=1))
+    return pos.sum() / max(len(pos), 1) + neg.sum() / max(len(neg), 1)
+
+
+def multi_similarity_loss(
+    embeddings: torch.Tensor,
+    a1: torch.Tensor,
+    p: torch.Tensor,
+    a2: torch.Tensor,
+    n: torch.Tensor,
+    w_pos: float = 1.0,
+    w_neg: float = 1.0,
+    t: float = 0.1,
+) -> torch.Tensor:
+    """Multi-similarity loss on cosine similarities ``S`` of L2-normalised embeddings.
+
+    Per anchor ``a``: ``(1/w_pos) log(1 + sum_{p in P(a)} exp(-w_pos (S_ap - t)))
+    + (1/w_neg) log(1 + sum_{n in N(a)} exp(w_neg (S_an - t)))``, averaged over the anchors that
+    have at least one pair. Defaults are the original code's (w+ = w− = 1, t = 0.1); this equals
+    pytorch-metric-learning's ``MultiSimilarityLoss(alpha=w_pos, beta=w_neg, base=t)`` with its
+    ``AvgNonZeroReducer``.
+
+    Args: as :func:`contrastive_loss`.
+    """
+    z = F.normalize(embeddings.float(), dim=1)
+    rows = len(z)
+    pos = _log1p_sum_exp(-w_pos * ((z[a1] * z[p]).sum(1) - t), a1, rows) / w_pos
+    neg = _log1p_sum_exp(w_neg * ((z[a2] * z[n]).sum(1) - t), a2, rows) / w_neg
+    anchors = torch.zeros(rows, dtype=torch.bool, device=z.device)
+    anchors[a1] = True
+    anchors[a2] = True
+    return (pos + neg)[anchors].sum() / max(int(anchors.sum()), 1)
+
+
+def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """``(n_groups,)``: ``log(1 + sum_{j: groups[j] = g} exp(values[j]))``, stably (0 for empty groups)."""
+    top = torch.zeros(n_groups, dtype=values.dtype, device=values.device)
+    top = top.scatter_reduce(0, groups, values.detach(), "amax", include_self=True)
+    total = torch.exp(-top).index_add(0, groups, torch.exp(values - top[groups]))
+    return top + torch.log(total)
+
+
+#: Registry of structure-inducing losses: name -> pair loss taking ``(embeddings, a1, p, a2, n, **params)``.
+STRUCTURE_LOSSES: dict[str, PairLoss] = {
+    "contrastive": contrastive_loss,
+    "multisim": multi_similarity_loss,
+}
+
+
+def loss_parameters(name: str) -> dict[str, float]:
+    """The tunable parameters of loss ``name`` with their defaults."""
+    signature = inspect.signature(get_structure_loss(name))
+    return {k: v.default for k, v in signature.parameters.items() if v.default is not inspect.Parameter.empty}
+
+
+def get_structure_loss(name: str) -> PairLoss:
+    if name not in STRUCTURE_LOSSES:
+        raise SiptError(f"unknown structure loss {name!r}; choose one of {', '.join(STRUCTURE_LOSSES)}")
+    return STRUCTURE_LOSSES[name]
+
+
+def check_loss_params(name: str, params: dict[str, float]) -> None:
+    """Raise SiptError naming any key of ``params`` that loss ``name`` does not take."""
+    known = loss_parameters(name)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise SiptError(f"loss {name!r} has no parameter(s) {', '.join(unknown)}; it takes {', '.join(known)}")

@@ -1,0 +1,105 @@
+"""Graph-aware pre-training batches.
+
+Each step draws ``B`` seed samples (without replacement within an epoch; an epoch is one random
+permutation of the nodes, its last incomplete batch dropped), one uniformly random neighbour
+(positive) and one uniformly random non-neighbour (negative) per seed, never the seed itself, and
+an MLM mask over the seeds' characters. Seeds without a neighbour (or without a non-neighbour) get
+``-1`` there and no term of that kind.
+
+Every draw comes from its own generator keyed by ``(seed, stream, step or epoch)``, so a batch is a
+pure function of ``(graph, seed, step)``: the LM and SIPT arms of one seed see the same seeds in the
+same order with the same masks, and resuming at step ``t`` needs no sampler state.
+
+The batch lists each distinct sample once (seeds first, then the other positives/negatives), so a
+step encodes ``U <= 3B`` samples instead of ``3B`` and indexes the embeddings by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph
+
+_PERMUTATION, _PAIRS, _MASKS = range(3)
+
+
+@dataclass
+class PretrainBatch:
+    """One step's samples.
+
+    Attributes:
+        nodes: ``(U,)`` int64 distinct sample ids to encode; ``nodes[:n_seeds]`` are the seeds.
+        n_seeds: ``B``.
+        positives: ``(B,)`` int64 row in ``nodes`` of each seed's positive (a neighbour), -1 if isolated.
+        negatives: ``(B,)`` int64 row in ``nodes`` of each seed's negative (a non-neighbour), -1 if none.
+        mask: ``(B, L_s)`` bool MLM mask over the seeds' tokens, ``L_s`` the longest seed; never on
+            ``[CLS]`` (column 0) or padding.
+    """
+
+    nodes: np.ndarray
+    n_seeds: int
+    positives: np.ndarray
+    negatives: np.ndarray
+    mask: np.ndarray
+
+
+class GraphBatchSampler:
+    """Deterministic batches over ``graph``'s nodes.
+
+    Args:
+        graph: ``G_PT`` over ``n`` samples.
+        lengths: ``(n,)`` tokens per sample (``[CLS]`` included), from :meth:`CharTokenizer.encode`.
+        batch_size: seeds per step; capped at ``n`` (then every step is the whole graph, shuffled).
+        mask_prob: probability that a character (not ``[CLS]``, not padding) is masked.
+        seed: non-negative integer seed.
+    """
+
+    def __init__(self, graph: PretrainingGraph, lengths: np.ndarray, batch_size: int, mask_prob: float = 0.15, seed: int = 0) -> None:
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if lengths.shape != (graph.n_nodes,):
+            raise SiptError(f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node")
+        if batch_size < 1:
+            raise SiptError(f"batch_size is {batch_size}; use at least 1")
+        if not 0.0 <= mask_prob < 1.0:
+            raise SiptError(f"mask_prob is {mask_prob}; it must lie in [0, 1)")
+        if seed < 0:
+            raise SiptError(f"seed is {seed}; use a non-negative integer")
+        self.graph = graph
+        self.lengths = lengths
+        self.batch_size = min(batch_size, graph.n_nodes)
+        self.mask_prob = mask_prob
+        self.seed = seed
+        self.steps_per_epoch = graph.n_nodes // self.batch_size
+        self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
+
+    def seeds(self, step: int) -> np.ndarray:
+        """``(B,)`` int64 seed samples of ``step``."""
+        epoch, offset = divmod(step, self.steps_per_epoch)
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._permutation = np.random.default_rng([self.seed, _PERMUTATION, epoch]).permutation(self.graph.n_nodes)
+        return self._permutation[offset * self.batch_size : (offset + 1) * self.batch_size]
+
+    def batch(self, step: int) -> PretrainBatch:
+        seeds = self.seeds(step)
+        pair_rng = np.random.default_rng([self.seed, _PAIRS, step])
+        positives = self.graph.sample_positives(seeds, pair_rng)
+        negatives = self.graph.sample_negatives(seeds, pair_rng)
+        partners = np.concatenate([positives, negatives])
+        extra = np.setdiff1d(partners[partners >= 0], seeds)
+        nodes = np.concatenate([seeds, extra])
+
+        order = np.argsort(nodes, kind="stable")
+        sorted_nodes = nodes[order]
+
+        def rows(ids: np.ndarray) -> np.ndarray:
+            return np.where(ids >= 0, order[np.searchsorted(sorted_nodes, ids)], -1)
+
+        seed_lengths = self.lengths[seeds]
+        columns = np.arange(seed_lengths.max())
+        draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
+        mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None])
+        return PretrainBatch(nodes, len(seeds), rows(positives), rows(negatives), mask)
