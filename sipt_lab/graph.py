@@ -5,8 +5,9 @@ Two representations share one interface (:class:`PretrainingGraph`):
 * **explicit**: a symmetric ``scipy.sparse.csr_array`` (0/1 ``int8`` data, sorted ``int32`` indices
   where they fit, no self-loops, no duplicate edges);
 * **implicit label cliques**: group ids, with ``i ~ j`` iff ``groups[i] == groups[j]`` and
-  ``i != j``. Degrees, neighbours, sampling, local consistency and noise work on the groups
-  without materialising the ``O(n^2)`` edges (the CLIQUES family and Corollary 1 use this).
+  ``i != j``. Degrees, neighbours, edge tests, sampling and local consistency work on the groups
+  without materialising the ``O(n^2)`` edges (the CLIQUES family and Corollary 1 use this);
+  :meth:`PretrainingGraph.adjacency`, ``edges`` and noise materialise them, up to a size limit.
 
 Also here: :func:`add_noise` (the original SIPT code's random edge noise, sampled exactly without
 enumerating pairs) and the TSV file format (``u<TAB>v`` edge lines, ``node<TAB>label`` lines).
@@ -15,7 +16,6 @@ Node names in files are strings; the library maps them to ``0..n-1`` at this bou
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -110,7 +110,7 @@ class PretrainingGraph:
             raise ValueError(f"groups must be 1-D (n,), got shape {groups.shape}")
         _, codes = factorize(groups)
         ids = groups.copy()
-        ids.flags.writeable = False
+        ids.flags.writeable = codes.flags.writeable = False
         return cls(groups.size, group_ids=ids, group_codes=codes)
 
     @classmethod
@@ -255,7 +255,7 @@ class PretrainingGraph:
             has = end - start > 1
             start, end, nodes = start[has], end[has], nodes[has]
             r = rng.integers(0, end - start - 1)
-            self_pos = _segment_bisect(self._order, start, end, nodes, side="left")
+            self_pos = self._rank[nodes] - start  # skip the node itself within its group
             out[has] = self._order[start + r + (r >= self_pos)]
             return out
         A = self._csr
@@ -299,6 +299,13 @@ class PretrainingGraph:
     def _order(self) -> np.ndarray:
         """Implicit graphs: node ids sorted by (group code, node id)."""
         return np.argsort(self._codes, kind="stable")
+
+    @cached_property
+    def _rank(self) -> np.ndarray:
+        """Implicit graphs: position of each node in :attr:`_order`."""
+        rank = np.empty(self._n, dtype=np.int64)
+        rank[self._order] = np.arange(self._n)
+        return rank
 
     @cached_property
     def _starts(self) -> np.ndarray:
@@ -502,8 +509,9 @@ def _freeze(csr: sp.csr_array) -> sp.csr_array:
 
 def _check_n_nodes(n_nodes) -> int:
     n = int(n_nodes)
-    if n < 0 or n != n_nodes:
-        raise ValueError(f"n_nodes must be a non-negative integer, got {n_nodes!r}")
+    # Edge keys lo * n + hi and pair indices hi * (hi - 1) / 2 must fit in int64.
+    if n < 0 or n != n_nodes or n > 3_000_000_000:
+        raise ValueError(f"n_nodes must be an integer in [0, 3e9], got {n_nodes!r}")
     return n
 
 

@@ -115,6 +115,7 @@ __all__ = [
     "ObjectiveInputs",
     "StructureInducing",
     "build_objectives",
+    "check_loss_params",
     "combine",
     "contrastive_loss",
     "get_structure_loss",

@@ -37,7 +37,7 @@ def contrastive_loss(
         embeddings: ``(U, H)``.
         a1, p: ``(P,)`` int64 rows of the positive pairs; a2, n: ``(N,)`` rows of the negative pairs.
     """
-    z = embeddings.float()
+    z = _at_least_float32(embeddings)
     pos = F.relu(torch.linalg.vector_norm(z[a1] - z[p], dim=1) - pos_margin)
     neg = F.relu(neg_margin - torch.linalg.vector_norm(z[a2] - z[n], dim=1))
     return pos.sum() / max(len(pos), 1) + neg.sum() / max(len(neg), 1)
@@ -63,7 +63,7 @@ def multi_similarity_loss(
 
     Args: as :func:`contrastive_loss`.
     """
-    z = F.normalize(embeddings.float(), dim=1)
+    z = F.normalize(_at_least_float32(embeddings), dim=1)
     rows = len(z)
     pos = _log1p_sum_exp(-w_pos * ((z[a1] * z[p]).sum(1) - t), a1, rows) / w_pos
     neg = _log1p_sum_exp(w_neg * ((z[a2] * z[n]).sum(1) - t), a2, rows) / w_neg
@@ -71,6 +71,11 @@ def multi_similarity_loss(
     anchors[a1] = True
     anchors[a2] = True
     return (pos + neg)[anchors].sum() / max(int(anchors.sum()), 1)
+
+
+def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    """Half-precision (autocast) embeddings are promoted; float64 stays float64."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:

@@ -1,0 +1,22 @@
+"""Small hand-made corpora and topic assignments for the graph-family tests (no LDA needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sipt_lab.corpus import Corpus
+from sipt_lab.topics import TopicAssignment
+
+
+def fake_corpus_and_topics(
+    n_topics: int = 20, per_topic: int = 60, confident: float = 0.95, n_vague: int = 0
+) -> tuple[Corpus, TopicAssignment]:
+    """``n_topics * per_topic`` sentences ``"topic T sentence I"`` whose top topic is ``T`` with
+    probability ``confident``, then ``n_vague`` sentences with a flat topic distribution."""
+    owner = np.repeat(np.arange(n_topics), per_topic)
+    doc_topic = np.full((owner.size, n_topics), (1 - confident) / (n_topics - 1))
+    doc_topic[np.arange(owner.size), owner] = confident
+    doc_topic = np.vstack([doc_topic, np.full((n_vague, n_topics), 1 / n_topics)])
+    sentences = [f"topic {t} sentence {i}" for i, t in enumerate(owner)]
+    sentences += [f"vague sentence {i}" for i in range(n_vague)]
+    return Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)

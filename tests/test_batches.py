@@ -1,0 +1,101 @@
+import numpy as np
+import pytest
+
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.training.batches import GraphBatchSampler
+
+
+def _explicit_graph():
+    """30 nodes: a random sparse graph plus two isolated nodes (28, 29) and a hub (0) linked to 1..20."""
+    rng = np.random.default_rng(3)
+    u, v = rng.integers(0, 28, 60), rng.integers(0, 28, 60)
+    keep = u != v
+    u = np.concatenate([u[keep], np.zeros(20, dtype=np.int64)])
+    v = np.concatenate([v[keep], np.arange(1, 21)])
+    return PretrainingGraph.from_edges(u, v, 30)
+
+
+def _implicit_graph():
+    return PretrainingGraph.from_groups(np.array([0] * 8 + [1] * 7 + [2] * 6 + [3]))  # node 21 is alone
+
+
+@pytest.mark.parametrize("make_graph", [_explicit_graph, _implicit_graph])
+def test_pairs_respect_the_graph(make_graph):
+    graph = make_graph()
+    n = graph.n_nodes
+    lengths = np.random.default_rng(0).integers(1, 12, n)
+    sampler = GraphBatchSampler(graph, lengths, batch_size=7, seed=5)
+    degrees = graph.degrees()
+    for step in range(40):
+        b = sampler.batch(step)
+        seeds = b.nodes[: b.n_seeds]
+        assert b.n_seeds == 7 and len(np.unique(b.nodes)) == len(b.nodes)
+        has_pos, has_neg = b.positives >= 0, b.negatives >= 0
+        np.testing.assert_array_equal(has_pos, degrees[seeds] > 0)
+        np.testing.assert_array_equal(has_neg, degrees[seeds] < n - 1)
+        pos, neg = b.nodes[b.positives[has_pos]], b.nodes[b.negatives[has_neg]]
+        assert (pos != seeds[has_pos]).all() and (neg != seeds[has_neg]).all()
+        assert graph.has_edge(seeds[has_pos], pos).all()
+        assert not graph.has_edge(seeds[has_neg], neg).any()
+        # every encoded non-seed row is some seed's partner
+        partners = np.concatenate([b.positives[has_pos], b.negatives[has_neg]])
+        assert set(range(b.n_seeds, len(b.nodes))) <= set(partners.tolist())
+
+
+def test_seeds_are_a_permutation_per_epoch():
+    graph = _implicit_graph()
+    sampler = GraphBatchSampler(graph, np.full(22, 5), batch_size=5, seed=1)
+    assert sampler.steps_per_epoch == 4
+    for epoch in range(3):
+        seeds = np.concatenate([sampler.seeds(epoch * 4 + k) for k in range(4)])
+        assert len(np.unique(seeds)) == 20
+    assert not np.array_equal(sampler.seeds(0), sampler.seeds(4))
+
+
+def test_batch_larger_than_graph_is_the_whole_graph():
+    graph = _implicit_graph()
+    sampler = GraphBatchSampler(graph, np.full(22, 5), batch_size=100)
+    assert sorted(sampler.seeds(3).tolist()) == list(range(22))
+
+
+def test_deterministic_and_independent_of_the_graph():
+    lengths = np.random.default_rng(0).integers(1, 20, 30)
+    a = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4)
+    b = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4)
+    other_graph = GraphBatchSampler(PretrainingGraph.from_groups(np.arange(30) % 3), lengths, 8, seed=4)
+    other_seed = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=5)
+    for step in (0, 3, 9):
+        x, y, z = a.batch(step), b.batch(step), other_graph.batch(step)
+        for field in ("nodes", "positives", "negatives", "mask"):
+            np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
+        # seeds and MLM masks do not depend on the graph (nor on anything but seed and step)
+        np.testing.assert_array_equal(x.nodes[: x.n_seeds], z.nodes[: z.n_seeds])
+        np.testing.assert_array_equal(x.mask, z.mask)
+    assert not np.array_equal(a.batch(0).nodes, other_seed.batch(0).nodes)
+
+
+def test_masks_avoid_cls_and_padding_at_the_requested_rate():
+    graph = PretrainingGraph.from_groups(np.arange(200) % 10)
+    lengths = np.random.default_rng(0).integers(1, 60, 200)
+    sampler = GraphBatchSampler(graph, lengths, batch_size=50, mask_prob=0.15, seed=0)
+    masked = eligible = 0
+    for step in range(20):
+        b = sampler.batch(step)
+        seed_lengths = lengths[b.nodes[: b.n_seeds]]
+        assert b.mask.shape == (50, seed_lengths.max())
+        assert not b.mask[:, 0].any()
+        assert not (b.mask & (np.arange(b.mask.shape[1]) >= seed_lengths[:, None])).any()
+        masked += b.mask.sum()
+        eligible += (seed_lengths - 1).sum()
+    assert 0.13 < masked / eligible < 0.17
+    none = GraphBatchSampler(graph, lengths, batch_size=50, mask_prob=0.0)
+    assert not none.batch(0).mask.any()
+
+
+def test_bad_inputs_are_sipt_errors():
+    graph = _implicit_graph()
+    with pytest.raises(SiptError, match="one sentence per node"):
+        GraphBatchSampler(graph, np.ones(5), 4)
+    with pytest.raises(SiptError, match="batch_size"):
+        GraphBatchSampler(graph, np.ones(22), 0)

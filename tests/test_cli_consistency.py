@@ -1,0 +1,125 @@
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sipt_lab.cli.main import main
+
+EXAMPLE = {
+    # 31 nodes, 49 edges, b16 isolated; p15 disagrees with its neighbours, p04 ties 2-2
+    "n_nodes": 31,
+    "n_edges": 49,
+    "n_isolated": 1,
+    "n_classes": 2,
+    "dropped_self_loops": 0,
+    "dropped_duplicates": 0,
+}
+
+
+def run_json(capsys, *argv):
+    assert main(["consistency", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("ties, lc", [("split", 28.5 / 30), ("strict", 28 / 30), ("lenient", 29 / 30)])
+def test_example_json(capsys, ties, lc):
+    result = run_json(capsys, "--example", "--ties", ties)
+    assert {k: result[k] for k in EXAMPLE} == EXAMPLE
+    assert result["tie_policy"] == ties
+    assert result["local_consistency"] == pytest.approx(lc)
+    assert result["edge_homophily"] == pytest.approx(41 / 49)
+    assert 0 < result["node_homophily"] < 1
+    assert Path(result["edges_file"]).name == "example_edges.tsv"
+    assert Path(result["labels_file"]).name == "example_labels.tsv"
+
+
+def test_example_table(capsys):
+    assert main(["consistency", "--example"]) == 0
+    rows = {line[:30].strip(): line[30:].strip() for line in capsys.readouterr().out.splitlines()}
+    assert rows["local consistency"] == "0.9500"
+    assert rows["edge homophily"] == "0.8367"
+    assert rows["isolated nodes (not averaged)"] == "1"
+    assert rows["tie policy"] == "split"
+
+
+def test_user_files_report_dropped_edges(tmp_path, capsys):
+    (tmp_path / "labels.tsv").write_text("n1\tcat\nn2\tcat\nn3\tdog\nn4\tdog\n")
+    (tmp_path / "edges.tsv").write_text("# my graph\nn1\tn2\nn2\tn1\nn3\tn3\nn3\tn4\nn2\tn3\n")
+    result = run_json(capsys, "--edges", str(tmp_path / "edges.tsv"), "--labels", str(tmp_path / "labels.tsv"))
+    assert (result["dropped_self_loops"], result["dropped_duplicates"]) == (1, 1)
+    assert (result["n_nodes"], result["n_edges"], result["n_isolated"]) == (4, 3, 0)
+    # n1: cat | n2: cat, dog tie -> 1/2 | n3: dog, cat tie -> 1/2 | n4: dog
+    assert result["local_consistency"] == pytest.approx(3 / 4)
+    assert result["edge_homophily"] == pytest.approx(2 / 3)
+    assert result["edges_file"] == str(tmp_path / "edges.tsv")
+
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sipt-lab: error: ")
+    return lines[0]
+
+
+def test_missing_arguments_are_a_usage_error(capsys):
+    assert main(["consistency"]) == 2
+    assert "--edges and --labels" in one_error_line(capsys)
+    assert main(["consistency", "--edges", "x.tsv"]) == 2
+    one_error_line(capsys)
+    assert main(["consistency", "--example", "--labels", "x.tsv"]) == 2
+    assert "--example" in one_error_line(capsys)
+
+
+def test_bad_files_give_one_line_naming_the_file(tmp_path, capsys):
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("a\tx\nb\ty\n")
+    edges = tmp_path / "edges.tsv"
+    cases = {
+        "missing": None,
+        "empty": b"",
+        "binary": b"a\tb\n\xff\xfe\n",
+        "unknown node": b"a\tb\nb\tzz\n",
+    }
+    for case, content in cases.items():
+        edges.unlink(missing_ok=True)
+        if content is not None:
+            edges.write_bytes(content)
+        assert main(["consistency", "--edges", str(edges), "--labels", str(labels)]) == 2, case
+        line = one_error_line(capsys)
+        assert str(edges) in line, case
+    assert "'zz'" in line and "line 2" in line
+
+
+def test_invalid_tie_policy_is_rejected_by_argparse(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["consistency", "--example", "--ties", "coin"])
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_help_explains_the_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["consistency", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--edges", "--labels", "--example", "--ties", "--json"):
+        assert option in out
+    assert "split = 1/k" in out
+
+
+def test_installed_console_script():
+    exe = shutil.which("sipt-lab")
+    if exe is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-e", str(Path(__file__).parents[1]),
+                        "--no-deps", "-q"], check=True)
+        exe = shutil.which("sipt-lab")
+    assert exe is not None, "pip install -e . did not put sipt-lab on PATH"
+    done = subprocess.run([exe, "consistency", "--example", "--json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["local_consistency"] == pytest.approx(0.95)
+    assert result["n_nodes"] == 31

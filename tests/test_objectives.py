@@ -1,0 +1,138 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from pytorch_metric_learning.distances import LpDistance
+from pytorch_metric_learning.losses import ContrastiveLoss, MultiSimilarityLoss
+from pytorch_metric_learning.reducers import AvgNonZeroReducer, MeanReducer
+
+from sipt_lab.errors import SiptError
+from sipt_lab.objectives import (
+    MaskedLM,
+    ObjectiveInputs,
+    StructureInducing,
+    build_objectives,
+    combine,
+    contrastive_loss,
+    loss_parameters,
+    masked_lm_loss,
+    multi_similarity_loss,
+)
+
+
+def _t(*values):
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def _random_pairs(seed=0, rows=12, dim=5):
+    """Embeddings and an indices tuple with several pairs per anchor, no pair both positive and negative."""
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(rows, dim, generator=gen, dtype=torch.float64) * 2
+    a1, p = _t(0, 0, 1, 2, 3, 3, 3), _t(1, 4, 5, 6, 7, 8, 9)
+    a2, n = _t(0, 1, 1, 4, 5), _t(10, 11, 2, 0, 6)
+    return z, (a1, p, a2, n)
+
+
+def test_contrastive_hand_computed():
+    z = torch.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
+    # positive (0,1): d=5, pos_margin 1 -> 4; negatives (0,2): d=10 -> 12-10=2, (1,2): d=5 -> 7
+    loss = contrastive_loss(z, _t(0), _t(1), _t(0, 1), _t(2, 2), pos_margin=1.0, neg_margin=12.0)
+    assert loss.item() == pytest.approx(4.0 + (2.0 + 7.0) / 2)
+
+
+def test_contrastive_defaults_are_the_original_margins():
+    assert loss_parameters("contrastive") == {"pos_margin": 0.0, "neg_margin": 10.0}
+    z = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    assert contrastive_loss(z, _t(0), _t(1), _t(), _t()).item() == pytest.approx(5.0)
+    assert contrastive_loss(z, _t(), _t(), _t(0), _t(1)).item() == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("pos_margin,neg_margin", [(0.0, 10.0), (0.5, 3.0)])
+def test_contrastive_matches_pytorch_metric_learning(pos_margin, neg_margin):
+    z, pairs = _random_pairs()
+    reference = ContrastiveLoss(
+        pos_margin=pos_margin, neg_margin=neg_margin, distance=LpDistance(normalize_embeddings=False), reducer=MeanReducer()
+    )(z, indices_tuple=pairs)
+    ours = contrastive_loss(z, *pairs, pos_margin=pos_margin, neg_margin=neg_margin)
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-12)
+
+
+def test_multisim_hand_computed():
+    z = torch.tensor([[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0], [1.0, 1.0]])
+    # anchor 0: positive 1 (S=0), negative 2 (S=-1); anchor 3: positive 0 (S=1/sqrt 2) only
+    loss = multi_similarity_loss(z, _t(0, 3), _t(1, 0), _t(0), _t(2), w_pos=2.0, w_neg=3.0, t=0.5)
+    anchor0 = math.log1p(math.exp(-2 * (0 - 0.5))) / 2 + math.log1p(math.exp(3 * (-1 - 0.5))) / 3
+    anchor3 = math.log1p(math.exp(-2 * (2**-0.5 - 0.5))) / 2
+    assert loss.item() == pytest.approx((anchor0 + anchor3) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("w_pos,w_neg,t", [(1.0, 1.0, 0.1), (2.0, 40.0, 0.5)])
+def test_multisim_matches_pytorch_metric_learning(w_pos, w_neg, t):
+    z, pairs = _random_pairs(seed=1)
+    z.requires_grad_(True)
+    reference = MultiSimilarityLoss(alpha=w_pos, beta=w_neg, base=t, reducer=AvgNonZeroReducer())(z, indices_tuple=pairs)
+    (ref_grad,) = torch.autograd.grad(reference, z)
+    ours = multi_similarity_loss(z, *pairs, w_pos=w_pos, w_neg=w_neg, t=t)
+    (our_grad,) = torch.autograd.grad(ours, z)
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-9)
+    torch.testing.assert_close(our_grad.double(), ref_grad, rtol=1e-6, atol=1e-9)
+
+
+def test_large_weights_stay_finite():
+    z, pairs = _random_pairs(seed=2)
+    assert torch.isfinite(multi_similarity_loss(z * 100, *pairs, w_pos=500.0, w_neg=500.0))
+
+
+def test_zero_distance_has_finite_gradient():
+    z = torch.zeros(2, 3, requires_grad=True)
+    contrastive_loss(z, _t(0), _t(1), _t(0), _t(1), neg_margin=1.0).backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_empty_pair_sets_give_zero():
+    z = torch.randn(3, 2)
+    for loss in (contrastive_loss, multi_similarity_loss):
+        assert loss(z, _t(), _t(), _t(), _t()).item() == 0.0
+
+
+def test_structure_objective_drops_missing_pairs():
+    z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    inputs = ObjectiveInputs(z, positives=_t(3, -1, 4), negatives=_t(-1, 4, 0))
+    for name, loss in (("contrastive", contrastive_loss), ("multisim", multi_similarity_loss)):
+        expected = loss(z, _t(0, 2), _t(3, 4), _t(1, 2), _t(4, 0))
+        assert StructureInducing(name)(inputs).item() == pytest.approx(expected.item())
+
+
+def test_masked_lm_is_cross_entropy_and_zero_when_nothing_masked():
+    logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    expected = (-math.log(math.exp(2) / (math.exp(2) + 2)) - math.log(1 / 3)) / 2
+    assert masked_lm_loss(logits, _t(0, 1)).item() == pytest.approx(expected)
+    empty = masked_lm_loss(torch.zeros(0, 3, requires_grad=True), _t())
+    assert empty.item() == 0.0 and empty.requires_grad
+
+
+def test_weights_follow_lambda_and_zero_terms_are_not_built():
+    assert [(w, o.name) for w, o in build_objectives(0.0)] == [(1.0, "mlm")]
+    assert [(w, o.name) for w, o in build_objectives(1.0)] == [(1.0, "si")]
+    assert [(w, o.name) for w, o in build_objectives(0.1)] == [(0.9, "mlm"), (0.1, "si")]
+
+
+def test_combine_weights_terms():
+    z = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    logits = torch.zeros(1, 3)
+    inputs = ObjectiveInputs(z, _t(1, 0), _t(-1, -1), logits, _t(2))
+    total, terms = combine(build_objectives(0.25), inputs)
+    assert terms["mlm"].item() == pytest.approx(math.log(3))
+    assert terms["si"].item() == pytest.approx(5.0)
+    assert total.item() == pytest.approx(0.75 * math.log(3) + 0.25 * 5.0)
+    assert isinstance(build_objectives(0.5)[0][1], MaskedLM)
+
+
+def test_bad_names_and_values_are_sipt_errors():
+    with pytest.raises(SiptError, match="unknown structure loss 'triplet'"):
+        build_objectives(0.1, "triplet")
+    with pytest.raises(SiptError, match="has no parameter"):
+        build_objectives(0.1, "contrastive", {"w_pos": 2.0})
+    with pytest.raises(SiptError, match="lambda_si"):
+        build_objectives(1.5)

@@ -1,0 +1,174 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sipt_lab.errors import SiptError
+from sipt_lab.evaluation import loo_knn_auroc
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import EncoderConfig, SequenceEncoder, encoder_preset, load_pretrained
+from sipt_lab.objectives import MaskedLM
+from sipt_lab.training import TrainConfig, embed, pretrain
+
+TINY = encoder_preset("cliques", max_len=24)
+
+
+def _cliques(seed=0, n_cliques=4, size=10):
+    """Label cliques over random strings from one shared character pool: labels are not in the text."""
+    rng = np.random.default_rng(seed)
+    pool = np.array(list("abcdefghij "))
+    sentences = ["".join(rng.choice(pool, size=rng.integers(12, 24))) for _ in range(n_cliques * size)]
+    labels = np.repeat(np.arange(n_cliques), size)
+    return sentences, PretrainingGraph.from_groups(labels), labels
+
+
+def _config(**overrides):
+    base = dict(steps=8, batch_size=12, lambda_si=0.1, lr=1e-3, log_every=3, max_len=24, seed=3, device="cpu")
+    return TrainConfig(**{**base, **overrides})
+
+
+def test_same_seed_gives_identical_losses_and_embeddings():
+    sentences, graph, _ = _cliques()
+    a = pretrain(sentences, graph, _config(), TINY, progress=False)
+    b = pretrain(sentences, graph, _config(), TINY, progress=False)
+    assert set(a.history) == {"loss", "mlm", "si"} and a.history["loss"].shape == (8,)
+    for name in a.history:
+        np.testing.assert_array_equal(a.history[name], b.history[name])
+    np.testing.assert_array_equal(embed(a.encoder, a.tokenizer, sentences), embed(b.encoder, b.tokenizer, sentences))
+    np.testing.assert_allclose(a.history["loss"], 0.9 * a.history["mlm"] + 0.1 * a.history["si"], rtol=1e-6)
+    c = pretrain(sentences, graph, _config(seed=4), TINY, progress=False)
+    assert not np.array_equal(a.history["loss"], c.history["loss"])
+
+
+def test_lm_arm_computes_no_structure_term_and_shares_the_init():
+    sentences, graph, _ = _cliques()
+    lm = pretrain(sentences, graph, _config(lambda_si=0.0, steps=1), TINY, progress=False)
+    assert set(lm.history) == {"loss", "mlm"}
+    np.testing.assert_array_equal(lm.history["loss"], lm.history["mlm"])
+
+
+def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
+    sentences, graph, _ = _cliques()
+    whole = pretrain(sentences, graph, _config(), TINY, progress=False)
+    first = pretrain(sentences, graph, _config(steps=5), TINY, checkpoint_dir=tmp_path, progress=False)
+    assert (tmp_path / "checkpoint.pt").is_file()
+    resumed = pretrain(sentences, graph, _config(), TINY, checkpoint_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(first.history["loss"], whole.history["loss"][:5])
+    for name in whole.history:
+        np.testing.assert_array_equal(resumed.history[name], whole.history[name])
+    np.testing.assert_array_equal(embed(resumed.encoder, resumed.tokenizer, sentences), embed(whole.encoder, whole.tokenizer, sentences))
+
+
+def test_interrupted_run_resumes_from_its_last_periodic_checkpoint(tmp_path, monkeypatch):
+    sentences, graph, _ = _cliques()
+    whole = pretrain(sentences, graph, _config(), TINY, progress=False)
+    calls = {"n": 0}
+    original = MaskedLM.forward
+
+    def crash_at_step_6(self, inputs):
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise KeyboardInterrupt
+        return original(self, inputs)
+
+    monkeypatch.setattr(MaskedLM, "forward", crash_at_step_6)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path, progress=False)
+    monkeypatch.setattr(MaskedLM, "forward", original)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 6
+    resumed = pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path, progress=False)
+    for name in whole.history:
+        np.testing.assert_array_equal(resumed.history[name], whole.history[name])
+
+
+def test_checkpoint_of_another_configuration_is_refused(tmp_path):
+    sentences, graph, _ = _cliques()
+    pretrain(sentences, graph, _config(steps=2), TINY, checkpoint_dir=tmp_path, progress=False)
+    with pytest.raises(SiptError, match="different configuration"):
+        pretrain(sentences, graph, _config(steps=2, lr=2e-3), TINY, checkpoint_dir=tmp_path, progress=False)
+
+
+def test_non_finite_loss_stops_naming_the_step(monkeypatch):
+    sentences, graph, _ = _cliques()
+    calls = {"n": 0}
+    original = MaskedLM.forward
+
+    def nan_at_step_4(self, inputs):
+        calls["n"] += 1
+        loss = original(self, inputs)
+        return loss * float("nan") if calls["n"] == 5 else loss
+
+    monkeypatch.setattr(MaskedLM, "forward", nan_at_step_4)
+    with pytest.raises(SiptError, match=r"non-finite loss at step 4 \(loss=nan, mlm=nan, si=[0-9.]+\)"):
+        pretrain(sentences, graph, _config(steps=20), TINY, progress=False)
+
+
+def test_embed_is_batch_invariant_eval_mode_and_handles_unseen_characters():
+    sentences, graph, _ = _cliques()
+    result = pretrain(sentences, graph, _config(steps=2), TINY, progress=False)
+    assert not result.encoder.training
+    big = embed(result.encoder, result.tokenizer, sentences, batch_size=100)
+    small = embed(result.encoder, result.tokenizer, sentences, batch_size=3)
+    assert big.shape == (40, TINY.hidden) and big.dtype == np.float32
+    np.testing.assert_allclose(big, small, rtol=1e-5, atol=1e-6)
+    unseen = embed(result.encoder, result.tokenizer, ["xyz ÆØÅ 🙂", "a" * 500], device="cpu")
+    assert np.isfinite(unseen).all()
+
+
+def test_save_and_load_pretrained_round_trip(tmp_path):
+    sentences, graph, _ = _cliques()
+    result = pretrain(sentences, graph, _config(steps=2), TINY, progress=False)
+    result.save(tmp_path / "model")
+    encoder, tokenizer = load_pretrained(tmp_path / "model")
+    assert tokenizer == result.tokenizer and encoder.config == result.encoder_config
+    np.testing.assert_array_equal(embed(encoder, tokenizer, sentences), embed(result.encoder, result.tokenizer, sentences))
+    assert (tmp_path / "model" / "history.json").is_file() and (tmp_path / "model" / "train_config.json").is_file()
+
+
+class _BagOfCharacters(nn.Module):
+    """A non-transformer encoder: mean of character embeddings, MLM logits from the embedding table."""
+
+    def __init__(self, config: EncoderConfig) -> None:
+        super().__init__()
+        self.hidden_size = config.hidden
+        self.table = nn.Embedding(config.vocab_size, config.hidden)
+
+    def embed(self, input_ids):
+        real = (input_ids != 0).unsqueeze(-1).float()
+        return (self.table(input_ids) * real).sum(1) / real.sum(1)
+
+    def token_logits(self, input_ids):
+        return self.table(input_ids) @ self.table.weight.T
+
+    def embed_and_masked_logits(self, input_ids, positions):
+        return self.embed(input_ids), self.token_logits(input_ids).flatten(0, 1)[positions]
+
+
+def test_any_sequence_encoder_can_be_trained():
+    sentences, graph, _ = _cliques()
+    result = pretrain(sentences, graph, _config(steps=3), TINY, progress=False, make_encoder=_BagOfCharacters)
+    assert isinstance(result.encoder, _BagOfCharacters) and isinstance(result.encoder, SequenceEncoder)
+    assert embed(result.encoder, result.tokenizer, sentences).shape == (40, TINY.hidden)
+
+
+def test_bad_settings_are_sipt_errors():
+    sentences, graph, _ = _cliques()
+    with pytest.raises(SiptError, match="exceeds the encoder"):
+        pretrain(sentences, graph, _config(max_len=100), TINY, progress=False)
+    with pytest.raises(SiptError, match="no parameter"):
+        pretrain(sentences, graph, _config(loss="multisim", loss_params={"neg_margin": 1.0}), TINY, progress=False)
+    with pytest.raises(SiptError, match="one sentence per node"):
+        pretrain(sentences[:-1], graph, _config(), TINY, progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(SiptError, match="no CUDA"):
+            pretrain(sentences, graph, _config(device="cuda"), TINY, progress=False)
+
+
+def test_sipt_beats_lm_on_label_cliques():
+    sentences, graph, labels = _cliques(seed=0)
+    auroc = {}
+    for lambda_si in (0.0, 0.5):
+        config = _config(steps=200, batch_size=40, lambda_si=lambda_si, lr=3e-3, loss_params={"neg_margin": 3.0}, seed=0, log_every=50)
+        result = pretrain(sentences, graph, config, TINY, progress=False)
+        auroc[lambda_si] = loo_knn_auroc(embed(result.encoder, result.tokenizer, sentences), labels)
+    assert auroc[0.5] > auroc[0.0] + 0.15, auroc
