@@ -11,10 +11,11 @@ mean *fraction* of same-label neighbours) it is a hard decision, so it needs pol
 * **isolated nodes**: they have no neighbours to vote, score NaN per node and are left out of every
   mean here (PyG's ``homophily(method='node')`` counts them as 0 instead).
 
-Everything is vectorised: neighbour-label counts are a ``(rows, classes)`` count matrix built with
-one ``bincount`` (dense when it fits, sparse otherwise); implicit label-clique graphs use the closed
-form per group (``O(n)``, no edges materialised). Not to be confused with Zhou et al.'s (2004)
-"local and global consistency" (label spreading).
+Sparse graphs: one compiled (numba) pass over the CSR rows counts each node's neighbour labels in
+a scratch array of one count per class (``O(edges)`` time) and serves local consistency and both
+homophilies. Implicit label-clique graphs use the closed form per group (``O(n)``, no edges
+materialised) on vectorised group-by-label count matrices. Not to be confused with Zhou et al.'s
+(2004) "local and global consistency" (label spreading).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -43,11 +45,8 @@ def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "spl
     codes, n_classes = _label_codes(graph, labels)
     if graph.is_implicit:
         return _clique_local_consistency(graph, codes, n_classes, ties)
-    A = graph.adjacency()
-    counts = _count_matrix(_entry_rows(A), codes, graph.n_nodes, n_classes, col_index=A.indices)
-    top, n_top = _row_top(counts)
-    own = _lookup(counts, np.arange(graph.n_nodes), codes)
-    score = np.where(own == top, _tie_score(n_top, ties), 0.0)
+    _, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
+    score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
     score[graph.degrees() == 0] = np.nan
     return score
 
@@ -69,10 +68,7 @@ def node_homophily(graph: PretrainingGraph, labels) -> float:
         counts = _group_label_counts(graph, codes, n_classes)
         same = _lookup(counts, graph.group_codes, codes) - 1
     else:
-        A = graph.adjacency()
-        rows = _entry_rows(A)
-        matches = codes[A.indices] == codes[rows]
-        same = np.bincount(rows[matches], minlength=graph.n_nodes)
+        same, _ = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = same / degrees
     return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
@@ -87,8 +83,8 @@ def edge_homophily(graph: PretrainingGraph, labels) -> float:
         counts = _group_label_counts(graph, codes, n_classes)
         c = (counts.data if sp.issparse(counts) else counts).astype(np.int64)
         return float((c * (c - 1) // 2).sum() / graph.n_edges)
-    A = graph.adjacency()
-    return float(np.count_nonzero(codes[A.indices] == codes[_entry_rows(A)]) / A.nnz)
+    same, _ = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
+    return float(same.sum(dtype=np.int64) / (2 * graph.n_edges))
 
 
 def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
@@ -162,29 +158,73 @@ def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
     return codes, uniques.size
 
 
-def _entry_rows(A: sp.csr_array) -> np.ndarray:
-    """Row (node) of every stored entry of a CSR adjacency (each edge appears twice)."""
-    n = A.shape[0]
-    row_dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    return np.repeat(np.arange(n, dtype=row_dtype), np.diff(A.indptr))
+def _neighbour_label_counts(A: sp.csr_array, codes: np.ndarray, n_classes: int):
+    """``(same, n_tied)``, two ``(n,)`` int32 arrays over the nodes of the CSR adjacency ``A``.
+
+    ``same``: how many neighbours share the node's label; ``n_tied``: how many labels tie for the
+    neighbours' plurality when the node's own label is one of them, else 0 (isolated nodes: 0, 0).
+    ``codes``: ``(n,)`` label codes ``0..n_classes-1``.
+    """
+    # The smallest code dtype keeps the random gathers codes[indices] in cache.
+    small_codes = codes.astype(np.min_scalar_type(max(n_classes - 1, 0)))
+    return _neighbour_label_kernel(A.indptr, A.indices, small_codes, n_classes)
 
 
-def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int, col_index=None):
-    """``(n_rows, n_cols)`` int64 counts of the pairs ``(rows[k], cols[col_index[k]])``.
+# Serial on purpose: numba's parallel loops run on OpenMP threads that spin while they wait, which
+# made this 4x slower on a loaded 2-core machine, oversubscribes the one-process-per-core sweep
+# workers, and aborts forked children. nogil lets callers run it from several threads instead.
+@numba.njit(cache=True, nogil=True)
+def _neighbour_label_kernel(indptr, indices, codes, n_classes):
+    """:func:`_neighbour_label_counts` on the raw CSR arrays: one pass per row plus an O(degree) or
+    O(classes) scan, with one scratch count array kept all zero between rows."""
+    n = indptr.size - 1
+    same = np.zeros(n, np.int32)
+    n_tied = np.zeros(n, np.int32)
+    counts = np.zeros(n_classes, np.int32)
+    for i in range(n):
+        start, end = indptr[i], indptr[i + 1]
+        top = n_top = 0
+        if n_classes <= end - start:
+            # Many neighbours per class: count, then scan every class (branch-free passes).
+            for e in range(start, end):
+                counts[codes[indices[e]]] += 1
+            own = counts[codes[i]]
+            for c in range(n_classes):
+                top = max(top, counts[c])
+            for c in range(n_classes):
+                n_top += counts[c] == top
+                counts[c] = 0
+        else:
+            # Fewer neighbours than classes: touch only the neighbours' labels. The second pass
+            # counts each top label once, as it resets the label's count on its first visit.
+            for e in range(start, end):
+                label = codes[indices[e]]
+                counts[label] += 1
+                top = max(top, counts[label])
+            own = counts[codes[i]]
+            for e in range(start, end):
+                label = codes[indices[e]]
+                n_top += counts[label] == top
+                counts[label] = 0
+        same[i] = own
+        if own == top and top > 0:
+            n_tied[i] = n_top
+    return same, n_tied
 
-    ``col_index`` defaults to the identity. Dense (one bincount) unless that would be much larger
-    than the input, then a CSR array. The dense matrix is the transpose of a ``(n_cols, n_rows)``
-    C-ordered array, so per-row reductions over the few columns run as fast elementwise passes.
+
+def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int):
+    """``(n_rows, n_cols)`` int64 counts of the pairs ``(rows[k], cols[k])``.
+
+    Dense (one bincount) unless that would be much larger than the input, then a CSR array. The
+    dense matrix is the transpose of a ``(n_cols, n_rows)`` C-ordered array, so per-row reductions
+    over the few columns run as fast elementwise passes.
     """
     if n_rows * n_cols <= max(2 * rows.size, 1 << 20):
         # int32 keys where they fit: the gather and add are memory bound, so half the bytes is faster
         key_dtype = np.int32 if n_rows * n_cols < np.iinfo(np.int32).max else np.int64
-        scaled = cols.astype(key_dtype) * key_dtype(n_rows)
-        keys = scaled if col_index is None else np.take(scaled, col_index)
+        keys = cols.astype(key_dtype) * key_dtype(n_rows)
         keys += rows.astype(key_dtype, copy=False)
         return np.bincount(keys, minlength=n_rows * n_cols).reshape(n_cols, n_rows).T
-    if col_index is not None:
-        cols = cols[col_index]
     counts = sp.csr_array((np.ones(rows.size, np.int64), (rows, cols)), shape=(n_rows, n_cols))
     counts.sum_duplicates()
     return counts

@@ -151,6 +151,12 @@ def test_implicit_homophily_matches_materialised():
     assert node_homophily(g, FT) == pytest.approx((3 * 2 / 3 + 0 + 2 * 1 / 2 + 0) / 7)
 
 
+def brute_force_node_homophily(graph, labels):
+    fractions = [np.mean(labels[graph.neighbors(node)] == labels[node])
+                 for node in range(graph.n_nodes) if graph.degrees()[node] > 0]
+    return np.mean(fractions)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_graphs_match_brute_force(seed):
     rng = np.random.default_rng(seed)
@@ -167,10 +173,34 @@ def test_random_graphs_match_brute_force(seed):
             np.testing.assert_allclose(local_consistency_per_node(g, labels, ties), expected)
         assert edge_homophily(g, labels) == pytest.approx(edge_homophily(materialised, labels))
         assert node_homophily(g, labels) == pytest.approx(node_homophily(materialised, labels))
+        assert node_homophily(g, labels) == pytest.approx(brute_force_node_homophily(materialised, labels))
 
 
-def test_sparse_count_path_with_many_classes():
-    # 2000 nodes x ~2000 classes is too large for the dense count matrix, so the CSR path runs
+# (classes, edges) on 80 nodes: 2-3 classes make ties common; with 2 classes nearly every row has at
+# least as many neighbours as classes, with 40 classes nearly none does (the kernel's two row paths).
+@pytest.mark.parametrize("n_classes, n_edges", [(2, 60), (2, 400), (3, 150), (40, 100), (40, 900)])
+@pytest.mark.parametrize("seed", range(3))
+def test_sparse_kernel_matches_brute_force_with_many_ties(n_classes, n_edges, seed):
+    rng = np.random.default_rng(seed)
+    n = 80
+    labels = rng.integers(0, n_classes, n)
+    # skewed degrees: half the edge ends go to the first 8 nodes
+    hubs = rng.random(n_edges) < 0.5
+    u = np.where(hubs, rng.integers(0, 8, n_edges), rng.integers(0, n, n_edges))
+    g = PretrainingGraph.from_edges(u, rng.integers(0, n, n_edges), n)
+    per_node = {ties: local_consistency_per_node(g, labels, ties) for ties in TIE_POLICIES}
+    for ties in TIE_POLICIES:
+        np.testing.assert_allclose(per_node[ties], brute_force_lc(g, labels, ties))
+    if n_classes <= 3:
+        assert (per_node["strict"] < per_node["lenient"]).sum() >= 5  # the tie rules are exercised
+    same = sum(labels[a] == labels[b] for a, b in g.edges())
+    assert edge_homophily(g, labels) == pytest.approx(same / g.n_edges)
+    assert node_homophily(g, labels) == pytest.approx(brute_force_node_homophily(g, labels))
+
+
+def test_many_classes():
+    # ~2000 classes: the implicit graph's group-by-label counts are a CSR array, not dense, and the
+    # sparse kernel gets 16-bit label codes
     rng = np.random.default_rng(5)
     groups = rng.integers(0, 700, 2000)
     labels = groups * 3 + rng.integers(0, 3, 2000)

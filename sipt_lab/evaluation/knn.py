@@ -56,7 +56,13 @@ def knn_probabilities(
     """
     reference = np.asarray(reference, dtype=np.float64)
     queries = np.asarray(queries, dtype=np.float64)
-    classes, codes = np.unique(np.asarray(reference_labels), return_inverse=True)
+    reference_labels = np.asarray(reference_labels)
+    if reference_labels.shape != (len(reference),) or queries.shape[1:] != reference.shape[1:]:
+        raise SiptError(
+            f"{len(reference_labels)} labels for {len(reference)} embeddings of shape {reference.shape[1:]} "
+            f"and queries of shape {queries.shape[1:]}; give one label per embedding, all of one width"
+        )
+    classes, codes = np.unique(reference_labels, return_inverse=True)
     usable = len(reference) - int(leave_one_out)
     if not 1 <= k <= usable:
         raise SiptError(f"k={k} neighbours requested but only {usable} reference samples exist; lower k")

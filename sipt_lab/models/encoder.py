@@ -53,10 +53,13 @@ class EncoderConfig:
 
 
 #: The paper's sizes: CLIQUES and the mechanistic (STRUCTURAL) graphs vs the simplicial manifolds.
+#: Attention dropout is 0 rather than the original HF BERT's 0.1: with dropout, PyTorch's CPU
+#: attention falls back to its unfused path (2-3x slower per step, measured in
+#: benchmarks/bench_training.py), and these small, short runs do not need the regulariser.
 ENCODER_PRESETS: dict[str, EncoderConfig] = {
-    "cliques": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
-    "mechanistic": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
-    "manifolds": EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
+    "cliques": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8, attention_dropout=0.0),
+    "mechanistic": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8, attention_dropout=0.0),
+    "manifolds": EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256, attention_dropout=0.0),
 }
 
 
@@ -65,6 +68,31 @@ def encoder_preset(name: str, **overrides) -> EncoderConfig:
     if name not in ENCODER_PRESETS:
         raise SiptError(f"unknown encoder preset {name!r}; choose one of {', '.join(ENCODER_PRESETS)}")
     return dataclasses.replace(ENCODER_PRESETS[name], **overrides)
+
+
+@dataclass(frozen=True)
+class _Queries:
+    """Where the last block computes its outputs: ``M`` flat positions into ``B * L``, each given a
+    slot in a ``(B, width)`` grid of padded per-row query lists.
+
+    Attributes:
+        flat: ``(M,)`` int64 indices into ``B * L``.
+        slots: ``(M,)`` int64 indices into ``B * width``: row ``flat // L``, a distinct column there.
+        width: the most positions any one row holds.
+    """
+
+    flat: torch.Tensor
+    slots: torch.Tensor
+    width: int
+
+    @classmethod
+    def build(cls, flat: torch.Tensor, batch: int, length: int) -> _Queries:
+        rows = flat // length
+        counts = torch.bincount(rows, minlength=batch)
+        rank = torch.empty_like(flat)
+        rank[torch.argsort(rows, stable=True)] = torch.arange(len(flat), device=flat.device)
+        width = int(counts.max())
+        return cls(flat, rows * width + rank - (counts.cumsum(0) - counts)[rows], width)
 
 
 class _Block(nn.Module):
@@ -83,16 +111,40 @@ class _Block(nn.Module):
         )
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(B, L, H)``; ``key_mask``: ``(B, 1, 1, L)`` bool, True where a key is a real token."""
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor, queries: _Queries | None = None) -> torch.Tensor:
+        """New states at every position, or only at ``queries``.
+
+        Args:
+            x: ``(B, L, H)``.
+            key_mask: ``(B, 1, 1, L)`` bool, True where a key is a real token.
+            queries: None, or the positions whose outputs are wanted; keys and values still come
+                from every position, but queries, attention rows, the output projection and the FFN
+                are computed for those positions only (what a last layer read at a few positions needs).
+
+        Returns:
+            ``(B, L, H)``, or ``(M, H)`` at ``queries.flat`` in that order.
+        """
         batch, length, hidden = x.shape
-        q, k, v = (
-            self.qkv(self.norm1(x)).view(batch, length, 3, self.n_heads, hidden // self.n_heads).permute(2, 0, 3, 1, 4)
-        )
+        split = (self.n_heads, hidden // self.n_heads)
+        normed = self.norm1(x)
+        if queries is None:
+            q, k, v = self.qkv(normed).view(batch, length, 3, *split).permute(2, 0, 3, 1, 4)
+        else:
+            weight, bias = self.qkv.weight, self.qkv.bias
+            k, v = F.linear(normed, weight[hidden:], bias[hidden:]).view(batch, length, 2, *split).permute(2, 0, 3, 1, 4)
+            x = x.reshape(-1, hidden)[queries.flat]
+            wanted = F.linear(normed.reshape(-1, hidden)[queries.flat], weight[:hidden], bias[:hidden])
+            grid = wanted.new_zeros(batch * queries.width, hidden).index_copy(0, queries.slots, wanted)
+            q = grid.view(batch, queries.width, *split).transpose(1, 2)
         attended = F.scaled_dot_product_attention(
             q, k, v, attn_mask=key_mask, dropout_p=self.attention_dropout if self.training else 0.0
         )
-        x = x + self.dropout(self.out(attended.transpose(1, 2).reshape(batch, length, hidden)))
+        attended = attended.transpose(1, 2).reshape(-1, hidden)
+        if queries is None:
+            attended = attended.view(batch, length, hidden)
+        else:
+            attended = attended[queries.slots]
+        x = x + self.dropout(self.out(attended))
         return x + self.dropout(self.ffn(self.norm2(x)))
 
 
@@ -123,21 +175,14 @@ class TransformerEncoder(nn.Module):
 
     def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, L, H)`` last-layer states (after the final LayerNorm)."""
-        length = input_ids.shape[1]
-        if length > self.config.max_len:
-            raise SiptError(
-                f"inputs have {length} tokens but the encoder has {self.config.max_len} positions; "
-                "truncate with the tokenizer's max_len or raise EncoderConfig.max_len"
-            )
-        key_mask = (input_ids != PAD_ID)[:, None, None, :]
-        x = self.dropout(self.tokens(input_ids) + self.positions.weight[:length])
+        x, key_mask = self._inputs(input_ids)
         for block in self.blocks:
             x = block(x, key_mask)
         return self.norm(x)
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, H)`` [CLS] embeddings."""
-        return self.hidden_states(input_ids)[:, 0]
+        return self._states_at(input_ids, input_ids.new_empty(0))
 
     def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, L, V)`` MLM logits at every position."""
@@ -155,9 +200,34 @@ class TransformerEncoder(nn.Module):
         Returns:
             ``(B, H)`` [CLS] embeddings and ``(M, V)`` MLM logits at ``positions``.
         """
-        states = self.hidden_states(input_ids)
-        at = states.reshape(-1, states.shape[-1])[positions]
-        return states[:, 0], self.mlm_decoder(self.mlm_transform(at))
+        states = self._states_at(input_ids, positions)
+        batch = input_ids.shape[0]
+        return states[:batch], self.mlm_decoder(self.mlm_transform(states[batch:]))
+
+    def _inputs(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, L, H)`` token + position embeddings and the ``(B, 1, 1, L)`` key-padding mask."""
+        length = input_ids.shape[1]
+        if length > self.config.max_len:
+            raise SiptError(
+                f"inputs have {length} tokens but the encoder has {self.config.max_len} positions; "
+                "truncate with the tokenizer's max_len or raise EncoderConfig.max_len"
+            )
+        key_mask = (input_ids != PAD_ID)[:, None, None, :]
+        return self.dropout(self.tokens(input_ids) + self.positions.weight[:length]), key_mask
+
+    def _states_at(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """``(B + M, H)`` last-layer states at each row's [CLS], then at the ``(M,)`` flat ``positions``.
+
+        Equals ``hidden_states(input_ids)`` at those places, but the last block only computes
+        them (its keys and values still see every token): when M is ~15% of the tokens, that
+        layer's attention and FFN shrink about five-fold.
+        """
+        batch, length = input_ids.shape
+        x, key_mask = self._inputs(input_ids)
+        for block in self.blocks[:-1]:
+            x = block(x, key_mask)
+        flat = torch.cat([torch.arange(batch, device=positions.device) * length, positions])
+        return self.norm(self.blocks[-1](x, key_mask, _Queries.build(flat, batch, length)))
 
 
 def _init_weights(module: nn.Module) -> None:

@@ -29,7 +29,12 @@ degrees:
   for NEIGHBORHOOD and MOTIF (labels follow locality) and low for STRUCTURAL (structurally similar
   nodes are far apart).
 
-Node ids are randomly permuted so that id order says nothing about the structure.
+Node ids are randomly permuted so that id order says nothing about the structure. The same seed
+gives the same graph (and the same three structure labels) in all three families. k-means runs
+with ``n_init=10`` (the original: 50) seeded from the build's generator.
+
+Measured on the default corpus (100 topics, 90 nodes, seeds 0-9): 113 +- 6 edges; local
+consistency 0.944 +- 0.013 (NEIGHBORHOOD), 0.987 +- 0.008 (MOTIF), 0.547 +- 0.116 (STRUCTURAL).
 
 Default confidence threshold 0.6 (the original used no threshold, taking each topic's sentences
 in descending probability): on the default corpus with 100 topics, the MOTIF cycle class needs
@@ -39,15 +44,12 @@ topics have 50 confident sentences, at 0.6 38 do.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import partial
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
-from sklearn.exceptions import ConvergenceWarning
 
 from sipt_lab.corpus import Corpus
 from sipt_lab.errors import SiptError
@@ -160,17 +162,15 @@ def structural_labels(
 def _kmeans(features: np.ndarray, n_clusters: int, rng: np.random.Generator) -> np.ndarray:
     """Cluster ids ``0..k-1`` numbered by decreasing cluster size (ties: first appearance).
 
-    ``k`` is at most the number of distinct rows, so no cluster is empty.
+    ``k`` is at most the number of distinct rows; should k-means still leave a cluster empty, the
+    ids stay contiguous.
     """
     k = min(n_clusters, np.unique(features, axis=0).shape[0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        raw = KMeans(k, n_init=KMEANS_N_INIT, random_state=int(rng.integers(2**31))).fit_predict(features)
-    sizes = np.bincount(raw, minlength=k)
-    first = np.array([np.flatnonzero(raw == c)[0] for c in range(k)])
-    order = np.lexsort((first, -sizes))
-    rank = np.empty(k, dtype=np.int64)
-    rank[order] = np.arange(k)
+    raw = KMeans(k, n_init=KMEANS_N_INIT, random_state=int(rng.integers(2**31))).fit_predict(features)
+    _, first, raw = np.unique(raw, return_index=True, return_inverse=True)
+    order = np.lexsort((first, -np.bincount(raw)))
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
     return rank[raw]
 
 

@@ -1,0 +1,258 @@
+"""One semi-synthetic experiment end to end: LM vs SIPT pre-training on a graph family.
+
+For each seed: build the family's dataset (:func:`sipt_lab.synthetic.build_dataset`), pre-train the
+same encoder twice on the same batches and masks — once with ``λ_SI = 0`` (LM) and once with the
+configured ``λ_SI`` (SIPT) — embed the pre-training and held-out sentences, and score each arm by
+leave-one-out 3-NN AUROC (the paper's protocol), held-out 3-NN AUROC and link retrieval on G_PT.
+Theorem 1 predicts SIPT's nearest-neighbour accuracy approaches at least the topic task's local
+consistency over G_PT, which is reported next to the scores.
+
+Each seed is one cell of :func:`sipt_lab.experiments.sweep.run_grid`, so an interrupted run
+resumes with finished seeds loaded from disk, and the same cell function serves the paper's sweeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sipt_lab.config import config_hash, config_to_dict, save_config
+from sipt_lab.errors import SiptError
+from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
+from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.fileio import write_json_atomic
+from sipt_lab.models import EncoderConfig
+from sipt_lab.models.encoder import ENCODER_PRESETS
+from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
+from sipt_lab.synthetic.registry import get_family
+from sipt_lab.training import TrainConfig, embed, pretrain
+
+ARMS = ("lm", "sipt")
+
+
+@dataclass(frozen=True)
+class FamilyTraining:
+    """Per-family training defaults (encoder size and length of pre-training)."""
+
+    encoder: EncoderConfig
+    steps: int
+    batch_size: int
+
+
+#: Defaults per graph family; families not listed use the ``"manifold"`` entry.
+TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
+    "cliques": FamilyTraining(ENCODER_PRESETS["cliques"], steps=2000, batch_size=50),
+    "neighborhood": FamilyTraining(ENCODER_PRESETS["mechanistic"], steps=2000, batch_size=64),
+    "motif": FamilyTraining(ENCODER_PRESETS["mechanistic"], steps=2000, batch_size=64),
+    "structural": FamilyTraining(ENCODER_PRESETS["mechanistic"], steps=2000, batch_size=64),
+    "manifold": FamilyTraining(ENCODER_PRESETS["manifolds"], steps=400, batch_size=32),
+}
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Everything one seed of an experiment depends on (its hash names the result directory).
+
+    Attributes:
+        graph: which dataset to build (``graph.seed`` is the experiment seed).
+        train: the SIPT arm's training config; the LM arm is the same with ``lambda_si = 0``.
+            ``train.seed`` always equals ``graph.seed``.
+        encoder: encoder sizes (``vocab_size`` comes from the tokenizer).
+        k: neighbours of the k-NN evaluation (the paper: 3).
+        link_queries: nodes sampled for link retrieval (None: every node with a neighbour).
+    """
+
+    graph: GraphSpec
+    train: TrainConfig = field(default_factory=TrainConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    k: int = 3
+    link_queries: int | None = 500
+
+
+def simulation_config(
+    family: str,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    batch_size: int | None = None,
+    encoder: EncoderConfig | None = None,
+    graph_options: dict[str, Any] | None = None,
+    train_options: dict[str, Any] | None = None,
+) -> SimulationConfig:
+    """A validated :class:`SimulationConfig` with the family's defaults for whatever is not given.
+
+    ``graph_options`` go to :class:`GraphSpec` (``noise``, ``n_nodes``, ``corpus`` ...),
+    ``train_options`` to :class:`TrainConfig` (``lambda_si``, ``loss``, ``device`` ...).
+    """
+    get_family(family)  # unknown names fail here, with the list of known ones
+    defaults = TRAINING_DEFAULTS.get(family, TRAINING_DEFAULTS["manifold"])
+    train = TrainConfig(
+        steps=defaults.steps if steps is None else steps,
+        batch_size=defaults.batch_size if batch_size is None else batch_size,
+        seed=seed,
+        **(train_options or {}),
+    )
+    config = SimulationConfig(
+        graph=GraphSpec(family=family, seed=seed, **(graph_options or {})),
+        train=train,
+        encoder=defaults.encoder if encoder is None else encoder,
+    )
+    validate(config)
+    return config
+
+
+def validate(config: SimulationConfig) -> None:
+    """One-line SiptErrors for requests that cannot run (before any expensive work)."""
+    if not 0.0 <= config.train.lambda_si <= 1.0:
+        raise SiptError(f"--lambda-si must be in [0, 1], got {config.train.lambda_si}")
+    if config.train.steps < 1:
+        raise SiptError(f"--steps must be a positive number of optimiser steps, got {config.train.steps}")
+    if config.train.batch_size < 1:
+        raise SiptError(f"--batch-size must be positive, got {config.train.batch_size}")
+    if not 0.0 <= config.graph.noise <= 1.0:
+        raise SiptError(f"--noise must be a probability in [0, 1], got {config.graph.noise}")
+    if config.k < 1:
+        raise SiptError(f"k must be >= 1, got {config.k}")
+    if config.train.seed != config.graph.seed:
+        raise SiptError("train.seed must equal graph.seed (one seed per experiment)")
+
+
+@dataclass
+class ArmOutput:
+    """One arm's trained embeddings and scores.
+
+    Attributes:
+        embeddings: ``(n, H)`` pre-training sample embeddings.
+        heldout_embeddings: ``(h, H)`` held-out sample embeddings.
+        metrics: ``auroc``, ``accuracy`` (LOO 3-NN), ``heldout_auroc``, ``heldout_accuracy``,
+            ``link`` (LRAP, nDCG, AP, MRR), ``final_loss`` and ``seconds``.
+    """
+
+    embeddings: np.ndarray
+    heldout_embeddings: np.ndarray
+    metrics: dict[str, Any]
+
+
+def run_arms(
+    dataset: SyntheticDataset, config: SimulationConfig, *, progress: bool = False
+) -> dict[str, ArmOutput]:
+    """Pre-train and evaluate the LM and SIPT arms on ``dataset`` (paired: same seed, same batches)."""
+    outputs = {}
+    for arm in ARMS:
+        lambda_si = 0.0 if arm == "lm" else config.train.lambda_si
+        train = dataclasses.replace(config.train, lambda_si=lambda_si)
+        start = time.perf_counter()
+        result = pretrain(dataset.sentences, dataset.graph, train, config.encoder, progress=progress)
+        z = embed(result.encoder, result.tokenizer, dataset.sentences)
+        z_heldout = embed(result.encoder, result.tokenizer, dataset.heldout_sentences)
+        seconds = time.perf_counter() - start
+        loo = loo_knn(z, dataset.labels, config.k)
+        metrics: dict[str, Any] = {
+            "auroc": loo.auroc,
+            "accuracy": loo.accuracy,
+            "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
+            "final_loss": float(np.mean(result.history["loss"][-20:])),
+            "seconds": seconds,
+        }
+        if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:
+            heldout = heldout_knn(z, dataset.labels, z_heldout, dataset.heldout_labels, config.k)
+            metrics.update(heldout_auroc=heldout.auroc, heldout_accuracy=heldout.accuracy)
+        outputs[arm] = ArmOutput(z, z_heldout, metrics)
+    return outputs
+
+
+def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
+    """The cell function: one seed, both arms; a JSON-able dict of scores."""
+    validate(config)
+    dataset = build_dataset(config.graph, progress=False)
+    arms = run_arms(dataset, config)
+    return {
+        "graph": config.graph.family,
+        "seed": config.graph.seed,
+        "noise": config.graph.noise,
+        "local_consistency": dataset.local_consistency,
+        "n_nodes": dataset.graph.n_nodes,
+        "n_edges": dataset.graph.n_edges,
+        "n_classes": int(np.unique(dataset.labels).size),
+        "methods": {arm: output.metrics for arm, output in arms.items()},
+    }
+
+
+def simulate(
+    config: SimulationConfig,
+    n_seeds: int = 3,
+    out_dir: str | Path | None = None,
+    *,
+    executor: str = "serial",
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run seeds ``config.graph.seed .. + n_seeds - 1`` and aggregate them.
+
+    Results land in ``out_dir`` (default ``runs/simulate-<hash>``): one cell directory per seed
+    under ``cells/``, plus ``results.json`` and ``config.json``. Re-running skips finished seeds.
+
+    Returns ``{"graph", "noise", "local_consistency", "local_consistency_per_seed", "seeds",
+    "methods": {"lm"|"sipt": {metric: [one value per seed]}}, "out_dir", "config"}``.
+    """
+    validate(config)
+    if n_seeds < 1:
+        raise SiptError(f"--seeds must be >= 1, got {n_seeds}")
+    out = Path(out_dir) if out_dir is not None else Path("runs") / f"simulate-{config_hash(config)}"
+    seeds = [config.graph.seed + i for i in range(n_seeds)]
+    cells = [with_seed(config, seed) for seed in seeds]
+    if progress:
+        print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
+    results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress)
+    summary = aggregate([cell.result for cell in results])
+    summary.update(out_dir=str(out), config=config_to_dict(config), n_seeds=n_seeds)
+    save_config(config, out / "config.json")
+    write_json_atomic(out / "results.json", summary)
+    return summary
+
+
+def with_seed(config: SimulationConfig, seed: int) -> SimulationConfig:
+    """``config`` for another seed (graph and training together)."""
+    return dataclasses.replace(
+        config,
+        graph=dataclasses.replace(config.graph, seed=seed),
+        train=dataclasses.replace(config.train, seed=seed),
+    )
+
+
+def aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-seed cell results -> lists per metric (dotted names for nested ones, e.g. ``link.mrr``)."""
+    first = cells[0]
+    methods = {
+        arm: _collect([_flatten(cell["methods"][arm]) for cell in cells]) for arm in first["methods"]
+    }
+    lc = [cell["local_consistency"] for cell in cells]
+    return {
+        "graph": first["graph"],
+        "noise": first["noise"],
+        "seeds": [cell["seed"] for cell in cells],
+        "local_consistency": float(np.mean(lc)),
+        "local_consistency_per_seed": lc,
+        "n_nodes": [cell["n_nodes"] for cell in cells],
+        "n_edges": [cell["n_edges"] for cell in cells],
+        "methods": methods,
+    }
+
+
+def _flatten(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _collect(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    keys = [key for key in rows[0] if all(key in row for row in rows)]
+    return {key: [row[key] for row in rows] for key in keys}
