@@ -6,11 +6,12 @@ from torch import nn
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import loo_knn_auroc
 from sipt_lab.graph import PretrainingGraph
-from sipt_lab.models import EncoderConfig, SequenceEncoder, encoder_preset, load_pretrained
-from sipt_lab.objectives import MaskedLM
-from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
+from sipt_lab.objectives import MaskedLM, build_objectives
+from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
+from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Step
 
-TINY = encoder_preset("cliques", max_len=24)
+TINY = encoder_preset("paper-small", max_len=24)
 
 
 @pytest.fixture(autouse=True)
@@ -188,3 +189,68 @@ def test_sipt_beats_lm_on_label_cliques():
         result = pretrain(sentences, graph, config, TINY, progress=False)
         auroc[lambda_si] = loo_knn_auroc(embed(result.encoder, result.tokenizer, sentences), labels)
     assert auroc[0.5] > auroc[0.0] + 0.15, auroc
+
+
+def test_last_layer_computed_only_where_read_matches_the_full_pass():
+    torch.manual_seed(0)
+    config = EncoderConfig(vocab_size=30, hidden=12, n_layers=3, n_heads=3, ffn=8, dropout=0.1, attention_dropout=0.0, max_len=24)
+    encoder = TransformerEncoder(config).double().eval()
+    ids = torch.randint(4, 30, (5, 17))
+    ids[:, 0] = 2
+    ids[1, 9:] = 0
+    ids[3, 4:] = 0
+    positions = torch.tensor([3, 8, 20, 22, 25, 36, 40, 41, 42, 43, 70, 80, 84])  # 2, 3, 5, 0 and 3 per row
+    embeddings, logits = encoder.embed_and_masked_logits(ids, positions)
+    states = encoder.hidden_states(ids)
+    expected = (states[:, 0], encoder.mlm_decoder(encoder.mlm_transform(states.reshape(-1, 12)[positions])))
+    for got, want in zip((embeddings, logits), expected):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(encoder.embed(ids), states[:, 0], rtol=1e-12, atol=1e-12)
+    parameters = list(encoder.parameters())
+    grads = torch.autograd.grad(embeddings.square().sum() + logits.square().sum(), parameters)
+    want_grads = torch.autograd.grad(expected[0].square().sum() + expected[1].square().sum(), parameters)
+    for got, want in zip(grads, want_grads):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_length_buckets_split_where_padding_drops_most():
+    lengths = np.array([100, 10, 51, 12, 50, 11])
+    assert [b.tolist() for b in _length_buckets(lengths, 3)] == [[1, 5, 3], [4, 2], [0]]
+    assert [b.tolist() for b in _length_buckets(lengths, 1)] == [[0, 1, 2, 3, 4, 5]]
+    # equal lengths: no second bucket is worth its extra pass
+    assert len(_length_buckets(np.full(9, 40), 4)) == 1
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # against brute force over all 1- and 2-group splits
+        lengths = rng.integers(2, 300, rng.integers(2, 12))
+        buckets = _length_buckets(lengths, 2)
+        assert sorted(np.concatenate(buckets).tolist()) == list(range(len(lengths)))
+        penalty = BUCKET_PENALTY * lengths.sum()
+        cost = sum(len(b) * lengths[b].max() for b in buckets) + penalty * (len(buckets) - 1)
+        s = np.sort(lengths)
+        best = min([len(s) * s[-1]] + [k * s[k - 1] + (len(s) - k) * s[-1] + penalty for k in range(1, len(s))])
+        assert cost == pytest.approx(best)
+
+
+@pytest.mark.parametrize("lambda_si", [0.0, 0.1])
+def test_bucketed_step_equals_one_padded_pass(lambda_si):
+    rng = np.random.default_rng(1)
+    sentences = ["".join(rng.choice(list("abcdef "), size=n)) for n in rng.integers(3, 60, 30)]
+    tokenizer = CharTokenizer.build(sentences, max_len=64)
+    ids, lengths = tokenizer.encode(sentences)
+    graph = PretrainingGraph.from_groups(np.arange(30) % 5)
+    batch = GraphBatchSampler(graph, lengths, 12, seed=0).batch(0)
+    assert len(_length_buckets(lengths[batch.nodes], 4)) > 1
+    config = encoder_preset("paper-small", vocab_size=tokenizer.vocab_size, max_len=64)
+    results = []
+    for max_buckets in (1, 4):
+        torch.manual_seed(0)
+        encoder = TransformerEncoder(config).train()
+        objectives = build_objectives(lambda_si)
+        optimizer = torch.optim.SGD(encoder.parameters(), lr=1.0)  # parameters move by the gradient
+        step = _Step(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), amp=False, max_buckets=max_buckets)
+        losses = step(encoder, optimizer, torch.amp.GradScaler("cpu", enabled=False), batch)
+        results.append((losses, [p.detach().clone() for p in encoder.parameters()]))
+    (single, single_params), (bucketed, bucketed_params) = results
+    torch.testing.assert_close(bucketed, single, rtol=1e-5, atol=1e-6)
+    for got, want in zip(bucketed_params, single_params):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

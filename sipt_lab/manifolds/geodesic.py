@@ -25,8 +25,10 @@ a straight segment of length ``r`` on the triangular lattice crosses at most tha
 over the points and a fixed Steiner grid on every triangle, and Dijkstra gives the rest: the
 shortest path that bends only at points or grid nodes, each leg a straight unfolded segment shorter
 than ``reach``. Every such path is a real path on the surface, so this is an upper bound, exact
-below ``reach``. Measured against the lattice formula on a 6 x 6 flat torus (``reach=0.6``,
-grid ``steiner=4``): see ``tests/test_manifolds.py::test_geodesic_matrix_flat_torus``.
+below ``reach``. Measured against the lattice formula on a 6 x 6 flat torus with 300 uniform
+points (distances up to 3.5): ``reach=0.6, steiner=4`` is at most 5.8% and on average 0.6% too
+long; ``reach=1.0`` 2.0% and 0.09%; ``steiner=6`` halves the error again (the test pins the first
+case at < 10% / < 1%).
 """
 
 from __future__ import annotations
@@ -134,8 +136,8 @@ def pairs_within(tiling: Tiling, tri: np.ndarray, bary: np.ndarray, r: float) ->
     """Every pair of distinct points at geodesic distance ``< r``, found with a k-d tree per patch.
 
     ``tri``: ``(n,)`` triangle of each point; ``bary``: ``(n, 3)`` barycentric coordinates.
-    Returns ``(i, j, d)``: ``(m,)`` int64 with ``i < j``, each pair once, and ``(m,)`` float64
-    distances (exact, see the module docstring). Never a self-pair, even when a point's own
+    Returns ``(i, j, d)``: ``(m,)`` int64 with ``i < j``, each pair once, sorted by ``(i, j)``, and
+    ``(m,)`` float64 distances (exact, see the module docstring). Never a self-pair, even when a point's own
     translate is closer than ``r`` (a short closed geodesic).
     """
     return _pairs(tiling, tri, bary, r, _kdtree_candidates)
@@ -194,28 +196,46 @@ def _pairs(tiling, tri, bary, r, candidates):
         patch = unfold_patch(tiling, root, r)
         copy_of = np.repeat(np.arange(len(patch.triangles)), [members[t].size for t in patch.triangles])
         target = np.concatenate([members[t] for t in patch.triangles])
-        if target.size == 0:
-            continue
         # position of each target point in its copy: bary @ copy vertices
         Y = np.einsum("mk,mkd->md", bary[target], patch.vertices[copy_of])
         X = bary[own] @ FRAME
         a, b, dist = candidates(X, Y, r)
-        keep = (own[a] < target[b]) & (dist < r)
-        a, b, dist = a[keep], b[keep], dist[keep]
+        i, j = own[a], target[b]
+        # a pair i < j is only ever looked for from i's triangle, so duplicates can only come from
+        # two copies of one triangle in this patch
+        keep = (i < j) & (dist < r)
+        a, b, i, j, dist = a[keep], b[keep], i[keep], j[keep], dist[keep]
         c = copy_of[b]
-        ok = straight_path_ok(X[a], Y[b], patch.windows[c], patch.depth[c])
-        found_i.append(own[a[ok]])
-        found_j.append(target[b[ok]])
-        found_d.append(dist[ok])
+        crossing = np.flatnonzero(patch.depth[c] > 0)
+        ok = np.ones(a.size, dtype=bool)
+        ok[crossing] = straight_path_ok(
+            X[a[crossing]], Y[b[crossing]], patch.windows[c[crossing]], patch.depth[c[crossing]])
+        i, j, dist, c = i[ok], j[ok], dist[ok], c[ok]
+        copies_per_triangle = np.bincount(patch.triangles, minlength=tiling.n_triangles)
+        repeated = copies_per_triangle[patch.triangles[c]] > 1
+        if repeated.any():
+            i, j, dist = _shortest_per_pair(i, j, dist, repeated, n)
+        found_i.append(i)
+        found_j.append(j)
+        found_d.append(dist)
     if not found_i:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     i, j, d = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_d)
-    # the same pair through several copies (around a torus, both sides of a vertex): keep the shortest
-    key = i * n + j
-    by = np.lexsort((d, key))
-    first = np.r_[True, key[by][1:] != key[by][:-1]]
-    pick = by[first]
-    return i[pick], j[pick], d[pick]
+    order = np.argsort(i * n + j)
+    return i[order], j[order], d[order]
+
+
+def _shortest_per_pair(i, j, dist, maybe_repeated, n):
+    """Keep one row per pair ``(i, j)``, the shortest; only rows flagged ``maybe_repeated`` can repeat."""
+    rows = np.flatnonzero(maybe_repeated)
+    key = i[rows] * n + j[rows]
+    by = rows[np.lexsort((dist[rows], key))]
+    sorted_key = i[by] * n + j[by]
+    first = np.ones(by.size, dtype=bool)
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    keep = ~maybe_repeated
+    keep[by[first]] = True
+    return i[keep], j[keep], dist[keep]
 
 
 def _kdtree_candidates(X, Y, r):

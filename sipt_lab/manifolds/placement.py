@@ -7,7 +7,12 @@ its probabilities reordered to the triangle's vertex order. Its FT label, the mo
 is then the topic of the triangle's vertex with the largest barycentric coordinate.
 
 * :func:`triple_pools` groups sentences by their top-3 topic set (optionally only those whose
-  top-3 mass exceeds a threshold, as the original code's 2/3 filter).
+  top-3 mass exceeds a threshold, as the original code's 2/3 filter). Short sentences often have
+  one or two topical words, so their third (and second) topic ties with all the others at the
+  prior level (about half the default corpus at 20 topics): their top-3 *set* is then settled by the
+  tie-break of :attr:`~sipt_lab.topics.TopicAssignment.top3_topics`, but their *position* hardly
+  depends on it: the tied coordinates are equal and small, so the sentence sits next to the edge
+  (or vertex) that every candidate triangle shares.
 * :func:`map_topics_to_vertices` searches (backtracking, most-constrained vertex first, seeded
   random candidate order) for an injective vertex -> topic map under which every triangle's triple
   holds at least ``min_count`` sentences, and raises :class:`SiptError` when none exists.

@@ -19,13 +19,15 @@ shrinks (Corollary 2; :func:`~sipt_lab.manifolds.corollary2_curve`).
 
 Defaults, measured on the embedded corpus (36,226 sentences, English stop words dropped, batch LDA):
 
-* **20 topics** (``default_topics``). Sentences per top-3 triple thin out fast as topics grow:
-  triples holding >= 25 sentences: 220 of 220 at 12 topics, 512 of 1,140 at 20, 347 of 2,300 at 25,
-  257 at 30, 85 at 50, 23 at 100. The best threshold for which a vertex -> topic map exists
-  (plane / mobius / sphere / torus / klein / projective) is 150 / 100 / 60 / 40 / 40 / 60 sentences
-  at 20 topics but 150 / 80 / 40 / 25 / 25 / 30 at 25 topics and 150 / 40 / 25 / 15 / 10 / 20 at
-  50 topics. At 20 topics every family's default size fits with room for the entropy flattening,
-  and all six families share one cached LDA fit.
+* **20 topics** (``default_topics``). Sentences per top-3 triple thin out fast as topics grow
+  (top-3 mass > 2/3, cached fits): triples holding >= 25 sentences: 220 of 220 at 12 topics, 415 of
+  1,140 at 20, 302 of 2,300 at 25, 253 at 30, 83 at 50 and 20 of 161,700 at 100 (the paper's
+  setting: the default corpus cannot carry it). The highest threshold for which a vertex -> topic
+  map exists (plane / mobius / sphere / torus / klein / projective) is
+  150 / 100 / 60 / 40 / 40 / 60 sentences at 20 topics, 150 / 80 / 40 / 25 / 25 / 30 at 25,
+  150 / 50 / 25 / 15 / 5 / 20 at 50 and 80 / 25 / 10 / 5 / 5 / 10 at 100. At 20 topics every
+  family's default size fits with room for the entropy flattening, and all six families share one
+  cached LDA fit.
 * **min_per_triangle = 40**: a triangle's triple must hold at least
   ``max(40, its pre-training + held-out share)`` sentences, so the entropy-flat draw has choice.
 * **top-3 mass > 2/3** (the original's filter): a sentence whose three best topics carry little of

@@ -1,7 +1,8 @@
 """The pre-training loop: ``L_PT = (1 − λ_SI)·L_M + λ_SI·L_SI`` with AdamW over graph-aware batches.
 
 All sentences are tokenised once into one padded id tensor on the device; a step gathers the rows
-of its batch, cuts them to the longest row, masks the seeds, and runs one forward pass. Runs are
+of its batch in a few length buckets (each cut to its own longest row, so little compute goes to
+padding), masks the seeds, runs the encoder once per bucket and takes one fused-AdamW step. Runs are
 deterministic on CPU for a given seed (model init and dropout use a forked torch RNG seeded from
 ``config.seed``; batches and masks come from :class:`GraphBatchSampler`), and a run resumed from
 a checkpoint ends with the same numbers as an uninterrupted one. Steps count from 0.
@@ -144,7 +145,7 @@ def pretrain(
         torch.manual_seed(config.seed)
         encoder = make_encoder(encoder_config).to(device)
         trainable = nn.ModuleList([encoder, *(objective for _, objective in objectives)]).to(device)
-        optimizer = _make_optimizer(trainable.parameters(), config.lr, config.weight_decay, device)
+        optimizer = _make_optimizer(trainable.parameters(), config.lr, config.weight_decay)
         scaler = torch.amp.GradScaler(device.type, enabled=step_fn.amp_dtype == torch.float16)
         history = torch.full((config.steps, len(names)), float("nan"), device=device)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
@@ -251,11 +252,11 @@ def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
 
     Returns:
         Index arrays into ``lengths``, shortest group first, each sorted by length; together a
-        permutation of ``0..U-1``.
+        permutation of ``0..U-1``. A single group is ``[0..U-1]`` in order.
     """
     order = np.argsort(lengths, kind="stable")
     if max_buckets <= 1 or len(order) < 2:
-        return [order]
+        return [np.arange(len(order))]
     ends = np.arange(len(order) + 1)
     longest = lengths[order][np.maximum(ends - 1, 0)].astype(np.float64)
     # slots[i, j]: a group of sorted samples i..j-1, padded to the last (longest) of them
@@ -268,6 +269,8 @@ def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
         cost = totals.min(axis=0)
         if cost[-1] + BUCKET_PENALTY * lengths.sum() * (groups - 1) < best_cost:
             best_groups, best_cost = groups, cost[-1] + BUCKET_PENALTY * lengths.sum() * (groups - 1)
+    if best_groups == 1:
+        return [np.arange(len(order))]
     bounds = [len(order)]
     for group in range(best_groups - 1, 0, -1):
         bounds.append(int(cuts[group - 1][bounds[-1]]))
@@ -275,9 +278,9 @@ def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
     return [order[start:stop] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
 
 
-def _make_optimizer(params, lr: float, weight_decay: float, device: torch.device, fused: bool = True) -> torch.optim.AdamW:
-    """AdamW; ``fused`` updates all parameters in one kernel (deterministic, and several times
-    faster per step than the default per-parameter loop on CPU, where torch does not pick it itself)."""
+def _make_optimizer(params, lr: float, weight_decay: float, fused: bool = True) -> torch.optim.AdamW:
+    """AdamW; ``fused`` updates all parameters in one kernel (deterministic; on CPU, where torch
+    does not pick it itself, the step is at most a few percent faster, see benchmarks/bench_training.py)."""
     return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused)
 
 

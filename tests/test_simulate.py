@@ -1,0 +1,76 @@
+import json
+
+import numpy as np
+import pytest
+
+from sipt_lab.cli.main import main
+from sipt_lab.corpus import Corpus
+from sipt_lab.synthetic import registry
+from sipt_lab.topics import TopicAssignment
+
+
+@pytest.fixture
+def signal_free_corpus(monkeypatch):
+    """240 random strings over one shared alphabet, 12 topics: the characters say nothing about
+    the topic, so only the pre-training graph can separate the classes."""
+    rng = np.random.default_rng(0)
+    alphabet = np.array(list("abcdefgh "))
+    sentences = ["".join(rng.choice(alphabet, 24)) for _ in range(240)]
+    owner = np.arange(240) % 12
+    doc_topic = np.full((240, 12), 0.05 / 11)
+    doc_topic[np.arange(240), owner] = 0.95
+    corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
+    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+
+
+def run_json(capsys, *args):
+    assert main(["simulate", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+SMALL = ["--graph", "cliques", "--nodes", "30", "--steps", "150", "--seeds", "1", "--lambda-si", "0.5", "--device", "cpu"]
+
+
+def test_sipt_beats_lm_end_to_end(tmp_path, capsys, signal_free_corpus):
+    result = run_json(capsys, *SMALL, "--out", str(tmp_path / "a"))
+    lm, sipt = result["methods"]["lm"], result["methods"]["sipt"]
+    assert result["graph"] == "cliques" and result["local_consistency"] == 1.0
+    assert len(lm["auroc"]) == len(sipt["auroc"]) == 1
+    assert sipt["auroc"][0] > lm["auroc"][0] + 0.2
+    assert sipt["link.mrr"][0] > lm["link.mrr"][0]
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert saved["methods"] == result["methods"]
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["train"]["lambda_si"] == 0.5
+
+
+def test_same_seed_same_numbers_and_rerun_skips(tmp_path, capsys, signal_free_corpus):
+    first = run_json(capsys, *SMALL, "--steps", "20", "--out", str(tmp_path / "a"))
+    again = run_json(capsys, *SMALL, "--steps", "20", "--out", str(tmp_path / "a"))
+    fresh = run_json(capsys, *SMALL, "--steps", "20", "--out", str(tmp_path / "b"))
+    for arm in ("lm", "sipt"):
+        assert first["methods"][arm]["auroc"] == fresh["methods"][arm]["auroc"]
+        assert first["methods"][arm]["seconds"] == again["methods"][arm]["seconds"]  # loaded, not rerun
+
+
+def test_table_output(tmp_path, capsys, signal_free_corpus):
+    assert main(["simulate", *SMALL, "--steps", "5", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "LOO 3-NN AUROC" in out and "SIPT" in out and "local consistency" in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--graph", "nope"], "unknown graph 'nope'"),
+        (["--graph", "torus", "--noise", "1.5"], "--noise must be a probability in [0, 1]"),
+        (["--graph", "torus", "--lambda-si", "2"], "--lambda-si must be in [0, 1]"),
+        (["--graph", "torus", "--steps", "0"], "--steps must be a positive number"),
+        (["--graph", "torus", "--loss", "hinge"], "unknown structure loss 'hinge'"),
+        (["--graph", "torus", "--seeds", "0"], "--seeds must be >= 1"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(capsys, args, message):
+    assert main(["simulate", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
