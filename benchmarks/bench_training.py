@@ -153,7 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rounds = args.rounds or (3 if args.quick else 5)
-    steps_per_round = {"paper-small": 10, "paper-manifolds": 2}
+    steps_per_round = {"paper-small": 10, "default": 5, "paper-manifolds": 2}
     dropout_settings = [{"dropout": 0.0, "attention_dropout": 0.0}]
     if not args.quick:
         dropout_settings.append({"dropout": 0.0, "attention_dropout": 0.1})
@@ -165,7 +165,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     ablation_rows = []
-    for preset in ("paper-small", "paper-manifolds"):
+    for preset in steps_per_round:
         size = encoder_preset(preset)
         for batch_size in (32, 64):
             n = steps_per_round[preset]

@@ -9,12 +9,20 @@ from pathlib import Path
 from typing import Any
 
 
+def _default_mode() -> int:
+    """The permissions ``open()`` would give a new file (0o666 minus the umask); mkstemp's are 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _default_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -38,6 +38,7 @@ from sipt_lab.fileio import write_bytes_atomic
 
 CACHE_ENV = "SIPT_LAB_CACHE"
 TOP_WORDS = 10
+CACHE_FORMAT = 2  # bump when the cached arrays change meaning (2: float32-rounded fits, stable top-3)
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,11 @@ class TopicAssignment:
 
     @property
     def top3_topics(self) -> np.ndarray:
-        """``(n, 3)`` int64: the three most probable topics, most probable first."""
-        top = np.argpartition(-self.doc_topic, 3, axis=1)[:, :3]
-        order = np.argsort(-np.take_along_axis(self.doc_topic, top, axis=1), axis=1, kind="stable")
-        return np.take_along_axis(top, order, axis=1).astype(np.int64)
+        """``(n, 3)`` int64: the three most probable topics, most probable first.
+
+        Ties go to the lower topic index, so the result does not depend on the sort's internals.
+        """
+        return np.argsort(-self.doc_topic, axis=1, kind="stable")[:, :3].astype(np.int64)
 
     @property
     def top3_mass(self) -> np.ndarray:
@@ -147,7 +149,9 @@ def fit_topics(
     )
     with _iteration_progress(config.max_iter, f"LDA {config.n_topics} topics", progress):
         lda.fit(counts)
-    doc_topic = lda.transform(counts)
+    # Rounded to float32 precision, as stored in the cache, so a fresh fit and a cached load agree
+    # to the bit (ties between topics included).
+    doc_topic = lda.transform(counts).astype(np.float32).astype(np.float64)
     topic_word = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
     words = np.asarray(vocabulary)
     result = TopicAssignment(
@@ -196,6 +200,7 @@ def cache_dir() -> Path:
 def cache_path(corpus: Corpus, config: TopicConfig) -> Path:
     key = json.dumps(
         {
+            "format": CACHE_FORMAT,
             "corpus": corpus.content_hash,
             "config": config_to_dict(config),
             "numpy": np.__version__,

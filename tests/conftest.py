@@ -1,8 +1,19 @@
-"""Shared fixtures: every test run gets its own topic cache so results never leak between runs."""
+"""Shared fixtures: every test run gets its own topic cache so results never leak between runs, and
+torch uses one intra-op thread (the models here are tiny: threads gain nothing, and on a busy
+2-core machine OpenMP threads contending with other processes make steps ten times slower)."""
 
 import pytest
+import torch
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SIPT_LAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

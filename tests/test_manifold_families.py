@@ -110,7 +110,7 @@ def test_registry_and_written_tables(fake, tmp_path):
     corpus, topics = fake
     for name in FAMILIES:
         assert get_family(name).default_topics == DEFAULT_TOPICS
-    assert get_family("plane").default_nodes == 100 and get_family("torus").default_nodes == 300
+    assert all(get_family(name).default_nodes == 100 for name in FAMILIES)
     data = get_family("mobius").builder(
         resolve_spec(GraphSpec(family="mobius", n_nodes=40, n_heldout=5)), corpus, topics, np.random.default_rng(0))
     out = data.write(tmp_path / "mobius")
@@ -125,7 +125,22 @@ def test_registry_and_written_tables(fake, tmp_path):
 def test_torus_on_the_default_corpus():
     # fits the 20-topic LDA (about 30 s on 2 cores) unless it is cached
     data = build_dataset(GraphSpec(family="torus"), corpus=load_corpus(), progress=False)
-    assert data.n_nodes == 300 and len(data.heldout_sentences) == 20
+    assert data.n_nodes == 100 and len(data.heldout_sentences) == 20
     assert np.unique(data.labels).size == 7
     assert data.local_consistency > 0.85
     assert data.graph.adjacency().diagonal().sum() == 0
+
+
+def test_graph_build_writes_a_surface_with_its_picture(fake, tmp_path, monkeypatch, capsys):
+    from sipt_lab.cli.main import main
+    from sipt_lab.synthetic import registry
+
+    corpus, topics = fake
+    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    out = tmp_path / "torus"
+    assert main(["graph", "build", "--graph", "torus", "--nodes", "60", "--topics", "10",
+                 "--out", str(out), "--quiet"]) == 0
+    assert {"triangles.tsv", "points.tsv", "surface.png", "edges.tsv", "labels.tsv"} <= {p.name for p in out.iterdir()}
+    assert (out / "surface.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["consistency", "--edges", str(out / "edges.tsv"), "--labels", str(out / "labels.tsv"), "--json"]) == 0

@@ -9,19 +9,10 @@ from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
 from sipt_lab.objectives import MaskedLM, build_objectives
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
-from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Step
+from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Step, lr_factor
 
 TINY = encoder_preset("paper-small", max_len=24)
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Hidden-10 models gain nothing from intra-op threads, and on a busy 2-core machine OpenMP
-    threads contending with other processes make steps 10x slower; one thread keeps this file fast."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _cliques(seed=0, n_cliques=4, size=10):
@@ -254,3 +245,15 @@ def test_bucketed_step_equals_one_padded_pass(lambda_si):
     torch.testing.assert_close(bucketed, single, rtol=1e-5, atol=1e-6)
     for got, want in zip(bucketed_params, single_params):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_lr_schedules_warm_up_and_decay_as_documented():
+    config = TrainConfig(steps=10, warmup=0.2, schedule="linear")
+    factors = [lr_factor(config, step) for step in range(10)]
+    assert factors[:2] == [0.5, 1.0]  # 2 warm-up steps
+    assert factors[2:] == pytest.approx([1 - k / 8 for k in range(8)])
+    cosine = TrainConfig(steps=5, schedule="cosine")
+    assert [lr_factor(cosine, s) for s in (0, 5)] == pytest.approx([1.0, 0.0])
+    assert {lr_factor(TrainConfig(steps=7), s) for s in range(7)} == {1.0}
+    with pytest.raises(SiptError, match="unknown lr schedule 'step'"):
+        pretrain(["ab cd"] * 4, PretrainingGraph.from_groups([0, 0, 1, 1]), TrainConfig(steps=1, schedule="step"), EncoderConfig())

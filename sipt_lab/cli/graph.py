@@ -78,6 +78,10 @@ def run_build(args: argparse.Namespace) -> int:
     )
     dataset = build_dataset(spec, progress=not args.quiet)
     out = dataset.write(args.out)
+    if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences
+        from sipt_lab.manifolds.plot import plot_dataset
+
+        plot_dataset(dataset, out / "surface.png")
     print(f"graph {dataset.family}: {dataset.n_nodes} nodes, {dataset.graph.n_edges} edges, "
           f"local consistency {dataset.local_consistency:.4f} -> {out}")
     return 0

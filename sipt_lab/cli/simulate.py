@@ -43,7 +43,7 @@ def register(subparsers) -> None:
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
     parser.add_argument("--device", default="auto", metavar="DEV",
                         help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
-    parser.add_argument("--executor", default="serial", metavar="NAME",
+    parser.add_argument("--executor", default="local", metavar="NAME",
                         help=f"how seeds run: {', '.join(EXECUTORS)} (default: %(default)s)")
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

@@ -38,19 +38,30 @@ ARMS = ("lm", "sipt")
 
 @dataclass(frozen=True)
 class FamilyTraining:
-    """Per-family training defaults: encoder size, length of pre-training, batch and learning rate."""
+    """Per-family training defaults (see :data:`TRAINING_DEFAULTS`).
+
+    Attributes:
+        encoder: encoder sizes.
+        steps, batch_size, lr, schedule, warmup, max_len: as in :class:`TrainConfig`.
+    """
 
     encoder: EncoderConfig = ENCODER_PRESETS["default"]
-    steps: int = 300
+    steps: int = 600
     batch_size: int = 32
     lr: float = 1e-3
+    schedule: str = "linear"
+    warmup: float = 0.0
+    max_len: int | None = 64
 
 
 #: Defaults per graph family; families not listed use ``FamilyTraining()``. The paper trained
-#: thousands of steps at lr 3e-4 on a GPU; a wider encoder (hidden 64) at lr 1e-3 gets there in a
-#: few hundred steps on a CPU (measured in benchmarks/bench_simulate.py).
+#: 1,500-8,000 epochs at lr 3e-4 (no schedule) with hidden 10 or 256 on a GPU. On a CPU, a hidden-64
+#: encoder at lr 1e-3 with linear decay, on sentences truncated to their first 63 characters, fits
+#: the pre-training graph in a few hundred steps (measured in benchmarks/bench_simulate.py).
 TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
     "cliques": FamilyTraining(batch_size=50),
+    # 450 steps keep `sipt-lab simulate --graph torus` (3 seeds) within a minute on 2 cores.
+    "torus": FamilyTraining(steps=450),
     "neighborhood": FamilyTraining(batch_size=64),
     "motif": FamilyTraining(batch_size=64),
     "structural": FamilyTraining(batch_size=64),
@@ -94,7 +105,8 @@ def simulation_config(
     """
     get_family(family)  # unknown names fail here, with the list of known ones
     defaults = TRAINING_DEFAULTS.get(family, FamilyTraining())
-    train_options = {"lr": defaults.lr, **(train_options or {})}
+    family_options = {name: getattr(defaults, name) for name in ("lr", "schedule", "warmup", "max_len")}
+    train_options = {**family_options, **(train_options or {})}
     train = TrainConfig(
         steps=defaults.steps if steps is None else steps,
         batch_size=defaults.batch_size if batch_size is None else batch_size,

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from sipt_lab.config import config_hash, save_config
+from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_json_atomic, write_text_atomic
 
@@ -305,6 +305,16 @@ def collect_results(root: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def result_rows(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """Rows like :func:`collect_results`'s for exactly these cells (those with a result), in order:
+    a table of one grid even when its root holds other grids' cells too."""
+    return [
+        {"hash": cell.hash, **_flatten(config_to_dict(cell.config), "config."), **_flatten(cell.result, "metrics.")}
+        for cell in results
+        if cell.result is not None
+    ]
+
+
 def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     flat = {}
     for key, value in data.items():
@@ -315,10 +325,12 @@ def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     return flat
 
 
-def write_results_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
+def write_results_csv(rows: Sequence[dict[str, Any]], path: str | Path, columns: Sequence[str] | None = None) -> None:
     """Write ``rows`` as CSV, atomically: ``hash`` first, then every other key sorted (so config
-    fields precede metrics); lists and dicts as JSON, None and missing values as empty cells."""
-    columns = ["hash"] + sorted({key for row in rows for key in row} - {"hash"})
+    fields precede metrics), or ``columns`` in that order; lists and dicts as JSON, None and
+    missing values as empty cells."""
+    if columns is None:
+        columns = ["hash"] + sorted({key for row in rows for key in row} - {"hash"})
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")
     writer.writeheader()

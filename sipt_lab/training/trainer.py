@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -54,6 +55,9 @@ class TrainConfig:
         log_every: steps between progress-bar loss updates and non-finite-loss checks.
         max_len: tokens per sample including ``[CLS]`` (longer sentences are truncated);
             None uses the encoder's ``max_len``.
+        schedule: learning-rate schedule, a name in :data:`LR_SCHEDULES` (``"constant"``, the
+            paper's; ``"linear"`` or ``"cosine"`` decay to 0 at the last step).
+        warmup: fraction of the steps over which the rate rises linearly from 0 (any schedule).
     """
 
     steps: int = 1000
@@ -70,6 +74,25 @@ class TrainConfig:
     checkpoint_every: int = 0
     log_every: int = 50
     max_len: int | None = None
+    schedule: str = "constant"
+    warmup: float = 0.0
+
+
+#: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
+LR_SCHEDULES: dict[str, Callable[[float], float]] = {
+    "constant": lambda t: 1.0,
+    "linear": lambda t: 1.0 - t,
+    "cosine": lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
+}
+
+
+def lr_factor(config: TrainConfig, step: int) -> float:
+    """Multiplier of ``config.lr`` at optimiser step ``step`` (0-based); a pure function of the
+    step, so a resumed run continues the schedule without saving scheduler state."""
+    warmup_steps = int(round(config.warmup * config.steps))
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    return LR_SCHEDULES[config.schedule]((step - warmup_steps) / max(config.steps - warmup_steps, 1))
 
 
 @dataclass
@@ -156,6 +179,8 @@ def pretrain(
         checked = start
         with tqdm(total=config.steps, initial=start, disable=not progress, desc="pretrain", unit="step") as bar:
             for step in range(start, config.steps):
+                for group in optimizer.param_groups:
+                    group["lr"] = config.lr * lr_factor(config, step)
                 history[step] = step_fn(encoder, optimizer, scaler, sampler.batch(step))
                 bar.update()
                 done = step + 1
@@ -356,6 +381,10 @@ def _validate(config: TrainConfig) -> None:
         raise SiptError("log_every must be >= 1 and checkpoint_every >= 0")
     if config.max_len is not None and config.max_len < 2:
         raise SiptError(f"max_len is {config.max_len}; use at least 2 or None")
+    if config.schedule not in LR_SCHEDULES:
+        raise SiptError(f"unknown lr schedule {config.schedule!r}; use one of {', '.join(LR_SCHEDULES)}")
+    if not 0.0 <= config.warmup < 1.0:
+        raise SiptError(f"warmup is {config.warmup}; use a fraction of the steps in [0, 1)")
     check_loss_params(config.loss, dict(config.loss_params))
 
 

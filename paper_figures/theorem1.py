@@ -1,0 +1,8 @@
+"""Theorem 1: SIPT's and the oracle's 3-NN accuracy vs local consistency, with the diagonal.
+
+python paper_figures/theorem1.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
+"""
+from sipt_lab.cli.figures import script_main
+
+if __name__ == "__main__":
+    raise SystemExit(script_main("theorem1", __file__))

@@ -1,0 +1,58 @@
+"""``sipt-lab figures``: the paper's figures and the theory checks, PNG + PDF + CSV each."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from sipt_lab.experiments.figures import FIGURE5_FAMILIES, FIGURES, FigureOptions, make_figures
+from sipt_lab.experiments.sweep import EXECUTORS
+
+DEFAULT_OUT = "paper_figures/out"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "figures",
+        help="make the paper's figures and theory checks (PNG, PDF and the CSV behind each)",
+        description="Compute and draw the paper's semi-synthetic figures and checks of its theory: "
+        f"{', '.join(FIGURES)}. fig5a, fig5b and theorem1 share one grid of LM-vs-SIPT cells "
+        "(every family at noise 0, CLIQUES at every noise rate, --seeds seeds) kept under OUT/cells: "
+        "each cell is computed once and a re-run skips finished cells.",
+    )
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help=f"make only these figures (default: all): {', '.join(FIGURES)}")
+    parser.add_argument("--seeds", type=int, default=FigureOptions.seeds, metavar="K",
+                        help="seeds 0..K-1 per experiment (default: %(default)s)")
+    parser.add_argument("--executor", default=FigureOptions.executor, metavar="NAME",
+                        help=f"where grid cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output directory (default: %(default)s)")
+    parser.add_argument("--steps", type=int, metavar="N", help="pre-training steps per arm (default: each family's)")
+    parser.add_argument("--nodes", type=int, metavar="N",
+                        help="pre-training samples per dataset (default: each family's)")
+    parser.add_argument("--families", nargs="+", metavar="NAME", default=list(FIGURE5_FAMILIES),
+                        help="graph families of fig5a and theorem1 (default: %(default)s)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = FigureOptions(seeds=args.seeds, executor=args.executor, steps=args.steps, n_nodes=args.nodes,
+                            families=tuple(args.families))
+    start = time.perf_counter()
+    written = make_figures(args.only, args.out, options)
+    for name, paths in written.items():
+        print(f"{name}: {', '.join(str(path) for path in paths)}")
+    print(f"total wall time: {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def script_main(name: str, script: str, argv: list[str] | None = None) -> int:
+    """Entry point of ``paper_figures/<name>.py`` (``script`` is its ``__file__``): ``sipt-lab figures
+    --only name`` with the script's arguments (``--seeds``, ``--executor``, ``--out`` ...), writing
+    by default into the ``out`` folder next to the script."""
+    from sipt_lab.cli.main import main
+
+    out = Path(script).resolve().parent / "out"
+    return main(["figures", "--only", name, "--out", str(out), *(sys.argv[1:] if argv is None else argv)])

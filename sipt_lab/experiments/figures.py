@@ -1,0 +1,492 @@
+"""The paper's figures and the theory checks, each a function ``(out_dir, options) -> paths``.
+
+:data:`FIGURES` maps a name to a function that computes the figure's numbers, writes them as
+``<out_dir>/<name>.csv`` (atomically) and draws ``<name>.png`` / ``<name>.pdf`` with
+:mod:`sipt_lab.plots`. :func:`make_figures` runs a list of them; ``sipt-lab figures`` and the
+scripts in ``paper_figures/`` call it.
+
+Expensive work runs as cells of :func:`~sipt_lab.experiments.sweep.run_grid` under
+``options.cells_dir`` (default ``<out_dir>/cells``), so it is computed once and a re-run skips
+finished cells:
+
+* ``fig5a``, ``fig5b`` and ``theorem1`` share ONE grid of :func:`simulate_seed` cells
+  (:func:`figure5_configs`): every family at noise 0, plus CLIQUES at every noise rate, seeds
+  ``0 .. seeds-1``. Its tidy table (every config field and metric) is ``fig5_cells.csv``.
+* ``theorem1``'s oracle embedder (``L_SI`` on free node vectors, no encoder) runs as cells under
+  ``<cells_dir>/oracle`` on the very same datasets (same :class:`GraphSpec`).
+* ``corollary1``'s oracle runs as cells under ``<cells_dir>/corollary1``.
+
+``fig5cd`` and ``topology`` train the two arms on one dataset each (seed 0) in this process;
+``corollary2`` needs no training.
+
+Topology (``topology``): Vietoris-Rips persistence (gudhi, ``persistence_dim_max=True``) of the
+LM and SIPT embeddings (Euclidean distances) and, as a control of the method, of the sentences'
+true positions on the surface (geodesic distances), each on at most :data:`TOPOLOGY_MAX_POINTS`
+points. Rule: the filtration stops at ``L`` = the :data:`RIPS_QUANTILE` quantile of the pairwise
+distances; a bar is *long-lived* when its lifetime (death capped at ``L``, so a bar that never dies
+lives ``L - birth``) is at least :data:`LONG_BAR_FRACTION` ``* L``. The counts of long-lived bars
+per dimension are compared with the surface's Betti numbers (torus 1, 2, 1; sphere 1, 0, 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sipt_lab import plots
+from sipt_lab.errors import SiptError
+from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
+from sipt_lab.experiments.simulate import ARMS, SimulationConfig, run_arms, simulate_seed, simulation_config
+from sipt_lab.experiments.sweep import EXECUTORS, CellResult, result_rows, run_grid, write_results_csv
+from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
+from sipt_lab.synthetic.registry import get_family
+from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
+
+#: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
+FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
+NOISE_RATES = (0.0, 0.05, 0.1, 0.15, 0.5)
+
+COROLLARY1_AGREEMENTS = tuple(np.round(np.linspace(0.0, 1.0, 11), 2).tolist())
+COROLLARY2_SURFACES = ("plane", "mobius", "sphere", "torus")
+COROLLARY2_N = tuple(np.unique(np.round(np.geomspace(100, 30000, 12)).astype(int)).tolist())
+TOPOLOGY_SURFACES = ("torus", "sphere")
+TOPOLOGY_MAX_POINTS = 300
+RIPS_QUANTILE = 0.4
+LONG_BAR_FRACTION = 0.3
+
+
+@dataclass(frozen=True)
+class FigureOptions:
+    """How to make the figures (round-trips through :mod:`sipt_lab.config`).
+
+    Attributes:
+        seeds: seeds ``0 .. seeds-1`` of every experiment (error bars are sd over seeds).
+        executor: where grid cells run (``serial``, ``local``, ``slurm``).
+        steps: pre-training steps per arm; None: each family's default.
+        n_nodes: pre-training samples per dataset; None: each family's default.
+        families: the graph families of ``fig5a`` / ``theorem1``.
+        noise_rates: the edge-noise rates of ``fig5b`` / ``theorem1`` (on CLIQUES).
+        cells_dir: where grid cells live; None: ``<out_dir>/cells``.
+        progress: progress bars and lines on stderr.
+    """
+
+    seeds: int = 3
+    executor: str = "local"
+    steps: int | None = None
+    n_nodes: int | None = None
+    families: tuple[str, ...] = FIGURE5_FAMILIES
+    noise_rates: tuple[float, ...] = NOISE_RATES
+    cells_dir: str | None = None
+    progress: bool = True
+
+
+def check_options(options: FigureOptions) -> None:
+    """One-line SiptErrors for options that cannot run."""
+    if options.seeds < 1:
+        raise SiptError(f"--seeds must be >= 1, got {options.seeds}")
+    if options.executor not in EXECUTORS:
+        raise SiptError(f"unknown executor {options.executor!r}; choose one of {', '.join(EXECUTORS)}")
+    if options.steps is not None and options.steps < 1:
+        raise SiptError(f"--steps must be a positive number of optimiser steps, got {options.steps}")
+    if not options.families:
+        raise SiptError("no graph families given; name at least one")
+    for family in options.families:
+        get_family(family)
+    for rate in options.noise_rates:
+        if not 0.0 <= rate <= 1.0:
+            raise SiptError(f"noise rates must be in [0, 1], got {rate}")
+
+
+def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:
+    """The directory of the shared grid cells."""
+    return Path(options.cells_dir) if options.cells_dir is not None else Path(out_dir) / "cells"
+
+
+# --- the shared Figure 5 grid ----------------------------------------------------------------------
+
+
+def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noise: float = 0.0) -> SimulationConfig:
+    """The :class:`SimulationConfig` of one experiment under ``options`` (family defaults otherwise)."""
+    graph_options: dict[str, Any] = {"noise": float(noise)}
+    if options.n_nodes is not None:
+        graph_options["n_nodes"] = options.n_nodes
+    return simulation_config(family, seed=seed, steps=options.steps, graph_options=graph_options)
+
+
+def figure5_configs(options: FigureOptions) -> list[SimulationConfig]:
+    """The shared grid: every family at noise 0, CLIQUES at every noise rate; seeds vary fastest."""
+    conditions = [(family, 0.0) for family in options.families]
+    conditions += [("cliques", float(rate)) for rate in options.noise_rates]
+    conditions = list(dict.fromkeys(conditions))
+    return [experiment_config(f, options, seed=s, noise=p) for f, p in conditions for s in range(options.seeds)]
+
+
+def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellResult]:
+    """Run (or load) the shared grid and write its tidy table ``<out_dir>/fig5_cells.csv``."""
+    check_options(options)
+    results = run_grid(simulate_seed, figure5_configs(options), cells_root(out_dir, options),
+                       executor=options.executor, progress=options.progress)
+    write_results_csv(result_rows(results), Path(out_dir) / "fig5_cells.csv")
+    return results
+
+
+def _cells(results: Sequence[CellResult], graph: str, noise: float) -> list[dict]:
+    return [cell.result for cell in results if cell.result["graph"] == graph and cell.result["noise"] == noise]
+
+
+def _summary(cells: Sequence[dict]) -> dict[str, float]:
+    """Mean and sd over seeds of LC and every arm's AUROC, held-out AUROC and accuracy."""
+    row = {"n_seeds": len(cells), **_mean_sd("local_consistency", [c["local_consistency"] for c in cells])}
+    for arm in ARMS:
+        for metric in ("auroc", "heldout_auroc", "accuracy"):
+            row.update(_mean_sd(f"{arm}_{metric}", [c["methods"][arm].get(metric) for c in cells]))
+    return row
+
+
+def _mean_sd(name: str, values: Sequence[float | None]) -> dict[str, float]:
+    """``{name_mean, name_sd}`` (sample sd, 0 for one value; nan when no value is known)."""
+    values = np.array([v for v in values if v is not None], dtype=float)
+    if values.size == 0:
+        return {f"{name}_mean": math.nan, f"{name}_sd": math.nan}
+    return {f"{name}_mean": float(values.mean()), f"{name}_sd": float(values.std(ddof=1)) if values.size > 1 else 0.0}
+
+
+def fig5a(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """LOO and held-out 3-NN AUROC of LM vs SIPT per graph family (noise 0), LC marked."""
+    out = Path(out_dir)
+    results = run_figure5_grid(out, options)
+    rows = []
+    for family in options.families:
+        paper = FAMILY_AUROC.get(family, (math.nan, math.nan))
+        rows.append({"graph": family, **_summary(_cells(results, family, 0.0)),
+                     "paper_lm_auroc": paper[0], "paper_sipt_auroc": paper[1]})
+    write_results_csv(rows, out / "fig5a.csv", list(rows[0]))
+    column = {key: [row[key] for row in rows] for key in rows[0]}
+    lc = {"local consistency (LC)": column["local_consistency_mean"]}
+    panels = [
+        plots.BarPanel(
+            "leave-one-out (pre-training samples)", "3-NN AUROC (topic task)",
+            {"LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
+             "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"])},
+            {**lc, "LM (paper)": column["paper_lm_auroc"], "SIPT (paper)": column["paper_sipt_auroc"]}),
+        plots.BarPanel(
+            "held-out samples (never pre-trained on)", "3-NN AUROC (topic task)",
+            {"LM": (column["lm_heldout_auroc_mean"], column["lm_heldout_auroc_sd"]),
+             "SIPT": (column["sipt_heldout_auroc_mean"], column["sipt_heldout_auroc_sd"])}, lc),
+    ]
+    title = f"Figure 5a: LM vs SIPT per graph family (mean ± sd over {options.seeds} seed(s))"
+    figure = plots.grouped_bars(out / "fig5a", [f.upper() for f in options.families], panels, title=title,
+                                xlabel="graph family")
+    return [out / "fig5a.csv", out / "fig5_cells.csv", *figure]
+
+
+def fig5b(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """LOO 3-NN AUROC of LM and SIPT on CLIQUES as edge noise grows (mean ± sd bands)."""
+    out = Path(out_dir)
+    results = run_figure5_grid(out, options)
+    rates = sorted({float(rate) for rate in options.noise_rates})
+    rows = []
+    for rate in rates:
+        paper = CLIQUES_NOISE_AUROC.get(rate, (math.nan, math.nan))
+        rows.append({"noise": rate, "noise_percent": 100 * rate, **_summary(_cells(results, "cliques", rate)),
+                     "paper_lm_auroc": paper[0], "paper_sipt_auroc": paper[1]})
+    write_results_csv(rows, out / "fig5b.csv", list(rows[0]))
+    column = {key: [row[key] for row in rows] for key in rows[0]}
+    figure = plots.lines_with_bands(
+        out / "fig5b", rates,
+        {"LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
+         "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
+         "LC of the task over G_PT": (column["local_consistency_mean"], None)},
+        markers={"LM (paper)": (rates, column["paper_lm_auroc"]), "SIPT (paper)": (rates, column["paper_sipt_auroc"])},
+        styles={"LC of the task over G_PT": {"linestyle": "--", "marker": None, "linewidth": 1.2}},
+        xlabel="edge noise rate (each non-adjacent pair gains an edge with this probability)",
+        ylabel="LOO 3-NN AUROC  /  local consistency",
+        title=f"Figure 5b: CLIQUES with edge noise (mean ± sd over {options.seeds} seed(s))",
+        percent_x=True, hline=0.5, hline_label="chance (AUROC 0.5)", ylim=(0.0, 1.05))
+    return [out / "fig5b.csv", out / "fig5_cells.csv", *figure]
+
+
+# --- Theorem 1: SIPT and the oracle embedder against LC ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class OracleConfig:
+    """One oracle cell: ``L_SI`` optimised on free node vectors over the dataset ``graph`` builds."""
+
+    graph: GraphSpec
+    dim: int = 16
+    steps: int = 500
+    k: int = 3
+
+
+def oracle_cell(config: OracleConfig) -> dict[str, Any]:
+    """The oracle's LOO ``k``-NN accuracy and AUROC next to LC (:func:`~sipt_lab.theory.theorem1_check`)."""
+    dataset = build_dataset(config.graph, progress=False)
+    check = theorem1_check(dataset.graph, dataset.labels, k=config.k, seed=config.graph.seed,
+                           dim=config.dim, steps=config.steps)
+    return {"graph": config.graph.family, "noise": config.graph.noise, "seed": config.graph.seed,
+            "local_consistency": check.local_consistency, "accuracy": check.nn_accuracy, "auroc": check.nn_auroc}
+
+
+def theorem1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """SIPT's and the oracle's LOO 3-NN accuracy against LC, one point per (graph, noise, seed)."""
+    out = Path(out_dir)
+    results = run_figure5_grid(out, options)
+    oracle_configs = [OracleConfig(graph=cell.config.graph, k=cell.config.k) for cell in results]
+    oracle = run_grid(oracle_cell, oracle_configs, cells_root(out, options) / "oracle",
+                      executor=options.executor, progress=options.progress)
+    rows = []
+    for embedder, cells in (("sipt", [c.result for c in results]), ("oracle", [c.result for c in oracle])):
+        for cell in cells:
+            metrics, lc = (cell["methods"]["sipt"] if embedder == "sipt" else cell), cell["local_consistency"]
+            rows.append({"graph": cell["graph"], "noise": cell["noise"], "seed": cell["seed"], "embedder": embedder,
+                         "local_consistency": lc, "accuracy": metrics["accuracy"], "auroc": metrics["auroc"],
+                         "accuracy_minus_lc": metrics["accuracy"] - lc})
+    write_results_csv(rows, out / "theorem1.csv", list(rows[0]))
+    names = {"sipt": "SIPT encoder", "oracle": "oracle (free vectors, L_SI only)"}
+    above = {e: np.mean([r["accuracy_minus_lc"] >= -0.02 for r in rows if r["embedder"] == e]) for e in names}
+    figure = plots.scatter_vs_diagonal(
+        out / "theorem1", [r["local_consistency"] for r in rows], [r["accuracy"] for r in rows],
+        groups=[_condition(r["graph"], r["noise"]) for r in rows], shapes=[names[r["embedder"]] for r in rows],
+        xlabel="local consistency of the topic task over G_PT", ylabel="LOO 3-NN accuracy (fraction correct)",
+        title="Theorem 1: nearest-neighbour accuracy vs local consistency",
+        note=f"on/above y = x (within 0.02): SIPT {above['sipt']:.0%}, oracle {above['oracle']:.0%}")
+    return [out / "theorem1.csv", out / "fig5_cells.csv", *figure]
+
+
+def _condition(graph: str, noise: float) -> str:
+    return graph.upper() if noise == 0 else f"{graph.upper()} +{100 * noise:g}% noise"
+
+
+# --- Figure 5c/d: UMAP of LM and SIPT embeddings on MOBIUS -------------------------------------------
+
+
+def trained_arms(family: str, options: FigureOptions) -> tuple[SimulationConfig, SyntheticDataset, dict]:
+    """Build ``family``'s seed-0 dataset and train both arms on it in this process."""
+    config = experiment_config(family, options)
+    _say(options, f"training LM and SIPT on {family} (seed 0, {config.train.steps} steps per arm)")
+    dataset = build_dataset(config.graph, progress=False)
+    return config, dataset, run_arms(dataset, config, progress=options.progress)
+
+
+def fig5cd(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """UMAP (random_state 0) of the LM and SIPT embeddings of MOBIUS (seed 0), coloured by topic."""
+    out = Path(out_dir)
+    _, dataset, arms = trained_arms("mobius", options)
+    coordinates = {arm: umap_2d(arms[arm].embeddings) for arm in ARMS}
+    rows = [{"arm": arm, "node": node, "umap_x": xy[0], "umap_y": xy[1], "topic": int(dataset.labels[node]),
+             "arm_loo_auroc": arms[arm].metrics["auroc"]}
+            for arm in ARMS for node, xy in enumerate(coordinates[arm].tolist())]
+    write_results_csv(rows, out / "fig5cd.csv", list(rows[0]))
+    panels = {f"{arm.upper()} (LOO 3-NN AUROC {arms[arm].metrics['auroc']:.3f})": coordinates[arm] for arm in ARMS}
+    figure = plots.embedding_panels(
+        out / "fig5cd", panels, dataset.labels,
+        title=f"Figure 5c/d: MÖBIUS, UMAP of pre-training embeddings ({dataset.n_nodes} sentences, seed 0, "
+              f"LC {dataset.local_consistency:.3f})")
+    return [out / "fig5cd.csv", *figure]
+
+
+def umap_2d(embeddings: np.ndarray, seed: int = 0) -> np.ndarray:
+    """``(n, 2)`` UMAP coordinates of ``(n, H)`` embeddings (umap-learn, ``random_state=seed``)."""
+    import umap  # slow to import: only when a UMAP is drawn
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "n_jobs overridden by setting random_state"
+        reducer = umap.UMAP(n_components=2, n_neighbors=min(15, len(embeddings) - 1), random_state=seed)
+        return np.asarray(reducer.fit_transform(np.asarray(embeddings, dtype=np.float32)), dtype=float)
+
+
+# --- Corollaries -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Corollary1Config:
+    """One Corollary 1 cell: ``n_pt_classes`` PT cliques of ``per_class`` nodes; FT labels that
+    follow the PT class (``c mod n_ft_classes``) with probability ``agreement``."""
+
+    agreement: float
+    seed: int = 0
+    n_pt_classes: int = 10
+    per_class: int = 30
+    n_ft_classes: int = 5
+    steps: int = 500
+
+
+def corollary1_cell(config: Corollary1Config) -> dict[str, Any]:
+    """The oracle's LOO 3-NN accuracy on the FT labels next to the Corollary 1 bound."""
+    pt_labels = np.repeat(np.arange(config.n_pt_classes), config.per_class)
+    rng = np.random.default_rng([config.seed, round(1000 * config.agreement)])
+    ft_labels = correlated_labels(pt_labels, config.n_ft_classes, config.agreement, rng)
+    check = corollary1_experiment(pt_labels, ft_labels, seed=config.seed, steps=config.steps)
+    return dataclasses.asdict(check)
+
+
+def corollary1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """Label-clique PT graph from one labelling, FT on a correlated one: accuracy vs the bound."""
+    check_options(options)
+    out = Path(out_dir)
+    configs = [Corollary1Config(agreement=a, seed=s) for a in COROLLARY1_AGREEMENTS for s in range(options.seeds)]
+    results = run_grid(corollary1_cell, configs, cells_root(out, options) / "corollary1",
+                       executor=options.executor, progress=options.progress)
+    rows = [{"agreement": cell.config.agreement, "seed": cell.config.seed, "bound": cell.result["bound"],
+             "nn_accuracy": cell.result["nn_accuracy"], "nn_auroc": cell.result["nn_auroc"],
+             "local_consistency": cell.result["local_consistency"],
+             "accuracy_minus_bound": cell.result["nn_accuracy"] - cell.result["bound"]} for cell in results]
+    write_results_csv(rows, out / "corollary1.csv", list(rows[0]))
+    first = configs[0]
+    below = np.mean([r["accuracy_minus_bound"] <= 0.02 for r in rows])
+    figure = plots.scatter_vs_diagonal(
+        out / "corollary1", [r["bound"] for r in rows], [r["nn_accuracy"] for r in rows],
+        values=[r["agreement"] for r in rows], value_label="P(FT label follows the PT class)",
+        xlabel="Corollary 1 bound (P[FT label = its PT clique's majority])",
+        ylabel="oracle LOO 3-NN accuracy on the FT task", lims=(0.0, 1.02),
+        title=f"Corollary 1: {first.n_pt_classes} PT cliques of {first.per_class}, {first.n_ft_classes} FT classes",
+        note=f"on/below y = x (within 0.02): {below:.0%} of {len(rows)} runs")
+    return [out / "corollary1.csv", *figure]
+
+
+def corollary2(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """LC of the nearest-vertex task over radius graphs (mean degree 10) as n grows, per surface."""
+    from sipt_lab.manifolds import corollary2_curve, get_surface
+
+    check_options(options)
+    out = Path(out_dir)
+    rows = []
+    for seed in range(options.seeds):
+        _say(options, f"corollary2: seed {seed}, n up to {max(COROLLARY2_N)}")
+        for row in corollary2_curve({s: get_surface(s) for s in COROLLARY2_SURFACES}, COROLLARY2_N, seed=seed):
+            rows.append({"surface": row["surface"], "n": row["n"], "seed": seed, "r": row["r"], "lc": row["lc"],
+                         "mean_degree": row["mean_degree"]})
+    write_results_csv(rows, out / "corollary2.csv", list(rows[0]))
+    series = {}
+    for surface in COROLLARY2_SURFACES:
+        stats = [_mean_sd("lc", [r["lc"] for r in rows if (r["surface"], r["n"]) == (surface, n)])
+                 for n in COROLLARY2_N]
+        series[surface.upper()] = ([s["lc_mean"] for s in stats], [s["lc_sd"] for s in stats])
+    figure = plots.lines_with_bands(
+        out / "corollary2", COROLLARY2_N, series, logx=True, hline=1.0, hline_label="LC = 1",
+        xlabel=r"points on the surface $n$ (log scale); radius $r \propto n^{-1/2}$ (mean degree 10)",
+        ylabel="local consistency of the nearest-vertex task",
+        title=f"Corollary 2: LC over radius graphs tends to 1 (mean ± sd over {options.seeds} seed(s))")
+    return [out / "corollary2.csv", *figure]
+
+
+# --- topology ----------------------------------------------------------------------------------------
+
+
+def persistence(distances: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int], float]:
+    """Rips persistence of a distance matrix, cut at the :data:`RIPS_QUANTILE` quantile ``L``.
+
+    Returns ``(diagram, counts, L)``: ``diagram`` ``(k, 3)`` rows ``(dimension, birth / L,
+    death / L)`` for dimensions 0-2 (``inf`` for bars alive at ``L``), ``counts`` the long-lived
+    bars per dimension (lifetime with death capped at ``L`` >= :data:`LONG_BAR_FRACTION` ``* L``).
+    """
+    import gudhi
+
+    distances = np.asarray(distances, dtype=float)
+    L = float(np.quantile(distances[np.triu_indices(len(distances), 1)], RIPS_QUANTILE))
+    if L <= 0:
+        L = 1.0  # every point identical: no scale to speak of
+    tree = gudhi.RipsComplex(distance_matrix=distances, max_edge_length=L).create_simplex_tree(max_dimension=1)
+    tree.collapse_edges()  # same persistence, far fewer simplices
+    tree.expansion(3)
+    tree.compute_persistence(persistence_dim_max=True)
+    diagram, counts = [], []
+    for dim in range(3):
+        bars = tree.persistence_intervals_in_dimension(dim).reshape(-1, 2) / L
+        bars[bars[:, 1] > 1.0, 1] = np.inf
+        diagram += [(dim, birth, death) for birth, death in bars]
+        counts.append(int(np.sum(np.minimum(bars[:, 1], 1.0) - bars[:, 0] >= LONG_BAR_FRACTION)))
+    return np.array(diagram, dtype=float).reshape(-1, 3), tuple(counts), L
+
+
+def topology(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """Betti numbers read off LM and SIPT embeddings (and the true positions) on TORUS and SPHERE."""
+    from scipy.spatial.distance import pdist, squareform
+
+    from sipt_lab.manifolds import geodesic_matrix, get_surface
+    from sipt_lab.manifolds.topology import betti_numbers
+
+    check_options(options)
+    out = Path(out_dir)
+    rows, bars, panel_rows = [], [], []
+    for surface in TOPOLOGY_SURFACES:
+        _, dataset, arms = trained_arms(surface, options)
+        tiling = get_surface(surface)
+        rng = np.random.default_rng(0)
+        keep = np.sort(rng.choice(dataset.n_nodes, min(dataset.n_nodes, TOPOLOGY_MAX_POINTS), replace=False))
+        columns, points = dataset.tables["points"]
+        tri = points[keep, columns.index("triangle")].astype(np.int64)
+        bary = points[keep][:, [columns.index(c) for c in ("b0", "b1", "b2")]].astype(float)
+        distances = {"surface (geodesic)": geodesic_matrix(tiling, tri, bary)}
+        distances.update({arm.upper(): squareform(pdist(arms[arm].embeddings[keep].astype(float))) for arm in ARMS})
+        true_betti = betti_numbers(tiling, 2)
+        diagrams, counts = {}, {}
+        for embedder, matrix in distances.items():
+            _say(options, f"topology: Rips persistence of {surface} / {embedder} ({len(keep)} points)")
+            diagrams[embedder], counts[embedder], L = persistence(matrix)
+            rows.append({"surface": surface, "embedder": embedder, "n_points": len(keep),
+                         "rips_quantile": RIPS_QUANTILE, "max_edge_length": L, "long_bar_fraction": LONG_BAR_FRACTION,
+                         **{f"b{d}": counts[embedder][d] for d in range(3)},
+                         **{f"true_b{d}": true_betti[d] for d in range(3)},
+                         "matches": tuple(counts[embedder]) == tuple(true_betti)})
+            bars += [{"surface": surface, "embedder": embedder, "dimension": int(dim), "birth": birth, "death": death,
+                      "lifetime": min(death, 1.0) - birth, "long_lived": min(death, 1.0) - birth >= LONG_BAR_FRACTION}
+                     for dim, birth, death in diagrams[embedder].tolist()]
+        panel_rows.append(plots.TopologyRow(surface.upper(), diagrams, counts, true_betti))
+    write_results_csv(rows, out / "topology.csv", list(rows[0]))
+    write_results_csv(bars, out / "topology_bars.csv", list(bars[0]))
+    figure = plots.topology_panels(
+        out / "topology", panel_rows, threshold=LONG_BAR_FRACTION, scale_name="L",
+        title=f"Topology: Rips persistence up to L = {RIPS_QUANTILE:.0%} quantile of pairwise distances; "
+              f"long-lived = lifetime >= {LONG_BAR_FRACTION:g} L")
+    return [out / "topology.csv", out / "topology_bars.csv", *figure]
+
+
+# --- registry ------------------------------------------------------------------------------------------
+
+FigureFn = Callable[[Path, FigureOptions], list[Path]]
+
+#: Figure name -> function ``(out_dir, options) -> paths written``.
+FIGURES: dict[str, FigureFn] = {
+    "fig5a": fig5a,
+    "fig5b": fig5b,
+    "fig5cd": fig5cd,
+    "theorem1": theorem1,
+    "corollary1": corollary1,
+    "corollary2": corollary2,
+    "topology": topology,
+}
+
+
+def make_figures(names: Sequence[str] | None, out_dir: str | Path, options: FigureOptions) -> dict[str, list[Path]]:
+    """Make the named figures (None: all, in :data:`FIGURES` order) into ``out_dir``.
+
+    Returns name -> paths written. Unknown names raise SiptError before anything runs.
+    """
+    names = list(FIGURES) if not names else list(dict.fromkeys(names))
+    unknown = [name for name in names if name not in FIGURES]
+    if unknown:
+        raise SiptError(f"unknown figure(s) {', '.join(unknown)}; choose from: {', '.join(FIGURES)}")
+    check_options(options)
+    written = {}
+    for name in names:
+        start = time.perf_counter()
+        _say(options, f"figure {name} ...")
+        written[name] = FIGURES[name](Path(out_dir), options)
+        _say(options, f"figure {name} done in {time.perf_counter() - start:.1f} s")
+    return written
+
+
+def _say(options: FigureOptions, message: str) -> None:
+    if options.progress:
+        print(f"sipt-lab figures: {message}", file=sys.stderr, flush=True)

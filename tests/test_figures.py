@@ -1,0 +1,202 @@
+"""Every paper figure on a tiny grid (fake corpus, a few training steps), the shared grid's
+resumption, the ``figures`` command and the per-figure scripts."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sipt_lab.cli.main import main
+from sipt_lab.config import config_from_dict, config_to_dict
+from sipt_lab.corpus import Corpus
+from sipt_lab.experiments.figures import FIGURES, FigureOptions, run_figure5_grid
+from sipt_lab.synthetic import registry
+from sipt_lab.topics import TopicAssignment
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = FigureOptions(seeds=1, executor="serial", steps=5, n_nodes=30, families=("cliques", "torus", "motif"),
+                     noise_rates=(0.0, 0.5), progress=False)
+
+
+def _figure_corpus(n_topics: int = 10, per_triple: int = 45, per_topic: int = 40, seed: int = 0):
+    """Random short strings with hand-made topics that every family can use: ``per_triple``
+    sentences on every topic triple (the manifolds' triangles) and ``per_topic`` confident (0.95)
+    sentences per topic (CLIQUES and the mechanistic families)."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for triple in itertools.combinations(range(n_topics), 3):
+        block = np.full((per_triple, n_topics), 0.1 / (n_topics - 3))
+        block[:, list(triple)] = 0.9 * rng.dirichlet([2, 2, 2], per_triple)
+        blocks.append(block)
+    confident = np.full((n_topics * per_topic, n_topics), 0.05 / (n_topics - 1))
+    confident[np.arange(n_topics * per_topic), np.repeat(np.arange(n_topics), per_topic)] = 0.95
+    doc_topic = np.vstack([*blocks, confident])
+    alphabet = np.array(list("abcdefgh "))
+    sentences = ["".join(rng.choice(alphabet, 16)) for _ in range(len(doc_topic))]
+    return Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
+
+
+@pytest.fixture(scope="module")
+def corpus_and_topics():
+    return _figure_corpus()
+
+
+@pytest.fixture(autouse=True)
+def fake_corpus(monkeypatch, corpus_and_topics):
+    corpus, topics = corpus_and_topics
+    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames), list(reader)
+
+
+def assert_written(out: Path, name: str, columns: list[str]) -> list[dict[str, str]]:
+    for suffix in (".png", ".pdf"):
+        assert (out / f"{name}{suffix}").stat().st_size > 1000
+    assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
+    header, rows = read_csv(out / f"{name}.csv")
+    assert header == columns
+    assert rows
+    return rows
+
+
+def unit(value: str) -> bool:
+    return 0.0 <= float(value) <= 1.0
+
+
+def test_options_round_trip_through_config():
+    assert config_from_dict(FigureOptions, config_to_dict(TINY)) == TINY
+    assert config_from_dict(FigureOptions, config_to_dict(FigureOptions())) == FigureOptions()
+
+
+def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
+    out = tmp_path / "out"
+    assert set(FIGURES) == {"fig5a", "fig5b", "fig5cd", "theorem1", "corollary1", "corollary2", "topology"}
+    summary = ["n_seeds", "local_consistency_mean", "local_consistency_sd"] + [
+        f"{arm}_{metric}_{stat}" for arm in ("lm", "sipt") for metric in ("auroc", "heldout_auroc", "accuracy")
+        for stat in ("mean", "sd")]
+
+    paths = FIGURES["fig5a"](out, TINY)
+    assert out / "fig5a.png" in paths and out / "fig5a.csv" in paths
+    rows = assert_written(out, "fig5a", ["graph", *summary, "paper_lm_auroc", "paper_sipt_auroc"])
+    assert [row["graph"] for row in rows] == ["cliques", "torus", "motif"]
+    for row in rows:
+        assert row["n_seeds"] == "1" and unit(row["local_consistency_mean"])
+        assert unit(row["lm_auroc_mean"]) and unit(row["sipt_auroc_mean"]) and float(row["sipt_auroc_sd"]) == 0.0
+    assert float(rows[0]["local_consistency_mean"]) == 1.0  # clean cliques
+    assert float(rows[0]["paper_sipt_auroc"]) == 0.941 and math.isnan(float(rows[2]["paper_lm_auroc"]))
+    cells_header, cells = read_csv(out / "fig5_cells.csv")
+    assert len(cells) == 4 and "config.graph.noise" in cells_header and "metrics.methods.sipt.auroc" in cells_header
+
+    hashes = sorted(p.name for p in (out / "cells").iterdir())
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "cells").glob("*/result.json")}
+    again = run_figure5_grid(out, TINY)
+    assert [cell.status for cell in again] == ["skipped"] * 4
+
+    FIGURES["fig5b"](out, TINY)
+    rows = assert_written(out, "fig5b", ["noise", "noise_percent", *summary, "paper_lm_auroc", "paper_sipt_auroc"])
+    assert [float(row["noise"]) for row in rows] == [0.0, 0.5]
+    assert float(rows[1]["local_consistency_mean"]) < 1.0 and float(rows[1]["paper_lm_auroc"]) == 0.648
+
+    FIGURES["theorem1"](out, TINY)
+    rows = assert_written(out, "theorem1", ["graph", "noise", "seed", "embedder", "local_consistency", "accuracy",
+                                            "auroc", "accuracy_minus_lc"])
+    assert sorted(row["embedder"] for row in rows) == ["oracle"] * 4 + ["sipt"] * 4
+    assert all(unit(row["accuracy"]) and unit(row["local_consistency"]) for row in rows)
+    oracle = {(r["graph"], r["noise"]): r for r in rows if r["embedder"] == "oracle"}
+    sipt = {(r["graph"], r["noise"]): r for r in rows if r["embedder"] == "sipt"}
+    lc = {k: r["local_consistency"] for k, r in sipt.items()}
+    assert {k: r["local_consistency"] for k, r in oracle.items()} == lc
+    assert float(oracle["cliques", "0.0"]["accuracy"]) == 1.0  # the oracle reaches LC = 1 on clean cliques
+
+    # nothing of the shared grid was recomputed by fig5b and theorem1
+    assert {p.name for p in (out / "cells").iterdir()} == {*hashes, "oracle"}
+    assert {p: p.stat().st_mtime_ns for p in (out / "cells").glob("*/result.json")} == stamps
+
+
+def test_fig5cd_umap_of_both_arms(tmp_path):
+    FIGURES["fig5cd"](tmp_path, TINY)
+    rows = assert_written(tmp_path, "fig5cd", ["arm", "node", "umap_x", "umap_y", "topic", "arm_loo_auroc"])
+    assert [row["arm"] for row in rows] == ["lm"] * 30 + ["sipt"] * 30
+    assert all(math.isfinite(float(row["umap_x"])) and unit(row["arm_loo_auroc"]) for row in rows)
+    assert len({row["topic"] for row in rows}) == 5  # MOBIUS has 5 topic vertices
+
+
+def test_topology_counts_bars_and_compares_with_betti_numbers(tmp_path):
+    FIGURES["topology"](tmp_path, TINY)
+    rows = assert_written(tmp_path, "topology", [
+        "surface", "embedder", "n_points", "rips_quantile", "max_edge_length", "long_bar_fraction",
+        "b0", "b1", "b2", "true_b0", "true_b1", "true_b2", "matches"])
+    assert [(r["surface"], r["embedder"]) for r in rows] == [
+        (s, e) for s in ("torus", "sphere") for e in ("surface (geodesic)", "LM", "SIPT")]
+    truth = {r["surface"]: (r["true_b0"], r["true_b1"], r["true_b2"]) for r in rows}
+    assert truth == {"torus": ("1", "2", "1"), "sphere": ("1", "0", "1")}
+    assert all(int(r["b0"]) >= 1 and float(r["max_edge_length"]) > 0 for r in rows)
+    _, bars = read_csv(tmp_path / "topology_bars.csv")
+    long_lived = sum(r["long_lived"] == "True" for r in bars if r["embedder"] == "LM" and r["surface"] == "torus")
+    lm = rows[1]
+    assert long_lived == int(lm["b0"]) + int(lm["b1"]) + int(lm["b2"])
+
+
+def test_corollary1_accuracy_against_the_bound(tmp_path):
+    FIGURES["corollary1"](tmp_path, TINY)
+    rows = assert_written(tmp_path, "corollary1", ["agreement", "seed", "bound", "nn_accuracy", "nn_auroc",
+                                                   "local_consistency", "accuracy_minus_bound"])
+    assert len(rows) == 11
+    bounds = [float(r["bound"]) for r in rows]
+    assert bounds[-1] == 1.0 and bounds[0] < 0.5
+    assert all(float(r["accuracy_minus_bound"]) <= 0.05 for r in rows)  # Corollary 1 holds (up to noise)
+    assert (tmp_path / "cells" / "corollary1").is_dir()
+
+
+def test_corollary2_lc_grows_towards_one(tmp_path):
+    FIGURES["corollary2"](tmp_path, TINY)
+    rows = assert_written(tmp_path, "corollary2", ["surface", "n", "seed", "r", "lc", "mean_degree"])
+    for surface in ("plane", "mobius", "sphere", "torus"):
+        curve = [r for r in rows if r["surface"] == surface]
+        assert int(curve[0]["n"]) == 100 and int(curve[-1]["n"]) == 30000
+        assert float(curve[-1]["lc"]) > 0.97 and float(curve[-1]["lc"]) > float(curve[0]["lc"])
+        assert float(curve[-1]["r"]) < float(curve[0]["r"])
+
+
+def test_cli_and_script(tmp_path, capsys, monkeypatch):
+    assert main(["figures", "--only", "corollary1", "--seeds", "1", "--executor", "serial",
+                 "--out", str(tmp_path / "cli")]) == 0
+    out = capsys.readouterr().out
+    assert "corollary1.png" in out and "total wall time" in out
+    assert (tmp_path / "cli" / "corollary1.pdf").exists()
+
+    monkeypatch.setattr(sys, "argv", ["corollary1.py", "--seeds", "1", "--executor", "serial",
+                                      "--out", str(tmp_path / "script")])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(ROOT / "paper_figures" / "corollary1.py"), run_name="__main__")
+    assert exit_info.value.code == 0
+    assert (tmp_path / "script" / "corollary1.csv").exists()
+    for name in FIGURES:
+        assert f'script_main("{name}", __file__)' in (ROOT / "paper_figures" / f"{name}.py").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", "fig9", "corollary2"], "unknown figure(s) fig9; choose from: fig5a, fig5b, fig5cd, theorem1"),
+    (["--seeds", "0"], "--seeds must be >= 1"),
+    (["--executor", "cloud"], "unknown executor 'cloud'"),
+    (["--families", "nope"], "unknown graph 'nope'"),
+])
+def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
+    assert main(["figures", *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not any(tmp_path.iterdir())  # nothing ran
