@@ -29,7 +29,8 @@ def run_json(capsys, *args):
     return json.loads(capsys.readouterr().out)
 
 
-SMALL = ["--graph", "cliques", "--nodes", "30", "--steps", "150", "--seeds", "1", "--lambda-si", "0.5", "--device", "cpu"]
+SMALL = ["--graph", "cliques", "--nodes", "30", "--steps", "150", "--seeds", "1", "--lambda-si", "0.5", "--device", "cpu",
+         "--executor", "serial"]  # serial: worker processes would not see the monkeypatched corpus
 
 
 def test_sipt_beats_lm_end_to_end(tmp_path, capsys, signal_free_corpus):
@@ -68,6 +69,7 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
         (["--graph", "torus", "--steps", "0"], "--steps must be a positive number"),
         (["--graph", "torus", "--loss", "hinge"], "unknown structure loss 'hinge'"),
         (["--graph", "torus", "--seeds", "0"], "--seeds must be >= 1"),
+        (["--graph", "torus", "--executor", "mpi"], "unknown executor 'mpi'"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, args, message):

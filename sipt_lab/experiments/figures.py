@@ -48,7 +48,7 @@ from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.experiments.simulate import ARMS, SimulationConfig, run_arms, simulate_seed, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, result_rows, run_grid, write_results_csv
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.synthetic.registry import get_family
+from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
 from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
@@ -133,7 +133,12 @@ def figure5_configs(options: FigureOptions) -> list[SimulationConfig]:
 def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellResult]:
     """Run (or load) the shared grid and write its tidy table ``<out_dir>/fig5_cells.csv``."""
     check_options(options)
-    results = run_grid(simulate_seed, figure5_configs(options), cells_root(out_dir, options),
+    configs = figure5_configs(options)
+    if options.executor != "serial":  # fit each topic model once, here, not in every worker at once
+        models = {(spec.corpus, spec.n_topics): spec for spec in (resolve_spec(c.graph) for c in configs)}
+        for spec in models.values():
+            prepare_topics(spec, progress=options.progress)
+    results = run_grid(simulate_seed, configs, cells_root(out_dir, options),
                        executor=options.executor, progress=options.progress)
     write_results_csv(result_rows(results), Path(out_dir) / "fig5_cells.csv")
     return results

@@ -24,13 +24,13 @@ import numpy as np
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
-from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.experiments.sweep import EXECUTORS, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.objectives import check_loss_params
-from sipt_lab.synthetic.registry import get_family, resolve_spec
+from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
 from sipt_lab.training import TrainConfig, embed, pretrain
 
 ARMS = ("lm", "sipt")
@@ -220,9 +220,13 @@ def simulate(
     validate(config)
     if n_seeds < 1:
         raise SiptError(f"--seeds must be >= 1, got {n_seeds}")
+    if executor not in EXECUTORS:
+        raise SiptError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     out = Path(out_dir) if out_dir is not None else Path("runs") / f"simulate-{config_hash(config)}"
     seeds = [config.graph.seed + i for i in range(n_seeds)]
     cells = [with_seed(config, seed) for seed in seeds]
+    if executor != "serial":
+        prepare_topics(config.graph, progress=progress)
     if progress:
         print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
     results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress)

@@ -107,6 +107,13 @@ def resolve_spec(spec: GraphSpec) -> GraphSpec:
     return spec
 
 
+def prepare_topics(spec: GraphSpec, *, progress: bool = True) -> None:
+    """Fit (or find cached) the topic model ``spec`` needs, so that parallel workers building
+    datasets from it load it instead of each fitting it at once."""
+    spec = resolve_spec(spec)
+    fit_topics(load_corpus(spec.corpus), TopicConfig(n_topics=spec.n_topics), progress=progress)
+
+
 def build_dataset(spec: GraphSpec, *, corpus: Corpus | None = None, progress: bool = True) -> SyntheticDataset:
     """Build the dataset ``spec`` asks for, end to end, reproducibly from ``spec.seed``.
 
