@@ -263,7 +263,7 @@ def topology_panels(stem: str | Path, rows: Sequence[TopologyRow], *, threshold:
                                label=f"H{dim}")
                 ax.plot([0, 1], [0, 1], color="0.3", linewidth=0.8)
                 ax.plot([0, 1 - threshold], [threshold, 1], color="0.3", linestyle="--", linewidth=0.8,
-                        label=f"lifetime = {threshold:g} {scale_name}")
+                        label=f"lifetime = {threshold:.3g} {scale_name}")
                 ax.axhline(top, color="0.6", linewidth=0.6, linestyle=":")
                 ax.set_xlim(-0.02, 1.02)
                 ax.set_ylim(-0.02, top + 0.04)

@@ -139,7 +139,8 @@ def test_topology_counts_bars_and_compares_with_betti_numbers(tmp_path):
     FIGURES["topology"](tmp_path, TINY)
     rows = assert_written(tmp_path, "topology", [
         "surface", "embedder", "n_points", "rips_quantile", "max_edge_length", "long_bar_fraction",
-        "b0", "b1", "b2", "true_b0", "true_b1", "true_b2", "matches"])
+        "b0", "b1", "b2", "true_b0", "true_b1", "true_b2", "matches",
+        "points", "n_input", "knn_k", "knn_scale", "positions_b0", "positions_b1", "positions_b2"])
     assert [(r["surface"], r["embedder"]) for r in rows] == [
         (s, e) for s in ("torus", "sphere") for e in ("surface (geodesic)", "LM", "SIPT")]
     truth = {r["surface"]: (r["true_b0"], r["true_b1"], r["true_b2"]) for r in rows}
