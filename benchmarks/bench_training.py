@@ -55,6 +55,8 @@ class UntrimmedEncoder(TransformerEncoder):
 class Ours:
     """Our trainer's step (``_Step`` + the trainer's optimiser) on precomputed sampler batches."""
 
+    # fused=True is what RESULTS.md's rows measured; the trainer itself fuses on CUDA only (the
+    # "for-loop AdamW" ablation row is its CPU step).
     def __init__(self, setup, preset, lambda_si, dropouts, *, fused=True, max_buckets=None, trim_last_layer=True):
         config = encoder_preset(preset, vocab_size=setup.tokenizer.vocab_size, max_len=MAX_LEN, **dropouts)
         torch.manual_seed(0)
