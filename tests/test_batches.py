@@ -41,6 +41,33 @@ def test_pairs_respect_the_graph(make_graph):
         # every encoded non-seed row is some seed's partner
         partners = np.concatenate([b.positives[has_pos], b.negatives[has_neg]])
         assert set(range(b.n_seeds, len(b.nodes))) <= set(partners.tolist())
+        # the default ("sampled") pairs are exactly (seed, partner)
+        seed_rows = np.arange(b.n_seeds)
+        np.testing.assert_array_equal(b.positive_pairs, np.column_stack([seed_rows[has_pos], b.positives[has_pos]]))
+        np.testing.assert_array_equal(b.negative_pairs, np.column_stack([seed_rows[has_neg], b.negatives[has_neg]]))
+
+
+@pytest.mark.parametrize("make_graph", [_explicit_graph, _implicit_graph])
+def test_batch_pairs_are_every_ordered_pair_labelled_by_the_graph(make_graph):
+    graph = make_graph()
+    lengths = np.random.default_rng(0).integers(1, 12, graph.n_nodes)
+    sampled = GraphBatchSampler(graph, lengths, batch_size=6, seed=2)
+    in_batch = GraphBatchSampler(graph, lengths, batch_size=6, seed=2, pairs="batch")
+    dense = graph.adjacency().toarray() > 0
+    for step in range(10):
+        b = in_batch.batch(step)
+        # same samples and masks as the paper's sampling: only the scored pairs differ
+        np.testing.assert_array_equal(b.nodes, sampled.batch(step).nodes)
+        np.testing.assert_array_equal(b.mask, sampled.batch(step).mask)
+        u = len(b.nodes)
+        pairs = np.concatenate([b.positive_pairs, b.negative_pairs])
+        assert len(pairs) == u * (u - 1) and len({tuple(p) for p in pairs.tolist()}) == len(pairs)
+        assert (pairs[:, 0] != pairs[:, 1]).all()
+        assert dense[b.nodes[b.positive_pairs[:, 0]], b.nodes[b.positive_pairs[:, 1]]].all()
+        assert not dense[b.nodes[b.negative_pairs[:, 0]], b.nodes[b.negative_pairs[:, 1]]].any()
+        # every sampled (seed, positive) edge is among them
+        seed_rows = np.flatnonzero(b.positives >= 0)
+        assert {(s, b.positives[s]) for s in seed_rows} <= {tuple(p) for p in b.positive_pairs.tolist()}
 
 
 def test_seeds_are_a_permutation_per_epoch():
@@ -67,7 +94,7 @@ def test_deterministic_and_independent_of_the_graph():
     other_seed = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=5)
     for step in (0, 3, 9):
         x, y, z = a.batch(step), b.batch(step), other_graph.batch(step)
-        for field in ("nodes", "positives", "negatives", "mask"):
+        for field in ("nodes", "positives", "negatives", "mask", "positive_pairs", "negative_pairs"):
             np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
         # seeds and MLM masks do not depend on the graph (nor on anything but seed and step)
         np.testing.assert_array_equal(x.nodes[: x.n_seeds], z.nodes[: z.n_seeds])
@@ -99,3 +126,5 @@ def test_bad_inputs_are_sipt_errors():
         GraphBatchSampler(graph, np.ones(5), 4)
     with pytest.raises(SiptError, match="batch_size"):
         GraphBatchSampler(graph, np.ones(22), 0)
+    with pytest.raises(SiptError, match="unknown pair mode 'all'; choose one of sampled, batch"):
+        GraphBatchSampler(graph, np.ones(22), 4, pairs="all")

@@ -96,9 +96,13 @@ def test_empty_pair_sets_give_zero():
         assert loss(z, _t(), _t(), _t(), _t()).item() == 0.0
 
 
-def test_structure_objective_drops_missing_pairs():
+def _pairs(*pairs):
+    return torch.tensor(pairs, dtype=torch.int64).reshape(-1, 2)
+
+
+def test_structure_objective_scores_the_given_pairs():
     z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
-    inputs = ObjectiveInputs(z, positives=_t(3, -1, 4), negatives=_t(-1, 4, 0))
+    inputs = ObjectiveInputs(z, positive_pairs=_pairs((0, 3), (2, 4)), negative_pairs=_pairs((1, 4), (2, 0)))
     for name, loss in (("contrastive", contrastive_loss), ("multisim", multi_similarity_loss)):
         expected = loss(z, _t(0, 2), _t(3, 4), _t(1, 2), _t(4, 0))
         assert StructureInducing(name)(inputs).item() == pytest.approx(expected.item())
@@ -121,7 +125,7 @@ def test_weights_follow_lambda_and_zero_terms_are_not_built():
 def test_combine_weights_terms():
     z = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
     logits = torch.zeros(1, 3)
-    inputs = ObjectiveInputs(z, _t(1, 0), _t(-1, -1), logits, _t(2))
+    inputs = ObjectiveInputs(z, _pairs((0, 1), (1, 0)), _pairs(), logits, _t(2))
     total, terms = combine(build_objectives(0.25), inputs)
     assert terms["mlm"].item() == pytest.approx(math.log(3))
     assert terms["si"].item() == pytest.approx(5.0)

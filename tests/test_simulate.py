@@ -68,6 +68,7 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
         (["--graph", "torus", "--lambda-si", "2"], "--lambda-si must be in [0, 1]"),
         (["--graph", "torus", "--steps", "0"], "--steps must be a positive number"),
         (["--graph", "torus", "--loss", "hinge"], "unknown structure loss 'hinge'"),
+        (["--graph", "torus", "--pairs", "all"], "unknown pair mode 'all'; choose one of sampled, batch"),
         (["--graph", "torus", "--seeds", "0"], "--seeds must be >= 1"),
         (["--graph", "torus", "--executor", "mpi"], "unknown executor 'mpi'"),
     ],

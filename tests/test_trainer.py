@@ -7,7 +7,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import loo_knn_auroc
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
-from sipt_lab.objectives import MaskedLM, build_objectives
+from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
 from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Step, lr_factor
 
@@ -167,6 +167,8 @@ def test_bad_settings_are_sipt_errors():
         pretrain(sentences, graph, _config(loss="multisim", loss_params={"neg_margin": 1.0}), TINY, progress=False)
     with pytest.raises(SiptError, match="one sentence per node"):
         pretrain(sentences[:-1], graph, _config(), TINY, progress=False)
+    with pytest.raises(SiptError, match="unknown pair mode"):
+        pretrain(sentences, graph, _config(pairs="triplets"), TINY, progress=False)
     if not torch.cuda.is_available():
         with pytest.raises(SiptError, match="no CUDA"):
             pretrain(sentences, graph, _config(device="cuda"), TINY, progress=False)
@@ -222,15 +224,39 @@ def test_length_buckets_split_where_padding_drops_most():
         assert cost == pytest.approx(best)
 
 
-@pytest.mark.parametrize("lambda_si", [0.0, 0.1])
-def test_bucketed_step_equals_one_padded_pass(lambda_si):
-    rng = np.random.default_rng(1)
+def _mixed_length_batch(seed: int, n_groups: int, batch_size: int, pairs: str):
+    """30 random strings of 3..59 characters in ``n_groups`` label cliques, and batch 0 over them,
+    whose lengths split into several buckets."""
+    rng = np.random.default_rng(seed)
     sentences = ["".join(rng.choice(list("abcdef "), size=n)) for n in rng.integers(3, 60, 30)]
     tokenizer = CharTokenizer.build(sentences, max_len=64)
     ids, lengths = tokenizer.encode(sentences)
-    graph = PretrainingGraph.from_groups(np.arange(30) % 5)
-    batch = GraphBatchSampler(graph, lengths, 12, seed=0).batch(0)
+    graph = PretrainingGraph.from_groups(np.arange(30) % n_groups)
+    batch = GraphBatchSampler(graph, lengths, batch_size, seed=seed - 1, pairs=pairs).batch(0)
     assert len(_length_buckets(lengths[batch.nodes], 4)) > 1
+    return tokenizer, ids, lengths, batch
+
+
+@pytest.mark.parametrize("pairs", ["sampled", "batch"])
+def test_step_scores_the_batch_pairs_on_the_right_rows(pairs):
+    # the step encodes bucket by bucket and puts rows back in batch order before the loss
+    tokenizer, ids, lengths, batch = _mixed_length_batch(2, 4, 8, pairs)
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(encoder_preset("paper-small", vocab_size=tokenizer.vocab_size, max_len=64)).eval()
+    padded = torch.as_tensor(ids[batch.nodes, : lengths[batch.nodes].max()])
+    with torch.no_grad():
+        z = encoder.embed(padded)
+    pos, neg = torch.as_tensor(batch.positive_pairs), torch.as_tensor(batch.negative_pairs)
+    expected = contrastive_loss(z, pos[:, 0], pos[:, 1], neg[:, 0], neg[:, 1])
+    step = _Step(torch.as_tensor(ids), lengths, build_objectives(1.0), torch.device("cpu"), amp=False)
+    optimizer = torch.optim.SGD(encoder.parameters(), lr=0.0)
+    total, si = step(encoder, optimizer, torch.amp.GradScaler("cpu", enabled=False), batch)
+    assert si.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("lambda_si, pairs", [(0.0, "sampled"), (0.1, "sampled"), (0.1, "batch")])
+def test_bucketed_step_equals_one_padded_pass(lambda_si, pairs):
+    tokenizer, ids, lengths, batch = _mixed_length_batch(1, 5, 12, pairs)
     config = encoder_preset("paper-small", vocab_size=tokenizer.vocab_size, max_len=64)
     results = []
     for max_buckets in (1, 4):

@@ -11,6 +11,7 @@ from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
+from sipt_lab.training import PAIR_MODES
 
 
 def register(subparsers) -> None:
@@ -38,6 +39,10 @@ def register(subparsers) -> None:
                         help="weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)")
     parser.add_argument("--loss", default="contrastive", metavar="LOSS",
                         help=f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)")
+    parser.add_argument("--pairs", metavar="MODE",
+                        help=f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} "
+                        "(sampled: each seed with one neighbour and one non-neighbour, the paper's; "
+                        "batch: every pair of samples in the batch; default: batch)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimiser steps per arm (default: the family's)")
     parser.add_argument("--corpus", metavar="PATH",
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
@@ -54,12 +59,15 @@ def run(args: argparse.Namespace) -> int:
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:
         graph_options["n_nodes"] = args.nodes
+    train_options = {"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device}
+    if args.pairs is not None:
+        train_options["pairs"] = args.pairs
     config = simulation_config(
         args.graph,
         seed=args.seed,
         steps=args.steps,
         graph_options=graph_options,
-        train_options={"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device},
+        train_options=train_options,
     )
     summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))

@@ -32,21 +32,21 @@ class ObjectiveInputs:
 
     Attributes:
         embeddings: ``(U, H)`` [CLS] embeddings of the encoded samples; rows ``0..B-1`` are the seeds.
-        positives: ``(B,)`` int64 row of each seed's positive in ``embeddings``, -1 if it has none.
-        negatives: ``(B,)`` int64 row of each seed's negative, -1 if it has none.
+        positive_pairs: ``(P, 2)`` int64 rows of ``embeddings`` linked in ``G_PT``.
+        negative_pairs: ``(N, 2)`` int64 rows not linked.
         mlm_logits: ``(M, V)`` MLM logits at the seeds' masked positions (None when no objective needs them).
         mlm_targets: ``(M,)`` int64 original ids there.
     """
 
     embeddings: torch.Tensor
-    positives: torch.Tensor
-    negatives: torch.Tensor
+    positive_pairs: torch.Tensor
+    negative_pairs: torch.Tensor
     mlm_logits: torch.Tensor | None = None
     mlm_targets: torch.Tensor | None = None
 
 
 class Objective(nn.Module):
-    """Base of all objectives. ``needs_pairs``: the positives/negatives must be encoded too;
+    """Base of all objectives. ``needs_pairs``: the seeds' positives/negatives must be encoded too;
     ``needs_mlm``: the seeds must be masked and MLM logits computed."""
 
     name: str = ""
@@ -68,7 +68,7 @@ class MaskedLM(Objective):
 
 
 class StructureInducing(Objective):
-    """``L_SI``: a registered pair loss over (seed, positive) edges and (seed, negative) non-edges."""
+    """``L_SI``: a registered pair loss over the batch's edge pairs and non-edge pairs."""
 
     name = "si"
     needs_pairs = True
@@ -80,16 +80,8 @@ class StructureInducing(Objective):
         self.params = params
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
-        seeds = torch.arange(len(inputs.positives), device=inputs.positives.device)
-        has_pos, has_neg = inputs.positives >= 0, inputs.negatives >= 0
-        return self.loss(
-            inputs.embeddings,
-            seeds[has_pos],
-            inputs.positives[has_pos],
-            seeds[has_neg],
-            inputs.negatives[has_neg],
-            **self.params,
-        )
+        positive, negative = inputs.positive_pairs, inputs.negative_pairs
+        return self.loss(inputs.embeddings, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **self.params)
 
 
 def build_objectives(lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None) -> list[tuple[float, Objective]]:

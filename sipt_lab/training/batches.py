@@ -12,11 +12,18 @@ same order with the same masks, and resuming at step ``t`` needs no sampler stat
 
 The batch lists each distinct sample once (seeds first, then the other positives/negatives), so a
 step encodes ``U <= 3B`` samples instead of ``3B`` and indexes the embeddings by row.
+
+Which pairs ``L_SI`` sees is a :data:`PAIR_MODES` choice: ``"sampled"`` (the paper's) scores each
+seed against its one positive and one negative; ``"batch"`` scores every ordered pair of distinct
+encoded samples, labelled by ``G_PT`` (``U(U-1)`` pairs from the same ``U`` encodings, as metric
+learning libraries mine in-batch pairs), which gives the loss far more pairs for the same encoder
+compute.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -37,6 +44,8 @@ class PretrainBatch:
         negatives: ``(B,)`` int64 row in ``nodes`` of each seed's negative (a non-neighbour), -1 if none.
         mask: ``(B, L_s)`` bool MLM mask over the seeds' tokens, ``L_s`` the longest seed; never on
             ``[CLS]`` (column 0) or padding.
+        positive_pairs: ``(P, 2)`` int64 rows in ``nodes`` of the pairs ``L_SI`` pulls together (edges).
+        negative_pairs: ``(N, 2)`` int64 rows of the pairs it pushes apart (non-edges).
     """
 
     nodes: np.ndarray
@@ -44,6 +53,40 @@ class PretrainBatch:
     positives: np.ndarray
     negatives: np.ndarray
     mask: np.ndarray
+    positive_pairs: np.ndarray
+    negative_pairs: np.ndarray
+
+
+def sampled_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's pairs: (seed, its positive) and (seed, its negative), for seeds that have one.
+
+    Args:
+        nodes: ``(U,)`` the batch's sample ids; positives, negatives: ``(B,)`` rows in ``nodes`` or -1.
+
+    Returns:
+        ``(P, 2)`` and ``(N, 2)`` int64 row pairs.
+    """
+    seeds = np.arange(len(positives), dtype=np.int64)
+    has_pos, has_neg = positives >= 0, negatives >= 0
+    return (np.column_stack([seeds[has_pos], positives[has_pos]]), np.column_stack([seeds[has_neg], negatives[has_neg]]))
+
+
+def batch_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(i, j)``, ``i != j``, of the batch's rows, split by whether
+    ``nodes[i] ~ nodes[j]`` in ``graph``. Arguments and result as :func:`sampled_pairs`."""
+    rows = np.arange(len(nodes), dtype=np.int64)
+    first, second = np.meshgrid(rows, rows, indexing="ij")
+    off_diagonal = first != second
+    first, second = first[off_diagonal], second[off_diagonal]
+    linked = graph.has_edge(nodes[first], nodes[second])
+    return (np.column_stack([first[linked], second[linked]]), np.column_stack([first[~linked], second[~linked]]))
+
+
+#: Which pairs ``L_SI`` sees: name -> ``(graph, nodes, positives, negatives) -> (positive_pairs, negative_pairs)``.
+PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "sampled": sampled_pairs,
+    "batch": batch_pairs,
+}
 
 
 class GraphBatchSampler:
@@ -55,9 +98,18 @@ class GraphBatchSampler:
         batch_size: seeds per step; capped at ``n`` (then every step is the whole graph, shuffled).
         mask_prob: probability that a character (not ``[CLS]``, not padding) is masked.
         seed: non-negative integer seed.
+        pairs: a name in :data:`PAIR_MODES`.
     """
 
-    def __init__(self, graph: PretrainingGraph, lengths: np.ndarray, batch_size: int, mask_prob: float = 0.15, seed: int = 0) -> None:
+    def __init__(
+        self,
+        graph: PretrainingGraph,
+        lengths: np.ndarray,
+        batch_size: int,
+        mask_prob: float = 0.15,
+        seed: int = 0,
+        pairs: str = "sampled",
+    ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if lengths.shape != (graph.n_nodes,):
             raise SiptError(f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node")
@@ -67,11 +119,13 @@ class GraphBatchSampler:
             raise SiptError(f"mask_prob is {mask_prob}; it must lie in [0, 1)")
         if seed < 0:
             raise SiptError(f"seed is {seed}; use a non-negative integer")
+        check_pair_mode(pairs)
         self.graph = graph
         self.lengths = lengths
         self.batch_size = min(batch_size, graph.n_nodes)
         self.mask_prob = mask_prob
         self.seed = seed
+        self.pair_mode = PAIR_MODES[pairs]
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -102,4 +156,11 @@ class GraphBatchSampler:
         columns = np.arange(seed_lengths.max())
         draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
         mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None])
-        return PretrainBatch(nodes, len(seeds), rows(positives), rows(negatives), mask)
+        positive_rows, negative_rows = rows(positives), rows(negatives)
+        positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
+        return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs)
+
+
+def check_pair_mode(name: str) -> None:
+    if name not in PAIR_MODES:
+        raise SiptError(f"unknown pair mode {name!r}; choose one of {', '.join(PAIR_MODES)}")

@@ -29,7 +29,7 @@ from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import MASK_ID, CharTokenizer, EncoderConfig, TransformerEncoder, save_pretrained
 from sipt_lab.objectives import ObjectiveInputs, build_objectives, check_loss_params, combine
-from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch
+from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch, check_pair_mode
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -47,6 +47,9 @@ class TrainConfig:
         lambda_si: weight of ``L_SI``; 0 is the LM baseline, the paper's SIPT uses 0.1.
         loss: structure-inducing loss name (``"contrastive"`` or ``"multisim"``).
         loss_params: that loss's parameters (contrastive: pos_margin, neg_margin; multisim: w_pos, w_neg, t).
+        pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
+            each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
+            encoded samples, labelled by the graph).
         mask_prob: MLM masking probability per character.
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
@@ -67,6 +70,7 @@ class TrainConfig:
     lambda_si: float = 0.1
     loss: str = "contrastive"
     loss_params: dict[str, float] = field(default_factory=dict)
+    pairs: str = "sampled"
     mask_prob: float = 0.15
     seed: int = 0
     device: str = "auto"
@@ -158,7 +162,7 @@ def pretrain(
             f"max_len {tokenizer.max_len} exceeds the encoder's {encoder_config.max_len} positions; lower max_len or raise EncoderConfig.max_len"
         )
     ids, lengths = tokenizer.encode(sentences)
-    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed)
+    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs)
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
     names = ["loss"] + [objective.name for _, objective in objectives]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, config.amp)
@@ -249,8 +253,8 @@ class _Step:
                 self.objectives,
                 ObjectiveInputs(
                     embeddings,
-                    self._tensor(batch.positives),
-                    self._tensor(batch.negatives),
+                    self._tensor(batch.positive_pairs),
+                    self._tensor(batch.negative_pairs),
                     torch.cat(logits) if self.needs_mlm else None,
                     torch.cat(targets) if self.needs_mlm else None,
                 ),
@@ -387,6 +391,7 @@ def _validate(config: TrainConfig) -> None:
     if not 0.0 <= config.warmup < 1.0:
         raise SiptError(f"warmup is {config.warmup}; use a fraction of the steps in [0, 1)")
     check_loss_params(config.loss, dict(config.loss_params))
+    check_pair_mode(config.pairs)
 
 
 def embed(
