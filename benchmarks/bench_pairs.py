@@ -28,6 +28,8 @@ from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
 
+from bench_simulate import _mean_sd  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+
 MODES = ("sampled", "batch")
 
 
@@ -35,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--executor", default="local")
-    parser.add_argument("--families", nargs="+", default=[f for f in FAMILY_AUROC if f != "structural"])
+    parser.add_argument("--families", nargs="+", default=list(FAMILY_AUROC))
     parser.add_argument("--cells", type=Path, default=Path("paper_figures/out/cells"))
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds per pair mode")
     args = parser.parse_args()
@@ -87,10 +89,6 @@ def cost_table(rounds: int) -> str:
         f"one SIPT run, torus seed 0, {config.train.steps} steps (median of {rounds}): "
         f"sampled {sampled:.1f} s, batch {batch:.1f} s, batch / sampled = {batch / sampled:.2f}x"
     )
-
-
-def _mean_sd(values: np.ndarray) -> str:
-    return f"{values.mean():.3f} ± {values.std():.3f}"
 
 
 if __name__ == "__main__":

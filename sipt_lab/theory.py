@@ -19,6 +19,7 @@ from sipt_lab.consistency import corollary1_bound, local_consistency
 from sipt_lab.evaluation import loo_knn
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.objectives.structure import get_structure_loss
+from sipt_lab.training.batches import sampled_pairs
 
 
 def oracle_embeddings(
@@ -43,17 +44,12 @@ def oracle_embeddings(
     pair_loss = get_structure_loss(loss)
     nodes = np.arange(graph.n_nodes)
     for _ in range(steps):
-        positives = graph.sample_positives(nodes, rng)
-        negatives = graph.sample_negatives(nodes, rng)
-        has_pos, has_neg = positives >= 0, negatives >= 0
-        value = pair_loss(
-            z,
-            torch.from_numpy(nodes[has_pos]),
-            torch.from_numpy(positives[has_pos]),
-            torch.from_numpy(nodes[has_neg]),
-            torch.from_numpy(negatives[has_neg]),
-            **loss_params,
+        # every node is a seed, so rows are node ids
+        positive, negative = (
+            torch.from_numpy(pairs)
+            for pairs in sampled_pairs(graph, nodes, graph.sample_positives(nodes, rng), graph.sample_negatives(nodes, rng))
         )
+        value = pair_loss(z, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **loss_params)
         optimizer.zero_grad()
         value.backward()
         optimizer.step()

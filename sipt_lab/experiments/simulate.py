@@ -62,7 +62,7 @@ class FamilyTraining:
 #: ``L_SI`` over every pair in the batch, fits the pre-training graph in a few hundred steps
 #: (measured in benchmarks/bench_simulate.py). With the paper's one sampled pair per seed, the
 #: embeddings sit collapsed (SI loss stuck at the margin) for the first ~200 steps and some seeds
-#: never leave (SPHERE 0.69 ± 0.18 LOO AUROC vs 0.91 with in-batch pairs, same steps and time).
+#: never leave (SPHERE 0.78 vs 0.91 LOO AUROC with nothing else changed: benchmarks/bench_pairs.py).
 TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
     "cliques": FamilyTraining(batch_size=50),
     # PLANE's four classes are unbalanced (one holds about half the nodes); 1,000 steps bring SIPT
