@@ -14,11 +14,9 @@ one SIPT pre-training run (TORUS seed 0, defaults) in each mode, interleaved in 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -28,17 +26,13 @@ from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
 
-from bench_simulate import _mean_sd  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from bench_simulate import _mean_sd, grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 MODES = ("sampled", "batch")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--executor", default="local")
-    parser.add_argument("--families", nargs="+", default=list(FAMILY_AUROC))
-    parser.add_argument("--cells", type=Path, default=Path("paper_figures/out/cells"))
+    parser = grid_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds per pair mode")
     args = parser.parse_args()
 

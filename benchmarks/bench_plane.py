@@ -12,10 +12,8 @@ Cells are shared with ``sipt-lab figures`` (``--cells``), so the default row is 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +23,7 @@ from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.theory import theorem1_check
 
-from bench_simulate import _mean_sd  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from bench_simulate import _mean_sd, grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 #: (nodes, encoder hidden size, steps); the first row is the default.
 SETTINGS = ((100, 64, 1000), (200, 64, 1000), (200, 128, 1000))
@@ -37,11 +35,7 @@ def plane_config(n_nodes: int, hidden: int, steps: int, seed: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--executor", default="local")
-    parser.add_argument("--cells", type=Path, default=Path("paper_figures/out/cells"))
-    args = parser.parse_args()
+    args = grid_parser(__doc__.splitlines()[0], families=False).parse_args()
 
     rows = [
         f"{'nodes':>5} {'hidden':>6} {'steps':>5} {'LC':>5} {'oracle':>15} {'LM LOO':>15} {'SIPT LOO':>15} {'s/cell':>7}",

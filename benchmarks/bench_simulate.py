@@ -78,12 +78,20 @@ def quality_table(families: list[str], seeds: int, executor: str, cells: Path) -
     return header + "\n" + "\n".join(rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def grid_parser(description: str, *, families: bool = True) -> argparse.ArgumentParser:
+    """The options of every benchmark over ``simulate`` cells: ``--seeds``, ``--executor``, ``--cells``
+    (shared with ``sipt-lab figures``) and, with ``families``, ``--families``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--executor", default="local")
-    parser.add_argument("--families", nargs="+", default=list(FAMILY_AUROC))
     parser.add_argument("--cells", type=Path, default=Path("paper_figures/out/cells"))
+    if families:
+        parser.add_argument("--families", nargs="+", default=list(FAMILY_AUROC))
+    return parser
+
+
+def main() -> None:
+    parser = grid_parser(__doc__.splitlines()[0])
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     args = parser.parse_args()

@@ -162,5 +162,6 @@ class GraphBatchSampler:
 
 
 def check_pair_mode(name: str) -> None:
+    """Raise :class:`SiptError` naming the choices when ``name`` is not in :data:`PAIR_MODES`."""
     if name not in PAIR_MODES:
         raise SiptError(f"unknown pair mode {name!r}; choose one of {', '.join(PAIR_MODES)}")
