@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import math
 import runpy
 import sys
@@ -17,6 +18,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.config import config_from_dict, config_to_dict
 from sipt_lab.corpus import Corpus
 from sipt_lab.experiments.figures import FIGURES, FigureOptions, run_figure5_grid
+from sipt_lab.experiments.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
 
@@ -121,6 +123,9 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     lc = {k: r["local_consistency"] for k, r in sipt.items()}
     assert {k: r["local_consistency"] for k, r in oracle.items()} == lc
     assert float(oracle["cliques", "0.0"]["accuracy"]) == 1.0  # the oracle reaches LC = 1 on clean cliques
+    oracle_configs = [json.loads(p.read_text()) for p in (out / "cells" / "oracle").glob("*/config.json")]
+    assert len(oracle_configs) == 4  # each optimised the SIPT arm's loss, margins included
+    assert all((c["loss"], c["loss_params"]) == ("contrastive", LOSS_PARAMS["contrastive"]) for c in oracle_configs)
 
     # nothing of the shared grid was recomputed by fig5b and theorem1
     assert {p.name for p in (out / "cells").iterdir()} == {*hashes, "oracle"}

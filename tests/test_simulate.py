@@ -71,9 +71,25 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
         (["--graph", "torus", "--pairs", "all"], "unknown pair mode 'all'; choose one of sampled, batch"),
         (["--graph", "torus", "--seeds", "0"], "--seeds must be >= 1"),
         (["--graph", "torus", "--executor", "mpi"], "unknown executor 'mpi'"),
+        (["--graph", "torus", "--loss-param", "pos_margin"], "--loss-param takes NAME=NUMBER"),
+        (["--graph", "torus", "--loss-param", "pos_margin=big"], "--loss-param takes NAME=NUMBER"),
+        (["--graph", "torus", "--loss", "multisim", "--loss-param", "pos_margin=1"], "loss 'multisim' has no parameter(s) pos_margin"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, args, message):
     assert main(["simulate", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, signal_free_corpus):
+    from sipt_lab.experiments.simulate import LOSS_PARAMS, simulation_config
+
+    assert simulation_config("torus").train.loss_params == LOSS_PARAMS["contrastive"] == {"pos_margin": 5.0}
+    assert simulation_config("torus", train_options={"loss": "multisim"}).train.loss_params == {}
+    tuned = simulation_config("torus", train_options={"loss_params": {"neg_margin": 4.0}})
+    assert tuned.train.loss_params == {"pos_margin": 5.0, "neg_margin": 4.0}
+
+    run_json(capsys, *SMALL, "--steps", "3", "--loss-param", "pos_margin=1", "--loss-param", "neg_margin=2", "--out", str(tmp_path))
+    saved = json.loads((tmp_path / "config.json").read_text())["train"]["loss_params"]
+    assert saved == {"pos_margin": 1.0, "neg_margin": 2.0}

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from sipt_lab.errors import SiptError
 from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
@@ -39,6 +40,9 @@ def register(subparsers) -> None:
                         help="weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)")
     parser.add_argument("--loss", default="contrastive", metavar="LOSS",
                         help=f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)")
+    parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a parameter of the structure-inducing loss, repeatable (contrastive: "
+                        "pos_margin, neg_margin, default 5 and 10; multisim: w_pos, w_neg, t)")
     parser.add_argument("--pairs", metavar="MODE",
                         help=f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} "
                         "(sampled: each seed with one neighbour and one non-neighbour, the paper's; "
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:
         graph_options["n_nodes"] = args.nodes
-    train_options = {"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device}
+    train_options = {"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device,
+                     "loss_params": parse_loss_params(args.loss_param)}
     if args.pairs is not None:
         train_options["pairs"] = args.pairs
     config = simulation_config(
@@ -72,6 +77,18 @@ def run(args: argparse.Namespace) -> int:
     summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
+
+
+def parse_loss_params(items: list[str]) -> dict[str, float]:
+    """``["pos_margin=2", ...]`` -> ``{"pos_margin": 2.0}``; the loss checks the names."""
+    params = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            params[name.strip()] = float(value)
+        except ValueError:
+            raise SiptError(f"--loss-param takes NAME=NUMBER (e.g. pos_margin=5), got {item!r}") from None
+    return params
 
 
 def format_summary(summary: dict) -> str:

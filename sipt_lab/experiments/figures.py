@@ -57,7 +57,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -248,9 +248,12 @@ def fig5b(out_dir: str | Path, options: FigureOptions) -> list[Path]:
 
 @dataclass(frozen=True)
 class OracleConfig:
-    """One oracle cell: ``L_SI`` optimised on free node vectors over the dataset ``graph`` builds."""
+    """One oracle cell: ``L_SI`` optimised on free node vectors over the dataset ``graph`` builds,
+    with the SIPT arm's loss and loss parameters."""
 
     graph: GraphSpec
+    loss: str = "contrastive"
+    loss_params: dict[str, float] = field(default_factory=dict)
     dim: int = 16
     steps: int = 500
     k: int = 3
@@ -260,7 +263,7 @@ def oracle_cell(config: OracleConfig) -> dict[str, Any]:
     """The oracle's LOO ``k``-NN accuracy and AUROC next to LC (:func:`~sipt_lab.theory.theorem1_check`)."""
     dataset = build_dataset(config.graph, progress=False)
     check = theorem1_check(dataset.graph, dataset.labels, k=config.k, seed=config.graph.seed,
-                           dim=config.dim, steps=config.steps)
+                           dim=config.dim, steps=config.steps, loss=config.loss, **config.loss_params)
     return {"graph": config.graph.family, "noise": config.graph.noise, "seed": config.graph.seed,
             "local_consistency": check.local_consistency, "accuracy": check.nn_accuracy, "auroc": check.nn_auroc}
 
@@ -269,7 +272,10 @@ def theorem1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     """SIPT's and the oracle's LOO 3-NN accuracy against LC, one point per (graph, noise, seed)."""
     out = Path(out_dir)
     results = run_figure5_grid(out, options)
-    oracle_configs = [OracleConfig(graph=cell.config.graph, k=cell.config.k) for cell in results]
+    oracle_configs = [
+        OracleConfig(graph=cell.config.graph, loss=cell.config.train.loss, loss_params=dict(cell.config.train.loss_params), k=cell.config.k)
+        for cell in results
+    ]
     oracle = run_grid(oracle_cell, oracle_configs, cells_root(out, options) / "oracle",
                       executor=options.executor, progress=options.progress)
     rows = []
