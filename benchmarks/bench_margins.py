@@ -19,15 +19,15 @@ import dataclasses
 import numpy as np
 
 from sipt_lab.experiments.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulate import simulate_seed, simulation_config
+from sipt_lab.experiments.simulate import LOSS_PARAMS, simulate_seed, simulation_config
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.theory import theorem1_check
 
 from bench_simulate import _mean_sd, grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
-#: Column name -> loss parameters of the SIPT arm (``None``: the experiments' default).
-MARGINS = {"µ+ = 0": {}, "µ+ = 5": None}
+#: Column name -> contrastive loss parameters of the SIPT arm: the loss's own, the experiments' default.
+MARGINS = {"µ+=0": {}, "µ+=5": LOSS_PARAMS["contrastive"]}
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
             config = simulation_config(family, seed=seed)
             dataset = build_dataset(config.graph, progress=False)
             for name, params in MARGINS.items():
-                train = config.train if params is None else dataclasses.replace(config.train, loss_params=params)
+                train = dataclasses.replace(config.train, loss_params=params)
                 configs[family, seed, name] = dataclasses.replace(config, train=train)
                 check = theorem1_check(dataset.graph, dataset.labels, seed=seed, loss=train.loss, **train.loss_params)
                 oracle[family, seed, name] = check.nn_auroc
@@ -49,7 +49,8 @@ def main() -> None:
         return np.array([results[family, seed, name].result["methods"][arm]["auroc"] for seed in range(args.seeds)])
 
     print(f"LOO 3-NN AUROC, mean ± sd over {args.seeds} seeds; only the contrastive loss's µ+ differs (µ− = 10)")
-    print(f"{'graph':<13} {'LM':>15} {'oracle µ+=0':>15} {'oracle µ+=5':>15} {'SIPT µ+=0':>15} {'SIPT µ+=5':>15} {'gain':>7} {'paper SIPT':>11}")
+    columns = [f"oracle {name}" for name in MARGINS] + [f"SIPT {name}" for name in MARGINS]
+    print(f"{'graph':<13} {'LM':>15} " + " ".join(f"{column:>15}" for column in columns) + f" {'gain':>7} {'paper SIPT':>11}")
     print("-" * 113)
     for family in args.families:
         lm = [scores(family, name, "lm") for name in MARGINS]

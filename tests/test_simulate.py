@@ -5,6 +5,7 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.corpus import Corpus
+from sipt_lab.experiments.simulate import LOSS_PARAMS, simulation_config
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
 
@@ -83,8 +84,6 @@ def test_bad_arguments_exit_2_with_one_line(capsys, args, message):
 
 
 def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, signal_free_corpus):
-    from sipt_lab.experiments.simulate import LOSS_PARAMS, simulation_config
-
     assert simulation_config("torus").train.loss_params == LOSS_PARAMS["contrastive"] == {"pos_margin": 5.0}
     assert simulation_config("torus", train_options={"loss": "multisim"}).train.loss_params == {}
     tuned = simulation_config("torus", train_options={"loss_params": {"neg_margin": 4.0}})

@@ -273,7 +273,7 @@ def theorem1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     out = Path(out_dir)
     results = run_figure5_grid(out, options)
     oracle_configs = [
-        OracleConfig(graph=cell.config.graph, loss=cell.config.train.loss, loss_params=dict(cell.config.train.loss_params), k=cell.config.k)
+        OracleConfig(graph=cell.config.graph, loss=cell.config.train.loss, loss_params=cell.config.train.loss_params, k=cell.config.k)
         for cell in results
     ]
     oracle = run_grid(oracle_cell, oracle_configs, cells_root(out, options) / "oracle",
