@@ -9,7 +9,8 @@ from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
 from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
-from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Step, lr_factor
+from sipt_lab.models import CharInit
+from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Replica, _Step, lr_factor, train_step
 
 TINY = encoder_preset("paper-small", max_len=24)
 
@@ -33,7 +34,7 @@ def test_same_seed_gives_identical_losses_and_embeddings():
     sentences, graph, _ = _cliques()
     a = pretrain(sentences, graph, _config(), TINY, progress=False)
     b = pretrain(sentences, graph, _config(), TINY, progress=False)
-    assert set(a.history) == {"loss", "mlm", "si"} and a.history["loss"].shape == (8,)
+    assert set(a.history) == {"loss", "mlm", "si", "lr"} and a.history["loss"].shape == (8,)
     for name in a.history:
         np.testing.assert_array_equal(a.history[name], b.history[name])
     np.testing.assert_array_equal(embed(a.encoder, a.tokenizer, sentences), embed(b.encoder, b.tokenizer, sentences))
@@ -45,14 +46,14 @@ def test_same_seed_gives_identical_losses_and_embeddings():
 def test_lm_arm_computes_no_structure_term_and_shares_the_init():
     sentences, graph, _ = _cliques()
     lm = pretrain(sentences, graph, _config(lambda_si=0.0, steps=1), TINY, progress=False)
-    assert set(lm.history) == {"loss", "mlm"}
+    assert set(lm.history) == {"loss", "mlm", "lr"}
     np.testing.assert_array_equal(lm.history["loss"], lm.history["mlm"])
 
 
 def test_multisim_trains_and_pure_si_skips_mlm():
     sentences, graph, _ = _cliques()
     result = pretrain(sentences, graph, _config(steps=3, lambda_si=1.0, loss="multisim", loss_params={"w_neg": 2.0}), TINY, progress=False)
-    assert set(result.history) == {"loss", "si"} and np.isfinite(result.history["si"]).all()
+    assert set(result.history) == {"loss", "si", "lr"} and np.isfinite(result.history["si"]).all()
 
 
 def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
@@ -92,7 +93,7 @@ def test_interrupted_run_resumes_from_its_last_periodic_checkpoint(tmp_path, mon
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     sentences, graph, _ = _cliques()
     pretrain(sentences, graph, _config(steps=2), TINY, checkpoint_dir=tmp_path, progress=False)
-    with pytest.raises(SiptError, match="different configuration"):
+    with pytest.raises(SiptError, match=r"another configuration \(differs in train.lr\)"):
         pretrain(sentences, graph, _config(steps=2, lr=2e-3), TINY, checkpoint_dir=tmp_path, progress=False)
 
 
@@ -107,7 +108,7 @@ def test_non_finite_loss_stops_naming_the_step(monkeypatch):
         return loss * float("nan") if calls["n"] == 5 else loss
 
     monkeypatch.setattr(MaskedLM, "forward", nan_at_step_4)
-    with pytest.raises(SiptError, match=r"non-finite loss at step 4 \(loss=nan, mlm=nan, si=[0-9.]+\)"):
+    with pytest.raises(SiptError, match=r"non-finite loss at step 4 \(loss=nan, mlm=nan, si=[0-9.]+, lr=[0-9.e-]+\)"):
         pretrain(sentences, graph, _config(steps=20), TINY, progress=False)
 
 
@@ -128,7 +129,7 @@ def test_save_and_load_pretrained_round_trip(tmp_path):
     result = pretrain(sentences, graph, _config(steps=2), TINY, progress=False)
     result.save(tmp_path / "model")
     encoder, tokenizer = load_pretrained(tmp_path / "model")
-    assert tokenizer == result.tokenizer and encoder.config == result.encoder_config
+    assert tokenizer == result.tokenizer and encoder.config == result.encoder.config
     np.testing.assert_array_equal(embed(encoder, tokenizer, sentences), embed(result.encoder, result.tokenizer, sentences))
     assert (tmp_path / "model" / "history.json").is_file() and (tmp_path / "model" / "train_config.json").is_file()
 
@@ -154,7 +155,7 @@ class _BagOfCharacters(nn.Module):
 
 def test_any_sequence_encoder_can_be_trained():
     sentences, graph, _ = _cliques()
-    result = pretrain(sentences, graph, _config(steps=3), TINY, progress=False, make_encoder=_BagOfCharacters)
+    result = pretrain(sentences, graph, _config(steps=3), CharInit(TINY, build=_BagOfCharacters), progress=False)
     assert isinstance(result.encoder, _BagOfCharacters) and isinstance(result.encoder, SequenceEncoder)
     assert embed(result.encoder, result.tokenizer, sentences).shape == (40, TINY.hidden)
 
@@ -248,9 +249,8 @@ def test_step_scores_the_batch_pairs_on_the_right_rows(pairs):
         z = encoder.embed(padded)
     pos, neg = torch.as_tensor(batch.positive_pairs), torch.as_tensor(batch.negative_pairs)
     expected = contrastive_loss(z, pos[:, 0], pos[:, 1], neg[:, 0], neg[:, 1])
-    step = _Step(torch.as_tensor(ids), lengths, build_objectives(1.0), torch.device("cpu"), amp=False)
-    optimizer = torch.optim.SGD(encoder.parameters(), lr=0.0)
-    total, si = step(encoder, optimizer, torch.amp.GradScaler("cpu", enabled=False), batch)
+    step = _Step(torch.as_tensor(ids), lengths, build_objectives(1.0), torch.device("cpu"))
+    _, (total, si) = step.losses(encoder, batch)
     assert si.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -264,8 +264,8 @@ def test_bucketed_step_equals_one_padded_pass(lambda_si, pairs):
         encoder = TransformerEncoder(config).train()
         objectives = build_objectives(lambda_si)
         optimizer = torch.optim.SGD(encoder.parameters(), lr=1.0)  # parameters move by the gradient
-        step = _Step(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), amp=False, max_buckets=max_buckets)
-        losses = step(encoder, optimizer, torch.amp.GradScaler("cpu", enabled=False), batch)
+        step = _Step(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), max_buckets=max_buckets)
+        losses = train_step(_Replica(encoder, step), optimizer, torch.amp.GradScaler("cpu", enabled=False), [batch])
         results.append((losses, [p.detach().clone() for p in encoder.parameters()]))
     (single, single_params), (bucketed, bucketed_params) = results
     torch.testing.assert_close(bucketed, single, rtol=1e-5, atol=1e-6)

@@ -1,8 +1,9 @@
-"""Tokenizer and encoders.
+"""Tokenizers and encoders.
 
-The trainer and the evaluation talk to an encoder only through :class:`SequenceEncoder`, so a
-Hugging Face model (wrap ``BertForMaskedLM``: embed = last hidden state at position 0, logits =
-``.logits``) or a graph network can replace :class:`TransformerEncoder` without touching them.
+The trainer and the evaluation talk to an encoder only through :class:`SequenceEncoder` and to a
+tokenizer only through :class:`Tokenizer`: the character transformer (:class:`TransformerEncoder`,
+:class:`CharTokenizer`) and any Hugging Face masked-LM checkpoint (:class:`HFEncoder`,
+:class:`HFTokenizer`) both fit, and :func:`encoder_source` picks one from ``--init``.
 """
 
 from __future__ import annotations
@@ -19,15 +20,26 @@ from sipt_lab.models.encoder import (
     load_pretrained,
     save_pretrained,
 )
-from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer
+from sipt_lab.models.hf import POOLINGS, HFEncoder, HFTokenizer
+from sipt_lab.models.sources import (
+    CharInit,
+    CheckpointInit,
+    EncoderSource,
+    encoder_source,
+    load_encoder,
+    save_encoder,
+)
+from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Tokenizer
 
 
 @runtime_checkable
 class SequenceEncoder(Protocol):
     """What the trainer needs from an encoder (besides being an ``nn.Module``).
 
-    ``input_ids`` is always ``(B, L)`` integer token ids from :class:`CharTokenizer`: ``[CLS]``
-    first, right-padded with ``PAD_ID``. ``H`` is ``hidden_size``, ``V`` the vocabulary size.
+    ``input_ids`` is always ``(B, L)`` integer token ids from the run's :class:`Tokenizer`:
+    ``[CLS]`` first, right-padded with its ``pad_id``. ``H`` is ``hidden_size``, ``V`` the
+    vocabulary size. An encoder may also define ``output_embeddings(input_ids)`` (the vector users
+    get, e.g. normalised) and ``save(directory, tokenizer)``.
     """
 
     hidden_size: int
@@ -47,6 +59,16 @@ class SequenceEncoder(Protocol):
 
 __all__ = [
     "CLS_ID",
+    "POOLINGS",
+    "CharInit",
+    "CheckpointInit",
+    "EncoderSource",
+    "HFEncoder",
+    "HFTokenizer",
+    "Tokenizer",
+    "encoder_source",
+    "load_encoder",
+    "save_encoder",
     "ENCODER_PRESETS",
     "MASK_ID",
     "PAD_ID",

@@ -179,6 +179,10 @@ class TransformerEncoder(nn.Module):
         if config.tie_mlm_head:
             self.mlm_decoder.weight = self.tokens.weight
 
+    def save(self, directory: str | Path, tokenizer: CharTokenizer) -> Path:
+        """:func:`save_pretrained` of this encoder and ``tokenizer``."""
+        return save_pretrained(self, tokenizer, directory)
+
     def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, L, H)`` last-layer states (after the final LayerNorm)."""
         x, key_mask = self._inputs(input_ids)

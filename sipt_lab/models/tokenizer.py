@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -19,6 +20,28 @@ from sipt_lab.fileio import write_json_atomic
 
 SPECIAL_TOKENS = ("[PAD]", "[MASK]", "[CLS]", "[UNK]")
 PAD_ID, MASK_ID, CLS_ID, UNK_ID = range(len(SPECIAL_TOKENS))
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What the trainer and ``embed`` need from a tokenizer.
+
+    Rows are ``[CLS]``-first (one special token before the text, the per-sample slot),
+    ``suffix_tokens`` special tokens after it (``[SEP]`` for BERT-style tokenizers, none for
+    characters), right-padded with ``pad_id``; MLM masks only the tokens in between.
+    """
+
+    max_len: int
+    vocab_size: int
+    pad_id: int
+    mask_id: int
+    suffix_tokens: int
+
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(n, L)`` int64 padded ids and ``(n,)`` int64 tokens per row before padding."""
+
+    def to_dict(self) -> dict:
+        """A JSON description that identifies the tokenizer (checkpoints compare it)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +70,10 @@ class CharTokenizer:
         """The tokenizer whose vocabulary is every character occurring in ``sentences``."""
         codes = np.unique(_code_points("".join(sentences)))
         return cls(chars=tuple(chr(c) for c in codes), max_len=max_len)
+
+    pad_id = PAD_ID
+    mask_id = MASK_ID
+    suffix_tokens = 0
 
     @property
     def vocab_size(self) -> int:

@@ -36,6 +36,8 @@ class ObjectiveInputs:
         negative_pairs: ``(N, 2)`` int64 rows not linked.
         mlm_logits: ``(M, V)`` MLM logits at the seeds' masked positions (None when no objective needs them).
         mlm_targets: ``(M,)`` int64 original ids there.
+        mlm_count: masked positions in the whole batch; differs from ``M`` when each of several
+            processes holds a shard of the batch's tokens (None: ``M``).
     """
 
     embeddings: torch.Tensor
@@ -43,15 +45,19 @@ class ObjectiveInputs:
     negative_pairs: torch.Tensor
     mlm_logits: torch.Tensor | None = None
     mlm_targets: torch.Tensor | None = None
+    mlm_count: int | None = None
 
 
 class Objective(nn.Module):
     """Base of all objectives. ``needs_pairs``: the seeds' positives/negatives must be encoded too;
-    ``needs_mlm``: the seeds must be masked and MLM logits computed."""
+    ``needs_mlm``: the seeds must be masked and MLM logits computed. ``sharded``: under data
+    parallelism the term is this process's share of a sum over the processes (MLM over its own
+    tokens); otherwise every process computes the whole-batch term (``L_SI`` over gathered embeddings)."""
 
     name: str = ""
     needs_pairs: bool = False
     needs_mlm: bool = False
+    sharded: bool = False
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
         raise NotImplementedError
@@ -62,9 +68,10 @@ class MaskedLM(Objective):
 
     name = "mlm"
     needs_mlm = True
+    sharded = True
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
-        return masked_lm_loss(inputs.mlm_logits, inputs.mlm_targets)
+        return masked_lm_loss(inputs.mlm_logits, inputs.mlm_targets, inputs.mlm_count)
 
 
 class StructureInducing(Objective):

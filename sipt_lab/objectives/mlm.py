@@ -6,13 +6,15 @@ import torch
 import torch.nn.functional as F
 
 
-def masked_lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over masked positions; 0 (with a graph) when nothing is masked.
+def masked_lm_loss(logits: torch.Tensor, targets: torch.Tensor, count: int | None = None) -> torch.Tensor:
+    """Cross-entropy summed over masked positions and divided by ``count`` (default ``M``: the
+    mean); 0 (with a graph) when nothing is masked.
 
     Args:
         logits: ``(M, V)`` MLM logits at the masked positions.
         targets: ``(M,)`` int64 original token ids there.
+        count: the batch's masked positions when these are one process's share of them.
     """
     if len(targets) == 0:
         return logits.sum() * 0.0
-    return F.cross_entropy(logits.float(), targets)
+    return F.cross_entropy(logits.float(), targets, reduction="sum") / (len(targets) if count is None else count)

@@ -43,7 +43,7 @@ class PretrainBatch:
         positives: ``(B,)`` int64 row in ``nodes`` of each seed's positive (a neighbour), -1 if isolated.
         negatives: ``(B,)`` int64 row in ``nodes`` of each seed's negative (a non-neighbour), -1 if none.
         mask: ``(B, L_s)`` bool MLM mask over the seeds' tokens, ``L_s`` the longest seed; never on
-            ``[CLS]`` (column 0) or padding.
+            ``[CLS]`` (column 0), the tokenizer's closing special tokens or padding.
         positive_pairs: ``(P, 2)`` int64 rows in ``nodes`` of the pairs ``L_SI`` pulls together (edges).
         negative_pairs: ``(N, 2)`` int64 rows of the pairs it pushes apart (non-edges).
     """
@@ -99,6 +99,8 @@ class GraphBatchSampler:
         mask_prob: probability that a character (not ``[CLS]``, not padding) is masked.
         seed: non-negative integer seed.
         pairs: a name in :data:`PAIR_MODES`.
+        suffix_tokens: special tokens that end every row (``[SEP]``: 1 for BERT-style
+            tokenizers), never masked.
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class GraphBatchSampler:
         mask_prob: float = 0.15,
         seed: int = 0,
         pairs: str = "sampled",
+        suffix_tokens: int = 0,
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if lengths.shape != (graph.n_nodes,):
@@ -126,6 +129,7 @@ class GraphBatchSampler:
         self.mask_prob = mask_prob
         self.seed = seed
         self.pair_mode = PAIR_MODES[pairs]
+        self.suffix_tokens = suffix_tokens
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -155,7 +159,7 @@ class GraphBatchSampler:
         seed_lengths = self.lengths[seeds]
         columns = np.arange(seed_lengths.max())
         draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
-        mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None])
+        mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
         positive_rows, negative_rows = rows(positives), rows(negatives)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
         return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs)

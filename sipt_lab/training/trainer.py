@@ -1,39 +1,53 @@
 """The pre-training loop: ``L_PT = (1 − λ_SI)·L_M + λ_SI·L_SI`` with AdamW over graph-aware batches.
 
-All sentences are tokenised once into one padded id tensor on the device; a step gathers the rows
+All samples are tokenised once into one padded id tensor on the device; a step gathers the rows
 of its batch in a few length buckets (each cut to its own longest row, so little compute goes to
-padding), masks the seeds, runs the encoder once per bucket and takes one AdamW step. Runs are
-deterministic on CPU for a given seed (model init and dropout use a forked torch RNG seeded from
-``config.seed``; batches and masks come from :class:`GraphBatchSampler`), and a run resumed from
-a checkpoint ends with the same numbers as an uninterrupted one. Steps count from 0.
+padding), masks the seeds, runs the encoder once per bucket and takes one AdamW step (after
+``grad_accum`` such micro-batches). Runs are deterministic on CPU for a given seed (model init and
+dropout use a forked torch RNG seeded from ``config.seed``; batches and masks come from
+:class:`GraphBatchSampler`), and a run resumed from a checkpoint ends with the same numbers as an
+uninterrupted one. Steps count from 0.
+
+**Data parallel.** Under ``torchrun`` (``WORLD_SIZE`` > 1) every process draws the same global
+batch and encodes its shard of the batch's rows (row ``r`` goes to process ``r mod K``); the
+encoder is wrapped in ``DistributedDataParallel`` (NCCL on CUDA, gloo on CPU). ``L_SI`` scores
+the whole batch's pairs on embeddings all-gathered with gradients, and each process's MLM term is
+its tokens' share of the batch mean, so K processes with global batch B optimise the same loss
+as one process with batch B (up to float rounding). Only rank 0 shows progress and writes.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sipt_lab.config import config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
-from sipt_lab.models import MASK_ID, CharTokenizer, EncoderConfig, TransformerEncoder, save_pretrained
-from sipt_lab.objectives import ObjectiveInputs, build_objectives, check_loss_params, combine
+from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
+from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
 from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch, check_pair_mode
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
 _RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device")
+#: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
+#: does not, fp32 on CPU.
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -42,22 +56,25 @@ class TrainConfig:
 
     Attributes:
         steps: optimiser steps.
-        batch_size: seed samples per step (capped at the number of nodes).
+        batch_size: seed samples per micro-batch (capped at the number of nodes); with data
+            parallelism, per micro-batch over all processes together.
+        grad_accum: micro-batches (consecutive sampler batches) whose gradients make one step.
         lr, weight_decay: AdamW settings.
-        lambda_si: weight of ``L_SI``; 0 is the LM baseline, the paper's SIPT uses 0.1.
+        lambda_si: weight of ``L_SI``; 0 is the LM baseline (continued LM pre-training on the same
+            samples, the paper's "same data, no structure" ablation), the paper's SIPT uses 0.1.
         loss: structure-inducing loss name (``"contrastive"`` or ``"multisim"``).
         loss_params: that loss's parameters (contrastive: pos_margin, neg_margin; multisim: w_pos, w_neg, t).
         pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
             each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
             encoded samples, labelled by the graph).
-        mask_prob: MLM masking probability per character.
+        mask_prob: MLM masking probability per token.
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
-        amp: on CUDA, autocast to bf16 (fp16 with loss scaling where bf16 is unsupported).
+        precision: autocast dtype, a name in :data:`PRECISIONS`.
         checkpoint_every: write a checkpoint every this many steps (0: only at the end); needs a checkpoint_dir.
         log_every: steps between progress-bar loss updates and non-finite-loss checks.
-        max_len: tokens per sample including ``[CLS]`` (longer sentences are truncated);
-            None uses the encoder's ``max_len``.
+        max_len: tokens per sample including special tokens (longer samples are truncated);
+            None uses the encoder source's default.
         schedule: learning-rate schedule, a name in :data:`LR_SCHEDULES` (``"constant"``, the
             paper's; ``"linear"`` or ``"cosine"`` decay to 0 at the last step).
         warmup: fraction of the steps over which the rate rises linearly from 0 (any schedule).
@@ -65,6 +82,7 @@ class TrainConfig:
 
     steps: int = 1000
     batch_size: int = 32
+    grad_accum: int = 1
     lr: float = 3e-4
     weight_decay: float = 0.01
     lambda_si: float = 0.1
@@ -74,7 +92,7 @@ class TrainConfig:
     mask_prob: float = 0.15
     seed: int = 0
     device: str = "auto"
-    amp: bool = True
+    precision: str = "auto"
     checkpoint_every: int = 0
     log_every: int = 50
     max_len: int | None = None
@@ -99,23 +117,35 @@ def lr_factor(config: TrainConfig, step: int) -> float:
     return LR_SCHEDULES[config.schedule]((step - warmup_steps) / max(config.steps - warmup_steps, 1))
 
 
+def steps_for_epochs(epochs: float, n_samples: int, batch_size: int, grad_accum: int = 1) -> int:
+    """Optimiser steps that make ``epochs`` passes over ``n_samples`` seeds (an epoch is
+    ``n // batch_size`` micro-batches, the sampler drops the last incomplete one); at least 1."""
+    if epochs <= 0:
+        raise SiptError(f"epochs is {epochs}; use a positive number of passes over the samples")
+    micro_per_epoch = max(n_samples // max(min(batch_size, n_samples), 1), 1)
+    return max(math.ceil(epochs * micro_per_epoch / grad_accum), 1)
+
+
 @dataclass
 class PretrainResult:
     """A trained encoder (eval mode, on the training device) with its tokenizer.
 
-    ``history`` maps ``"loss"`` (the weighted total) and each computed term (``"mlm"``, ``"si"``)
-    to a ``(steps,)`` float64 array of per-step values.
+    ``history`` maps ``"loss"`` (the weighted total), each computed term (``"mlm"``, ``"si"``) and
+    ``"lr"`` to a ``(steps,)`` float64 array of per-step values; ``notes`` are what the encoder
+    source reported (e.g. a newly added MLM head).
     """
 
     encoder: nn.Module
-    tokenizer: CharTokenizer
+    tokenizer: Tokenizer
     history: dict[str, np.ndarray]
     config: TrainConfig
-    encoder_config: EncoderConfig
+    source: dict
+    notes: list[str] = field(default_factory=list)
 
     def save(self, directory: str | Path) -> Path:
-        """:func:`save_pretrained` files plus ``train_config.json`` and ``history.json``."""
-        out = save_pretrained(self.encoder, self.tokenizer, directory)
+        """The encoder in its own format (:func:`~sipt_lab.models.save_encoder`) plus
+        ``train_config.json`` and ``history.json``."""
+        out = save_encoder(self.encoder, self.tokenizer, directory)
         save_config(self.config, out / "train_config.json")
         write_json_atomic(out / "history.json", {k: v.tolist() for k, v in self.history.items()})
         return out
@@ -134,58 +164,107 @@ def resolve_device(name: str | torch.device) -> torch.device:
     return torch.device(name)
 
 
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for ``precision`` on ``device`` (None: full fp32)."""
+    if precision not in PRECISIONS:
+        raise SiptError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if precision == "fp16" and device.type != "cuda":
+        raise SiptError("fp16 autocast needs a CUDA GPU; use --precision bf16 or fp32 on CPU")
+    if precision == "auto":
+        if device.type != "cuda":
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place in a data-parallel run: ``rank`` of ``world`` processes."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def distributed_context(device_type: str) -> Distributed:
+    """Join the ``torchrun`` process group when ``WORLD_SIZE`` > 1 (NCCL on CUDA, gloo on CPU)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return Distributed()
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device_type == "cuda" else "gloo")
+    return Distributed(dist.get_rank(), dist.get_world_size())
+
+
 def pretrain(
-    sentences: list[str],
+    texts: list[str],
     graph: PretrainingGraph,
     config: TrainConfig,
-    encoder_config: EncoderConfig,
+    encoder: EncoderConfig | EncoderSource | None = None,
     *,
     checkpoint_dir: str | Path | None = None,
     progress: bool = True,
-    make_encoder: Callable[[EncoderConfig], nn.Module] = TransformerEncoder,
 ) -> PretrainResult:
-    """Pre-train an encoder on ``sentences`` (node ``i`` of ``graph`` is ``sentences[i]``).
+    """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``).
 
-    ``make_encoder`` builds the model from ``encoder_config`` with ``vocab_size`` filled in from the
-    tokenizer; any ``nn.Module`` satisfying :class:`sipt_lab.models.SequenceEncoder` works.
+    ``encoder`` is where the encoder comes from: an :class:`~sipt_lab.models.EncoderSource`
+    (:func:`~sipt_lab.models.encoder_source` turns ``"char"``, ``"minilm"`` or a Hugging Face
+    directory into one), or an :class:`EncoderConfig` for a fresh character transformer of that
+    size (None: the ``default`` preset).
 
     With ``checkpoint_dir``, a checkpoint there from an earlier run of the same configuration
     (``steps`` may grow) is resumed, and one is written every ``checkpoint_every`` steps and at the end.
-    A non-finite loss stops the run with a SiptError naming the step.
+    A non-finite loss stops the run with a SiptError naming the step. Under ``torchrun`` the run
+    is data parallel (see the module docstring).
     """
     _validate(config)
+    source = encoder if encoder is not None and not isinstance(encoder, EncoderConfig) else CharInit(*(() if encoder is None else (encoder,)))
     device = resolve_device(config.device)
-    tokenizer = CharTokenizer.build(sentences, max_len=config.max_len or encoder_config.max_len)
-    encoder_config = dataclasses.replace(encoder_config, vocab_size=tokenizer.vocab_size)
-    if tokenizer.max_len > encoder_config.max_len:
-        raise SiptError(
-            f"max_len {tokenizer.max_len} exceeds the encoder's {encoder_config.max_len} positions; lower max_len or raise EncoderConfig.max_len"
-        )
-    ids, lengths = tokenizer.encode(sentences)
-    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs)
+    place = distributed_context(device.type)
+    if place.world > 1 and device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    if config.batch_size < place.world:
+        raise SiptError(f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample")
+    amp_dtype = autocast_dtype(config.precision, device)
+    tokenizer = source.tokenizer(list(texts), config.max_len)
+    ids, lengths = tokenizer.encode(list(texts))
+    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
+                                suffix_tokens=tokenizer.suffix_tokens)
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
-    names = ["loss"] + [objective.name for _, objective in objectives]
-    step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, config.amp)
+    names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
+    step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
 
     cuda_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(config.seed)
-        encoder = make_encoder(encoder_config).to(device)
-        trainable = nn.ModuleList([encoder, *(objective for _, objective in objectives)]).to(device)
-        optimizer = _make_optimizer(trainable.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
-        scaler = torch.amp.GradScaler(device.type, enabled=step_fn.amp_dtype == torch.float16)
+        model, notes = source.encoder(tokenizer)
+        model = model.to(device)
+        if place.rank:  # identical init everywhere; dropout differs by process
+            torch.manual_seed(config.seed * 7919 + place.rank)
+        replica = _Replica(model, step_fn).to(device)
+        optimizer = _make_optimizer(replica.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
+        if place.world > 1:
+            replica = DistributedDataParallel(replica, broadcast_buffers=False, find_unused_parameters=not step_fn.needs_mlm)
+        scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
         history = torch.full((config.steps, len(names)), float("nan"), device=device)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
-        state = _State(trainable, optimizer, scaler, history, config, encoder_config, tokenizer, cuda_devices)
+        state = _State(replica, optimizer, scaler, history, config, source.describe(), tokenizer, cuda_devices)
         start = state.load(checkpoint) if checkpoint is not None and checkpoint.is_file() else 0
 
-        trainable.train()
+        replica.train()
         checked = start
-        with tqdm(total=config.steps, initial=start, disable=not progress, desc="pretrain", unit="step") as bar:
+        show = progress and place.is_main
+        with tqdm(total=config.steps, initial=start, disable=not show, desc="pretrain", unit="step") as bar:
             for step in range(start, config.steps):
+                rate = config.lr * lr_factor(config, step)
                 for group in optimizer.param_groups:
-                    group["lr"] = config.lr * lr_factor(config, step)
-                history[step] = step_fn(encoder, optimizer, scaler, sampler.batch(step))
+                    group["lr"] = rate
+                micro = [sampler.batch(step * config.grad_accum + k) for k in range(config.grad_accum)]
+                history[step, :-1] = train_step(replica, optimizer, scaler, micro)
+                history[step, -1] = rate
                 bar.update()
                 done = step + 1
                 save_now = checkpoint is not None and (done == config.steps or (config.checkpoint_every and done % config.checkpoint_every == 0))
@@ -193,54 +272,98 @@ def pretrain(
                     values = _check_finite(history, checked, done, names)
                     checked = done
                     bar.set_postfix({name: f"{value:.4g}" for name, value in zip(names, values[-1])}, refresh=False)
-                if save_now:
+                if save_now and place.is_main:
                     state.save(checkpoint, done)
-    encoder.eval()
+    model.eval()
     table = history.cpu().double().numpy()
-    return PretrainResult(encoder, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, encoder_config)
+    return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, source.describe(), notes)
+
+
+def train_step(replica: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, batches: list[PretrainBatch]) -> torch.Tensor:
+    """One optimiser step over the micro-batches ``batches`` (gradients averaged over them, and
+    over processes under DDP, which synchronises on the last one only).
+
+    Returns:
+        ``(1 + terms,)`` detached losses (weighted total, then each term), averaged over the micro-batches.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    reported = None
+    for k, batch in enumerate(batches):
+        last = k == len(batches) - 1
+        syncing = contextlib.nullcontext() if last or not isinstance(replica, DistributedDataParallel) else replica.no_sync()
+        with syncing:
+            loss, values = replica(batch)
+            scaler.scale(loss / len(batches)).backward()
+        reported = values / len(batches) if reported is None else reported + values / len(batches)
+    scaler.step(optimizer)
+    scaler.update()
+    return reported
 
 
 #: An extra length bucket must save more than this share of a step's real tokens in padding.
 BUCKET_PENALTY = 0.05
 
 
-class _Step:
-    """One optimiser step on a :class:`PretrainBatch`; returns the ``(1 + terms,)`` detached losses.
+class _Replica(nn.Module):
+    """The encoder and the objectives' own parameters, whose ``forward(batch)`` is one
+    micro-batch's loss (so ``DistributedDataParallel`` can wrap the whole differentiable step)."""
 
-    The batch's distinct samples are encoded in up to ``max_buckets`` sub-batches of similar
-    length (see :func:`_length_buckets`), each padded only to its own longest member; every
-    sample is encoded alone in its row, so the result is that of one pass over the whole batch
-    padded to its longest (bar dropout draws and float rounding), at a fraction of the padding.
+    def __init__(self, encoder: nn.Module, step: _Step) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.objectives = nn.ModuleList(objective for _, objective in step.objectives)
+        self.step = step
+
+    def forward(self, batch: PretrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.step.losses(self.encoder, batch)
+
+
+class _Step:
+    """The loss of one micro-batch (:class:`PretrainBatch`) on this process's share of its rows.
+
+    The share's samples are encoded in up to ``max_buckets`` sub-batches of similar length (see
+    :func:`_length_buckets`), each padded only to its own longest member; every sample is encoded
+    alone in its row, so the result is that of one pass over the whole batch padded to its longest
+    (bar dropout draws and float rounding), at a fraction of the padding.
     """
 
-    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, objectives, device: torch.device, amp: bool, max_buckets: int = 4) -> None:
+    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, objectives: list[tuple[float, Objective]], device: torch.device,
+                 amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = Distributed(), max_buckets: int = 4) -> None:
         self.ids = ids
         self.lengths = lengths
         self.objectives = objectives
         self.device = device
+        self.amp_dtype = amp_dtype
+        self.mask_id = mask_id
+        self.place = place
         self.max_buckets = max_buckets
         self.needs_pairs = any(objective.needs_pairs for _, objective in objectives)
         self.needs_mlm = any(objective.needs_mlm for _, objective in objectives)
-        self.amp_dtype = None
-        if amp and device.type == "cuda":
-            self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
-    def __call__(self, encoder, optimizer, scaler, batch: PretrainBatch) -> torch.Tensor:
-        nodes = batch.nodes if self.needs_pairs else batch.nodes[: batch.n_seeds]
+    def losses(self, encoder: nn.Module, batch: PretrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss to back-propagate, (1 + terms,) detached batch losses)``.
+
+        The back-propagated loss is this process's: sharded terms count ``world`` times, because
+        DDP averages gradients over the processes.
+        """
+        n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
+        rows = np.arange(self.place.rank, n_rows, self.place.world)
+        nodes = batch.nodes[rows]
         lengths = self.lengths[nodes]
-        mask = np.zeros((len(nodes), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
-        mask[: batch.n_seeds, : batch.mask.shape[1]] = batch.mask
+        mask = np.zeros((len(rows), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
+        seeds = rows < batch.n_seeds
+        mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
         buckets = _length_buckets(lengths, self.max_buckets)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             embeddings, logits, targets = [], [], []
-            for rows in buckets:
-                width = int(lengths[rows].max())
-                inputs = self.ids[self._tensor(nodes[rows]), :width]
+            for bucket in buckets:
+                width = int(lengths[bucket].max())
+                inputs = self.ids[self._tensor(nodes[bucket]), :width]
                 if self.needs_mlm:
-                    masked_rows, masked_cols = np.nonzero(mask[rows, :width])
+                    masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
                     positions = self._tensor(masked_rows * width + masked_cols)
                     targets.append(inputs.view(-1)[positions])
-                    inputs.view(-1)[positions] = MASK_ID
+                    inputs.view(-1)[positions] = self.mask_id
                     bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
                     logits.append(bucket_logits)
                 else:
@@ -249,21 +372,39 @@ class _Step:
             embeddings = torch.cat(embeddings)
             if len(buckets) > 1:
                 embeddings = embeddings[self._tensor(np.argsort(np.concatenate(buckets)))]
-            total, terms = combine(
-                self.objectives,
-                ObjectiveInputs(
-                    embeddings,
-                    self._tensor(batch.positive_pairs),
-                    self._tensor(batch.negative_pairs),
-                    torch.cat(logits) if self.needs_mlm else None,
-                    torch.cat(targets) if self.needs_mlm else None,
-                ),
+            inputs = ObjectiveInputs(
+                self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
+                self._tensor(batch.positive_pairs),
+                self._tensor(batch.negative_pairs),
+                torch.cat(logits) if self.needs_mlm else None,
+                torch.cat(targets) if self.needs_mlm else None,
+                int(batch.mask.sum()),
             )
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(total).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return torch.stack([total.detach(), *(term.detach() for term in terms.values())]).float()
+            terms = [objective(inputs) for _, objective in self.objectives]
+        world = self.place.world
+        backward = sum(w * (world * t if o.sharded else t) for (w, o), t in zip(self.objectives, terms))
+        values = torch.stack([t.detach().float() for t in terms])
+        if world > 1:
+            sharded = torch.tensor([o.sharded for _, o in self.objectives], device=values.device)
+            summed = values * sharded
+            dist.all_reduce(summed)
+            values = torch.where(sharded, summed, values)
+        weights = torch.tensor([w for w, _ in self.objectives], device=values.device)
+        return backward, torch.cat([(weights * values).sum().view(1), values])
+
+    def _gather(self, local: torch.Tensor, n_rows: int) -> torch.Tensor:
+        """``(n_rows, H)`` embeddings of the whole batch from every process's ``(share, H)``,
+        with gradients flowing back to each share."""
+        world = self.place.world
+        if world == 1:
+            return local
+        from torch.distributed.nn.functional import all_gather
+
+        size = -(-n_rows // world)
+        parts = all_gather(torch.nn.functional.pad(local, (0, 0, 0, size - len(local))))
+        shares = [np.arange(rank, n_rows, world) for rank in range(world)]
+        stacked = torch.cat([part[: len(share)] for part, share in zip(parts, shares)])
+        return stacked[self._tensor(np.argsort(np.concatenate(shares)))]
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, device=self.device)
@@ -318,24 +459,25 @@ def _make_optimizer(params, lr: float, weight_decay: float, fused: bool) -> torc
 class _State:
     """Everything a checkpoint holds, and the checks that a checkpoint fits the current run."""
 
-    trainable: nn.ModuleList
+    trainable: nn.Module
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     history: torch.Tensor
     config: TrainConfig
-    encoder_config: EncoderConfig
-    tokenizer: CharTokenizer
+    source: dict
+    tokenizer: Tokenizer
     cuda_devices: list
 
     def identity(self) -> dict:
         run = {k: v for k, v in config_to_dict(self.config).items() if k not in _RESUMABLE_CHANGES}
-        return {"train": run, "encoder": config_to_dict(self.encoder_config), "tokenizer": self.tokenizer.to_dict()}
+        return {"train": run, "encoder": self.source, "tokenizer": self.tokenizer.to_dict()}
 
     def save(self, path: Path, step: int) -> None:
+        module = self.trainable.module if isinstance(self.trainable, DistributedDataParallel) else self.trainable
         payload = {
             "step": step,
             "identity": json.dumps(self.identity(), sort_keys=True),
-            "modules": self.trainable.state_dict(),
+            "modules": module.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
             "history": self.history[:step].cpu(),
@@ -348,15 +490,22 @@ class _State:
 
     def load(self, path: Path) -> int:
         """Restore from ``path``; returns the step to continue from."""
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        if payload["identity"] != json.dumps(self.identity(), sort_keys=True):
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # a truncated or foreign file: say which, never a traceback
+            raise SiptError(f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh") from None
+        stored = json.loads(payload["identity"])
+        differences = _differences(stored, self.identity())
+        if differences:
             raise SiptError(
-                f"checkpoint {path} was written by a different configuration or corpus; use another checkpoint_dir or delete it"
+                f"checkpoint {path} was made by another configuration (differs in {', '.join(differences)}); "
+                "use the same settings, or start afresh in another output directory"
             )
         step = int(payload["step"])
         if step > self.config.steps:
             raise SiptError(f"checkpoint {path} is at step {step}, beyond steps={self.config.steps}; raise steps")
-        self.trainable.load_state_dict(payload["modules"])
+        module = self.trainable.module if isinstance(self.trainable, DistributedDataParallel) else self.trainable
+        module.load_state_dict(payload["modules"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scaler.load_state_dict(payload["scaler"])
         self.history[:step] = payload["history"].to(self.history.device)
@@ -366,6 +515,18 @@ class _State:
         return step
 
 
+def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+    """Dotted names of the fields whose values differ between two nested dicts."""
+    names = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            names += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            names.append(f"{prefix}{key}")
+    return names
+
+
 def _check_finite(history: torch.Tensor, start: int, stop: int, names: list[str]) -> np.ndarray:
     """History rows ``start..stop-1`` as numpy; SiptError at the first non-finite one."""
     values = history[start:stop].cpu().numpy()
@@ -373,13 +534,15 @@ def _check_finite(history: torch.Tensor, start: int, stop: int, names: list[str]
     if bad.any():
         row = int(np.flatnonzero(bad.any(axis=1))[0])
         terms = ", ".join(f"{name}={value:.4g}" for name, value in zip(names, values[row]))
-        raise SiptError(f"non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or disable amp")
+        raise SiptError(f"non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32")
     return values
 
 
 def _validate(config: TrainConfig) -> None:
     if config.steps < 1:
         raise SiptError(f"steps is {config.steps}; use at least 1")
+    if config.grad_accum < 1:
+        raise SiptError(f"grad_accum is {config.grad_accum}; use at least 1 micro-batch per step")
     if config.lr <= 0 or config.weight_decay < 0:
         raise SiptError(f"lr {config.lr} must be > 0 and weight_decay {config.weight_decay} >= 0")
     if config.log_every < 1 or config.checkpoint_every < 0:
@@ -390,34 +553,39 @@ def _validate(config: TrainConfig) -> None:
         raise SiptError(f"unknown lr schedule {config.schedule!r}; use one of {', '.join(LR_SCHEDULES)}")
     if not 0.0 <= config.warmup < 1.0:
         raise SiptError(f"warmup is {config.warmup}; use a fraction of the steps in [0, 1)")
+    if config.precision not in PRECISIONS:
+        raise SiptError(f"unknown precision {config.precision!r}; choose one of {', '.join(PRECISIONS)}")
     check_loss_params(config.loss, dict(config.loss_params))
     check_pair_mode(config.pairs)
 
 
 def embed(
     encoder: nn.Module,
-    tokenizer: CharTokenizer,
-    sentences: list[str],
+    tokenizer: Tokenizer,
+    texts: list[str],
     batch_size: int = 256,
     device: str | torch.device | None = None,
 ) -> np.ndarray:
-    """``(n, H)`` float32 embeddings ``f(x)`` of ``sentences`` (eval mode, no gradients, unmasked).
+    """``(n, H)`` float32 embeddings of ``texts`` (eval mode, no gradients, unmasked).
 
-    Sentences are batched by length so each batch is padded only to its own longest member.
-    ``device`` defaults to the encoder's.
+    The vector is the encoder's ``output_embeddings`` when it has one (a sentence-transformers
+    checkpoint's normalised pooling), else ``embed``. Texts are batched by length so each batch
+    is padded only to its own longest member. ``device`` defaults to the encoder's.
     """
     device = next(encoder.parameters()).device if device is None else resolve_device(device)
-    ids, lengths = tokenizer.encode(sentences)
+    encoder = encoder.to(device)
+    vectors = getattr(encoder, "output_embeddings", encoder.embed)
+    ids, lengths = tokenizer.encode(list(texts))
     order = np.argsort(lengths, kind="stable")
     was_training = encoder.training
     encoder.eval()
-    out = np.empty((len(sentences), encoder.hidden_size), dtype=np.float32)
+    out = np.empty((len(texts), encoder.hidden_size), dtype=np.float32)
     try:
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 batch = torch.as_tensor(ids[rows, : lengths[rows].max()], device=device)
-                out[rows] = encoder.embed(batch).float().cpu().numpy()
+                out[rows] = vectors(batch).float().cpu().numpy()
     finally:
         encoder.train(was_training)
     return out

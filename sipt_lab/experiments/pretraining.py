@@ -1,0 +1,224 @@
+"""Pre-training on a researcher's own samples and graph, with export and a before/after report.
+
+:func:`run_pretraining` is what ``sipt-lab pretrain`` runs: read the samples, ``G_PT`` and
+optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face directory) with
+``L_M + λ·L_SI``, and write into ``out``:
+
+* ``config.json``: the :class:`PretrainJob` (resolved steps included), written first;
+* ``checkpoint.pt``: the trainer's checkpoint (every ``checkpoint_every`` steps and at the end);
+* ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
+  sipt-lab's own format for ``char``);
+* ``history.csv``: step, loss terms, lr;
+* ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
+  and, when labels are given, the report before and after pre-training: the labels' local
+  consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
+  accuracy), LOO 3-NN AUROC and accuracy, and link retrieval (LRAP, MRR) on ``G_PT``.
+
+:func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
+order) and ``EMB.ids.tsv``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sipt_lab.config import save_config
+from sipt_lab.consistency import local_consistency
+from sipt_lab.errors import SiptError
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
+from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import encoder_preset, encoder_source, load_encoder
+from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
+from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
+
+#: Files a pretrain run writes into its output directory (``--overwrite`` removes only these).
+RUN_FILES = ("config.json", CHECKPOINT_NAME, "model", "history.csv", "result.json")
+FINISHED_MARKER = "result.json"
+#: Link-retrieval queries in the report (a random subset on big graphs).
+REPORT_LINK_QUERIES = 1000
+REPORT_K = 3
+
+
+@dataclass(frozen=True)
+class PretrainJob:
+    """Everything that defines one ``sipt-lab pretrain`` run (saved as ``config.json``).
+
+    Attributes:
+        samples, edges: paths of the samples file and the ``u<TAB>v`` edges TSV of sample ids.
+        labels: optional ``id<TAB>label`` TSV, used only for the report.
+        init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
+        pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
+        encoder: size preset of the ``char`` encoder (ignored otherwise).
+        epochs: passes over the samples; when set, ``train.steps`` is derived from it.
+        train: the trainer's settings, with ``steps`` resolved.
+    """
+
+    samples: str
+    edges: str
+    labels: str | None = None
+    init: str = "minilm"
+    pooling: str | None = None
+    encoder: str = "default"
+    epochs: float | None = None
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+@dataclass
+class PretrainOutcome:
+    """What :func:`run_pretraining` produced: the trained result, its report and where it lies."""
+
+    result: object
+    report: dict
+    out_dir: Path
+
+
+def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, overwrite: bool = False,
+                    progress: bool = True, log=print) -> PretrainOutcome:
+    """Run ``job`` into ``out`` (see the module docstring). Under ``torchrun`` every process
+    trains its shard and only rank 0 writes."""
+    out_dir = check_output_dir(out, resume=resume, overwrite=overwrite)
+    samples = read_samples(job.samples)
+    graph = read_sample_graph(job.edges, samples)
+    if graph.n_edges == 0:
+        raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+    labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+    source = encoder_source(job.init, encoder_preset(job.encoder) if job.init == "char" else None, job.pooling)
+    if job.epochs is not None:
+        job = dataclasses.replace(job, train=dataclasses.replace(
+            job.train, steps=steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)))
+    device = resolve_device(job.train.device)
+    autocast_dtype(job.train.precision, device)
+    texts = list(samples.texts)
+    source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
+    place = distributed_context(device.type)
+
+    before = _report_before(texts, graph, labels, job.train, source) if labels is not None else None
+    if place.is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        save_config(job, out_dir / "config.json")
+    start = time.perf_counter()
+    result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress)
+    seconds = time.perf_counter() - start
+    if place.is_main:
+        for note in result.notes:
+            log(f"note: {note}")
+    report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
+              "final": {name: float(values[-1]) for name, values in result.history.items()}}
+    if labels is not None:
+        after = evaluate_embeddings(embed(result.encoder, result.tokenizer, texts), graph, labels)
+        report |= {"local_consistency": float(local_consistency(graph, labels)), "before": before, "after": after}
+    if place.is_main:
+        result.encoder.save(out_dir / "model", result.tokenizer)
+        write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
+        write_json_atomic(out_dir / FINISHED_MARKER, report)
+    return PretrainOutcome(result, report, out_dir)
+
+
+def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:
+    """LOO 3-NN AUROC and accuracy of ``labels`` (when given) and link retrieval (LRAP, MRR) of ``G_PT``
+    from ``(n, H)`` embeddings."""
+    link = link_retrieval_metrics(embeddings, graph, REPORT_LINK_QUERIES, rng=0)
+    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"]}
+    if labels is not None:
+        scores = loo_knn(embeddings, labels, REPORT_K)
+        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy}
+    return metrics
+
+
+def theorem1_message(report: dict) -> str:
+    """One paragraph reading a report with labels as Theorem 1 does."""
+    lc, before, after = report["local_consistency"], report["before"], report["after"]
+    return (
+        f"local consistency of your labels over G_PT: {lc:.3f}. Theorem 1: an optimal SIPT embedder's "
+        f"nearest-neighbour accuracy tends to at least {lc:.3f} as the graph grows, so SIPT on this graph can "
+        f"help this task only as far as LC exceeds what the encoder already reaches.\n"
+        f"LOO 3-NN accuracy {before['loo_3nn_accuracy']:.3f} -> {after['loo_3nn_accuracy']:.3f}, "
+        f"AUROC {before['loo_3nn_auroc']:.3f} -> {after['loo_3nn_auroc']:.3f}; "
+        f"link MRR {before['link_mrr']:.3f} -> {after['link_mrr']:.3f}"
+    )
+
+
+def check_output_dir(out: str | Path | None, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """The output directory of a pretrain run, refusing to clobber anything by accident.
+
+    A missing or empty path, a file, or a non-empty directory holding no pretrain run is an
+    error; a finished run needs ``resume`` (continue it, e.g. with more steps) or ``overwrite``;
+    an unfinished one (a checkpoint, no ``result.json``) needs ``resume`` or ``overwrite``.
+    ``overwrite`` removes only the files a pretrain run writes.
+    """
+    if out is None or not str(out).strip():
+        raise SiptError("the output directory is empty; pass --out DIR")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise SiptError(f"--out {path} is a file; pass a directory")
+    if not path.is_dir() or not any(path.iterdir()):
+        return path
+    ours = [name for name in RUN_FILES if (path / name).exists()]
+    if not ours:
+        raise SiptError(f"--out {path} is not empty and holds no pretrain run; choose a new or empty directory")
+    if ours == ["config.json"]:  # a run that stopped before its first checkpoint: nothing to keep
+        return path
+    if overwrite:
+        for name in ours:
+            target = path / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        return path
+    if resume:
+        return path
+    state = "a finished run" if (path / FINISHED_MARKER).exists() else "an unfinished run"
+    raise SiptError(f"--out {path} holds {state}; pass --resume to continue it, --overwrite to replace it, or another --out")
+
+
+def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Path, *, batch_size: int = 256,
+                  device: str = "auto") -> tuple[Path, Path]:
+    """Embed a samples file with a saved encoder: ``out`` (``.npy`` added if missing) holds the
+    ``(n, H)`` float32 rows in file order, ``<stem>.ids.tsv`` the ids. Returns both paths."""
+    if not str(out).strip():
+        raise SiptError("the output path is empty; pass --out EMB.npy")
+    if batch_size < 1:
+        raise SiptError(f"--batch-size is {batch_size}; use at least 1")
+    out = Path(out)
+    out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
+    if out.is_dir():
+        raise SiptError(f"--out {out} is a directory; pass a file name such as {out / 'embeddings.npy'}")
+    device = resolve_device(device)
+    samples = read_samples(samples_path)
+    encoder, tokenizer = load_encoder(model_dir, device)
+    vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)
+    ids_path = out.with_name(out.name.removesuffix(".npy") + ".ids.tsv")
+    write_bytes_atomic(out, _npy_bytes(vectors))
+    write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))
+    return out, ids_path
+
+
+def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source) -> dict:
+    """:func:`evaluate_embeddings` of the encoder as initialised (same seed as the run)."""
+    tokenizer = source.tokenizer(texts, config.max_len)
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        encoder, _ = source.encoder(tokenizer)
+    return evaluate_embeddings(embed(encoder, tokenizer, texts, device=config.device), graph, labels)
+
+
+def _history_csv(history: dict[str, np.ndarray]) -> str:
+    names = list(history)
+    rows = zip(*(history[name].tolist() for name in names))
+    return "step," + ",".join(names) + "\n" + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows))
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+

