@@ -11,7 +11,8 @@ consistency is measured over the labelled articles only.
 
 Pre-training graphs (``G_PT`` choices):
 
-* ``mentions``: ``A ~ B`` when A's summary names B's title; the rule is a :class:`MentionRule`,
+* ``mentions``: ``A ~ B`` when A's summary (by default also its short description) names B's
+  title; the rule is a :class:`MentionRule`,
   measured against alternatives in ``docs/wiki_mentions.md`` (default :data:`DEFAULT_MENTION_RULE`).
   Matching is one Aho-Corasick pass per text (pyahocorasick) with whole-word boundaries and
   leftmost-longest selection, so *New York City* hides *New York* inside it.
@@ -19,6 +20,10 @@ Pre-training graphs (``G_PT`` choices):
   (LinkBERT's fallback when there are no hyperlinks).
 * ``random``: ``mentions`` rewired by degree-preserving double edge swaps, a control whose local
   consistency sits near chance.
+
+Splits: ``evaluation.random_splits(task.samples, seed=...)`` holds out categorised articles only,
+and ``evaluation.pretraining_graph(graph, splits)`` drops every edge touching a held-out article.
+Texts are whole summaries; truncating them to an encoder's length is the encoder's tokenizer's job.
 """
 
 from __future__ import annotations
