@@ -117,10 +117,22 @@ def load_corpus(path: str | Path | None = None) -> Corpus:
 
 
 @lru_cache(maxsize=1)
-def _default_corpus_cached() -> Corpus:
+def _default_articles_cached() -> tuple[dict, ...]:
     records = json.loads(_default_corpus_path().read_text(encoding="utf-8"))
+    return tuple(records.values())
+
+
+def default_articles() -> list[dict]:
+    """The default corpus's articles in file order, each a fresh dict with the JSON's string fields
+    ``title``, ``extract`` (the summary), ``description`` (Wikidata's short description) and
+    ``topic`` (one of 12 categories, ``"Uncategorized"`` included)."""
+    return [dict(record) for record in _default_articles_cached()]
+
+
+@lru_cache(maxsize=1)
+def _default_corpus_cached() -> Corpus:
     texts, titles, categories = [], [], []
-    for record in records.values():
+    for record in _default_articles_cached():
         for sentence in split_sentences(record.get("extract") or ""):
             texts.append(sentence)
             titles.append(record["title"])

@@ -1,5 +1,8 @@
-"""Evaluation of pre-trained embeddings: k-NN AUROC (the paper's protocol), link retrieval and the
-shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_lab.evaluation.topology`)."""
+"""Evaluation of pre-trained embeddings: k-NN AUROC (the paper's protocol), link retrieval, the
+shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_lab.evaluation.topology`),
+fine-tuning task kinds and linear probes (:mod:`~sipt_lab.evaluation.tasks`), splits
+(:mod:`~sipt_lab.evaluation.splits`) and method-vs-baseline comparisons
+(:mod:`~sipt_lab.evaluation.comparison`)."""
 
 from sipt_lab.evaluation.knn import (
     KnnScores,
@@ -10,20 +13,55 @@ from sipt_lab.evaluation.knn import (
     loo_knn_auroc,
     macro_ovr_auroc,
 )
+from sipt_lab.evaluation.comparison import (
+    Comparison,
+    compare_errors,
+    format_comparison_table,
+    relative_error_reduction,
+    write_comparison_csv,
+)
 from sipt_lab.evaluation.retrieval import link_retrieval_metrics
+from sipt_lab.evaluation.splits import (
+    SPLIT_NAMES,
+    Splits,
+    check_task_splits,
+    pretraining_graph,
+    random_splits,
+    read_splits,
+    write_splits,
+)
+from sipt_lab.evaluation.tasks import TASK_KINDS, ProbeResult, Task, TaskKind, get_task_kind, linear_probe
 from sipt_lab.evaluation.topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
 
 __all__ = [
+    "SPLIT_NAMES",
+    "TASK_KINDS",
+    "Comparison",
     "KnnScores",
+    "ProbeResult",
     "RipsBetti",
+    "Splits",
+    "Task",
+    "TaskKind",
+    "check_task_splits",
+    "compare_errors",
     "farthest_points",
+    "format_comparison_table",
+    "get_task_kind",
     "heldout_knn",
     "heldout_knn_auroc",
     "knn_geodesic_distances",
     "knn_probabilities",
+    "linear_probe",
     "link_retrieval_metrics",
     "loo_knn",
     "loo_knn_auroc",
     "macro_ovr_auroc",
+    "pretraining_graph",
+    "random_splits",
+    "read_splits",
+    "relative_error_reduction",
     "rips_betti",
+    "write_comparison_csv",
+    "write_splits",
 ]

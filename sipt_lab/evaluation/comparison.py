@@ -1,0 +1,100 @@
+"""Comparing a method with a baseline as the paper reports it: relative error reduction (RRE)
+``(baseline error - model error) / baseline error`` per seed, its mean +- sample sd over seeds, and a
+paired t-test (``scipy.stats.ttest_rel``) of the per-seed errors; one table, one CSV.
+
+Errors come from :meth:`sipt_lab.evaluation.tasks.TaskKind.error` (``1 - primary metric``). Seed
+``s`` of the method is paired with seed ``s`` of the baseline (same split, same probe grid).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import ttest_rel
+
+from sipt_lab.errors import SiptError
+from sipt_lab.fileio import write_text_atomic
+
+
+def relative_error_reduction(baseline_error, model_error):
+    """``(baseline_error - model_error) / baseline_error``, elementwise over broadcastable arrays
+    (a float for scalar input); SiptError where the baseline error is 0 (nothing to reduce)."""
+    baseline_error = np.asarray(baseline_error, dtype=np.float64)
+    if np.any(baseline_error == 0):
+        raise SiptError("the baseline's error is 0, so a relative error reduction is undefined; "
+                        "compare on a task the baseline does not solve perfectly")
+    rre = (baseline_error - np.asarray(model_error, dtype=np.float64)) / baseline_error
+    return float(rre) if rre.ndim == 0 else rre
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A method against a baseline on one task, over paired seeds.
+
+    Attributes:
+        task, method, baseline: names, for the table.
+        n_seeds: number of paired seeds.
+        baseline_error, model_error: mean error over seeds.
+        rre_mean, rre_sd: mean and sample sd (ddof 1; NaN for one seed) of the per-seed RRE.
+        p_value: two-sided paired t-test of the per-seed errors (NaN for one seed or no variation).
+    """
+
+    task: str
+    method: str
+    baseline: str
+    n_seeds: int
+    baseline_error: float
+    model_error: float
+    rre_mean: float
+    rre_sd: float
+    p_value: float
+
+
+def compare_errors(baseline_errors, model_errors, *, task: str, method: str, baseline: str) -> Comparison:
+    """Compare per-seed errors ``(s,)`` of ``method`` with those ``(s,)`` of ``baseline``, paired by seed."""
+    baseline_errors = np.asarray(baseline_errors, dtype=np.float64)
+    model_errors = np.asarray(model_errors, dtype=np.float64)
+    if baseline_errors.ndim != 1 or baseline_errors.shape != model_errors.shape or not baseline_errors.size:
+        raise SiptError(f"{method} and {baseline} on {task} have {model_errors.size} and "
+                        f"{baseline_errors.size} seeds; run both on the same seeds")
+    rre = relative_error_reduction(baseline_errors, model_errors)
+    several = rre.size > 1
+    return Comparison(
+        task=task,
+        method=method,
+        baseline=baseline,
+        n_seeds=int(rre.size),
+        baseline_error=float(baseline_errors.mean()),
+        model_error=float(model_errors.mean()),
+        rre_mean=float(rre.mean()),
+        rre_sd=float(rre.std(ddof=1)) if several else float("nan"),
+        p_value=float(ttest_rel(baseline_errors, model_errors).pvalue) if several else float("nan"),
+    )
+
+
+_HEADER = ("task", "method", "baseline", "seeds", "baseline error", "model error", "RRE", "p")
+
+
+def format_comparison_table(comparisons: list[Comparison]) -> str:
+    """A Markdown table, one row per comparison: errors, RRE mean +- sd and the paired p-value."""
+    lines = ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
+    for c in comparisons:
+        cells = (c.task, c.method, c.baseline, str(c.n_seeds), f"{c.baseline_error:.3f}",
+                 f"{c.model_error:.3f}", f"{c.rre_mean:+.3f} ± {c.rre_sd:.3f}", f"{c.p_value:.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison_csv(path: str | Path, comparisons: list[Comparison]) -> None:
+    """Write the comparisons atomically as CSV, one column per :class:`Comparison` field."""
+    fields = [field.name for field in dataclasses.fields(Comparison)]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(dataclasses.asdict(c) for c in comparisons)
+    write_text_atomic(path, buffer.getvalue())
