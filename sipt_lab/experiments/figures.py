@@ -65,6 +65,7 @@ import numpy as np
 
 from sipt_lab import plots
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import prepare_output_dir
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF, RipsBetti, rips_betti
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.experiments.simulate import ARMS, SimulationConfig, run_arms, simulate_seed, simulation_config
@@ -496,11 +497,14 @@ def make_figures(names: Sequence[str] | None, out_dir: str | Path, options: Figu
     if unknown:
         raise SiptError(f"unknown figure(s) {', '.join(unknown)}; choose from: {', '.join(FIGURES)}")
     check_options(options)
+    out = prepare_output_dir(out_dir)
+    if options.cells_dir is not None:
+        prepare_output_dir(options.cells_dir, "cells directory")
     written = {}
     for name in names:
         start = time.perf_counter()
         _say(options, f"figure {name} ...")
-        written[name] = FIGURES[name](Path(out_dir), options)
+        written[name] = FIGURES[name](out, options)
         _say(options, f"figure {name} done in {time.perf_counter() - start:.1f} s")
     return written
 

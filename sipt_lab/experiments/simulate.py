@@ -25,7 +25,7 @@ from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
 from sipt_lab.experiments.sweep import EXECUTORS, run_grid
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.fileio import prepare_output_dir, write_json_atomic
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
@@ -243,7 +243,7 @@ def simulate(
         raise SiptError(f"--seeds must be >= 1, got {n_seeds}")
     if executor not in EXECUTORS:
         raise SiptError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
-    out = Path(out_dir) if out_dir is not None else Path("runs") / f"simulate-{config_hash(config)}"
+    out = prepare_output_dir(Path("runs") / f"simulate-{config_hash(config)}" if out_dir is None else out_dir)
     seeds = [config.graph.seed + i for i in range(n_seeds)]
     cells = [with_seed(config, seed) for seed in seeds]
     if executor != "serial":
