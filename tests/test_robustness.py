@@ -5,17 +5,27 @@ The CLI runs in-process through ``main([...])``; graph builds and simulations us
 of the other CLI tests (a hand-made topic assignment, a few training steps, one seed).
 """
 
+import dataclasses
 import gzip
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
+from test_simulate import SMALL, signal_free_corpus  # noqa: F401  (a fixture)
 
 from sipt_lab.cli.main import main
+from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
+from sipt_lab.experiments.sweep import _alive, collect_results, run_grid
 from sipt_lab.fileio import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
 from sipt_lab.graph import load_graph_tsv
 from sipt_lab.synthetic import registry
@@ -208,3 +218,192 @@ def test_corrupt_gzip_corpus(tmp_path, capsys, content, message):
 def test_corpus_path_is_a_directory(tmp_path, capsys):
     fails(capsys, ["simulate", "--graph", "cliques", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")],
           "is a directory")
+
+
+# --- sweeps: damaged cells, errors on screen, locks, dead parents ---------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    i: int = 0
+    log: str = ""  # where the cell records its calls
+    fail: bool = False
+
+
+def counting_cell(config: Cell) -> dict:
+    with open(Path(config.log) / f"calls-{config.i}", "a") as log:
+        log.write("call\n")
+    if config.fail:
+        raise ValueError(f"cell {config.i} cannot cope")
+    return {"i": config.i, "square": config.i**2}
+
+
+def n_calls(config: Cell) -> int:
+    path = Path(config.log) / f"calls-{config.i}"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("damage", ["", '{"i": ', "[1, 2]", "null", '{"i": 0}', "\x00\x00"])
+def test_a_damaged_result_is_recomputed_and_not_collected(tmp_path, damage):
+    config, root = Cell(log=str(tmp_path)), tmp_path / "cells"
+    [first] = run_grid(counting_cell, [config], root, progress=False)
+    (root / first.hash / "result.json").write_text(damage)
+    assert collect_results(root, required_keys=("i", "square")) == []
+    [again] = run_grid(counting_cell, [config], root, progress=False, required_keys=("i", "square"))
+    assert again.status == "done" and again.result == {"i": 0, "square": 0} and n_calls(config) == 2
+    assert [row["metrics.square"] for row in collect_results(root)] == [0]
+
+
+def test_a_simulate_cell_with_missing_keys_is_recomputed(tmp_path, capsys, signal_free_corpus):
+    argv = ["simulate", *SMALL, "--steps", "2", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    [cell_dir] = (tmp_path / "cells").iterdir()
+    (cell_dir / "result.json").write_text('{"graph": "cliques"}')
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["seeds"] == [0]
+    assert set(json.loads((cell_dir / "result.json").read_text())) >= {"methods", "n_nodes"}
+
+
+@pytest.mark.parametrize("executor", ["serial", "local", "slurm"])
+def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_path, monkeypatch, executor):
+    if executor == "slurm":
+        pytest.importorskip("submitit")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    options = {"cluster": "local"} if executor == "slurm" else {}
+    configs = [Cell(i=0, log=str(tmp_path)), Cell(i=1, log=str(tmp_path), fail=True)]
+    with pytest.raises(SiptError) as error:
+        run_grid(counting_cell, configs, tmp_path / "cells", executor=executor, progress=False, **options)
+    message = str(error.value)
+    assert "\n" not in message and "ValueError: cell 1 cannot cope" in message and "error.txt" in message
+
+
+def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
+    from sipt_lab.experiments import simulate as simulate_module
+
+    def broken(dataset, config, progress=False):
+        raise RuntimeError("encoder exploded")
+
+    monkeypatch.setattr(simulate_module, "run_arms", broken)
+    fails(capsys, ["simulate", *SMALL, "--json", "--out", str(tmp_path)], "the first says: RuntimeError: encoder exploded")
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    config, root = Cell(log=str(tmp_path)), tmp_path / "cells"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    cell_dir = root / config_hash(config)
+    cell_dir.mkdir(parents=True)
+    (cell_dir / "lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname()}))
+    [cell] = run_grid(counting_cell, [config], root, progress=False)
+    assert cell.status == "done" and not (cell_dir / "lock").exists()
+
+
+def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
+    config, root = Cell(log=str(tmp_path)), tmp_path / "cells"
+    other_run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    cell_dir = root / config_hash(config)
+    cell_dir.mkdir(parents=True)
+    (cell_dir / "lock").write_text(json.dumps({"pid": other_run.pid, "host": socket.gethostname()}))
+
+    def other_run_finishes():
+        (cell_dir / "result.json").write_text('{"i": 0, "square": 0, "by": "the other run"}')
+        other_run.kill()
+        other_run.wait()
+
+    timer = threading.Timer(0.5, other_run_finishes)
+    timer.start()
+    try:
+        [cell] = run_grid(counting_cell, [config], root, progress=False)
+    finally:
+        timer.join()
+    assert cell.status == "skipped" and cell.result["by"] == "the other run" and n_calls(config) == 0
+
+
+def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monkeypatch, signal_free_corpus):
+    from sipt_lab.experiments import simulate as simulate_module
+
+    real_run_arms = simulate_module.run_arms
+
+    def interrupted_on_seed_1(dataset, config, progress=False):
+        if config.graph.seed == 1:
+            raise KeyboardInterrupt
+        return real_run_arms(dataset, config, progress=progress)
+
+    monkeypatch.setattr(simulate_module, "run_arms", interrupted_on_seed_1)
+    assert main(["simulate", *SMALL, "--steps", "2", "--seeds", "2", "--json", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sipt-lab: interrupted")
+    assert json.loads((tmp_path / "results.json").read_text())["seeds"] == [0]
+    assert not list((tmp_path / "cells").glob("*/lock"))
+
+
+GRID_SCRIPT = '''
+import dataclasses, os, sys, time
+from pathlib import Path
+from sipt_lab.experiments.sweep import GridInterrupted, grid, run_grid
+
+@dataclasses.dataclass(frozen=True)
+class Slow:
+    i: int = 0
+    log: str = ""
+
+def slow_cell(config):
+    Path(config.log, f"pid-{config.i}").write_text(str(os.getpid()))
+    if config.i > 0 and not os.environ.get("FAST"):
+        time.sleep(300)
+    return {"i": config.i}
+
+if __name__ == "__main__":
+    configs = grid(Slow(log=sys.argv[1]), i=[0, 1, 2])
+    try:
+        results = run_grid(slow_cell, configs, Path(sys.argv[1]) / "cells", executor="local", max_workers=3,
+                           progress=False)
+    except GridInterrupted as interrupt:
+        Path(sys.argv[1], "finished").write_text(" ".join(str(c.result["i"]) for c in interrupt.results))
+        raise SystemExit(130)
+    Path(sys.argv[1], "finished").write_text(" ".join(str(c.result["i"]) for c in results))
+'''
+
+
+def start_grid(tmp_path: Path, **env) -> tuple[subprocess.Popen, list[int]]:
+    """Start GRID_SCRIPT with the local executor; wait until cells 1 and 2 run and cell 0 is done."""
+    script = tmp_path / "grid_script.py"
+    script.write_text(GRID_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env}
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env)
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"pid-{i}").exists() for i in range(3)) or not list(tmp_path.glob("cells/*/result.json")):
+        assert time.monotonic() < deadline and parent.poll() is None, "the grid's workers did not start"
+        time.sleep(0.2)
+    return parent, [int((tmp_path / f"pid-{i}").read_text()) for i in range(3)]
+
+
+def wait_dead(pids: list[int], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_the_main_process_kills_its_workers_and_a_rerun_resumes(tmp_path, signal_number):
+    parent, workers = start_grid(tmp_path)
+    parent.send_signal(signal_number)
+    parent.wait(timeout=30)
+    assert wait_dead(workers, 10), "a worker survived its parent"
+    resumed = subprocess.run([sys.executable, str(tmp_path / "grid_script.py"), str(tmp_path)], timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "FAST": "1"})
+    assert resumed.returncode == 0 and sorted((tmp_path / "finished").read_text().split()) == ["0", "1", "2"]
+    assert not list(tmp_path.glob("cells/*/lock"))
+
+
+def test_ctrl_c_to_the_main_process_alone_stops_the_workers_at_once(tmp_path):
+    parent, workers = start_grid(tmp_path)
+    start = time.monotonic()
+    parent.send_signal(signal.SIGINT)
+    assert parent.wait(timeout=15) == 130 and time.monotonic() - start < 10
+    assert wait_dead(workers[1:], 5)
+    assert (tmp_path / "finished").read_text() == "0"

@@ -68,8 +68,22 @@ from sipt_lab.errors import SiptError
 from sipt_lab.fileio import prepare_output_dir
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF, RipsBetti, rips_betti
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
-from sipt_lab.experiments.simulate import ARMS, SimulationConfig, run_arms, simulate_seed, simulation_config
-from sipt_lab.experiments.sweep import EXECUTORS, CellResult, result_rows, run_grid, write_results_csv
+from sipt_lab.experiments.simulate import (
+    ARMS,
+    SEED_RESULT_KEYS,
+    SimulationConfig,
+    run_arms,
+    simulate_seed,
+    simulation_config,
+)
+from sipt_lab.experiments.sweep import (
+    EXECUTORS,
+    CellResult,
+    GridInterrupted,
+    result_rows,
+    run_grid,
+    write_results_csv,
+)
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
 from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
@@ -162,8 +176,12 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
         models = {(spec.corpus, spec.n_topics): spec for spec in (resolve_spec(c.graph) for c in configs)}
         for spec in models.values():
             prepare_topics(spec, progress=options.progress)
-    results = run_grid(simulate_seed, configs, cells_root(out_dir, options),
-                       executor=options.executor, progress=options.progress)
+    try:
+        results = run_grid(simulate_seed, configs, cells_root(out_dir, options), executor=options.executor,
+                           progress=options.progress, required_keys=SEED_RESULT_KEYS)
+    except GridInterrupted as interrupt:  # keep the table of what finished, then stop
+        write_results_csv(result_rows(interrupt.results), Path(out_dir) / "fig5_cells.csv")
+        raise
     write_results_csv(result_rows(results), Path(out_dir) / "fig5_cells.csv")
     return results
 

@@ -24,7 +24,7 @@ import numpy as np
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
-from sipt_lab.experiments.sweep import EXECUTORS, run_grid
+from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
 from sipt_lab.fileio import prepare_output_dir, write_json_atomic
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
@@ -205,8 +205,12 @@ def run_arms(
     return outputs
 
 
+#: Keys of a :func:`simulate_seed` result; a stored result without them is recomputed.
+SEED_RESULT_KEYS = ("graph", "seed", "noise", "local_consistency", "n_nodes", "n_edges", "n_classes", "methods")
+
+
 def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
-    """The cell function: one seed, both arms; a JSON-able dict of scores."""
+    """The cell function: one seed, both arms; a JSON-able dict with :data:`SEED_RESULT_KEYS`."""
     validate(config)
     dataset = build_dataset(config.graph, progress=False)
     arms = run_arms(dataset, config)
@@ -250,7 +254,18 @@ def simulate(
         prepare_topics(config.graph, progress=progress)
     if progress:
         print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
-    results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress)
+    try:
+        results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress,
+                           required_keys=SEED_RESULT_KEYS)
+    except GridInterrupted as interrupt:  # keep what finished, then stop
+        if interrupt.results:
+            _write_summary(config, interrupt.results, n_seeds, out)
+        raise
+    return _write_summary(config, results, n_seeds, out)
+
+
+def _write_summary(config: SimulationConfig, results: list[CellResult], n_seeds: int, out: Path) -> dict[str, Any]:
+    """Aggregate the finished seeds into ``out/results.json`` (and ``out/config.json``); returns the summary."""
     summary = aggregate([cell.result for cell in results])
     summary.update(out_dir=str(out), config=config_to_dict(config), n_seeds=n_seeds)
     save_config(config, out / "config.json")
