@@ -22,13 +22,16 @@ import pytest
 from synthetic_fakes import fake_corpus_and_topics
 from test_simulate import SMALL, signal_free_corpus  # noqa: F401  (a fixture)
 
+from sipt_lab import topics as topics_module
 from sipt_lab.cli.main import main
 from sipt_lab.config import config_hash
+from sipt_lab.corpus import Corpus
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.sweep import _alive, collect_results, run_grid
 from sipt_lab.fileio import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
 from sipt_lab.graph import load_graph_tsv
 from sipt_lab.synthetic import registry
+from sipt_lab.topics import TopicConfig, cache_path, fit_topics
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0  # root writes into read-only directories
 
@@ -407,3 +410,53 @@ def test_ctrl_c_to_the_main_process_alone_stops_the_workers_at_once(tmp_path):
     assert parent.wait(timeout=15) == 130 and time.monotonic() - start < 10
     assert wait_dead(workers[1:], 5)
     assert (tmp_path / "finished").read_text() == "0"
+
+
+# --- the topic-model cache -------------------------------------------------------------------------
+
+
+def tiny_corpus() -> Corpus:
+    rng = np.random.default_rng(0)
+    words = [f"{a}{b}word" for a in "abcdef" for b in "xyz"]
+    return Corpus([" ".join(rng.choice(words, 8)) for _ in range(60)], None, None, "tiny")
+
+
+TINY_TOPICS = TopicConfig(n_topics=3, max_iter=2, min_df=1)
+
+
+def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("not a directory\n")
+    monkeypatch.setenv("SIPT_LAB_CACHE", str(blocker))
+    topics = fit_topics(tiny_corpus(), TINY_TOPICS, progress=False)
+    assert topics.doc_topic.shape == (60, 3)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sipt-lab: warning: topic cache") and "SIPT_LAB_CACHE" in err
+    assert blocker.read_text() == "not a directory\n"
+
+
+def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
+    cache = tmp_path / "ro"
+    cache.mkdir()
+    monkeypatch.setenv("SIPT_LAB_CACHE", str(cache))
+    (cache / "topics").mkdir(mode=0o500)
+    if ROOT_USER:  # root may write anywhere: fail the write probe as it fails for a user
+
+        def refuse(dir):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(topics_module.tempfile, "TemporaryFile", refuse)
+    assert fit_topics(tiny_corpus(), TINY_TOPICS, progress=False).doc_topic.shape == (60, 3)
+    assert "sipt-lab: warning: topic cache" in capsys.readouterr().err
+    assert not any((cache / "topics").iterdir())
+
+
+@pytest.mark.parametrize("damage", [b"", b"PK\x03\x04 truncated", "first half"])
+def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
+    corpus = tiny_corpus()
+    fresh = fit_topics(corpus, TINY_TOPICS, progress=False)
+    path = cache_path(corpus, TINY_TOPICS)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if damage == "first half" else damage)
+    again = fit_topics(corpus, TINY_TOPICS, progress=False)
+    np.testing.assert_array_equal(again.doc_topic, fresh.doc_topic)
+    assert np.load(path)["doc_topic"].shape == (60, 3)  # replaced by a whole entry
