@@ -460,3 +460,51 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     again = fit_topics(corpus, TINY_TOPICS, progress=False)
     np.testing.assert_array_equal(again.doc_topic, fresh.doc_topic)
     assert np.load(path)["doc_topic"].shape == (60, 3)  # replaced by a whole entry
+
+
+# --- checked before any training -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "tpu"], "unknown device 'tpu'"),
+    (["--nodes", "3"], "--nodes must be above 3 for the 3-NN evaluation"),
+    (["--nodes", str(10**12)], "--nodes must be at most 1,000,000"),
+    (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
+    (["--steps", str(10**12)], "up to 10,000,000"),
+    (["--seed", "-1"], "--seed must be in [0, 4294967295]"),
+    (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
+])
+def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
+    from sipt_lab.experiments import simulate as simulate_module
+
+    monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
+    fails(capsys, ["simulate", "--graph", "cliques", "--executor", "serial", *args, "--out", str(tmp_path / "o")],
+          message)
+    assert not (tmp_path / "o" / "cells").exists()
+
+
+def test_cuda_without_a_gpu_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    fails(capsys, ["simulate", "--graph", "cliques", "--device", "cuda", "--out", str(tmp_path / "o")],
+          "torch sees no CUDA GPU; use --device cpu or auto")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nodes", str(10**12)], "--nodes must be at most 1,000,000"),
+    (["--seed", "-5"], "--seed must be in [0, 4294967295]"),
+    (["--topics", "100000"], "the topic count must be in [2, 1000]"),
+    (["--heldout", "-1"], "the held-out size must be in [0, 1,000,000]"),
+])
+def test_graph_build_refuses_absurd_sizes(tmp_path, capsys, fake_lda, args, message):
+    fails(capsys, ["graph", "build", "--graph", "cliques", "--quiet", *args, "--out", str(tmp_path / "o")], message)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
+    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
+])
+def test_figures_refuse_absurd_sizes(tmp_path, capsys, args, message):
+    fails(capsys, ["figures", "--only", "fig5a", *args, "--out", str(tmp_path / "o")], message)
+    assert not (tmp_path / "o").exists()

@@ -70,6 +70,8 @@ from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.experiments.simulate import (
     ARMS,
+    MAX_SEEDS,
+    MAX_STEPS,
     SEED_RESULT_KEYS,
     SimulationConfig,
     run_arms,
@@ -85,7 +87,7 @@ from sipt_lab.experiments.sweep import (
     write_results_csv,
 )
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
+from sipt_lab.synthetic.registry import MAX_NODES, get_family, prepare_topics, resolve_spec
 from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
@@ -129,12 +131,15 @@ class FigureOptions:
 
 def check_options(options: FigureOptions) -> None:
     """One-line SiptErrors for options that cannot run."""
-    if options.seeds < 1:
-        raise SiptError(f"--seeds must be >= 1, got {options.seeds}")
+    if not 1 <= options.seeds <= MAX_SEEDS:
+        raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {options.seeds:,}")
     if options.executor not in EXECUTORS:
         raise SiptError(f"unknown executor {options.executor!r}; choose one of {', '.join(EXECUTORS)}")
-    if options.steps is not None and options.steps < 1:
-        raise SiptError(f"--steps must be a positive number of optimiser steps, got {options.steps}")
+    if options.steps is not None and not 1 <= options.steps <= MAX_STEPS:
+        raise SiptError(
+            f"--steps must be a positive number of optimiser steps up to {MAX_STEPS:,}, got {options.steps:,}")
+    if options.n_nodes is not None and not 2 <= options.n_nodes <= MAX_NODES:
+        raise SiptError(f"--nodes must be in [2, {MAX_NODES:,}], got {options.n_nodes:,}")
     if not options.families:
         raise SiptError("no graph families given; name at least one")
     for family in options.families:

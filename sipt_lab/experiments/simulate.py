@@ -30,8 +30,8 @@ from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.objectives import check_loss_params
-from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
-from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.synthetic.registry import MAX_SEED, get_family, prepare_topics, resolve_spec
+from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
 from sipt_lab.training.batches import check_pair_mode
 
 ARMS = ("lm", "sipt")
@@ -142,12 +142,18 @@ def simulation_config(
     return config
 
 
+#: Largest accepted ``--steps`` (the trainer allocates a loss history of that length) and ``--seeds``.
+MAX_STEPS = 10_000_000
+MAX_SEEDS = 1_000
+
+
 def validate(config: SimulationConfig) -> None:
     """One-line SiptErrors for requests that cannot run (before any expensive work)."""
     if not 0.0 <= config.train.lambda_si <= 1.0:
         raise SiptError(f"--lambda-si must be in [0, 1], got {config.train.lambda_si}")
-    if config.train.steps < 1:
-        raise SiptError(f"--steps must be a positive number of optimiser steps, got {config.train.steps}")
+    if not 1 <= config.train.steps <= MAX_STEPS:
+        raise SiptError(
+            f"--steps must be a positive number of optimiser steps up to {MAX_STEPS:,}, got {config.train.steps:,}")
     if config.train.batch_size < 1:
         raise SiptError(f"--batch-size must be positive, got {config.train.batch_size}")
     if not 0.0 <= config.graph.noise <= 1.0:
@@ -158,7 +164,11 @@ def validate(config: SimulationConfig) -> None:
         raise SiptError("train.seed must equal graph.seed (one seed per experiment)")
     check_loss_params(config.train.loss, dict(config.train.loss_params))
     check_pair_mode(config.train.pairs)
-    resolve_spec(config.graph)
+    resolve_device(config.train.device)
+    n_nodes = resolve_spec(config.graph).n_nodes
+    if n_nodes <= config.k:
+        raise SiptError(f"--nodes must be above {config.k} for the {config.k}-NN evaluation, got {n_nodes}; "
+                        f"pass --nodes {config.k + 1} or more")
 
 
 @dataclass
@@ -243,8 +253,10 @@ def simulate(
     "methods": {"lm"|"sipt": {metric: [one value per seed]}}, "out_dir", "config"}``.
     """
     validate(config)
-    if n_seeds < 1:
-        raise SiptError(f"--seeds must be >= 1, got {n_seeds}")
+    if not 1 <= n_seeds <= MAX_SEEDS:
+        raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {n_seeds:,}")
+    if config.graph.seed + n_seeds - 1 > MAX_SEED:
+        raise SiptError(f"--seed + --seeds - 1 must be at most {MAX_SEED}; pass a smaller --seed")
     if executor not in EXECUTORS:
         raise SiptError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     out = prepare_output_dir(Path("runs") / f"simulate-{config_hash(config)}" if out_dir is None else out_dir)
