@@ -508,3 +508,9 @@ def test_graph_build_refuses_absurd_sizes(tmp_path, capsys, fake_lda, args, mess
 def test_figures_refuse_absurd_sizes(tmp_path, capsys, args, message):
     fails(capsys, ["figures", "--only", "fig5a", *args, "--out", str(tmp_path / "o")], message)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_loss_param_must_be_finite(tmp_path, capsys, value):
+    fails(capsys, ["simulate", "--graph", "cliques", "--loss-param", f"pos_margin={value}", "--out", str(tmp_path)],
+          "--loss-param needs a finite number")
