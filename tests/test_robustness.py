@@ -188,11 +188,18 @@ def test_prepare_output_dir_creates_and_returns_the_directory(tmp_path):
 # --- unreadable input ------------------------------------------------------------------------------
 
 
-def test_unreadable_labels_file(tmp_path, capsys):
-    if ROOT_USER:
-        pytest.skip("root reads unreadable files")
+def test_unreadable_labels_file(tmp_path, capsys, monkeypatch):
     argv = write_graph(tmp_path, "a\tx\nb\tx\nc\ty\n")
     (tmp_path / "l.tsv").chmod(0)
+    if ROOT_USER:  # root reads anything: fail the read as it fails for a user
+        real_read_bytes = Path.read_bytes
+
+        def read_bytes(path):
+            if path.name == "l.tsv":
+                raise PermissionError(13, "Permission denied")
+            return real_read_bytes(path)
+
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
     fails(capsys, ["consistency", *argv], "cannot read labels file")
 
 
