@@ -22,7 +22,9 @@ import gzip
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -104,9 +106,7 @@ def load_corpus(path: str | Path | None = None) -> Corpus:
     """The embedded default corpus (``path=None``) or a user corpus file (text or JSONL, maybe .gz)."""
     if path is None:
         return load_default_corpus()
-    path = Path(path)
-    if not path.is_file():
-        raise SiptError(f"corpus file {path} does not exist; pass an existing UTF-8 text or JSONL file")
+    path = check_corpus_path(path)
     lines = _read_lines(path)
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
     texts = _jsonl_texts(path, lines) if name.endswith((".jsonl", ".ndjson")) else lines
@@ -114,6 +114,18 @@ def load_corpus(path: str | Path | None = None) -> Corpus:
     if not sentences:
         raise SiptError(f"corpus file {path} holds no sentences; put one sentence per line")
     return Corpus(sentences, None, None, str(path), n_duplicates, n_blank)
+
+
+def check_corpus_path(path: str | Path) -> Path:
+    """``path`` as a Path if it names a readable file; otherwise a one-line SiptError saying why."""
+    path = Path(path)
+    if path.is_dir():
+        raise SiptError(f"corpus path {path} is a directory; pass a UTF-8 text or JSONL file")
+    if not path.is_file():
+        raise SiptError(f"corpus file {path} does not exist; pass an existing UTF-8 text or JSONL file")
+    if not os.access(path, os.R_OK):
+        raise SiptError(f"corpus file {path} is not readable; check its permissions")
+    return path
 
 
 @lru_cache(maxsize=1)
@@ -180,8 +192,8 @@ def _read_lines(path: Path) -> list[str]:
     try:
         with opener(path, "rb") as handle:
             raw = handle.read()
-    except (OSError, EOFError) as error:
-        raise SiptError(f"cannot read corpus file {path}: {error}") from None
+    except (OSError, EOFError, zlib.error) as error:  # zlib.error: corrupt compressed data
+        raise SiptError(f"cannot read corpus file {path} ({error}); check or replace the file") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_text_atomic
+from sipt_lab.fileio import read_text_file, write_text_atomic
 
 #: Largest number of undirected edges that :meth:`PretrainingGraph.adjacency` (and everything that
 #: needs explicit edges, e.g. :func:`add_noise`) will materialise: 50M edges are ~0.5 GB of CSR.
@@ -575,8 +574,8 @@ def load_graph_tsv(edges_path, labels_path) -> LabelledGraph:
     """Read a labelled graph: nodes are those of the labels file (in its order), edges from the edges file.
 
     An edge naming a node without a label is an error naming the node and line. Self-loops and
-    duplicate edges are dropped and counted. Label codes follow sorted label names (numerically
-    when every label is an integer).
+    duplicate edges are dropped and counted. Labels are strings (``01`` and ``1`` are two classes);
+    their codes follow the sorted label strings.
     """
     node_names, label_strings = read_labels_tsv(labels_path)
     index = {name: i for i, name in enumerate(node_names)}
@@ -617,15 +616,7 @@ def write_labels_tsv(path, labels, node_names=None) -> None:
 
 def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
     """Non-comment, non-blank ``(line number, stripped line)`` pairs and the number skipped."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SiptError(f"{what} file {path} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise SiptError(f"{what} file {path} is a directory; pass a TSV file") from None
-    except UnicodeDecodeError as error:
-        raise SiptError(f"{what} file {path} is not UTF-8 text (bad byte at offset {error.start}); "
-                        "re-encode it as UTF-8") from None
+    text = read_text_file(path, f"{what} file")
     lines = []
     skipped = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -659,15 +650,12 @@ def _two_fields(line: str, path, lineno: int, expected: str) -> tuple[str, str]:
 
 
 def _factorize_label_strings(labels: np.ndarray) -> tuple[list[str], np.ndarray]:
-    try:
-        numeric = np.array([int(x) for x in labels.tolist()], dtype=np.int64)
-    except ValueError:
-        uniques, codes = factorize(labels)
-        return [str(x) for x in uniques.tolist()], codes
-    _, codes = factorize(numeric)
-    names = np.empty(int(codes.max(initial=-1)) + 1, dtype=object)
-    names[codes] = labels
-    return [str(x) for x in names.tolist()], codes
+    """``(n,)`` label strings -> (sorted distinct strings, ``(n,)`` int64 codes into them).
+
+    Labels are compared as strings: ``01`` and ``1`` are two classes, never one number.
+    """
+    uniques, codes = np.unique(labels.astype(str), return_inverse=True)
+    return uniques.tolist(), codes.astype(np.int64).reshape(-1)
 
 
 def _node_name_list(n: int, node_names) -> list[str]:

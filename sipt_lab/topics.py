@@ -9,7 +9,9 @@ function words ("in, of, and, was").
 
 Fits are cached under ``$SIPT_LAB_CACHE`` (default ``~/.cache/sipt-lab``), keyed by the corpus
 content hash, every :class:`TopicConfig` field and the numpy/scikit-learn versions. A second run
-loads the result in well under a second.
+loads the result in well under a second. The cache never costs a fit: an unusable cache directory
+is reported on stderr before the fit, which then runs without it, and a damaged entry counts as a
+miss whose refit replaces it atomically.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import io
 import json
 import os
 import re
+import sys
+import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,8 +139,11 @@ def fit_topics(
     """Fit (or load from the cache) LDA topics for every sentence of ``corpus``."""
     _validate(corpus, config)
     path = cache_path(corpus, config)
-    if use_cache and path.is_file():
-        return _load(path)
+    if use_cache:
+        cached = _load(path, len(corpus), config.n_topics)
+        if cached is not None:
+            return cached
+        use_cache = _cache_usable(path.parent)
     counts, vocabulary = _count_words(corpus, config)
     lda = LatentDirichletAllocation(
         n_components=config.n_topics,
@@ -160,7 +168,10 @@ def fit_topics(
         quality=topic_quality(counts, doc_topic, topic_word),
     )
     if use_cache:
-        _save(path, result)
+        try:
+            _save(path, result)
+        except OSError as error:
+            _warn(f"could not save the topic fit to {path} ({error.strerror}); it is not cached")
     return result
 
 
@@ -267,11 +278,31 @@ def _save(path: Path, result: TopicAssignment) -> None:
     write_bytes_atomic(path, buffer.getvalue())
 
 
-def _load(path: Path) -> TopicAssignment:
+def _load(path: Path, n_docs: int, n_topics: int) -> TopicAssignment | None:
+    """The cached fit at ``path`` (``doc_topic`` of shape ``(n_docs, n_topics)``); None when it is
+    missing or damaged (truncated, empty, wrong arrays), so that the caller refits and replaces it."""
     try:
         with np.load(path) as data:
             meta = json.loads(data["meta"].tobytes().decode())
             doc_topic = data["doc_topic"].astype(np.float64)
-    except (OSError, ValueError, KeyError) as error:
-        raise SiptError(f"topic cache file {path} is unreadable ({error}); delete it to refit") from None
-    return TopicAssignment(doc_topic, meta["topic_words"], meta["quality"])
+        result = TopicAssignment(doc_topic, meta["topic_words"], meta["quality"])
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+        return None
+    return result if doc_topic.shape == (n_docs, n_topics) else None
+
+
+def _cache_usable(directory: Path) -> bool:
+    """Whether fits can be saved in ``directory`` (created if missing); if not, say so on stderr."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        _warn(f"topic cache {directory} is unusable ({error.strerror}); fitting without a cache "
+              f"(point ${CACHE_ENV} at a writable directory to keep fits)")
+        return False
+    return True
+
+
+def _warn(message: str) -> None:
+    print(f"sipt-lab: warning: {message}", file=sys.stderr, flush=True)

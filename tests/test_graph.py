@@ -231,8 +231,8 @@ def test_tsv_reports_self_loops_duplicates_comments_and_whitespace(tmp_path):
     lg = load_graph_tsv(tmp_path / "e.tsv", tmp_path / "l.tsv")
     assert (lg.dropped_self_loops, lg.dropped_duplicates) == (1, 1)
     assert lg.graph.edges().tolist() == [[0, 1], [1, 2]]
-    assert lg.label_names == ["2", "10"]  # integer-looking labels sort numerically
-    assert lg.labels.tolist() == [0, 1, 0]
+    assert lg.label_names == ["10", "2"]  # labels are strings, sorted as strings
+    assert lg.labels.tolist() == [1, 0, 1]
 
 
 def test_tsv_errors_name_the_file_line_and_node(tmp_path):

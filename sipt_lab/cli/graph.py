@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from sipt_lab.fileio import check_output_dir, claim_output_dir, write_manifest
 from sipt_lab.graph import NOISE_MODES
 
 
@@ -46,7 +47,9 @@ def register(subparsers) -> None:
                        help="held-out sentences built the same way (default: %(default)s)")
     build.add_argument("--corpus", metavar="PATH",
                        help="one sentence per line (text or JSONL, maybe .gz); default: the embedded corpus")
-    build.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    build.add_argument("--out", required=True, metavar="DIR",
+                       help="output directory, created if missing; it must be empty or hold an earlier "
+                       "build, whose files are replaced")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=run_build)
 
@@ -64,7 +67,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sipt_lab.synthetic.registry import GraphSpec, build_dataset
+    from sipt_lab.synthetic.registry import GraphSpec, build_dataset, resolve_spec
 
     spec = GraphSpec(
         family=args.graph,
@@ -76,12 +79,16 @@ def run_build(args: argparse.Namespace) -> int:
         n_topics=args.topics,
         corpus=args.corpus,
     )
+    resolve_spec(spec)
+    check_output_dir(args.out, owned_only=True)  # before the build; nothing is written if it fails
     dataset = build_dataset(spec, progress=not args.quiet)
-    out = dataset.write(args.out)
+    out = claim_output_dir(args.out)
+    dataset.write(out)
     if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences
         from sipt_lab.manifolds.plot import plot_dataset
 
         plot_dataset(dataset, out / "surface.png")
+    write_manifest(out, [path.name for path in out.iterdir()])
     print(f"graph {dataset.family}: {dataset.n_nodes} nodes, {dataset.graph.n_edges} edges, "
           f"local consistency {dataset.local_consistency:.4f} -> {out}")
     return 0

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("sipt-lab: interrupted", file=sys.stderr)
+        print("sipt-lab: interrupted; finished results are kept, run the same command again to resume",
+              file=sys.stderr)
         return 130
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import numpy as np
 
@@ -88,6 +89,8 @@ def parse_loss_params(items: list[str]) -> dict[str, float]:
             params[name.strip()] = float(value)
         except ValueError:
             raise SiptError(f"--loss-param takes NAME=NUMBER (e.g. pos_margin=5), got {item!r}") from None
+        if not math.isfinite(params[name.strip()]):
+            raise SiptError(f"--loss-param needs a finite number, got {item!r}")
     return params
 
 

@@ -65,12 +65,29 @@ import numpy as np
 
 from sipt_lab import plots
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import prepare_output_dir
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF, RipsBetti, rips_betti
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
-from sipt_lab.experiments.simulate import ARMS, SimulationConfig, run_arms, simulate_seed, simulation_config
-from sipt_lab.experiments.sweep import EXECUTORS, CellResult, result_rows, run_grid, write_results_csv
+from sipt_lab.experiments.simulate import (
+    ARMS,
+    MAX_SEEDS,
+    MAX_STEPS,
+    SEED_RESULT_KEYS,
+    SimulationConfig,
+    run_arms,
+    simulate_seed,
+    simulation_config,
+)
+from sipt_lab.experiments.sweep import (
+    EXECUTORS,
+    CellResult,
+    GridInterrupted,
+    result_rows,
+    run_grid,
+    write_results_csv,
+)
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
+from sipt_lab.synthetic.registry import MAX_NODES, get_family, prepare_topics, resolve_spec
 from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
@@ -114,12 +131,15 @@ class FigureOptions:
 
 def check_options(options: FigureOptions) -> None:
     """One-line SiptErrors for options that cannot run."""
-    if options.seeds < 1:
-        raise SiptError(f"--seeds must be >= 1, got {options.seeds}")
+    if not 1 <= options.seeds <= MAX_SEEDS:
+        raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {options.seeds:,}")
     if options.executor not in EXECUTORS:
         raise SiptError(f"unknown executor {options.executor!r}; choose one of {', '.join(EXECUTORS)}")
-    if options.steps is not None and options.steps < 1:
-        raise SiptError(f"--steps must be a positive number of optimiser steps, got {options.steps}")
+    if options.steps is not None and not 1 <= options.steps <= MAX_STEPS:
+        raise SiptError(
+            f"--steps must be a positive number of optimiser steps up to {MAX_STEPS:,}, got {options.steps:,}")
+    if options.n_nodes is not None and not 2 <= options.n_nodes <= MAX_NODES:
+        raise SiptError(f"--nodes must be in [2, {MAX_NODES:,}], got {options.n_nodes:,}")
     if not options.families:
         raise SiptError("no graph families given; name at least one")
     for family in options.families:
@@ -161,8 +181,12 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
         models = {(spec.corpus, spec.n_topics): spec for spec in (resolve_spec(c.graph) for c in configs)}
         for spec in models.values():
             prepare_topics(spec, progress=options.progress)
-    results = run_grid(simulate_seed, configs, cells_root(out_dir, options),
-                       executor=options.executor, progress=options.progress)
+    try:
+        results = run_grid(simulate_seed, configs, cells_root(out_dir, options), executor=options.executor,
+                           progress=options.progress, required_keys=SEED_RESULT_KEYS)
+    except GridInterrupted as interrupt:  # keep the table of what finished, then stop
+        write_results_csv(result_rows(interrupt.results), Path(out_dir) / "fig5_cells.csv")
+        raise
     write_results_csv(result_rows(results), Path(out_dir) / "fig5_cells.csv")
     return results
 
@@ -496,11 +520,14 @@ def make_figures(names: Sequence[str] | None, out_dir: str | Path, options: Figu
     if unknown:
         raise SiptError(f"unknown figure(s) {', '.join(unknown)}; choose from: {', '.join(FIGURES)}")
     check_options(options)
+    out = prepare_output_dir(out_dir)
+    if options.cells_dir is not None:
+        prepare_output_dir(options.cells_dir, "cells directory")
     written = {}
     for name in names:
         start = time.perf_counter()
         _say(options, f"figure {name} ...")
-        written[name] = FIGURES[name](Path(out_dir), options)
+        written[name] = FIGURES[name](out, options)
         _say(options, f"figure {name} done in {time.perf_counter() - start:.1f} s")
     return written
 

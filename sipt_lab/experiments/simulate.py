@@ -24,14 +24,14 @@ import numpy as np
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
-from sipt_lab.experiments.sweep import EXECUTORS, run_grid
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
+from sipt_lab.fileio import prepare_output_dir, write_json_atomic
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.objectives import check_loss_params
-from sipt_lab.synthetic.registry import get_family, prepare_topics, resolve_spec
-from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.synthetic.registry import MAX_SEED, get_family, prepare_topics, resolve_spec
+from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
 from sipt_lab.training.batches import check_pair_mode
 
 ARMS = ("lm", "sipt")
@@ -142,12 +142,18 @@ def simulation_config(
     return config
 
 
+#: Largest accepted ``--steps`` (the trainer allocates a loss history of that length) and ``--seeds``.
+MAX_STEPS = 10_000_000
+MAX_SEEDS = 1_000
+
+
 def validate(config: SimulationConfig) -> None:
     """One-line SiptErrors for requests that cannot run (before any expensive work)."""
     if not 0.0 <= config.train.lambda_si <= 1.0:
         raise SiptError(f"--lambda-si must be in [0, 1], got {config.train.lambda_si}")
-    if config.train.steps < 1:
-        raise SiptError(f"--steps must be a positive number of optimiser steps, got {config.train.steps}")
+    if not 1 <= config.train.steps <= MAX_STEPS:
+        raise SiptError(
+            f"--steps must be a positive number of optimiser steps up to {MAX_STEPS:,}, got {config.train.steps:,}")
     if config.train.batch_size < 1:
         raise SiptError(f"--batch-size must be positive, got {config.train.batch_size}")
     if not 0.0 <= config.graph.noise <= 1.0:
@@ -158,7 +164,11 @@ def validate(config: SimulationConfig) -> None:
         raise SiptError("train.seed must equal graph.seed (one seed per experiment)")
     check_loss_params(config.train.loss, dict(config.train.loss_params))
     check_pair_mode(config.train.pairs)
-    resolve_spec(config.graph)
+    resolve_device(config.train.device)
+    n_nodes = resolve_spec(config.graph).n_nodes
+    if n_nodes <= config.k:
+        raise SiptError(f"--nodes must be above {config.k} for the {config.k}-NN evaluation, got {n_nodes}; "
+                        f"pass --nodes {config.k + 1} or more")
 
 
 @dataclass
@@ -205,8 +215,12 @@ def run_arms(
     return outputs
 
 
+#: Keys of a :func:`simulate_seed` result; a stored result without them is recomputed.
+SEED_RESULT_KEYS = ("graph", "seed", "noise", "local_consistency", "n_nodes", "n_edges", "n_classes", "methods")
+
+
 def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
-    """The cell function: one seed, both arms; a JSON-able dict of scores."""
+    """The cell function: one seed, both arms; a JSON-able dict with :data:`SEED_RESULT_KEYS`."""
     validate(config)
     dataset = build_dataset(config.graph, progress=False)
     arms = run_arms(dataset, config)
@@ -239,18 +253,31 @@ def simulate(
     "methods": {"lm"|"sipt": {metric: [one value per seed]}}, "out_dir", "config"}``.
     """
     validate(config)
-    if n_seeds < 1:
-        raise SiptError(f"--seeds must be >= 1, got {n_seeds}")
+    if not 1 <= n_seeds <= MAX_SEEDS:
+        raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {n_seeds:,}")
+    if config.graph.seed + n_seeds - 1 > MAX_SEED:
+        raise SiptError(f"--seed + --seeds - 1 must be at most {MAX_SEED}; pass a smaller --seed")
     if executor not in EXECUTORS:
         raise SiptError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
-    out = Path(out_dir) if out_dir is not None else Path("runs") / f"simulate-{config_hash(config)}"
+    out = prepare_output_dir(Path("runs") / f"simulate-{config_hash(config)}" if out_dir is None else out_dir)
     seeds = [config.graph.seed + i for i in range(n_seeds)]
     cells = [with_seed(config, seed) for seed in seeds]
     if executor != "serial":
         prepare_topics(config.graph, progress=progress)
     if progress:
         print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
-    results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress)
+    try:
+        results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress,
+                           required_keys=SEED_RESULT_KEYS)
+    except GridInterrupted as interrupt:  # keep what finished, then stop
+        if interrupt.results:
+            _write_summary(config, interrupt.results, n_seeds, out)
+        raise
+    return _write_summary(config, results, n_seeds, out)
+
+
+def _write_summary(config: SimulationConfig, results: list[CellResult], n_seeds: int, out: Path) -> dict[str, Any]:
+    """Aggregate the finished seeds into ``out/results.json`` (and ``out/config.json``); returns the summary."""
     summary = aggregate([cell.result for cell in results])
     summary.update(out_dir=str(out), config=config_to_dict(config), n_seeds=n_seeds)
     save_config(config, out / "config.json")

@@ -6,9 +6,13 @@ named by the config's hash::
     <root>/<config_hash(config)>/config.json   written first
                                 /result.json   written last, atomically: present == finished
                                 /error.txt     traceback of the last failed attempt
+                                /lock          {"pid", "host"} of the process computing it
 
-so re-running a grid skips finished cells, and a grid killed half-way resumes without
-recomputing anything finished. Executors (``EXECUTORS``) decide where cells run: ``serial`` (this
+so re-running a grid skips finished cells (those whose result.json validates; a damaged one is
+recomputed), and a grid killed half-way resumes without recomputing anything finished. A cell
+whose lock belongs to a live process (another run on the same root) is waited for, not computed
+twice; the lock of a dead process is taken over. Worker processes die with the main process, and
+Ctrl-C stops the grid at once, raising :class:`GridInterrupted` with the cells that finished. Executors (``EXECUTORS``) decide where cells run: ``serial`` (this
 process), ``local`` (a process pool, one torch thread per worker), ``slurm`` (a submitit job array,
 optional extra ``sipt-lab[slurm]``). ``collect_results`` and ``write_results_csv`` turn the finished
 cells into one tidy table.
@@ -18,7 +22,9 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import csv
+import ctypes
 import dataclasses
 import functools
 import inspect
@@ -28,6 +34,8 @@ import json
 import multiprocessing
 import os
 import pickle
+import signal
+import socket
 import sys
 import time
 import traceback
@@ -57,6 +65,15 @@ class CellResult:
     result: dict | None
     error: str | None
     seconds: float
+    message: str | None = None  # one line naming the failure, e.g. "ValueError: ..."
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_grid`; ``results`` are the CellResults of the cells that finished."""
+
+    def __init__(self, results: list[CellResult]):
+        super().__init__(f"{len(results)} cell(s) finished before the interrupt")
+        self.results = results
 
 
 def grid(base_config: Any, **axes: Sequence[Any]) -> list[Any]:
@@ -91,14 +108,18 @@ def run_grid(
     executor: str = "serial",
     progress: bool = True,
     raise_on_error: bool = True,
+    required_keys: Sequence[str] = (),
     **executor_options: Any,
 ) -> list[CellResult]:
-    """Run ``fn`` on every config whose ``<root>/<hash>/result.json`` is missing.
+    """Run ``fn`` on every config without a valid ``<root>/<hash>/result.json``.
 
-    ``fn`` must be picklable (a module-level function) so that any executor can ship it.
-    ``executor_options`` go to the executor (see ``EXECUTORS``). Returns one CellResult per config,
-    in the order of ``configs``. A failing cell leaves ``error.txt`` and does not stop the others;
-    at the end, ``raise_on_error`` raises SiptError naming the failed cells' hashes.
+    A result is valid when it is a JSON object holding every key of ``required_keys``; anything
+    else (empty, truncated, missing keys) is recomputed. ``fn`` must be picklable (a module-level
+    function) so that any executor can ship it. ``executor_options`` go to the executor (see
+    ``EXECUTORS``). Returns one CellResult per config, in the order of ``configs``. A failing cell
+    leaves ``error.txt`` and does not stop the others; at the end, ``raise_on_error`` raises
+    SiptError naming the failed cells and the first one's error. Ctrl-C stops every worker and
+    raises :class:`GridInterrupted`.
     """
     _check_picklable(fn)
     if executor not in EXECUTORS:
@@ -113,9 +134,8 @@ def run_grid(
     results: list[CellResult | None] = [None] * len(configs)
     pending = []
     for position, (config, digest) in enumerate(zip(configs, hashes)):
-        result_path = root / digest / "result.json"
-        if result_path.exists():
-            result = json.loads(result_path.read_text(encoding="utf-8"))
+        result = read_result(root / digest, required_keys)
+        if result is not None:
             results[position] = CellResult(config, digest, "skipped", result, None, 0.0)
         else:
             pending.append(position)
@@ -123,27 +143,50 @@ def run_grid(
     bar = tqdm(total=len(configs), initial=len(configs) - len(pending), desc="cells", unit="cell", disable=not progress)
     cells = [(configs[position], root / hashes[position]) for position in pending]
     n_failed = 0
-    with bar:
-        for index, outcome in EXECUTORS[executor](fn, cells, root, **executor_options):
-            config, cell_dir = cells[index]
-            try:
-                cell = outcome()
-            except Exception:  # the machinery failed (dead worker, cancelled job), not fn itself
-                cell = _failed(config, cell_dir, traceback.format_exc(), 0.0)
-            results[pending[index]] = cell
-            n_failed += cell.status == "failed"
-            bar.set_postfix(failed=n_failed, refresh=False)
-            bar.update()
+    outcomes = EXECUTORS[executor](fn, cells, root, **executor_options)
+    try:
+        with bar:
+            for index, outcome in outcomes:
+                config, cell_dir = cells[index]
+                try:
+                    cell = outcome()
+                except Exception as error:  # the machinery failed (dead worker, cancelled job), not fn itself
+                    cell = _failed(config, cell_dir, traceback.format_exc(), _one_line(error), 0.0)
+                results[pending[index]] = cell
+                n_failed += cell.status == "failed"
+                bar.set_postfix(failed=n_failed, refresh=False)
+                bar.update()
+    except KeyboardInterrupt:
+        outcomes.close()  # stops the executor's workers
+        raise GridInterrupted([cell for cell in results if cell is not None and cell.result is not None]) from None
 
-    failed = [cell.hash for cell in results if cell.status == "failed"]
+    failed = [cell for cell in results if cell.status == "failed"]
     if progress:
         tqdm.write(summarize(results), file=sys.stderr)
     if failed and raise_on_error:
         raise SiptError(
-            f"{summarize(results)}; failed cell(s) {', '.join(failed)}: read {root}/<hash>/error.txt, "
+            f"{summarize(results)}; failed cell(s) {', '.join(cell.hash for cell in failed)}; "
+            f"the first says: {failed[0].message} (traceback in {root / failed[0].hash / 'error.txt'}); "
             "fix the cause and re-run (finished cells are skipped)"
         )
     return results
+
+
+def read_result(cell_dir: Path, required_keys: Sequence[str] = ()) -> dict | None:
+    """The metrics in ``cell_dir/result.json`` if it is a JSON object with every required key, else None."""
+    result = _read_json_object(cell_dir / "result.json")
+    if result is None or any(key not in result for key in required_keys):
+        return None
+    return result
+
+
+def _read_json_object(path: Path) -> dict | None:
+    """The JSON object in ``path``, or None when it is missing, unreadable, damaged or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def summarize(results: Sequence[CellResult]) -> str:
@@ -178,25 +221,94 @@ def _hash_of(config: Any) -> str:
 
 
 def _run_cell(fn: CellFn, config: Any, cell_dir: Path) -> CellResult:
-    """Run one cell where the executor put it: config.json first, result.json last."""
-    save_config(config, cell_dir / "config.json")
-    (cell_dir / "error.txt").unlink(missing_ok=True)
-    start = time.perf_counter()
-    try:
-        result = fn(config)
-        if not isinstance(result, dict):
-            raise TypeError(f"the cell function returned {type(result).__name__}; it must return a dict of metrics")
-        result = json.loads(json.dumps(result, default=_to_jsonable))
-        write_json_atomic(cell_dir / "result.json", result)
-    except Exception:
-        return _failed(config, cell_dir, traceback.format_exc(), time.perf_counter() - start)
-    return CellResult(config, cell_dir.name, "done", result, None, time.perf_counter() - start)
+    """Run one cell where the executor put it, holding its lock: config.json first, result.json last.
+
+    When another live process holds the lock (a second run on the same root), wait for it and
+    take its result instead of computing the cell twice.
+    """
+    with _cell_lock(cell_dir) as waited:
+        if waited and (result := read_result(cell_dir)) is not None:
+            return CellResult(config, cell_dir.name, "skipped", result, None, 0.0)
+        save_config(config, cell_dir / "config.json")
+        (cell_dir / "error.txt").unlink(missing_ok=True)
+        start = time.perf_counter()
+        try:
+            result = fn(config)
+            if not isinstance(result, dict):
+                raise TypeError(f"the cell function returned {type(result).__name__}; it must return a dict of metrics")
+            result = json.loads(json.dumps(result, default=_to_jsonable))
+            write_json_atomic(cell_dir / "result.json", result)
+        except Exception as error:
+            return _failed(config, cell_dir, traceback.format_exc(), _one_line(error), time.perf_counter() - start)
+        return CellResult(config, cell_dir.name, "done", result, None, time.perf_counter() - start)
 
 
-def _failed(config: Any, cell_dir: Path, error: str, seconds: float) -> CellResult:
+def _failed(config: Any, cell_dir: Path, error: str, message: str, seconds: float) -> CellResult:
     cell_dir.mkdir(parents=True, exist_ok=True)
     (cell_dir / "error.txt").write_text(error, encoding="utf-8")  # a diagnostic: need not be atomic
-    return CellResult(config, cell_dir.name, "failed", None, error, seconds)
+    return CellResult(config, cell_dir.name, "failed", None, error, seconds, message)
+
+
+def _one_line(error: BaseException) -> str:
+    """A SiptError's own message, or ``"TypeName: message"`` for any other exception, on one line."""
+    text = str(error) if isinstance(error, SiptError) else f"{type(error).__name__}: {error}"
+    return " ".join(text.split())
+
+
+@contextlib.contextmanager
+def _cell_lock(cell_dir: Path, poll_seconds: float = 1.0) -> Iterator[bool]:
+    """Hold ``cell_dir/lock`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
+
+    The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
+    process is dead on this host is stale and taken over; any other lock is waited for.
+    """
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    lock = cell_dir / "lock"
+    owner = {"pid": os.getpid(), "host": socket.gethostname()}
+    tmp = cell_dir / f".lock.{owner['pid']}.tmp"
+    tmp.write_text(json.dumps(owner), encoding="utf-8")
+    waited = False
+    try:
+        while True:
+            try:
+                os.link(tmp, lock)
+                break
+            except FileExistsError:
+                holder = _lock_holder(lock)
+                if holder is not None and holder["host"] == owner["host"] and not _alive(holder["pid"]):
+                    lock.unlink(missing_ok=True)  # stale: its process was killed
+                    continue
+                waited = True
+                time.sleep(poll_seconds)
+    finally:
+        tmp.unlink(missing_ok=True)
+    try:
+        yield waited
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _lock_holder(lock: Path) -> dict | None:
+    """The ``{"pid", "host"}`` in a lock file, or None when it vanished or is unreadable."""
+    try:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+        return {"pid": int(holder["pid"]), "host": str(holder["host"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -221,18 +333,35 @@ def _local(
     if not cells:
         return
     workers = max_workers or min(len(cells), os.cpu_count() or 1)
+    others = set(multiprocessing.active_children())
     pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_single_threaded
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_setup,
+        initargs=(os.getpid(),),
     )
+    finished, pool_workers = False, []
     try:
+        # Every worker starts during these submits (spawned pools start one per submit, up to max_workers).
         futures = {pool.submit(_run_cell, fn, config, cell_dir): i for i, (config, cell_dir) in enumerate(cells)}
+        pool_workers = [p for p in multiprocessing.active_children() if p not in others]
         for future in concurrent.futures.as_completed(futures):
             yield futures[future], future.result
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:  # interrupted or abandoned: stop the running cells now instead of waiting for them
+            for process in pool_workers:
+                process.kill()
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def _single_threaded() -> None:
+def _worker_setup(parent_pid: int) -> None:
+    """Initializer of a ``local`` worker: die with the parent, and run torch on one thread."""
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
     # The env vars must be set before torch (and its OpenMP runtime) is first imported in the worker.
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
@@ -282,9 +411,11 @@ EXECUTORS: dict[str, Callable[..., Iterator[Outcome]]] = {"serial": _serial, "lo
 # --- results table ---------------------------------------------------------------------------------
 
 
-def collect_results(root: str | Path) -> list[dict[str, Any]]:
+def collect_results(root: str | Path, required_keys: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One flat row per finished cell under ``root``, sorted by hash.
 
+    A cell is finished when its ``result.json`` validates (see :func:`read_result`) and its
+    ``config.json`` is a JSON object; other cells are left out (a re-run recomputes them).
     Keys: ``hash``, then ``config.<field>`` and ``metrics.<name>``, nested dicts flattened with
     dotted names (``config.graph.noise``); list values (e.g. per-seed metrics) stay lists.
     """
@@ -292,16 +423,11 @@ def collect_results(root: str | Path) -> list[dict[str, Any]]:
     if not root.is_dir():
         raise SiptError(f"results directory {root} does not exist; run the grid first or pass its root")
     rows = []
-    for result_path in sorted(root.glob("*/result.json")):
-        cell_dir = result_path.parent
-        try:
-            config = json.loads((cell_dir / "config.json").read_text(encoding="utf-8"))
-            metrics = json.loads(result_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
-            raise SiptError(
-                f"cell {cell_dir} is unreadable ({error}); delete that directory and re-run the grid"
-            ) from None
-        rows.append({"hash": cell_dir.name, **_flatten(config, "config."), **_flatten(metrics, "metrics.")})
+    for cell_dir in sorted(path for path in root.iterdir() if path.is_dir()):
+        metrics = read_result(cell_dir, required_keys)
+        config = _read_json_object(cell_dir / "config.json")
+        if metrics is not None and config is not None:
+            rows.append({"hash": cell_dir.name, **_flatten(config, "config."), **_flatten(metrics, "metrics.")})
     return rows
 
 

@@ -14,11 +14,18 @@ from typing import Callable
 
 import numpy as np
 
-from sipt_lab.corpus import Corpus, load_corpus
+from sipt_lab.corpus import Corpus, check_corpus_path, load_corpus
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import NOISE_MODES, add_noise
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.topics import TopicAssignment, TopicConfig, fit_topics
+
+
+#: Largest accepted sizes, checked before anything is allocated: a build holds a few arrays of
+#: ``n_nodes`` entries, and every seed must be a valid numpy and torch seed.
+MAX_NODES = 1_000_000
+MAX_TOPICS = 1_000
+MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -96,14 +103,20 @@ def resolve_spec(spec: GraphSpec) -> GraphSpec:
     )
     if spec.n_nodes < 2:
         raise SiptError(f"--nodes must be at least 2, got {spec.n_nodes}")
-    if spec.n_heldout < 0:
-        raise SiptError(f"the held-out size must be >= 0, got {spec.n_heldout}")
+    if spec.n_nodes > MAX_NODES:
+        raise SiptError(f"--nodes must be at most {MAX_NODES:,}, got {spec.n_nodes:,}")
+    if not 0 <= spec.n_heldout <= MAX_NODES:
+        raise SiptError(f"the held-out size must be in [0, {MAX_NODES:,}], got {spec.n_heldout:,}")
+    if not 0 <= spec.seed <= MAX_SEED:
+        raise SiptError(f"--seed must be in [0, {MAX_SEED}], got {spec.seed}")
     if not 0.0 <= spec.noise <= 1.0:
         raise SiptError(f"--noise must be a probability in [0, 1], got {spec.noise}")
     if spec.noise_mode not in NOISE_MODES:
         raise SiptError(f"unknown noise mode {spec.noise_mode!r}; choose one of: {', '.join(NOISE_MODES)}")
-    if spec.n_topics < 2:
-        raise SiptError(f"the topic count must be at least 2, got {spec.n_topics}")
+    if not 2 <= spec.n_topics <= MAX_TOPICS:
+        raise SiptError(f"the topic count must be in [2, {MAX_TOPICS}], got {spec.n_topics}")
+    if spec.corpus is not None:
+        check_corpus_path(spec.corpus)
     return spec
 
 
