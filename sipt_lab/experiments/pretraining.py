@@ -34,6 +34,7 @@ from sipt_lab.config import save_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
+from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import encoder_preset, encoder_source, load_encoder
@@ -156,11 +157,7 @@ def check_output_dir(out: str | Path | None, *, resume: bool = False, overwrite:
     an unfinished one (a checkpoint, no ``result.json``) needs ``resume`` or ``overwrite``.
     ``overwrite`` removes only the files a pretrain run writes.
     """
-    if out is None or not str(out).strip():
-        raise SiptError("the output directory is empty; pass --out DIR")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise SiptError(f"--out {path} is a file; pass a directory")
+    path = fileio.check_output_dir(out)
     if not path.is_dir() or not any(path.iterdir()):
         return path
     ours = [name for name in RUN_FILES if (path / name).exists()]
@@ -184,13 +181,14 @@ def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Pa
     """Embed a samples file with a saved encoder: ``out`` (``.npy`` added if missing) holds the
     ``(n, H)`` float32 rows in file order, ``<stem>.ids.tsv`` the ids. Returns both paths."""
     if not str(out).strip():
-        raise SiptError("the output path is empty; pass --out EMB.npy")
+        raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
     if batch_size < 1:
         raise SiptError(f"--batch-size is {batch_size}; use at least 1")
     out = Path(out)
     out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
     if out.is_dir():
         raise SiptError(f"--out {out} is a directory; pass a file name such as {out / 'embeddings.npy'}")
+    fileio.check_output_dir(out.parent)
     device = resolve_device(device)
     samples = read_samples(samples_path)
     encoder, tokenizer = load_encoder(model_dir, device)
