@@ -13,6 +13,8 @@ Kinds:
   on a log axis).
 * :func:`scatter_vs_diagonal`: y against x with the diagonal ``y = x``, points coloured by one
   category (or a continuous value with a colour bar) and shaped by another.
+* :func:`labelled_errorbars`: named points with vertical error bars over a numeric x and a
+  reference line (a method's relative error reduction against local consistency).
 * :func:`embedding_panels`: 2-D embeddings (UMAP) side by side, points coloured by label.
 * :func:`topology_panels`: persistence diagrams per (row, embedder) with the long-lived threshold
   drawn, next to Betti-number bars against the true surface's.
@@ -196,6 +198,29 @@ def scatter_vs_diagonal(stem: str | Path, x: Sequence[float], y: Sequence[float]
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
+        return save(fig, stem)
+
+
+def labelled_errorbars(stem: str | Path, series: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+                       names: Sequence[str], *, xlabel: str, ylabel: str, title: str, reference: float = 0.0,
+                       note: str = "") -> list[Path]:
+    """One marker per point and series, ``series[label] = (x, y, y_sd)`` (one value per name),
+    each point annotated with ``names[k]``, and a dashed horizontal line at ``reference``."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+        ax.axhline(reference, color="0.3", linestyle="--", linewidth=1, zorder=1)
+        for s, (label, (x, y, sd)) in enumerate(series.items()):
+            x, y, sd = _floats(x), _floats(y), np.nan_to_num(_floats(sd))
+            ax.errorbar(x, y, yerr=sd, fmt=_MARKERS[s % len(_MARKERS)], capsize=3, label=label, zorder=3)
+            for name, xi, yi in zip(names, x, y):
+                ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, 4), fontsize=8.5, color="0.25")
+        if note:
+            ax.annotate(note, xy=(0.0, -0.15), xycoords="axes fraction", ha="left", va="top", fontsize=8.5, color="0.25")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(frameon=False)
         return save(fig, stem)
 
 

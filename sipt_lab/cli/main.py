@@ -16,7 +16,7 @@ from sipt_lab import __version__
 from sipt_lab.errors import SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
-COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain")
+COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune")
 
 
 def build_parser() -> argparse.ArgumentParser:

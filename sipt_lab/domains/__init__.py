@@ -10,6 +10,8 @@ from sipt_lab.domains.registry import (
     domain_names,
     get_domain,
     register_domain,
+    snowball_sample,
+    subset,
     summarize_graph,
 )
 
@@ -22,5 +24,7 @@ __all__ = [
     "domain_names",
     "get_domain",
     "register_domain",
+    "snowball_sample",
+    "subset",
     "summarize_graph",
 ]

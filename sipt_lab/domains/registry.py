@@ -8,6 +8,7 @@ user names. A new domain or graph is a registry entry, never a branch in the cod
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -110,6 +111,49 @@ def summarize_graph(graph: PretrainingGraph, task: Task) -> GraphSummary:
         coverage=float(np.count_nonzero(graph.degrees()) / max(graph.n_nodes, 1)),
         local_consistency=local_consistency(graph.subgraph(task.samples), task.labels),
     )
+
+
+def subset(data: DomainData, nodes) -> DomainData:
+    """``data`` restricted to the samples ``nodes`` ``(k,)`` (sorted, distinct), renumbered ``0..k-1``:
+    every per-sample list field is cut, every task keeps its labels on the kept samples."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    n = len(data.ids)
+    fields = {}
+    for item in dataclasses.fields(data):
+        value = getattr(data, item.name)
+        if item.name == "tasks":
+            fields["tasks"] = {name: _restrict_task(task, nodes) for name, task in value.items()}
+        elif isinstance(value, (list, tuple, np.ndarray)) and len(value) == n:
+            fields[item.name] = [value[i] for i in nodes.tolist()]
+        else:
+            fields[item.name] = value
+    return type(data)(**fields)
+
+
+def _restrict_task(task: Task, nodes: np.ndarray) -> Task:
+    keep = task.is_labelled(nodes)
+    return dataclasses.replace(task, samples=np.flatnonzero(keep).astype(np.int64), labels=task.labels_of(nodes[keep]))
+
+
+def snowball_sample(graph: PretrainingGraph, n: int, seed: int = 0) -> np.ndarray:
+    """``(min(n, graph.n_nodes),)`` sorted nodes reached by breadth-first search from a random
+    start (restarting at a random unvisited node when a component is exhausted), so that the
+    slice keeps the graph's local density, unlike a uniform sample."""
+    rng = np.random.default_rng(seed)
+    adjacency = graph.adjacency()
+    visited = np.zeros(graph.n_nodes, dtype=bool)
+    order = []
+    while len(order) < min(n, graph.n_nodes):
+        frontier = [int(rng.choice(np.flatnonzero(~visited)))]
+        visited[frontier] = True
+        while frontier and len(order) < n:
+            order.extend(frontier)
+            neighbours = np.unique(adjacency[frontier].indices)
+            fresh = neighbours[~visited[neighbours]]
+            fresh = rng.permutation(fresh)
+            visited[fresh] = True
+            frontier = fresh.tolist()
+    return np.sort(np.array(order[:n], dtype=np.int64))
 
 
 def _load_builtin_domains() -> None:

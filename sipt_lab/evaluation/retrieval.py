@@ -27,6 +27,7 @@ def link_retrieval_metrics(
     graph: PretrainingGraph,
     max_queries: int | None = None,
     rng: np.random.Generator | int | None = 0,
+    queries: np.ndarray | None = None,
 ) -> dict[str, float]:
     """LRAP, nDCG, micro AP and MRR of retrieving ``graph``'s neighbours from ``(n, H)`` embeddings.
 
@@ -36,6 +37,8 @@ def link_retrieval_metrics(
         max_queries: evaluate a uniformly random subset of this many query nodes (for big graphs;
             memory and time are ``O(max_queries * n)``); None uses every node with a neighbour.
         rng: generator or seed for that subset.
+        queries: ``(q,)`` the only nodes to query (those with a neighbour), e.g. held-out samples
+            whose links pre-training never saw; None: every node.
 
     Returns:
         ``{"lrap", "ndcg", "ap", "mrr", "n_queries"}``.
@@ -44,7 +47,8 @@ def link_retrieval_metrics(
     n = graph.n_nodes
     if z.shape[0] != n:
         raise SiptError(f"{z.shape[0]} embeddings for a graph of {n} nodes; embed every node")
-    queries = np.flatnonzero(graph.degrees() > 0)
+    linked = graph.degrees() > 0
+    queries = np.flatnonzero(linked) if queries is None else np.unique(np.asarray(queries, dtype=np.int64)[linked[queries]])
     if len(queries) == 0 or n < 3:
         raise SiptError("link retrieval needs a graph with at least 3 nodes and one edge")
     if max_queries is not None and max_queries < len(queries):

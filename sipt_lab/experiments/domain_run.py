@@ -1,0 +1,293 @@
+"""``sipt-lab domain run``: LM-only vs SIPT on a real domain, judged by fine-tuning on held-out samples.
+
+Per seed, the domain's samples (all, or a ``n_samples`` slice taken by snowball sampling over the
+domain's first graph, which keeps its local density) are split 80/10/10 over the task's labelled
+samples. Validation and test samples are dropped from pre-training altogether: neither their text
+nor their links are seen. From one warm start (``init``) the arms are
+
+* ``off-the-shelf``: the warm start as it is;
+* ``lm``: continued LM pre-training on the pre-training samples (``λ = 0``);
+* ``sipt``: LM + ``λ·L_SI`` over each named graph, for every ``λ`` of a small grid; the ``λ``
+  reported per graph and seed is the one whose embeddings best retrieve the validation samples'
+  links (MRR), which pre-training never saw, so ``λ`` is chosen without the fine-tuning labels
+  (as the paper chose it).
+
+Each arm is scored by a linear probe on frozen embeddings and/or full fine-tuning on the train
+split, evaluated on the test split; SIPT is compared with LM-only (and off-the-shelf) as relative
+error reduction with a paired t-test over seeds, next to the local consistency of the task over
+each graph, Theorem 1's prediction of where SIPT can help. Every (arm, graph, λ, seed) is one
+resumable :func:`~sipt_lab.experiments.sweep.run_grid` cell.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sipt_lab.errors import SiptError
+from sipt_lab.evaluation import link_retrieval_metrics
+from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.evaluation.splits import pretraining_graph, random_splits
+from sipt_lab.evaluation.tasks import get_task_kind
+from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
+from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.fileio import write_json_atomic
+from sipt_lab.models import encoder_source
+from sipt_lab.plots import labelled_errorbars
+from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.training.finetune import FinetuneConfig, finetune
+
+ARMS = ("off-the-shelf", "lm", "sipt")
+BASELINE_ARM = "lm"
+RESULT_KEYS = ("arm", "graph", "lambda_si", "seed", "kind", "scores")
+
+
+@dataclass(frozen=True)
+class DomainPreset:
+    """The budget of a domain run.
+
+    Attributes:
+        n_samples: samples per seed (a snowball slice), None for all.
+        pretrain: the trainer's settings (``steps``, ``batch_size``, ``lr``, ``max_len`` ...).
+        finetune: full fine-tuning's settings.
+        lambdas: the SIPT ``λ`` grid.
+        mode: a :data:`~sipt_lab.experiments.finetuning.MODES` name.
+    """
+
+    n_samples: int | None
+    pretrain: TrainConfig
+    finetune: FinetuneConfig
+    lambdas: tuple[float, ...]
+    mode: str
+
+
+#: ``cpu``: what 2 CPU cores finish in about half an hour with MiniLM (benchmarks/RESULTS.md);
+#: ``full``: the paper's scale for a GPU.
+PRESETS: dict[str, DomainPreset] = {
+    "cpu": DomainPreset(
+        n_samples=600,
+        pretrain=TrainConfig(steps=25, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
+                             loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
+        finetune=FinetuneConfig(lrs=(5e-5,), epochs=1, batch_size=16, max_len=32),
+        lambdas=(0.1,),
+        mode="both",
+    ),
+    "full": DomainPreset(
+        n_samples=None,
+        pretrain=TrainConfig(steps=2000, batch_size=64, lr=5e-5, warmup=0.1, schedule="linear", pairs="batch",
+                             loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=128, checkpoint_every=500),
+        finetune=FinetuneConfig(lrs=(2e-5, 5e-5, 1e-4), epochs=3, patience=1, batch_size=32, max_len=128),
+        lambdas=(0.05, 0.1, 0.3),
+        mode="both",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class DomainCell:
+    """One arm on one seed: what :func:`domain_cell` computes (hashed by the sweep)."""
+
+    domain: str
+    task: str
+    arm: str
+    graph: str | None
+    lambda_si: float
+    seed: int
+    init: str
+    n_samples: int | None
+    pretrain: TrainConfig = field(default_factory=TrainConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    mode: str = "both"
+
+
+def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str = "minilm",
+                 task: str | None = None, device: str = "auto") -> list[DomainCell]:
+    """Every cell of a run: per seed, off-the-shelf, LM-only, and SIPT for each graph × λ."""
+    from sipt_lab.domains import get_domain
+
+    spec = get_domain(domain)
+    graphs = list(spec.graphs) if not graphs else graphs
+    unknown = [g for g in graphs if g not in spec.graphs]
+    if unknown:
+        raise SiptError(f"domain {domain} has no graph {unknown[0]!r}; choose from {', '.join(spec.graphs)}")
+    if seeds < 1:
+        raise SiptError(f"--seeds is {seeds}; use at least 1 (2 or more for t-tests)")
+    check_mode(preset.mode)
+    pretrain_config = dataclasses.replace(preset.pretrain, device=device)
+    finetune_config = dataclasses.replace(preset.finetune, device=device)
+    base = dict(domain=domain, task=task or spec.default_task, init=init, n_samples=preset.n_samples,
+                pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode)
+    cells = []
+    for seed in range(seeds):
+        cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
+        cells.append(DomainCell(arm="lm", graph=None, lambda_si=0.0, seed=seed, **base))
+        cells += [DomainCell(arm="sipt", graph=g, lambda_si=lam, seed=seed, **base) for g in graphs for lam in preset.lambdas]
+    return cells
+
+
+@dataclass(frozen=True)
+class DomainView:
+    """One seed's slice of a domain: ``data`` (renumbered samples), its task, splits and the
+    samples pre-training may see (``(m,)`` sorted: all but validation and test)."""
+
+    data: Any
+    task: Any
+    splits: Any
+    pretraining_samples: np.ndarray
+
+
+@functools.lru_cache(maxsize=4)
+def domain_view(domain: str, task: str, n_samples: int | None, seed: int) -> DomainView:
+    """The slice of ``domain`` that every arm of ``seed`` shares (cached per process)."""
+    from sipt_lab.domains import get_domain, snowball_sample, subset
+
+    spec = get_domain(domain)
+    data = spec.load()
+    if n_samples is not None and n_samples < len(data.ids):
+        first_graph = next(iter(spec.graphs.values()))(data, 0)
+        data = subset(data, snowball_sample(first_graph, n_samples, seed))
+    if task not in data.tasks:
+        raise SiptError(f"domain {domain} has no task {task!r}; choose one of {', '.join(data.tasks)}")
+    splits = random_splits(data.tasks[task].samples, seed=seed)
+    keep = np.setdiff1d(np.arange(len(data.ids)), splits.held_out)
+    return DomainView(data, data.tasks[task], splits, keep)
+
+
+def domain_cell(cell: DomainCell) -> dict:
+    """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
+    test split, and for SIPT the validation samples' link retrieval and the graph's summary."""
+    from sipt_lab.domains import build_graph, get_domain, summarize_graph
+
+    start = time.perf_counter()
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed)
+    texts = list(view.data.texts)
+    source = encoder_source(cell.init)
+    result = {"arm": cell.arm, "graph": cell.graph, "lambda_si": cell.lambda_si, "seed": cell.seed, "kind": view.task.kind,
+              "n_samples": len(texts), "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")}}
+    graph = None
+    if cell.arm == "off-the-shelf":
+        tokenizer = source.tokenizer([], cell.pretrain.max_len)
+        encoder = source.encoder(tokenizer)[0]
+    else:
+        spec = get_domain(cell.domain)
+        graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
+        seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
+        train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
+        trained = pretrain([texts[i] for i in view.pretraining_samples], seen, train, source, progress=False)
+        encoder, tokenizer = trained.encoder, trained.tokenizer
+        result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
+    vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
+    parts = check_mode(cell.mode)
+    scores = {}
+    if "probe" in parts:
+        scores["probe"] = probe_embeddings(vectors, view.task, view.splits)
+    if "full" in parts:
+        def load():
+            return copy.deepcopy(encoder).train(), tokenizer
+        scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
+    result["scores"] = scores
+    if cell.arm == "sipt":
+        result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task))
+        result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.splits.validation)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict:
+    """Run the cells (resumable, in ``out/cells``) and write ``summary.json``, ``comparison.csv``
+    and ``arms.csv``; returns the summary."""
+    out = Path(out)
+    results = run_grid(domain_cell, cells, out / "cells", executor=executor, progress=progress, required_keys=RESULT_KEYS)
+    summary = summarize_domain([r.result for r in results], cells[0])
+    write_json_atomic(out / "summary.json", summary)
+    write_comparison_csv(out / "comparison.csv", [Comparison(**c) for c in summary["comparisons"]])
+    plot_rre_vs_lc(summary, out / "rre_vs_lc")
+    return summary
+
+
+def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
+    """Theorem 1 in a real domain: SIPT's relative error reduction over LM-only (mean ± sd over
+    seeds, one series per evaluation) against the task's local consistency over each graph."""
+    graphs = [name for name, entry in summary["arms"].items() if "local_consistency" in entry]
+    series = {}
+    for part in ("probe", "full"):
+        found = {c["method"]: c for c in summary["comparisons"]
+                 if c["baseline"] == BASELINE_ARM and c["task"].endswith(f"({part})")}
+        if all(name in found for name in graphs):
+            series[part] = ([summary["arms"][g]["local_consistency"] for g in graphs],
+                            [found[g]["rre_mean"] for g in graphs], [found[g]["rre_sd"] for g in graphs])
+    return labelled_errorbars(stem, series, [g.removeprefix("sipt[").removesuffix("]") for g in graphs],
+                              xlabel=f"local consistency of {summary['task']} over G_PT",
+                              ylabel="relative error reduction vs LM-only", title=f"SIPT on {summary['domain']}: gain vs LC",
+                              note="Theorem 1: the gain should grow with LC and vanish near chance LC")
+
+
+def choose_lambdas(rows: list[dict]) -> list[dict]:
+    """The rows of each (SIPT graph, seed) at the λ with the best validation link MRR, plus the other arms' rows."""
+    chosen = [row for row in rows if row["arm"] != "sipt"]
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if row["arm"] == "sipt":
+            groups.setdefault((row["graph"], row["seed"]), []).append(row)
+    for group in groups.values():
+        chosen.append(max(group, key=lambda row: (row["validation_links"]["mrr"], -row["lambda_si"])))
+    return chosen
+
+
+def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
+    """Per arm: mean ± sd of each score over seeds; comparisons (RRE, paired t-test) of every arm
+    with LM-only and of SIPT with off-the-shelf; LC of the task over each SIPT graph."""
+    kind = get_task_kind(rows[0]["kind"])
+    chosen = choose_lambdas(rows)
+    arms: dict[str, list[dict]] = {}
+    for row in sorted(chosen, key=lambda r: r["seed"]):
+        arms.setdefault(_arm_name(row), []).append(row)
+    table = {}
+    for name, runs in arms.items():
+        entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
+        for part in runs[0]["scores"]:
+            for metric in runs[0]["scores"][part]:
+                values = np.array([r["scores"][part][metric] for r in runs])
+                entry[f"{part}.{metric}"] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")}
+        if runs[0]["arm"] == "sipt":
+            entry["local_consistency"] = float(np.mean([r["graph_summary"]["local_consistency"] for r in runs]))
+            entry["n_edges"] = float(np.mean([r["graph_summary"]["n_edges"] for r in runs]))
+            entry["coverage"] = float(np.mean([r["graph_summary"]["coverage"] for r in runs]))
+        table[name] = entry
+    comparisons = []
+    for baseline in (BASELINE_ARM, "off-the-shelf"):
+        for name, runs in arms.items():
+            if name == baseline or (baseline == "off-the-shelf" and name == BASELINE_ARM):
+                continue
+            paired = {r["seed"]: r for r in arms[baseline]}
+            for part in runs[0]["scores"]:
+                pairs = [(paired[r["seed"]], r) for r in runs if r["seed"] in paired]
+                comparisons.append(compare_errors([kind.error(b["scores"][part]) for b, _ in pairs],
+                                                  [kind.error(m["scores"][part]) for _, m in pairs],
+                                                  task=f"{cell.domain}:{cell.task} ({part})", method=name, baseline=baseline))
+    return {"domain": cell.domain, "task": cell.task, "kind": kind.name, "primary": kind.primary, "arms": table,
+            "comparisons": [dataclasses.asdict(c) for c in comparisons]}
+
+
+def format_domain_summary(summary: dict) -> str:
+    """The per-arm table (scores mean ± sd, LC) and the comparison table."""
+    metrics = sorted({key for entry in summary["arms"].values() for key in entry if "." in key})
+    lines = [f"{summary['domain']}:{summary['task']} ({summary['kind']}; errors are 1 - {summary['primary']})", "",
+             "| arm | LC | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
+    for name, entry in summary["arms"].items():
+        lc = f"{entry['local_consistency']:.3f}" if "local_consistency" in entry else "-"
+        cells = [f"{entry[m]['mean']:.3f} ± {entry[m]['sd']:.3f}" if m in entry else "-" for m in metrics]
+        lines.append(f"| {name} | {lc} | " + " | ".join(cells) + " |")
+    lines += ["", format_comparison_table([Comparison(**c) for c in summary["comparisons"]])]
+    return "\n".join(lines)
+
+
+def _arm_name(row: dict) -> str:
+    return f"sipt[{row['graph']}]" if row["arm"] == "sipt" else row["arm"]

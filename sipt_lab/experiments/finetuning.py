@@ -1,0 +1,177 @@
+"""Fine-tuning evaluation of an encoder on a labelled task: linear probe and full fine-tuning.
+
+:func:`evaluate_encoder` scores one encoder on one task's splits in the chosen modes
+(:data:`MODES`); :func:`run_finetuning` is ``sipt-lab finetune``: it reads the samples, labels and
+splits (or takes a registered domain task), evaluates ``--model`` (and ``--baseline`` when given,
+with the paper's relative error reduction and paired t-test over seeds) and writes
+``results.json`` and ``comparison.csv``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sipt_lab import fileio
+from sipt_lab.config import save_config
+from sipt_lab.errors import SiptError
+from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits, read_splits
+from sipt_lab.evaluation.tasks import Task, get_task_kind, linear_probe
+from sipt_lab.fileio import write_json_atomic
+from sipt_lab.models import encoder_source, load_encoder
+from sipt_lab.samples import read_sample_labels, read_samples
+from sipt_lab.training import embed
+from sipt_lab.training.finetune import EncoderLoader, FinetuneConfig, finetune
+
+#: Evaluation modes: name -> the parts it runs.
+MODES: dict[str, tuple[str, ...]] = {"probe": ("probe",), "full": ("full",), "both": ("probe", "full")}
+
+
+def check_mode(mode: str) -> tuple[str, ...]:
+    """The parts of ``mode``; SiptError naming the choices otherwise."""
+    if mode not in MODES:
+        raise SiptError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    return MODES[mode]
+
+
+def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoader:
+    """A loader of fresh copies of ``model``: a directory written by ``sipt-lab pretrain`` (or any
+    Hugging Face checkpoint directory), or an ``--init`` name such as ``minilm`` (off the shelf)."""
+    path = Path(model)
+    if (path / "encoder.pt").is_file() or (path / "config.json").is_file():
+        def load():
+            encoder, tokenizer = load_encoder(path)
+            return encoder.train(), tokenizer
+    else:
+        source = encoder_source(str(model))
+
+        def load():
+            tokenizer = source.tokenizer([], max_len)
+            return source.encoder(tokenizer)[0], tokenizer
+    return load
+
+
+def probe(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+          max_len: int | None = None) -> dict[str, float]:
+    """Test metrics of a linear probe on the frozen encoder's output embeddings (strength chosen on validation)."""
+    encoder, tokenizer = load()
+    if max_len is not None:
+        tokenizer = dataclasses.replace(tokenizer, max_len=max_len)
+    rows = np.concatenate([splits.train, splits.validation, splits.test])
+    vectors = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
+    vectors[rows] = embed(encoder, tokenizer, [texts[i] for i in rows], device=device)
+    return probe_embeddings(vectors, task, splits)
+
+
+def probe_embeddings(vectors: np.ndarray, task: Task, splits: Splits) -> dict[str, float]:
+    """:func:`probe` on precomputed ``(n, H)`` embeddings of all samples (only split rows are read)."""
+    X = {name: vectors[getattr(splits, name)] for name in ("train", "validation", "test")}
+    y = {name: task.labels_of(getattr(splits, name)) for name in X}
+    return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+
+
+def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, mode: str,
+                     config: FinetuneConfig, seeds: int = 1) -> dict[str, list[dict[str, float]]]:
+    """``{"probe": [test metrics], "full": [test metrics per seed 0..seeds-1]}`` for the parts of ``mode``
+    (the probe is deterministic, so it runs once)."""
+    parts = check_mode(mode)
+    results: dict[str, list[dict[str, float]]] = {}
+    if "probe" in parts:
+        results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len)]
+    if "full" in parts:
+        results["full"] = [finetune(load, texts, task, splits, config, seed).test for seed in range(seeds)]
+    return results
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """One ``sipt-lab finetune`` run (saved as ``config.json``).
+
+    Attributes:
+        model: the encoder to evaluate; baseline: an optional one to compare against (same splits).
+        samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
+        task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
+        splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
+        mode: a :data:`MODES` name; seeds: full fine-tuning repetitions.
+    """
+
+    model: str
+    baseline: str | None = None
+    samples: str | None = None
+    labels: str | None = None
+    kind: str = "classification"
+    task: str | None = None
+    splits: str | None = None
+    split_seed: int = 0
+    mode: str = "both"
+    seeds: int = 3
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+
+def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
+    """``(ids, texts, task)`` of a job: from files or from a registered domain."""
+    if (job.task is None) == (job.labels is None):
+        raise SiptError("give either --task DOMAIN:TASK or --samples S with --labels L.tsv")
+    if job.task is not None:
+        from sipt_lab.domains import get_domain
+
+        domain_name, _, task_name = job.task.partition(":")
+        domain = get_domain(domain_name)
+        data = domain.load()
+        task_name = task_name or domain.default_task
+        if task_name not in data.tasks:
+            raise SiptError(f"domain {domain_name} has no task {task_name!r}; choose one of {', '.join(data.tasks)}")
+        return list(data.ids), list(data.texts), data.tasks[task_name]
+    if job.samples is None:
+        raise SiptError("--labels needs --samples S (the texts the labels belong to)")
+    get_task_kind(job.kind)
+    samples = read_samples(job.samples)
+    labels, names = read_sample_labels(job.labels, samples)
+    return list(samples.ids), list(samples.texts), Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names))
+
+
+def run_finetuning(job: FinetuneJob, out: str | Path) -> dict:
+    """Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
+    with a baseline) into ``out``; returns the results."""
+    out_dir = fileio.prepare_output_dir(out)
+    parts = check_mode(job.mode)
+    if job.seeds < 1:
+        raise SiptError(f"--seeds is {job.seeds}; use at least 1")
+    ids, texts, task = load_task(job)
+    splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
+    check_task_splits(task, splits, ids)
+    models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
+    loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
+    results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
+    kind = get_task_kind(task.kind)
+    comparisons = []
+    if job.baseline:
+        for part in parts:
+            comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],
+                                              [kind.error(m) for m in results["model"][part]],
+                                              task=task.name, method=f"model ({part})", baseline=f"baseline ({part})"))
+        write_comparison_csv(out_dir / "comparison.csv", comparisons)
+    report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+              "results": results, "comparisons": [c.__dict__ for c in comparisons]}
+    save_config(job, out_dir / "config.json")
+    write_json_atomic(out_dir / "results.json", report)
+    return report
+
+
+def format_finetune_report(report: dict) -> str:
+    """The per-model mean ± sd table, and the comparison table when there is a baseline."""
+    lines = [f"task {report['task']} ({report['kind']}); train/validation/test: "
+             + "/".join(str(v) for v in report["sizes"].values())]
+    for name, parts in report["results"].items():
+        for part, runs in parts.items():
+            metrics = {key: np.array([run[key] for run in runs]) for key in runs[0]}
+            shown = ", ".join(f"{key} {values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else "")
+                              for key, values in metrics.items())
+            lines.append(f"{name:<9} {part:<6} {shown}")
+    if report["comparisons"]:
+        lines += ["", format_comparison_table([Comparison(**c) for c in report["comparisons"]])]
+    return "\n".join(lines)

@@ -1,0 +1,39 @@
+"""A tiny random BERT saved as a Hugging Face directory: the offline stand-in for real checkpoints."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+WORDS = "the a of and to in is was for on that with as by at from it an be this are or which his her one two three".split()
+
+
+def write_tiny_bert(directory: Path, words: list[str], *, with_head: bool = True, st_pooling: str | None = None) -> Path:
+    """A random 2-layer BERT (word-level vocabulary) saved as a Hugging Face directory; without
+    the MLM head and with sentence-transformers files (mean pooling + Normalize) when asked."""
+    from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizerFast
+
+    directory.mkdir(parents=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    (BertForMaskedLM if with_head else BertModel)(config).save_pretrained(directory)
+    if st_pooling:
+        (directory / "modules.json").write_text(json.dumps([
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+        (directory / "1_Pooling").mkdir()
+        (directory / "1_Pooling" / "config.json").write_text(json.dumps(
+            {"word_embedding_dimension": 32, "pooling_mode_cls_token": st_pooling == "cls", "pooling_mode_mean_tokens": st_pooling == "mean"}))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    """A tiny BERT with an MLM head over :data:`WORDS`."""
+    return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)

@@ -1,0 +1,147 @@
+"""Full fine-tuning, ``sipt-lab finetune`` and ``sipt-lab domain run`` on tiny models and slices."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hf_fakes import WORDS, tiny_bert  # noqa: F401  (tiny_bert is a fixture)
+
+from sipt_lab.cli.main import main
+from sipt_lab.domains import snowball_sample, subset
+from sipt_lab.domains.wiki import load_wiki, mentions_graph
+from sipt_lab.evaluation.splits import random_splits
+from sipt_lab.evaluation.tasks import Task
+from sipt_lab.experiments.domain_run import PRESETS, choose_lambdas, domain_cells, domain_view, run_domain
+from sipt_lab.experiments.finetuning import encoder_loader
+from sipt_lab.training.finetune import FinetuneConfig, finetune
+
+CLASS_WORDS = ("one", "two", "three")
+
+
+def _toy(seed=0, n=90):
+    """Texts of filler words plus one class word each: a separable 3-class task."""
+    rng = np.random.default_rng(seed)
+    filler = [w for w in WORDS if w not in CLASS_WORDS]
+    labels = np.arange(n) % 3
+    texts = [" ".join([*rng.choice(filler, 5), CLASS_WORDS[y], *rng.choice(filler, 2)]) for y in labels]
+    return texts, labels
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_full_finetuning_learns_a_separable_task_and_not_shuffled_labels(tiny_bert, shuffled):
+    texts, labels = _toy()
+    if shuffled:
+        labels = np.random.default_rng(1).permutation(labels)
+    task = Task("toy", "classification", np.arange(len(texts)), labels)
+    splits = random_splits(task.samples, (0.6, 0.2, 0.2), seed=0)
+    config = FinetuneConfig(lrs=(3e-3,), epochs=6, patience=6, batch_size=8, device="cpu")
+    result = finetune(encoder_loader(tiny_bert), texts, task, splits, config, seed=0)
+    if shuffled:
+        assert result.test["accuracy"] < 0.6, result
+    else:
+        assert result.test["accuracy"] > 0.9, result
+    assert result.lr == 3e-3 and 1 <= result.epochs <= 6
+
+
+def test_finetune_is_reproducible_and_regression_heads_train(tiny_bert):
+    texts, labels = _toy(n=60)
+    values = labels.astype(float) + np.random.default_rng(0).normal(0, 0.1, len(labels))
+    task = Task("toy-value", "regression", np.arange(len(texts)), values)
+    splits = random_splits(task.samples, (0.6, 0.2, 0.2), seed=0)
+    config = FinetuneConfig(lrs=(3e-3,), epochs=4, patience=4, batch_size=8, device="cpu")
+    first = finetune(encoder_loader(tiny_bert), texts, task, splits, config, seed=2)
+    again = finetune(encoder_loader(tiny_bert), texts, task, splits, config, seed=2)
+    assert first == again and first.test["spearman"] > 0.8, first
+
+
+def _finetune_files(tmp_path, n=60):
+    texts, labels = _toy(n=n)
+    ids = [f"t{i}" for i in range(n)]
+    (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{t}\n" for i, t in zip(ids, texts)))
+    (tmp_path / "labels.tsv").write_text("".join(f"{i}\tc{y}\n" for i, y in zip(ids, labels)))
+    names = ["train"] * (n - 20) + ["validation"] * 10 + ["test"] * 10
+    (tmp_path / "splits.tsv").write_text("".join(f"{i}\t{s}\n" for i, s in zip(ids, names)))
+    return ids
+
+
+def test_finetune_command_compares_with_a_baseline(tiny_bert, tmp_path, capsys):
+    _finetune_files(tmp_path)
+    argv = ["finetune", "--model", str(tiny_bert), "--baseline", str(tiny_bert), "--samples", str(tmp_path / "samples.tsv"),
+            "--labels", str(tmp_path / "labels.tsv"), "--splits", str(tmp_path / "splits.tsv"), "--seeds", "2",
+            "--lr", "3e-3", "--epochs", "2", "--batch-size", "8", "--device", "cpu", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["sizes"] == {"train": 40, "validation": 10, "test": 10}
+    assert len(report["results"]["model"]["full"]) == 2 and len(report["results"]["model"]["probe"]) == 1
+    # the same encoder against itself: identical errors, RRE 0 on every part
+    assert [c["rre_mean"] for c in report["comparisons"]] == [0.0, 0.0]
+    assert "model (probe)" in printed and (tmp_path / "out" / "comparison.csv").is_file()
+
+
+def _one_error_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sipt-lab: error: ") and "\n" not in err
+    return err
+
+
+def test_finetune_bad_input_is_one_line(tiny_bert, tmp_path, capsys):
+    ids = _finetune_files(tmp_path)
+    base = ["finetune", "--model", str(tiny_bert), "--samples", str(tmp_path / "samples.tsv"), "--labels", str(tmp_path / "labels.tsv"),
+            "--device", "cpu", "--out", str(tmp_path / "out")]
+    assert "unknown --mode 'fast'" in _one_error_line(capsys, base + ["--mode", "fast"])
+    (tmp_path / "overlap.tsv").write_text(f"{ids[0]}\ttrain\n{ids[1]}\tvalidation\n{ids[2]}\ttest\n{ids[0]}\ttest\n")
+    assert "must not overlap" in _one_error_line(capsys, base + ["--splits", str(tmp_path / "overlap.tsv")])
+    (tmp_path / "unknown.tsv").write_text(f"{ids[0]}\ttrain\nnobody\tvalidation\n")
+    assert "'nobody' is not a sample id" in _one_error_line(capsys, base + ["--splits", str(tmp_path / "unknown.tsv")])
+    (tmp_path / "one_class.tsv").write_text(f"{ids[0]}\ttrain\n{ids[3]}\ttrain\n{ids[1]}\tvalidation\n{ids[2]}\ttest\n")
+    assert "has one class only" in _one_error_line(capsys, base + ["--splits", str(tmp_path / "one_class.tsv")])
+    (tmp_path / "partial.tsv").write_text("".join(f"{i}\tc0\n" for i in ids[:10]))
+    partial = [a if a != str(tmp_path / "labels.tsv") else str(tmp_path / "partial.tsv") for a in base]
+    assert "gives no label to 50 sample(s)" in _one_error_line(capsys, partial)
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_snowball_slices_keep_tasks_and_density():
+    data = load_wiki()
+    graph = mentions_graph(data)
+    nodes = snowball_sample(graph, 300, seed=0)
+    assert len(nodes) == 300 and np.all(np.diff(nodes) > 0)
+    sliced = subset(data, nodes)
+    assert sliced.ids == [data.ids[i] for i in nodes] and len(sliced.descriptions) == 300
+    task, full_task = sliced.tasks["category"], data.tasks["category"]
+    np.testing.assert_array_equal(task.labels, full_task.labels_of(nodes[task.samples]))
+    uniform = np.sort(np.random.default_rng(0).choice(len(data.ids), 300, replace=False))
+    assert graph.subgraph(nodes).n_edges > 5 * graph.subgraph(uniform).n_edges
+
+
+def test_lambda_is_chosen_by_validation_link_retrieval_not_labels():
+    rows = [{"arm": "sipt", "graph": "g", "seed": 0, "lambda_si": lam, "validation_links": {"mrr": mrr}, "scores": {"probe": {"accuracy": acc}}}
+            for lam, mrr, acc in [(0.05, 0.2, 0.9), (0.1, 0.5, 0.1), (0.3, 0.4, 0.5)]]
+    rows.append({"arm": "lm", "graph": None, "seed": 0, "lambda_si": 0.0, "scores": {}})
+    chosen = choose_lambdas(rows)
+    assert [(r["arm"], r["lambda_si"]) for r in chosen] == [("lm", 0.0), ("sipt", 0.1)]
+
+
+def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
+    preset = dataclasses.replace(
+        PRESETS["cpu"], n_samples=60, lambdas=(0.1, 0.5),
+        pretrain=dataclasses.replace(PRESETS["cpu"].pretrain, steps=2, batch_size=8, max_len=24),
+        finetune=dataclasses.replace(PRESETS["cpu"].finetune, max_len=24, batch_size=8),
+    )
+    cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu")
+    assert len(cells) == 2 * (2 + 2 * 2)
+    summary = run_domain(cells, tmp_path / "run", executor="serial", progress=False)
+    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[mentions]", "sipt[random]"}
+    mentions = summary["arms"]["sipt[mentions]"]
+    assert 0.0 <= mentions["local_consistency"] <= 1.0 and set(mentions["lambda_si"]) <= {0.1, 0.5}
+    assert {"probe.accuracy", "probe.macro_f1", "full.accuracy", "full.macro_f1"} <= set(mentions)
+    methods = {(c["method"], c["baseline"]) for c in summary["comparisons"]}
+    assert ("sipt[random]", "lm") in methods and ("sipt[mentions]", "off-the-shelf") in methods
+    assert (tmp_path / "run" / "comparison.csv").is_file()
+    # pre-training sees neither the text nor the links of a validation or test article
+    view = domain_view("wiki", "category", 60, 0)
+    assert not np.isin(view.pretraining_samples, view.splits.held_out).any()
+    assert len(view.pretraining_samples) + len(view.splits.held_out) == 60
