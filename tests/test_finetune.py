@@ -8,7 +8,8 @@ import pytest
 from hf_fakes import WORDS, tiny_bert  # noqa: F401  (tiny_bert is a fixture)
 
 from sipt_lab.cli.main import main
-from sipt_lab.domains import snowball_sample, subset
+from sipt_lab.domains import subset
+from sipt_lab.graph import snowball_sample
 from sipt_lab.domains.wiki import load_wiki, mentions_graph
 from sipt_lab.evaluation.splits import random_splits
 from sipt_lab.evaluation.tasks import Task

@@ -87,7 +87,13 @@ def run_pretrain(args: argparse.Namespace) -> int:
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
     job = PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
                       pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train)
-    outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+    try:
+        outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+    finally:  # under torchrun the trainer joined a process group: leave it cleanly
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
     if outcome.report.get("before") is not None:
         print(theorem1_message(outcome.report))
     print(f"model: {outcome.out_dir / 'model'}   history: {outcome.out_dir / 'history.csv'}")

@@ -10,7 +10,6 @@ from sipt_lab.domains.registry import (
     domain_names,
     get_domain,
     register_domain,
-    snowball_sample,
     subset,
     summarize_graph,
 )
@@ -24,7 +23,6 @@ __all__ = [
     "domain_names",
     "get_domain",
     "register_domain",
-    "snowball_sample",
     "subset",
     "summarize_graph",
 ]

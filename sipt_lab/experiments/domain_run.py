@@ -39,6 +39,7 @@ from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.fileio import write_json_atomic
+from sipt_lab.graph import snowball_sample
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.training import TrainConfig, embed, pretrain
@@ -146,7 +147,7 @@ class DomainView:
 @functools.lru_cache(maxsize=4)
 def domain_view(domain: str, task: str, n_samples: int | None, seed: int) -> DomainView:
     """The slice of ``domain`` that every arm of ``seed`` shares (cached per process)."""
-    from sipt_lab.domains import get_domain, snowball_sample, subset
+    from sipt_lab.domains import get_domain, subset
 
     spec = get_domain(domain)
     data = spec.load()

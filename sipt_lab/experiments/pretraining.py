@@ -12,7 +12,8 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training: the labels' local
   consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
-  accuracy), LOO 3-NN AUROC and accuracy, and link retrieval (LRAP, MRR) on ``G_PT``.
+  accuracy), LOO 3-NN AUROC and accuracy, and link retrieval (LRAP, MRR) on ``G_PT`` (on a
+  snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
 
 :func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
 order) and ``EMB.ids.tsv``.
@@ -36,7 +37,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
 from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graph import PretrainingGraph, snowball_sample
 from sipt_lab.models import encoder_preset, encoder_source, load_encoder
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
@@ -45,7 +46,9 @@ from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distribut
 #: Files a pretrain run writes into its output directory (``--overwrite`` removes only these).
 RUN_FILES = ("config.json", CHECKPOINT_NAME, "model", "history.csv", "result.json")
 FINISHED_MARKER = "result.json"
-#: Link-retrieval queries in the report (a random subset on big graphs).
+#: The report embeds at most this many samples (a snowball slice of G_PT: embedding every sample
+#: of a large set twice would cost more than a short pre-training run on a CPU).
+REPORT_MAX_SAMPLES = 2000
 REPORT_LINK_QUERIES = 1000
 REPORT_K = 3
 
@@ -103,7 +106,10 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
     place = distributed_context(device.type)
 
-    before = _report_before(texts, graph, labels, job.train, source) if labels is not None else None
+    if labels is not None:
+        report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
+        report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
+        before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source)
     if place.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
         save_config(job, out_dir / "config.json")
@@ -116,8 +122,9 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
               "final": {name: float(values[-1]) for name, values in result.history.items()}}
     if labels is not None:
-        after = evaluate_embeddings(embed(result.encoder, result.tokenizer, texts), graph, labels)
-        report |= {"local_consistency": float(local_consistency(graph, labels)), "before": before, "after": after}
+        after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
+        report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
+                   "before": before, "after": after}
     if place.is_main:
         result.encoder.save(out_dir / "model", result.tokenizer)
         write_text_atomic(out_dir / "history.csv", _history_csv(result.history))

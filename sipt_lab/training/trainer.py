@@ -220,7 +220,7 @@ def pretrain(
     is data parallel (see the module docstring).
     """
     _validate(config)
-    source = encoder if encoder is not None and not isinstance(encoder, EncoderConfig) else CharInit(*(() if encoder is None else (encoder,)))
+    source = CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit()
     device = resolve_device(config.device)
     place = distributed_context(device.type)
     if place.world > 1 and device.type == "cuda":
