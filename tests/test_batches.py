@@ -128,3 +128,27 @@ def test_bad_inputs_are_sipt_errors():
         GraphBatchSampler(graph, np.ones(22), 0)
     with pytest.raises(SiptError, match="unknown pair mode 'all'; choose one of sampled, batch"):
         GraphBatchSampler(graph, np.ones(22), 4, pairs="all")
+
+
+def test_hard_negatives_are_two_hops_away_and_component_negatives_stay_home():
+    from sipt_lab.training.batches import NEGATIVE_SAMPLERS
+
+    ring = np.arange(12)
+    two_cycles = PretrainingGraph.from_edges(np.concatenate([ring[:6], ring[6:]]),
+                                             np.concatenate([np.roll(ring[:6], 1), np.roll(ring[6:], 1)]), 12)
+    seeds = np.arange(12)
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        hard = NEGATIVE_SAMPLERS["two-hop"](two_cycles, seeds, rng)
+        home = NEGATIVE_SAMPLERS["same-component"](two_cycles, seeds, rng)
+        for s, h, c in zip(seeds, hard, home):
+            assert h != s and not two_cycles.has_edge(np.array([s]), np.array([h]))[0]
+            assert c != s and not two_cycles.has_edge(np.array([s]), np.array([c]))[0]
+            assert (c < 6) == (s < 6)  # the same 6-cycle (each has non-neighbours at home)
+        # on a 6-cycle a neighbour of a neighbour is two steps round, or the seed itself (drawn again)
+        ring_distance = np.minimum((hard - seeds) % 6, (seeds - hard) % 6)
+        assert np.all((ring_distance == 2) & ((hard < 6) == (seeds < 6)))
+    sampler = GraphBatchSampler(two_cycles, np.full(12, 5), batch_size=4, seed=0, negatives="two-hop")
+    assert sampler.batch(0).negatives.min() >= 0
+    with pytest.raises(SiptError, match="unknown negative sampler"):
+        GraphBatchSampler(two_cycles, np.full(12, 5), batch_size=4, negatives="hardest")

@@ -140,3 +140,38 @@ def test_bad_names_and_values_are_sipt_errors():
         build_objectives(0.1, "contrastive", {"w_pos": 2.0})
     with pytest.raises(SiptError, match="lambda_si"):
         build_objectives(1.5)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.5])
+def test_infonce_matches_pytorch_metric_learning_ntxent(temperature):
+    from pytorch_metric_learning.losses import NTXentLoss
+
+    from sipt_lab.objectives.structure import infonce_loss
+
+    z, pairs = _random_pairs(seed=1)
+    ours = infonce_loss(z, *pairs, temperature=temperature)
+    reference = NTXentLoss(temperature=temperature)(z, indices_tuple=pairs)
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-10)
+
+
+def test_infonce_never_pushes_a_linked_sample_away():
+    from sipt_lab.graph import PretrainingGraph
+    from sipt_lab.objectives.structure import infonce_loss
+    from sipt_lab.training.batches import batch_pairs
+
+    graph = PretrainingGraph.from_groups(np.array([0, 0, 0, 1, 1, 2]))
+    nodes = np.arange(6)
+    positive, negative = (torch.as_tensor(x) for x in batch_pairs(graph, nodes, None, None))
+    z = torch.randn(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    loss = infonce_loss(z, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], temperature=0.1)
+    # by hand: anchor a, positive p, denominators over the anchor's non-linked samples only
+    s = torch.nn.functional.normalize(z, dim=1) @ torch.nn.functional.normalize(z, dim=1).T / 0.1
+    linked = torch.as_tensor(graph.has_edge(nodes[:, None], nodes[None, :]))
+    terms = [-s[a, p] + torch.logsumexp(torch.cat([s[a, p].view(1), s[a][~linked[a] & (torch.arange(6) != a)]]), 0)
+             for a, p in positive.tolist()]
+    assert loss.item() == pytest.approx(torch.stack(terms).mean().item(), rel=1e-10)
+    # a plain in-batch softmax (every other sample a negative) is a different, larger loss
+    naive = [-s[a, p] + torch.logsumexp(s[a][torch.arange(6) != a], 0) for a, p in positive.tolist()]
+    assert torch.stack(naive).mean().item() > loss.item()
+    with pytest.raises(SiptError, match="temperature"):
+        infonce_loss(z, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], temperature=0.0)

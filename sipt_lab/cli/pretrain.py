@@ -13,7 +13,7 @@ INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from
 def register(subparsers) -> None:
     from sipt_lab.models import ENCODER_PRESETS, POOLINGS
     from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-    from sipt_lab.training import PAIR_MODES, PRECISIONS, TrainConfig
+    from sipt_lab.training import NEGATIVE_SAMPLERS, PAIR_MODES, PRECISIONS, TrainConfig
     from sipt_lab.training.trainer import LR_SCHEDULES
 
     defaults = TrainConfig()
@@ -41,6 +41,8 @@ def register(subparsers) -> None:
     parser.add_argument("--loss", default=defaults.loss, choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: %(default)s)")
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of that loss, repeatable")
     parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
+    parser.add_argument("--negatives", default="uniform", choices=sorted(NEGATIVE_SAMPLERS),
+                        help="each seed's non-neighbour: uniform, two-hop (hard) or same-component (default: %(default)s)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
     length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
@@ -80,7 +82,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
     train = TrainConfig(
         steps=args.steps if args.steps is not None else 1, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        lambda_si=args.lambda_si, loss=args.loss, loss_params=parse_loss_params(args.loss_param), pairs=args.pairs,
+        lambda_si=args.lambda_si, loss=args.loss, loss_params=parse_loss_params(args.loss_param), pairs=args.pairs, negatives=args.negatives,
         seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
         max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
     )

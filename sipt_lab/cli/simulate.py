@@ -13,7 +13,7 @@ from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-from sipt_lab.training import PAIR_MODES
+from sipt_lab.training import NEGATIVE_SAMPLERS, PAIR_MODES
 
 
 def register(subparsers) -> None:
@@ -48,6 +48,8 @@ def register(subparsers) -> None:
                         help=f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} "
                         "(sampled: each seed with one neighbour and one non-neighbour, the paper's; "
                         "batch: every pair of samples in the batch; default: batch)")
+    parser.add_argument("--negatives", metavar="NAME",
+                        help=f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: uniform)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimiser steps per arm (default: the family's)")
     parser.add_argument("--corpus", metavar="PATH",
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                      "loss_params": parse_loss_params(args.loss_param)}
     if args.pairs is not None:
         train_options["pairs"] = args.pairs
+    if args.negatives is not None:
+        train_options["negatives"] = args.negatives
     config = simulation_config(
         args.graph,
         seed=args.seed,

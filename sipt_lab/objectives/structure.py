@@ -73,6 +73,40 @@ def multi_similarity_loss(
     return (pos + neg)[anchors].sum() / max(int(anchors.sum()), 1)
 
 
+def infonce_loss(
+    embeddings: torch.Tensor,
+    a1: torch.Tensor,
+    p: torch.Tensor,
+    a2: torch.Tensor,
+    n: torch.Tensor,
+    temperature: float = 0.05,
+) -> torch.Tensor:
+    """InfoNCE (MultipleNegativesRanking / NT-Xent) on cosine similarities, where the negatives of
+    an anchor are only its *non-linked* pairs: a sample linked to the anchor in ``G_PT`` is never
+    pushed away as a negative (the false-negative problem of in-batch softmax).
+
+    For each positive pair ``(a, p)``: ``-log(exp(S_ap/τ) / (exp(S_ap/τ) + sum_{(a, n) negative}
+    exp(S_an/τ)))``, averaged over the positive pairs; 0 when there are none. Equals
+    pytorch-metric-learning's ``NTXentLoss(temperature)`` given the same ``indices_tuple``
+    (tests check it). With ``pairs="batch"`` every other sample of the batch is a candidate.
+
+    Args: as :func:`contrastive_loss`; ``temperature`` τ > 0.
+    """
+    if temperature <= 0:
+        raise SiptError(f"infonce temperature is {temperature}; use a positive number such as 0.05")
+    if len(a1) == 0:
+        return embeddings.sum() * 0.0
+    z = F.normalize(_at_least_float32(embeddings), dim=1)
+    positive = (z[a1] * z[p]).sum(1) / temperature
+    negative = (z[a2] * z[n]).sum(1) / temperature
+    # log(sum_n exp(S_an/τ)) per anchor: -inf for an anchor without negatives
+    top = torch.full((len(z),), -torch.inf, dtype=z.dtype, device=z.device)
+    top = top.scatter_reduce(0, a2, negative.detach(), "amax", include_self=True)
+    safe_top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    log_negatives = safe_top + torch.log(torch.zeros_like(top).index_add(0, a2, torch.exp(negative - safe_top[a2])))
+    return F.softplus(log_negatives[a1] - positive).mean()
+
+
 def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
     """Half-precision (autocast) embeddings are promoted; float64 stays float64."""
     return x.to(torch.promote_types(x.dtype, torch.float32))
@@ -90,6 +124,7 @@ def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) ->
 STRUCTURE_LOSSES: dict[str, PairLoss] = {
     "contrastive": contrastive_loss,
     "multisim": multi_similarity_loss,
+    "infonce": infonce_loss,
 }
 
 

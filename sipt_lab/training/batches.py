@@ -2,8 +2,9 @@
 
 Each step draws ``B`` seed samples (without replacement within an epoch; an epoch is one random
 permutation of the nodes, its last incomplete batch dropped), one uniformly random neighbour
-(positive) and one uniformly random non-neighbour (negative) per seed, never the seed itself, and
-an MLM mask over the seeds' characters. Seeds without a neighbour (or without a non-neighbour) get
+(positive) and one non-neighbour (negative) per seed, never the seed itself — uniformly random by
+default, or a graph-aware hard negative (:data:`NEGATIVE_SAMPLERS`: two hops away, or in the same
+connected component) — and an MLM mask over the seeds' tokens. Seeds without a neighbour (or without a non-neighbour) get
 ``-1`` there and no term of that kind.
 
 Every draw comes from its own generator keyed by ``(seed, stream, step or epoch)``, so a batch is a
@@ -82,6 +83,75 @@ def batch_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarra
     return (np.column_stack([first[linked], second[linked]]), np.column_stack([first[~linked], second[~linked]]))
 
 
+def uniform_negatives(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(B,)`` a uniformly random non-neighbour of each seed (-1 where none exists)."""
+    return graph.sample_negatives(seeds, rng)
+
+
+def two_hop_negatives(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(B,)`` hard negatives: a random neighbour of a random neighbour that is not itself linked
+    to the seed (SPECTER's citations-of-citations); up to :data:`NEGATIVE_TRIES` draws, then a
+    uniform non-neighbour."""
+    def draw(pending: np.ndarray) -> np.ndarray:
+        hop = graph.sample_positives(pending, rng)
+        second = np.full(len(pending), -1, dtype=np.int64)
+        second[hop >= 0] = graph.sample_positives(hop[hop >= 0], rng)
+        return second
+
+    return _redraw_until_non_neighbour(graph, seeds, rng, draw)
+
+
+def same_component_negatives(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(B,)`` a random non-neighbour from the seed's connected component of ``G_PT``; up to
+    :data:`NEGATIVE_TRIES` draws, then a uniform non-neighbour."""
+    components = _components(graph)
+    order = np.argsort(components, kind="stable")
+    sorted_components = components[order]
+
+    def draw(pending: np.ndarray) -> np.ndarray:
+        starts = np.searchsorted(sorted_components, components[pending], side="left")
+        sizes = np.searchsorted(sorted_components, components[pending], side="right") - starts
+        return order[starts + (rng.random(len(pending)) * sizes).astype(np.int64)]
+
+    return _redraw_until_non_neighbour(graph, seeds, rng, draw)
+
+
+#: Draws a graph-aware negative sampler makes before it falls back to a uniform non-neighbour.
+NEGATIVE_TRIES = 16
+
+
+def _redraw_until_non_neighbour(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator,
+                                draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``draw(pending seeds) -> candidates`` repeated for the seeds whose candidate is missing
+    (-1), the seed itself or one of its neighbours; the rest get a uniform non-neighbour."""
+    out = np.full(len(seeds), -1, dtype=np.int64)
+    pending = np.arange(len(seeds))
+    for _ in range(NEGATIVE_TRIES):
+        if not len(pending):
+            break
+        candidates = draw(seeds[pending])
+        valid = (candidates >= 0) & (candidates != seeds[pending])
+        valid[valid] = ~graph.has_edge(seeds[pending][valid], candidates[valid])
+        out[pending[valid]] = candidates[valid]
+        pending = pending[~valid]
+    out[pending] = graph.sample_negatives(seeds[pending], rng)
+    return out
+
+
+def _components(graph: PretrainingGraph) -> np.ndarray:
+    from scipy.sparse.csgraph import connected_components
+
+    return connected_components(graph.adjacency(), directed=False)[1]
+
+
+#: How a seed's non-neighbour is drawn: name -> ``(graph, seeds (B,), rng) -> (B,) node or -1``.
+NEGATIVE_SAMPLERS: dict[str, Callable[[PretrainingGraph, np.ndarray, np.random.Generator], np.ndarray]] = {
+    "uniform": uniform_negatives,
+    "two-hop": two_hop_negatives,
+    "same-component": same_component_negatives,
+}
+
+
 #: Which pairs ``L_SI`` sees: name -> ``(graph, nodes, positives, negatives) -> (positive_pairs, negative_pairs)``.
 PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
     "sampled": sampled_pairs,
@@ -101,6 +171,7 @@ class GraphBatchSampler:
         pairs: a name in :data:`PAIR_MODES`.
         suffix_tokens: special tokens that end every row (``[SEP]``: 1 for BERT-style
             tokenizers), never masked.
+        negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`.
     """
 
     def __init__(
@@ -112,6 +183,7 @@ class GraphBatchSampler:
         seed: int = 0,
         pairs: str = "sampled",
         suffix_tokens: int = 0,
+        negatives: str = "uniform",
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if lengths.shape != (graph.n_nodes,):
@@ -123,6 +195,7 @@ class GraphBatchSampler:
         if seed < 0:
             raise SiptError(f"seed is {seed}; use a non-negative integer")
         check_pair_mode(pairs)
+        check_negatives(negatives)
         self.graph = graph
         self.lengths = lengths
         self.batch_size = min(batch_size, graph.n_nodes)
@@ -130,6 +203,7 @@ class GraphBatchSampler:
         self.seed = seed
         self.pair_mode = PAIR_MODES[pairs]
         self.suffix_tokens = suffix_tokens
+        self.sample_negatives = NEGATIVE_SAMPLERS[negatives]
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -145,7 +219,7 @@ class GraphBatchSampler:
         seeds = self.seeds(step)
         pair_rng = np.random.default_rng([self.seed, _PAIRS, step])
         positives = self.graph.sample_positives(seeds, pair_rng)
-        negatives = self.graph.sample_negatives(seeds, pair_rng)
+        negatives = self.sample_negatives(self.graph, seeds, pair_rng)
         partners = np.concatenate([positives, negatives])
         extra = np.setdiff1d(partners[partners >= 0], seeds)
         nodes = np.concatenate([seeds, extra])
@@ -163,6 +237,12 @@ class GraphBatchSampler:
         positive_rows, negative_rows = rows(positives), rows(negatives)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
         return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs)
+
+
+def check_negatives(name: str) -> None:
+    """Raise :class:`SiptError` naming the choices when ``name`` is not in :data:`NEGATIVE_SAMPLERS`."""
+    if name not in NEGATIVE_SAMPLERS:
+        raise SiptError(f"unknown negative sampler {name!r}; choose one of {', '.join(NEGATIVE_SAMPLERS)}")
 
 
 def check_pair_mode(name: str) -> None:

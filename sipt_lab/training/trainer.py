@@ -40,7 +40,7 @@ from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
 from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
-from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch, check_pair_mode
+from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch, check_negatives, check_pair_mode
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -62,11 +62,14 @@ class TrainConfig:
         lr, weight_decay: AdamW settings.
         lambda_si: weight of ``L_SI``; 0 is the LM baseline (continued LM pre-training on the same
             samples, the paper's "same data, no structure" ablation), the paper's SIPT uses 0.1.
-        loss: structure-inducing loss name (``"contrastive"`` or ``"multisim"``).
-        loss_params: that loss's parameters (contrastive: pos_margin, neg_margin; multisim: w_pos, w_neg, t).
+        loss: structure-inducing loss name (``"contrastive"``, ``"multisim"`` or ``"infonce"``).
+        loss_params: that loss's parameters (contrastive: pos_margin, neg_margin; multisim: w_pos,
+            w_neg, t; infonce: temperature).
         pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
             each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
             encoded samples, labelled by the graph).
+        negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`
+            (``uniform``, ``two-hop`` hard negatives, ``same-component``).
         mask_prob: MLM masking probability per token.
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
@@ -89,6 +92,7 @@ class TrainConfig:
     loss: str = "contrastive"
     loss_params: dict[str, float] = field(default_factory=dict)
     pairs: str = "sampled"
+    negatives: str = "uniform"
     mask_prob: float = 0.15
     seed: int = 0
     device: str = "auto"
@@ -232,7 +236,7 @@ def pretrain(
     tokenizer = source.tokenizer(list(texts), config.max_len)
     ids, lengths = tokenizer.encode(list(texts))
     sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                                suffix_tokens=tokenizer.suffix_tokens)
+                                suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives)
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
@@ -557,6 +561,7 @@ def _validate(config: TrainConfig) -> None:
         raise SiptError(f"unknown precision {config.precision!r}; choose one of {', '.join(PRECISIONS)}")
     check_loss_params(config.loss, dict(config.loss_params))
     check_pair_mode(config.pairs)
+    check_negatives(config.negatives)
 
 
 def embed(
