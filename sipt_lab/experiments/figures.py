@@ -15,6 +15,15 @@ finished cells:
 * ``theorem1``'s oracle embedder (``L_SI`` on free node vectors, no encoder) runs as cells under
   ``<cells_dir>/oracle`` on the very same datasets (same :class:`GraphSpec`).
 * ``corollary1``'s oracle runs as cells under ``<cells_dir>/corollary1``.
+* ``heldout_scale`` runs :func:`heldout_scale_cell` cells under ``<cells_dir>/heldout_scale``:
+  CLIQUES and TORUS at growing sizes (:data:`HELDOUT_SCALE_NODES`, the largest the embedded corpus
+  builds), a fixed number of passes per pre-training sample (``steps = passes * n / batch``,
+  :func:`passes_to_steps`), 200 held-out sentences each. Per arm: LOO and held-out 3-NN AUROC, and
+  a linear probe (:func:`heldout_probe`) trained on the pre-training sentences' frozen embeddings
+  and topic labels (strength chosen on a random 20 % of them) and scored on every held-out
+  sentence: the held-out 3-NN's reference set is the pre-training samples too, so both ask the same
+  question (does what SIPT learnt on ``G_PT`` carry over to unseen sentences), and the whole
+  held-out set stays the test set. Its tidy table is ``heldout_scale_cells.csv``.
 
 ``fig5cd`` and ``topology`` train the two arms on one dataset each (seed 0) in this process;
 ``corollary2`` needs no training.
