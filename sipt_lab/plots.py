@@ -162,6 +162,7 @@ class LinePanel:
         title, xlabel, ylabel: the panel's title and axis labels (with units).
         x: ``(m,)`` the panel's own x values.
         series: line label -> ``(means (m,), sds (m,) or None)``, as in :func:`lines_with_bands`.
+        hline: a dashed reference level (e.g. chance), labelled ``hline_label``; None: none.
     """
 
     title: str
@@ -169,20 +170,22 @@ class LinePanel:
     ylabel: str
     x: Sequence[float]
     series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]]
+    hline: float | None = None
+    hline_label: str = ""
 
 
 def line_panels(stem: str | Path, rows: Sequence[Sequence[LinePanel]], *, title: str, logx: bool = False,
-                hline: float | None = None, hline_label: str = "", ylim: tuple[float, float] | None = None) -> list[Path]:
+                ylim: tuple[float, float] | None = None) -> list[Path]:
     """A grid of :func:`lines_with_bands`-style panels, ``rows[r][c]`` at row ``r``, column ``c``
-    (every row as long as the first), sharing the log-x choice, reference level and y limits."""
+    (every row as long as the first), sharing the log-x choice and y limits."""
     n_rows, n_cols = len(rows), len(rows[0])
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.2 * n_cols, 3.4 * n_rows), squeeze=False)
         for ax_row, panel_row in zip(axes, rows):
             for ax, panel in zip(ax_row, panel_row):
                 _draw_lines(ax, _floats(panel.x), panel.series, None)
-                if hline is not None:
-                    ax.axhline(hline, color="0.4", linestyle="--", linewidth=1, label=hline_label or None)
+                if panel.hline is not None:
+                    ax.axhline(panel.hline, color="0.4", linestyle="--", linewidth=1, label=panel.hline_label or None)
                 if logx:
                     ax.set_xscale("log")
                 ax.set_xticks(_floats(panel.x), [f"{v:g}" for v in panel.x])
@@ -195,6 +198,7 @@ def line_panels(stem: str | Path, rows: Sequence[Sequence[LinePanel]], *, title:
                 ax.grid(True, alpha=0.3)
         _dedup_legend(axes[0][-1], sources=axes.ravel(), loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.suptitle(title)
+        fig.tight_layout()
         return save(fig, stem)
 
 

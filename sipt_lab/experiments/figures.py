@@ -522,9 +522,10 @@ HELDOUT_SCALE_HELDOUT = 200
 HELDOUT_SCALE_TOPICS = 20
 #: Fraction of the pre-training samples that choose the probe's regularisation (the rest train it).
 PROBE_VALIDATION = 0.2
-SCALE_METRICS = {"auroc": "LOO 3-NN AUROC (pre-training samples)",
-                 "heldout_auroc": "held-out 3-NN AUROC",
-                 "probe_macro_f1": "held-out linear-probe macro-F1"}
+#: ``heldout_scale``'s metrics per arm: name -> (panel label, chance level drawn or None).
+SCALE_METRICS = {"auroc": ("LOO 3-NN AUROC (pre-training samples)", 0.5),
+                 "heldout_auroc": ("held-out 3-NN AUROC", 0.5),
+                 "probe_macro_f1": ("held-out linear-probe macro-F1", None)}
 
 
 @dataclass(frozen=True)
@@ -613,10 +614,11 @@ def heldout_scale(out_dir: str | Path, options: FigureOptions) -> list[Path]:
         f"{family.upper()}: {label}", "pre-training nodes (log scale)", label.split(" (")[0],
         [r["n_nodes"] for r in rows if r["graph"] == family],
         {arm.upper(): ([r[f"{arm}_{metric}_mean"] for r in rows if r["graph"] == family],
-                       [r[f"{arm}_{metric}_sd"] for r in rows if r["graph"] == family]) for arm in ARMS})
-        for metric, label in SCALE_METRICS.items()] for family in HELDOUT_SCALE_NODES]
+                       [r[f"{arm}_{metric}_sd"] for r in rows if r["graph"] == family]) for arm in ARMS},
+        hline=chance, hline_label="chance AUROC (0.5)")
+        for metric, (label, chance) in SCALE_METRICS.items()] for family in HELDOUT_SCALE_NODES]
     figure = plots.line_panels(
-        out / "heldout_scale", panels, logx=True, hline=0.5, hline_label="chance AUROC (0.5)", ylim=(0.0, 1.05),
+        out / "heldout_scale", panels, logx=True, ylim=(0.0, 1.05),
         title=f"Held-out gain vs size of G_PT, {configs[0].passes:g} passes per sample "
               f"(mean ± sd over {options.seeds} seed(s))")
     return [out / "heldout_scale.csv", out / "heldout_scale_cells.csv", *figure]
