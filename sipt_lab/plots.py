@@ -10,7 +10,7 @@ Kinds:
   family), optional per-group marks (local consistency as a tick, the paper's values as crosses),
   one or more panels side by side.
 * :func:`lines_with_bands`: mean lines with ±sd bands over a numeric x (AUROC vs noise %, LC vs n
-  on a log axis).
+  on a log axis); :func:`line_panels` a grid of such panels, each with its own x.
 * :func:`scatter_vs_diagonal`: y against x with the diagonal ``y = x``, points coloured by one
   category (or a continuous value with a colour bar) and shaped by another.
 * :func:`labelled_errorbars`: named points with vertical error bars over a numeric x and a
@@ -124,13 +124,7 @@ def lines_with_bands(stem: str | Path, x: Sequence[float],
     x = _floats(x)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 4.3))
-        for i, (label, (mean, sd)) in enumerate(series.items()):
-            colour = ARM_COLOURS.get(label, f"C{i}")
-            style = {"marker": "o", "markersize": 4, "linewidth": 1.8, **(styles or {}).get(label, {})}
-            ax.plot(x, _floats(mean), color=colour, label=label, **style)
-            if sd is not None:
-                mean_, sd_ = _floats(mean), _floats(sd)
-                ax.fill_between(x, mean_ - sd_, mean_ + sd_, color=colour, alpha=0.2, linewidth=0)
+        _draw_lines(ax, x, series, styles)
         for i, (label, (mx, my)) in enumerate((markers or {}).items()):
             colour = ARM_COLOURS.get(label.split(" ")[0], "black")
             ax.scatter(_floats(mx), _floats(my), marker="x", s=45, color=colour, zorder=4, label=label)
@@ -147,6 +141,66 @@ def lines_with_bands(stem: str | Path, x: Sequence[float],
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         _dedup_legend(ax, loc="best")
+        return save(fig, stem)
+
+
+def _draw_lines(ax, x: np.ndarray, series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]],
+                styles: Mapping[str, dict] | None) -> None:
+    """Mean lines over ``x`` ``(m,)`` with ±sd bands on ``ax``; arms take their :data:`ARM_COLOURS`."""
+    for i, (label, (mean, sd)) in enumerate(series.items()):
+        colour = ARM_COLOURS.get(label, f"C{i}")
+        style = {"marker": "o", "markersize": 4, "linewidth": 1.8, **(styles or {}).get(label, {})}
+        ax.plot(x, _floats(mean), color=colour, label=label, **style)
+        if sd is not None:
+            mean_, sd_ = _floats(mean), _floats(sd)
+            ax.fill_between(x, mean_ - sd_, mean_ + sd_, color=colour, alpha=0.2, linewidth=0)
+
+
+@dataclass(frozen=True)
+class LinePanel:
+    """One panel of :func:`line_panels`.
+
+    Attributes:
+        title, xlabel, ylabel: the panel's title and axis labels (with units).
+        x: ``(m,)`` the panel's own x values.
+        series: line label -> ``(means (m,), sds (m,) or None)``, as in :func:`lines_with_bands`.
+        hline: a dashed reference level (e.g. chance), labelled ``hline_label``; None: none.
+    """
+
+    title: str
+    xlabel: str
+    ylabel: str
+    x: Sequence[float]
+    series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]]
+    hline: float | None = None
+    hline_label: str = ""
+
+
+def line_panels(stem: str | Path, rows: Sequence[Sequence[LinePanel]], *, title: str, logx: bool = False,
+                ylim: tuple[float, float] | None = None) -> list[Path]:
+    """A grid of :func:`lines_with_bands`-style panels, ``rows[r][c]`` at row ``r``, column ``c``
+    (every row as long as the first), sharing the log-x choice and y limits."""
+    n_rows, n_cols = len(rows), len(rows[0])
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.2 * n_cols, 3.4 * n_rows), squeeze=False)
+        for ax_row, panel_row in zip(axes, rows):
+            for ax, panel in zip(ax_row, panel_row):
+                _draw_lines(ax, _floats(panel.x), panel.series, None)
+                if panel.hline is not None:
+                    ax.axhline(panel.hline, color="0.4", linestyle="--", linewidth=1, label=panel.hline_label or None)
+                if logx:
+                    ax.set_xscale("log")
+                ax.set_xticks(_floats(panel.x), [f"{v:g}" for v in panel.x])
+                ax.minorticks_off()
+                if ylim is not None:
+                    ax.set_ylim(*ylim)
+                ax.set_xlabel(panel.xlabel)
+                ax.set_ylabel(panel.ylabel)
+                ax.set_title(panel.title)
+                ax.grid(True, alpha=0.3)
+        _dedup_legend(axes[0][-1], sources=axes.ravel(), loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.suptitle(title)
+        fig.tight_layout()
         return save(fig, stem)
 
 

@@ -17,7 +17,15 @@ import pytest
 from sipt_lab.cli.main import main
 from sipt_lab.config import config_from_dict, config_to_dict
 from sipt_lab.corpus import Corpus
-from sipt_lab.experiments.figures import FIGURES, FigureOptions, run_figure5_grid
+from sipt_lab.experiments.figures import (
+    FIGURES,
+    HELDOUT_SCALE_NODES,
+    HELDOUT_SCALE_PASSES,
+    FigureOptions,
+    heldout_probe,
+    heldout_scale_configs,
+    run_figure5_grid,
+)
 from sipt_lab.experiments.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
@@ -86,7 +94,8 @@ def test_options_round_trip_through_config():
 
 def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     out = tmp_path / "out"
-    assert set(FIGURES) == {"fig5a", "fig5b", "fig5cd", "theorem1", "corollary1", "corollary2", "topology"}
+    assert set(FIGURES) == {"fig5a", "fig5b", "fig5cd", "theorem1", "corollary1", "corollary2", "topology",
+                            "heldout_scale"}
     summary = ["n_seeds", "local_consistency_mean", "local_consistency_sd"] + [
         f"{arm}_{metric}_{stat}" for arm in ("lm", "sipt") for metric in ("auroc", "heldout_auroc", "accuracy")
         for stat in ("mean", "sd")]
@@ -176,6 +185,47 @@ def test_corollary2_lc_grows_towards_one(tmp_path):
         assert int(curve[0]["n"]) == 100 and int(curve[-1]["n"]) == 30000
         assert float(curve[-1]["lc"]) > 0.97 and float(curve[-1]["lc"]) > float(curve[0]["lc"])
         assert float(curve[-1]["r"]) < float(curve[0]["r"])
+
+
+def test_heldout_scale_steps_follow_the_passes_rule():
+    configs = heldout_scale_configs(FigureOptions(seeds=2))
+    sizes = [(c.simulation.graph.family, c.simulation.graph.n_nodes, c.simulation.graph.seed) for c in configs]
+    assert sizes == [(f, n, s) for f, nodes in HELDOUT_SCALE_NODES.items() for n in nodes for s in (0, 1)]
+    steps = {(c.simulation.graph.family, c.simulation.graph.n_nodes): c.simulation.train.steps for c in configs}
+    assert steps == {("cliques", 50): 64, ("cliques", 200): 256, ("cliques", 1000): 1280,  # batch 50
+                     ("torus", 50): 100, ("torus", 200): 400, ("torus", 500): 1000}  # batch 32
+    for config in configs:
+        train, n = config.simulation.train, config.simulation.graph.n_nodes
+        assert config.passes == HELDOUT_SCALE_PASSES
+        assert HELDOUT_SCALE_PASSES <= train.steps * min(train.batch_size, n) / n < HELDOUT_SCALE_PASSES + 1
+        assert train.seed == config.simulation.graph.seed and config.simulation.graph.n_heldout == 200
+    tiny = heldout_scale_configs(FigureOptions(seeds=1, passes=2.0, scale_nodes=(20, 40)))
+    assert [c.simulation.train.steps for c in tiny] == [2, 2, 2, 3]  # batch capped at n; ceil(2 * 40 / 32)
+
+
+def test_heldout_probe_trains_on_pretraining_samples_and_tests_on_heldout():
+    rng = np.random.default_rng(0)
+    labels, heldout_labels = np.arange(60) % 3, np.arange(30) % 3
+    separable = lambda y: np.eye(3)[y] * 5 + rng.normal(0, 0.1, (len(y), 3))  # noqa: E731
+    probe = heldout_probe(separable(labels), labels, separable(heldout_labels), heldout_labels, 0.2, seed=0)
+    assert probe.test == {"accuracy": 1.0, "macro_f1": 1.0}
+    noise = heldout_probe(rng.normal(size=(60, 3)), labels, rng.normal(size=(30, 3)), heldout_labels, 0.2, seed=0)
+    assert noise.test["macro_f1"] < 0.7
+
+
+def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
+    options = FigureOptions(seeds=1, executor="serial", passes=2.0, scale_nodes=(40, 80), progress=False)
+    FIGURES["heldout_scale"](tmp_path, options)
+    metrics = ("auroc", "heldout_auroc", "probe_macro_f1")
+    rows = assert_written(tmp_path, "heldout_scale", [
+        "graph", "n_nodes", "steps", "passes", "batch_size", "n_heldout", "n_seeds", "local_consistency_mean",
+        "local_consistency_sd", *(f"{arm}_{m}_{stat}" for arm in ("lm", "sipt") for m in metrics for stat in ("mean", "sd"))])
+    assert [(r["graph"], r["n_nodes"], r["steps"]) for r in rows] == [
+        ("cliques", "40", "2"), ("cliques", "80", "4"), ("torus", "40", "3"), ("torus", "80", "5")]
+    assert all(unit(r[f"{arm}_{m}_mean"]) for r in rows for arm in ("lm", "sipt") for m in metrics)
+    _, cells = read_csv(tmp_path / "heldout_scale_cells.csv")
+    assert len(cells) == 4 and all(int(c["metrics.n_heldout"]) == 200 for c in cells)
+    assert all(float(c[f"metrics.methods.{arm}.probe_strength"]) > 0 for c in cells for arm in ("lm", "sipt"))
 
 
 def test_cli_and_script(tmp_path, capsys, monkeypatch):

@@ -7,7 +7,14 @@ import sys
 import time
 from pathlib import Path
 
-from sipt_lab.experiments.figures import FIGURE5_FAMILIES, FIGURES, FigureOptions, make_figures
+from sipt_lab.experiments.figures import (
+    FIGURE5_FAMILIES,
+    FIGURES,
+    HELDOUT_SCALE_NODES,
+    HELDOUT_SCALE_PASSES,
+    FigureOptions,
+    make_figures,
+)
 from sipt_lab.experiments.sweep import EXECUTORS
 
 DEFAULT_OUT = "paper_figures/out"
@@ -34,12 +41,19 @@ def register(subparsers) -> None:
                         help="pre-training samples per dataset (default: each family's)")
     parser.add_argument("--families", nargs="+", metavar="NAME", default=list(FIGURE5_FAMILIES),
                         help="graph families of fig5a and theorem1 (default: %(default)s)")
+    parser.add_argument("--passes", type=float, metavar="P",
+                        help="heldout_scale: passes over each pre-training sample per arm "
+                        f"(steps = P x nodes / batch; default {HELDOUT_SCALE_PASSES:g})")
+    parser.add_argument("--scale-nodes", type=int, nargs="+", metavar="N",
+                        help="heldout_scale: pre-training sizes for every family "
+                        f"(default: {'; '.join(f'{f} {sizes}' for f, sizes in HELDOUT_SCALE_NODES.items())})")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     options = FigureOptions(seeds=args.seeds, executor=args.executor, steps=args.steps, n_nodes=args.nodes,
-                            families=tuple(args.families))
+                            families=tuple(args.families), passes=args.passes,
+                            scale_nodes=tuple(args.scale_nodes) if args.scale_nodes else None)
     start = time.perf_counter()
     written = make_figures(args.only, args.out, options)
     for name, paths in written.items():

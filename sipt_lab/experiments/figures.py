@@ -15,6 +15,15 @@ finished cells:
 * ``theorem1``'s oracle embedder (``L_SI`` on free node vectors, no encoder) runs as cells under
   ``<cells_dir>/oracle`` on the very same datasets (same :class:`GraphSpec`).
 * ``corollary1``'s oracle runs as cells under ``<cells_dir>/corollary1``.
+* ``heldout_scale`` runs :func:`heldout_scale_cell` cells under ``<cells_dir>/heldout_scale``:
+  CLIQUES and TORUS at growing sizes (:data:`HELDOUT_SCALE_NODES`, the largest the embedded corpus
+  builds), a fixed number of passes per pre-training sample (``steps = passes * n / batch``,
+  :func:`passes_to_steps`), 200 held-out sentences each. Per arm: LOO and held-out 3-NN AUROC, and
+  a linear probe (:func:`heldout_probe`) trained on the pre-training sentences' frozen embeddings
+  and topic labels (strength chosen on a random 20 % of them) and scored on every held-out
+  sentence: the held-out 3-NN's reference set is the pre-training samples too, so both ask the same
+  question (does what SIPT learnt on ``G_PT`` carry over to unseen sentences), and the whole
+  held-out set stays the test set. Its tidy table is ``heldout_scale_cells.csv``.
 
 ``fig5cd`` and ``topology`` train the two arms on one dataset each (seed 0) in this process;
 ``corollary2`` needs no training.
@@ -68,6 +77,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.fileio import prepare_output_dir
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF, RipsBetti, rips_betti
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
+from sipt_lab.evaluation import ProbeResult, linear_probe
 from sipt_lab.experiments.simulate import (
     ARMS,
     MAX_SEEDS,
@@ -75,8 +85,10 @@ from sipt_lab.experiments.simulate import (
     SEED_RESULT_KEYS,
     SimulationConfig,
     run_arms,
+    seed_result,
     simulate_seed,
     simulation_config,
+    validate,
 )
 from sipt_lab.experiments.sweep import (
     EXECUTORS,
@@ -117,6 +129,10 @@ class FigureOptions:
         noise_rates: the edge-noise rates of ``fig5b`` / ``theorem1`` (on CLIQUES).
         cells_dir: where grid cells live; None: ``<out_dir>/cells``.
         progress: progress bars and lines on stderr.
+        passes: ``heldout_scale``'s training budget, passes over each pre-training sample per arm;
+            None: :data:`HELDOUT_SCALE_PASSES`.
+        scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
+            :data:`HELDOUT_SCALE_NODES`.
     """
 
     seeds: int = 3
@@ -127,6 +143,8 @@ class FigureOptions:
     noise_rates: tuple[float, ...] = NOISE_RATES
     cells_dir: str | None = None
     progress: bool = True
+    passes: float | None = None
+    scale_nodes: tuple[int, ...] | None = None
 
 
 def check_options(options: FigureOptions) -> None:
@@ -147,6 +165,10 @@ def check_options(options: FigureOptions) -> None:
     for rate in options.noise_rates:
         if not 0.0 <= rate <= 1.0:
             raise SiptError(f"noise rates must be in [0, 1], got {rate}")
+    if options.passes is not None and options.passes <= 0:
+        raise SiptError(f"--passes must be a positive number of passes per sample, got {options.passes}")
+    if options.scale_nodes is not None and (not options.scale_nodes or min(options.scale_nodes) < 2):
+        raise SiptError(f"--scale-nodes must be sizes of at least 2 nodes, got {options.scale_nodes}")
 
 
 def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:
@@ -177,10 +199,7 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     """Run (or load) the shared grid and write its tidy table ``<out_dir>/fig5_cells.csv``."""
     check_options(options)
     configs = figure5_configs(options)
-    if options.executor != "serial":  # fit each topic model once, here, not in every worker at once
-        models = {(spec.corpus, spec.n_topics): spec for spec in (resolve_spec(c.graph) for c in configs)}
-        for spec in models.values():
-            prepare_topics(spec, progress=options.progress)
+    prepare_grid_topics([c.graph for c in configs], options)
     try:
         results = run_grid(simulate_seed, configs, cells_root(out_dir, options), executor=options.executor,
                            progress=options.progress, required_keys=SEED_RESULT_KEYS)
@@ -191,15 +210,24 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     return results
 
 
+def prepare_grid_topics(specs: Sequence[GraphSpec], options: FigureOptions) -> None:
+    """Fit each topic model the grid's datasets need once, here, rather than in every worker at once
+    (only for executors that run cells in other processes)."""
+    if options.executor != "serial":
+        models = {(spec.corpus, spec.n_topics): spec for spec in map(resolve_spec, specs)}
+        for spec in models.values():
+            prepare_topics(spec, progress=options.progress)
+
+
 def _cells(results: Sequence[CellResult], graph: str, noise: float) -> list[dict]:
     return [cell.result for cell in results if cell.result["graph"] == graph and cell.result["noise"] == noise]
 
 
-def _summary(cells: Sequence[dict]) -> dict[str, float]:
-    """Mean and sd over seeds of LC and every arm's AUROC, held-out AUROC and accuracy."""
+def _summary(cells: Sequence[dict], metrics: Sequence[str] = ("auroc", "heldout_auroc", "accuracy")) -> dict[str, float]:
+    """Mean and sd over seeds of LC and every arm's ``metrics`` (default: AUROC, held-out AUROC, accuracy)."""
     row = {"n_seeds": len(cells), **_mean_sd("local_consistency", [c["local_consistency"] for c in cells])}
     for arm in ARMS:
-        for metric in ("auroc", "heldout_auroc", "accuracy"):
+        for metric in metrics:
             row.update(_mean_sd(f"{arm}_{metric}", [c["methods"][arm].get(metric) for c in cells]))
     return row
 
@@ -494,6 +522,126 @@ def topology(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     return [out / "topology.csv", out / "topology_bars.csv", *figure]
 
 
+# --- held-out gain against the size of G_PT ---------------------------------------------------------
+
+#: ``heldout_scale``'s families and, per family, its pre-training sizes: the largest the embedded
+#: corpus can build with :data:`HELDOUT_SCALE_HELDOUT` held-out sentences on every seed. CLIQUES
+#: (20 topics, top-topic p >= 0.8) needs ``n / 10 + 20`` confident sentences on each of 10 topics;
+#: the 10th largest topic has 205, so 1,850 nodes is its ceiling and 5,000 cannot be built.
+#: TORUS fails at 550 nodes on seed 0 (no topic map gives all 14 triangles a triple with enough
+#: sentences), so it stops at 500.
+HELDOUT_SCALE_NODES: dict[str, tuple[int, ...]] = {"cliques": (50, 200, 1000), "torus": (50, 200, 500)}
+#: Passes over each pre-training sample per arm (``steps = passes * n / batch``), the same at every size.
+HELDOUT_SCALE_PASSES = 64.0
+#: Held-out sentences per dataset, the same at every size (the default 20 is too few to score a probe).
+HELDOUT_SCALE_HELDOUT = 200
+#: One topic model for both families (the surfaces' default): at CLIQUES' 100 topics only 9 topics
+#: hold >= 22 confident sentences, so CLIQUES could not reach even 200 nodes.
+HELDOUT_SCALE_TOPICS = 20
+#: Fraction of the pre-training samples that choose the probe's regularisation (the rest train it).
+PROBE_VALIDATION = 0.2
+#: ``heldout_scale``'s metrics per arm: name -> (panel label, chance level drawn or None).
+SCALE_METRICS = {"auroc": ("LOO 3-NN AUROC (pre-training samples)", 0.5),
+                 "heldout_auroc": ("held-out 3-NN AUROC", 0.5),
+                 "probe_macro_f1": ("held-out linear-probe macro-F1", None)}
+
+
+@dataclass(frozen=True)
+class HeldoutScaleConfig:
+    """One ``heldout_scale`` cell: a seed of LM vs SIPT whose steps follow the passes rule, and its probe.
+
+    Attributes:
+        simulation: the experiment (``simulation.train.steps == passes_to_steps(passes, ...)``).
+        passes: passes over each pre-training sample per arm.
+        probe_validation: fraction of the pre-training samples that choose the probe's strength.
+    """
+
+    simulation: SimulationConfig
+    passes: float
+    probe_validation: float = PROBE_VALIDATION
+
+
+def passes_to_steps(passes: float, n_nodes: int, batch_size: int) -> int:
+    """Optimiser steps for ``passes`` passes over ``n_nodes`` samples at ``batch_size`` seeds per step
+    (the batch is capped at ``n_nodes``, as the trainer does): ``ceil(passes * n / min(batch, n))``."""
+    return max(1, math.ceil(passes * n_nodes / min(batch_size, n_nodes)))
+
+
+def heldout_scale_configs(options: FigureOptions) -> list[HeldoutScaleConfig]:
+    """Every family at every size and seed (seeds vary fastest), each with the passes rule's steps."""
+    passes = HELDOUT_SCALE_PASSES if options.passes is None else options.passes
+    configs = []
+    for family, sizes in HELDOUT_SCALE_NODES.items():
+        for n_nodes in options.scale_nodes or sizes:
+            graph = {"n_nodes": n_nodes, "n_heldout": HELDOUT_SCALE_HELDOUT, "n_topics": HELDOUT_SCALE_TOPICS}
+            base = simulation_config(family, graph_options=graph)
+            steps = passes_to_steps(passes, n_nodes, base.train.batch_size)
+            configs += [HeldoutScaleConfig(simulation_config(family, seed=seed, steps=steps, graph_options=graph),
+                                           passes) for seed in range(options.seeds)]
+    return configs
+
+
+def heldout_probe(embeddings: np.ndarray, labels: np.ndarray, heldout_embeddings: np.ndarray,
+                  heldout_labels: np.ndarray, validation: float, seed: int) -> ProbeResult:
+    """Linear probe (:func:`~sipt_lab.evaluation.linear_probe`, classification) trained on the frozen
+    ``(n, H)`` pre-training embeddings and their ``(n,)`` topic labels, its strength chosen on a random
+    ``validation`` fraction of them (seeded), tested on the ``(h, H)`` held-out embeddings ``(h,)``."""
+    order = np.random.default_rng(seed).permutation(len(labels))
+    val, train = np.split(order, [max(1, round(validation * len(labels)))])
+    return linear_probe(embeddings[train], labels[train], embeddings[val], labels[val],
+                        heldout_embeddings, heldout_labels, "classification")
+
+
+def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
+    """One seed of LM vs SIPT (:func:`~sipt_lab.experiments.simulate.run_arms`) plus, per arm, the
+    held-out probe's ``probe_macro_f1``, ``probe_accuracy`` and ``probe_strength``."""
+    simulation = config.simulation
+    validate(simulation)
+    dataset = build_dataset(simulation.graph, progress=False)
+    arms = run_arms(dataset, simulation)
+    result = seed_result(simulation, dataset, arms)
+    for arm, output in arms.items():
+        probe = heldout_probe(output.embeddings, dataset.labels, output.heldout_embeddings, dataset.heldout_labels,
+                              config.probe_validation, simulation.graph.seed)
+        result["methods"][arm].update(probe_macro_f1=probe.test["macro_f1"], probe_accuracy=probe.test["accuracy"],
+                                      probe_strength=probe.strength)
+    result.update(n_heldout=len(dataset.heldout_sentences), passes=config.passes, steps=simulation.train.steps,
+                  batch_size=simulation.train.batch_size)
+    return result
+
+
+def heldout_scale(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """LM vs SIPT on CLIQUES and TORUS as G_PT grows at a fixed number of passes per sample: LOO and
+    held-out 3-NN AUROC and the held-out probe's macro-F1 (mean ± sd over seeds)."""
+    check_options(options)
+    out = Path(out_dir)
+    configs = heldout_scale_configs(options)
+    prepare_grid_topics([c.simulation.graph for c in configs], options)
+    results = run_grid(heldout_scale_cell, configs, cells_root(out, options) / "heldout_scale",
+                       executor=options.executor, progress=options.progress)
+    write_results_csv(result_rows(results), out / "heldout_scale_cells.csv")
+    rows = []
+    for family in HELDOUT_SCALE_NODES:
+        for n_nodes in dict.fromkeys(c.simulation.graph.n_nodes for c in configs if c.simulation.graph.family == family):
+            cells = [cell.result for cell in results if (cell.result["graph"], cell.result["n_nodes"]) == (family, n_nodes)]
+            rows.append({"graph": family, "n_nodes": n_nodes, "steps": cells[0]["steps"], "passes": cells[0]["passes"],
+                         "batch_size": cells[0]["batch_size"], "n_heldout": cells[0]["n_heldout"],
+                         **_summary(cells, tuple(SCALE_METRICS))})
+    write_results_csv(rows, out / "heldout_scale.csv", list(rows[0]))
+    panels = [[plots.LinePanel(
+        f"{family.upper()}: {label}", "pre-training nodes (log scale)", label.split(" (")[0],
+        [r["n_nodes"] for r in rows if r["graph"] == family],
+        {arm.upper(): ([r[f"{arm}_{metric}_mean"] for r in rows if r["graph"] == family],
+                       [r[f"{arm}_{metric}_sd"] for r in rows if r["graph"] == family]) for arm in ARMS},
+        hline=chance, hline_label="chance AUROC (0.5)")
+        for metric, (label, chance) in SCALE_METRICS.items()] for family in HELDOUT_SCALE_NODES]
+    figure = plots.line_panels(
+        out / "heldout_scale", panels, logx=True, ylim=(0.0, 1.05),
+        title=f"Held-out gain vs size of G_PT, {configs[0].passes:g} passes per sample "
+              f"(mean ± sd over {options.seeds} seed(s))")
+    return [out / "heldout_scale.csv", out / "heldout_scale_cells.csv", *figure]
+
+
 # --- registry ------------------------------------------------------------------------------------------
 
 FigureFn = Callable[[Path, FigureOptions], list[Path]]
@@ -507,6 +655,7 @@ FIGURES: dict[str, FigureFn] = {
     "corollary1": corollary1,
     "corollary2": corollary2,
     "topology": topology,
+    "heldout_scale": heldout_scale,
 }
 
 

@@ -223,7 +223,11 @@ def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
     """The cell function: one seed, both arms; a JSON-able dict with :data:`SEED_RESULT_KEYS`."""
     validate(config)
     dataset = build_dataset(config.graph, progress=False)
-    arms = run_arms(dataset, config)
+    return seed_result(config, dataset, run_arms(dataset, config))
+
+
+def seed_result(config: SimulationConfig, dataset: SyntheticDataset, arms: dict[str, ArmOutput]) -> dict[str, Any]:
+    """A seed's JSON-able cell result: the dataset's sizes and LC, and each arm's metrics."""
     return {
         "graph": config.graph.family,
         "seed": config.graph.seed,
