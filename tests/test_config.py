@@ -51,3 +51,14 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
     args = ["pretrain", "--samples", "S", "--edges", "E", "--out", str(tmp_path / "o"), "--batch-size", "0"]
     assert main(args) == 2
     assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0"
+
+
+def test_changing_a_family_default_changes_the_hash(monkeypatch):
+    from sipt_lab.config import config_hash
+    from sipt_lab.synthetic import registry
+
+    before = config_hash(simulation_config("torus"))
+    family = get_family("torus")
+    monkeypatch.setitem(registry.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
+    after = simulation_config("torus")
+    assert after.graph.n_nodes == family.default_nodes + 10 and config_hash(after) != before
