@@ -39,6 +39,7 @@ from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.fileio import write_json_atomic
+from sipt_lab.stats import mean_sd
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.training import TrainConfig, embed, pretrain
@@ -254,8 +255,8 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
         entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
         for part in runs[0]["scores"]:
             for metric in runs[0]["scores"][part]:
-                values = np.array([r["scores"][part][metric] for r in runs])
-                entry[f"{part}.{metric}"] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")}
+                mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
+                entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
         if runs[0]["arm"] == "sipt":
             entry["local_consistency"] = float(np.mean([r["graph_summary"]["local_consistency"] for r in runs]))
             entry["n_edges"] = float(np.mean([r["graph_summary"]["n_edges"] for r in runs]))

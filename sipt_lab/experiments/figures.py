@@ -66,6 +66,7 @@ import numpy as np
 from sipt_lab import plots
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import prepare_output_dir
+from sipt_lab.stats import mean_sd
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF, RipsBetti, rips_betti
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.experiments.simulate import (
@@ -205,11 +206,9 @@ def _summary(cells: Sequence[dict]) -> dict[str, float]:
 
 
 def _mean_sd(name: str, values: Sequence[float | None]) -> dict[str, float]:
-    """``{name_mean, name_sd}`` (sample sd, 0 for one value; nan when no value is known)."""
-    values = np.array([v for v in values if v is not None], dtype=float)
-    if values.size == 0:
-        return {f"{name}_mean": math.nan, f"{name}_sd": math.nan}
-    return {f"{name}_mean": float(values.mean()), f"{name}_sd": float(values.std(ddof=1)) if values.size > 1 else 0.0}
+    """``{name_mean, name_sd}`` of :func:`sipt_lab.stats.mean_sd` (sample sd, nan for one value)."""
+    mean, sd = mean_sd(values)
+    return {f"{name}_mean": mean, f"{name}_sd": sd}
 
 
 def fig5a(out_dir: str | Path, options: FigureOptions) -> list[Path]:

@@ -22,6 +22,7 @@ from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_co
 from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits, read_splits
 from sipt_lab.evaluation.tasks import Task, get_task_kind, linear_probe
 from sipt_lab.fileio import write_json_atomic
+from sipt_lab.stats import format_mean_sd
 from sipt_lab.models import encoder_source, load_encoder
 from sipt_lab.samples import read_sample_labels, read_samples
 from sipt_lab.training import embed
@@ -168,9 +169,7 @@ def format_finetune_report(report: dict) -> str:
              + "/".join(str(v) for v in report["sizes"].values())]
     for name, parts in report["results"].items():
         for part, runs in parts.items():
-            metrics = {key: np.array([run[key] for run in runs]) for key in runs[0]}
-            shown = ", ".join(f"{key} {values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else "")
-                              for key, values in metrics.items())
+            shown = ", ".join(f"{key} {format_mean_sd([run[key] for run in runs])}" for key in runs[0])
             lines.append(f"{name:<9} {part:<6} {shown}")
     if report["comparisons"]:
         lines += ["", format_comparison_table([Comparison(**c) for c in report["comparisons"]])]
