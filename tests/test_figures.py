@@ -160,7 +160,7 @@ def test_topology_counts_bars_and_compares_with_betti_numbers(tmp_path):
 def test_corollary1_accuracy_against_the_bound(tmp_path):
     FIGURES["corollary1"](tmp_path, TINY)
     rows = assert_written(tmp_path, "corollary1", ["agreement", "seed", "bound", "nn_accuracy", "nn_auroc",
-                                                   "local_consistency", "accuracy_minus_bound"])
+                                                   "accuracy_minus_bound"])
     assert len(rows) == 11
     bounds = [float(r["bound"]) for r in rows]
     assert bounds[-1] == 1.0 and bounds[0] < 0.5

@@ -153,11 +153,14 @@ class _BagOfCharacters(nn.Module):
         return self.embed(input_ids), self.token_logits(input_ids).flatten(0, 1)[positions]
 
 
-def test_any_sequence_encoder_can_be_trained():
+def test_any_sequence_encoder_can_be_trained_and_one_without_save_says_so(tmp_path):
     sentences, graph, _ = _cliques()
     result = pretrain(sentences, graph, _config(steps=3), CharInit(TINY, build=_BagOfCharacters), progress=False)
     assert isinstance(result.encoder, _BagOfCharacters) and isinstance(result.encoder, SequenceEncoder)
     assert embed(result.encoder, result.tokenizer, sentences).shape == (40, TINY.hidden)
+    with pytest.raises(SiptError, match=r"^_BagOfCharacters has no save\(directory, tokenizer\) method"):
+        result.save(tmp_path / "model")
+    assert not (tmp_path / "model").exists()  # refused before writing anything
 
 
 def test_bad_settings_are_sipt_errors():
