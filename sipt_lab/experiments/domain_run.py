@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -71,8 +72,8 @@ class DomainPreset:
 
 #: ``cpu``: what 2 CPU cores finish in about half an hour with MiniLM (benchmarks/RESULTS.md);
 #: ``full``: the paper's scale for a GPU.
-PRESETS: dict[str, DomainPreset] = {
-    "cpu": DomainPreset(
+PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
+    DomainPreset(
         n_samples=600,
         pretrain=TrainConfig(steps=25, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
@@ -80,7 +81,7 @@ PRESETS: dict[str, DomainPreset] = {
         lambdas=(0.1,),
         mode="both",
     ),
-    "full": DomainPreset(
+    DomainPreset(
         n_samples=None,
         pretrain=TrainConfig(steps=2000, batch_size=64, lr=5e-5, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=128, checkpoint_every=500),
@@ -88,7 +89,7 @@ PRESETS: dict[str, DomainPreset] = {
         lambdas=(0.05, 0.1, 0.3),
         mode="both",
     ),
-}
+), strict=True))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio
+from sipt_lab import fileio, names
 from sipt_lab.config import save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -29,7 +29,7 @@ from sipt_lab.training import embed
 from sipt_lab.training.finetune import EncoderLoader, FinetuneConfig, finetune
 
 #: Evaluation modes: name -> the parts it runs.
-MODES: dict[str, tuple[str, ...]] = {"probe": ("probe",), "full": ("full",), "both": ("probe", "full")}
+MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))
 
 
 def check_mode(mode: str) -> tuple[str, ...]:

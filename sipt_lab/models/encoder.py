@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sipt_lab import names
 from sipt_lab.config import config_from_dict, config_to_dict
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
@@ -66,11 +67,11 @@ class EncoderConfig:
 #: (benchmarks/bench_simulate.py). Attention dropout is 0 rather than the original HF BERT's 0.1:
 #: with dropout PyTorch's CPU attention falls back to its unfused path (2-3x slower per step,
 #: benchmarks/bench_training.py), and these short runs do not need the regulariser.
-ENCODER_PRESETS: dict[str, EncoderConfig] = {
-    "default": EncoderConfig(),
-    "paper-small": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
-    "paper-manifolds": EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
-}
+ENCODER_PRESETS: dict[str, EncoderConfig] = dict(zip(names.ENCODER_PRESETS, (
+    EncoderConfig(),
+    EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
+    EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
+), strict=True))
 
 
 def encoder_preset(name: str, **overrides) -> EncoderConfig:

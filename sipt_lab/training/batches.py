@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 
@@ -83,10 +84,7 @@ def batch_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarra
 
 
 #: Which pairs ``L_SI`` sees: name -> ``(graph, nodes, positives, negatives) -> (positive_pairs, negative_pairs)``.
-PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
-    "sampled": sampled_pairs,
-    "batch": batch_pairs,
-}
+PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = dict(zip(names.PAIR_MODES, (sampled_pairs, batch_pairs), strict=True))
 
 
 class GraphBatchSampler:

@@ -34,6 +34,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from sipt_lab import names
 from sipt_lab.config import config_to_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
@@ -50,7 +51,7 @@ _RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device")
 MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
 #: does not, fp32 on CPU.
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = names.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,11 @@ class TrainConfig:
 
 
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
-LR_SCHEDULES: dict[str, Callable[[float], float]] = {
-    "constant": lambda t: 1.0,
-    "linear": lambda t: 1.0 - t,
-    "cosine": lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
-}
+LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES, (
+    lambda t: 1.0,
+    lambda t: 1.0 - t,
+    lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
+), strict=True))
 
 
 def lr_factor(config: TrainConfig, step: int) -> float:
