@@ -23,8 +23,9 @@ from sipt_lab.experiments.simulate import LOSS_PARAMS, simulate_seed, simulation
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.theory import theorem1_check
+from sipt_lab.stats import format_mean_sd
 
-from bench_simulate import _mean_sd, grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 #: Column name -> contrastive loss parameters of the SIPT arm: the loss's own, the experiments' default.
 MARGINS = {"µ+=0": {}, "µ+=5": LOSS_PARAMS["contrastive"]}
@@ -60,8 +61,8 @@ def main() -> None:
         sipt = [scores(family, name, "sipt") for name in MARGINS]
         paper = FAMILY_AUROC.get(family)
         print(
-            f"{family:<13} {_mean_sd(lm[1]):>15} {_mean_sd(ceiling[0]):>15} {_mean_sd(ceiling[1]):>15}"
-            f" {_mean_sd(sipt[0]):>15} {_mean_sd(sipt[1]):>15} {sipt[1].mean() - sipt[0].mean():>+7.3f}"
+            f"{family:<13} {format_mean_sd(lm[1]):>15} {format_mean_sd(ceiling[0]):>15} {format_mean_sd(ceiling[1]):>15}"
+            f" {format_mean_sd(sipt[0]):>15} {format_mean_sd(sipt[1]):>15} {sipt[1].mean() - sipt[0].mean():>+7.3f}"
             f" {'' if paper is None else f'{paper[1]:.3f}':>11}"
         )
 

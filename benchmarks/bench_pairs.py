@@ -25,8 +25,9 @@ from sipt_lab.experiments.simulate import simulate_seed, simulation_config
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
+from sipt_lab.stats import format_mean_sd
 
-from bench_simulate import _mean_sd, grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 MODES = ("sampled", "batch")
 
@@ -60,7 +61,7 @@ def main() -> None:
         sampled, batch = scores(family, "sampled", "sipt", "auroc"), scores(family, "batch", "sipt", "auroc")
         paper = FAMILY_AUROC.get(family)
         print(
-            f"{family:<13} {_mean_sd(lm_batch):>15} {_mean_sd(sampled):>15} {_mean_sd(batch):>15} {batch.mean() - sampled.mean():>+16.3f}"
+            f"{family:<13} {format_mean_sd(lm_batch):>15} {format_mean_sd(sampled):>15} {format_mean_sd(batch):>15} {batch.mean() - sampled.mean():>+16.3f}"
             f" {'' if paper is None else f'{paper[1]:.3f}':>11}"
         )
     print()

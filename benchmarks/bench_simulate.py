@@ -26,6 +26,7 @@ import numpy as np
 from sipt_lab.experiments.paper_values import FAMILY_AUROC
 from sipt_lab.experiments.simulate import aggregate, simulate_seed, simulation_config
 from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.stats import format_mean_sd
 from sipt_lab.topics import CACHE_ENV
 
 MAIN_JOB = ["sipt-lab", "simulate", "--graph", "torus", "--noise", "0.1"]
@@ -49,11 +50,6 @@ def timing_table() -> str:
     return f"`{' '.join(MAIN_JOB)}` (defaults, {os.cpu_count()} cores)\n" + "\n".join(rows)
 
 
-def _mean_sd(values) -> str:
-    values = np.asarray(values, dtype=float)
-    return f"{values.mean():.3f} ± {values.std():.3f}"
-
-
 def quality_table(families: list[str], seeds: int, executor: str, cells: Path) -> str:
     configs = [simulation_config(family, seed=seed) for family in families for seed in range(seeds)]
     start = time.perf_counter()
@@ -70,8 +66,8 @@ def quality_table(families: list[str], seeds: int, executor: str, cells: Path) -
         paper = FAMILY_AUROC.get(family)
         verdict = "" if paper is None else ("yes" if np.mean(sipt["auroc"]) >= paper[1] else "NO")
         rows.append(
-            f"{family:<13} {summary['local_consistency']:5.3f} {_mean_sd(lm['auroc']):>15} {_mean_sd(sipt['auroc']):>15}"
-            f" {_mean_sd(lm['heldout_auroc']):>15} {_mean_sd(sipt['heldout_auroc']):>15}"
+            f"{family:<13} {summary['local_consistency']:5.3f} {format_mean_sd(lm['auroc']):>15} {format_mean_sd(sipt['auroc']):>15}"
+            f" {format_mean_sd(lm['heldout_auroc']):>15} {format_mean_sd(sipt['heldout_auroc']):>15}"
             f" {'' if paper is None else f'{paper[0]:.3f} -> {paper[1]:.3f}':>15}  {verdict}"
         )
     header = f"LOO / held-out 3-NN AUROC, mean ± sd over {seeds} seeds ({executor} executor, {seconds:.0f} s)"

@@ -27,11 +27,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph, factorize
 
-#: How a node whose label ties for its neighbours' plurality is scored.
-TIE_POLICIES = ("split", "strict", "lenient")
+TIE_POLICIES = names.TIE_POLICIES
 
 
 def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:
@@ -42,13 +42,7 @@ def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "spl
     tied plurality labels. ``labels``: ``(n,)`` class of each node (any sortable values).
     """
     _check_ties(ties)
-    codes, n_classes = _label_codes(graph, labels)
-    if graph.is_implicit:
-        return _clique_local_consistency(graph, codes, n_classes, ties)
-    _, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
-    score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
-    score[graph.degrees() == 0] = np.nan
-    return score
+    return _neighbour_stats(graph, *_label_codes(graph, labels), ties)[0]
 
 
 def local_consistency(graph: PretrainingGraph, labels, ties: str = "split") -> float:
@@ -62,16 +56,7 @@ def node_homophily(graph: PretrainingGraph, labels) -> float:
     PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
     we exclude them, as :func:`local_consistency` does.
     """
-    codes, n_classes = _label_codes(graph, labels)
-    degrees = graph.degrees()
-    if graph.is_implicit:
-        counts = _group_label_counts(graph, codes, n_classes)
-        same = _lookup(counts, graph.group_codes, codes) - 1
-    else:
-        same, _ = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fraction = same / degrees
-    return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
+    return _node_homophily(graph, _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
 
 
 def edge_homophily(graph: PretrainingGraph, labels) -> float:
@@ -79,12 +64,7 @@ def edge_homophily(graph: PretrainingGraph, labels) -> float:
     codes, n_classes = _label_codes(graph, labels)
     if graph.n_edges == 0:
         raise SiptError("edge homophily is undefined on a graph without edges; add edges")
-    if graph.is_implicit:
-        counts = _group_label_counts(graph, codes, n_classes)
-        c = (counts.data if sp.issparse(counts) else counts).astype(np.int64)
-        return float((c * (c - 1) // 2).sum() / graph.n_edges)
-    same, _ = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
-    return float(same.sum(dtype=np.int64) / (2 * graph.n_edges))
+    return _edge_homophily(graph, _neighbour_stats(graph, codes, n_classes, "split")[1])
 
 
 def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
@@ -128,12 +108,15 @@ class ConsistencyReport:
 
 
 def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> ConsistencyReport:
-    """Local consistency, node and edge homophily and graph counts in one :class:`ConsistencyReport`."""
+    """Local consistency, node and edge homophily and graph counts in one :class:`ConsistencyReport`,
+    from one pass that counts each node's neighbour labels."""
+    _check_ties(ties)
     codes, n_classes = _label_codes(graph, labels)
+    per_node, same = _neighbour_stats(graph, codes, n_classes, ties)
     return ConsistencyReport(
-        local_consistency=local_consistency(graph, codes, ties),
-        node_homophily=node_homophily(graph, codes),
-        edge_homophily=edge_homophily(graph, codes),
+        local_consistency=_mean_over_connected(per_node),
+        node_homophily=_node_homophily(graph, same),
+        edge_homophily=_edge_homophily(graph, same),
         n_nodes=graph.n_nodes,
         n_edges=graph.n_edges,
         n_isolated=int(np.count_nonzero(graph.degrees() == 0)),
@@ -146,6 +129,30 @@ def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> 
 def _check_ties(ties: str) -> None:
     if ties not in TIE_POLICIES:
         raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
+
+
+def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """One counting pass over the neighbours' labels: ``(n,)`` float local consistency per node (NaN
+    for isolated nodes) and ``(n,)`` int count of neighbours sharing the node's label."""
+    if graph.is_implicit:
+        counts = _group_label_counts(graph, codes, n_classes)
+        return _clique_local_consistency(graph, counts, codes, ties), _lookup(counts, graph.group_codes, codes) - 1
+    same, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
+    score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
+    score[graph.degrees() == 0] = np.nan
+    return score, same
+
+
+def _node_homophily(graph: PretrainingGraph, same: np.ndarray) -> float:
+    degrees = graph.degrees()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = same / degrees
+    return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
+
+
+def _edge_homophily(graph: PretrainingGraph, same: np.ndarray) -> float:
+    """Every same-label edge counts once from each end."""
+    return float(same.sum(dtype=np.int64) / (2 * graph.n_edges))
 
 
 def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
@@ -274,7 +281,7 @@ def _group_label_counts(graph: PretrainingGraph, codes: np.ndarray, n_classes: i
     return _count_matrix(groups, codes, int(graph.group_sizes.size), n_classes)
 
 
-def _clique_local_consistency(graph: PretrainingGraph, codes, n_classes: int, ties: str) -> np.ndarray:
+def _clique_local_consistency(graph: PretrainingGraph, counts, codes, ties: str) -> np.ndarray:
     """Closed form over implicit cliques: node i's neighbour counts are its group's counts minus i.
 
     Let ``top``/``n_top`` be the group's largest label count and how many labels reach it, and
@@ -282,7 +289,6 @@ def _clique_local_consistency(graph: PretrainingGraph, codes, n_classes: int, ti
     scores only if its label had the unique top count; it then ties with the ``n_second`` runner-up
     labels when ``second == top - 1`` and wins outright when ``second < top - 1``.
     """
-    counts = _group_label_counts(graph, codes, n_classes)
     top, n_top = _row_top(counts)
     second, n_second = _row_top(counts, exclude=top)
     g = graph.group_codes

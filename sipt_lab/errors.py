@@ -1,9 +1,29 @@
 """The one exception type for problems a user can fix.
 
 Raise :class:`SiptError` with a single line that names the problem and the fix; the CLI prints it
-as ``sipt-lab: error: <message>`` and exits with status 2, never with a traceback.
+as ``sipt-lab: error: <message>`` and exits with status 2, never with a traceback. A config whose
+field cannot run raises :class:`ConfigError`, which names the field (``TrainConfig.steps``); the
+CLI shows the flag that sets that field instead.
 """
 
 
 class SiptError(Exception):
     """A user-facing problem (bad input, impossible request). The message is one line."""
+
+
+class ConfigError(SiptError):
+    """A config field whose value cannot run.
+
+    Attributes:
+        field: ``"<Config class>.<field>"``, e.g. ``"TrainConfig.batch_size"``.
+        problem: the rest of the message, e.g. ``"must be >= 1, got 0"``.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field = field
+        self.problem = problem
+
+    def for_flags(self, flags: dict[str, str]) -> str:
+        """The message with the field replaced by its entry in ``flags`` (field -> CLI flag), if any."""
+        return f"{flags[self.field]} {self.problem}" if self.field in flags else str(self)

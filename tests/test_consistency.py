@@ -212,3 +212,21 @@ def test_many_classes():
         np.testing.assert_allclose(local_consistency_per_node(m, labels, ties), expected)
     assert edge_homophily(g, labels) == pytest.approx(edge_homophily(m, labels))
     assert node_homophily(g, labels) == pytest.approx(node_homophily(m, labels))
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_report_counts_neighbour_labels_once(monkeypatch, implicit):
+    from sipt_lab import consistency
+
+    counter = "_group_label_counts" if implicit else "_neighbour_label_counts"
+    calls = []
+    original = getattr(consistency, counter)
+    monkeypatch.setattr(consistency, counter, lambda *args: calls.append(1) or original(*args))
+    groups = np.repeat(np.arange(4), 5)
+    graph = PretrainingGraph.from_groups(groups) if implicit else hand_graph()
+    labels = groups % 3 if implicit else LABELS
+    report = consistency_report(graph, labels)
+    assert len(calls) == 1
+    assert report.local_consistency == pytest.approx(local_consistency(graph, labels))
+    assert report.node_homophily == pytest.approx(node_homophily(graph, labels))
+    assert report.edge_homophily == pytest.approx(edge_homophily(graph, labels))

@@ -475,9 +475,9 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
 @pytest.mark.parametrize("args, message", [
     (["--device", "tpu"], "unknown device 'tpu'"),
     (["--nodes", "3"], "--nodes must be above 3 for the 3-NN evaluation"),
-    (["--nodes", str(10**12)], "--nodes must be at most 1,000,000"),
+    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
     (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
-    (["--steps", str(10**12)], "up to 10,000,000"),
+    (["--steps", str(10**12)], "--steps must be in [1, 10,000,000]"),
     (["--seed", "-1"], "--seed must be in [0, 4294967295]"),
     (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
 ])
@@ -498,10 +498,10 @@ def test_cuda_without_a_gpu_is_refused_before_training(tmp_path, capsys, monkeyp
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--nodes", str(10**12)], "--nodes must be at most 1,000,000"),
+    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
     (["--seed", "-5"], "--seed must be in [0, 4294967295]"),
-    (["--topics", "100000"], "the topic count must be in [2, 1000]"),
-    (["--heldout", "-1"], "the held-out size must be in [0, 1,000,000]"),
+    (["--topics", "100000"], "--topics must be in [2, 1000]"),
+    (["--heldout", "-1"], "--heldout must be in [0, 1,000,000]"),
 ])
 def test_graph_build_refuses_absurd_sizes(tmp_path, capsys, fake_lda, args, message):
     fails(capsys, ["graph", "build", "--graph", "cliques", "--quiet", *args, "--out", str(tmp_path / "o")], message)

@@ -153,11 +153,14 @@ class _BagOfCharacters(nn.Module):
         return self.embed(input_ids), self.token_logits(input_ids).flatten(0, 1)[positions]
 
 
-def test_any_sequence_encoder_can_be_trained():
+def test_any_sequence_encoder_can_be_trained_and_one_without_save_says_so(tmp_path):
     sentences, graph, _ = _cliques()
     result = pretrain(sentences, graph, _config(steps=3), CharInit(TINY, build=_BagOfCharacters), progress=False)
     assert isinstance(result.encoder, _BagOfCharacters) and isinstance(result.encoder, SequenceEncoder)
     assert embed(result.encoder, result.tokenizer, sentences).shape == (40, TINY.hidden)
+    with pytest.raises(SiptError, match=r"^_BagOfCharacters has no save\(directory, tokenizer\) method"):
+        result.save(tmp_path / "model")
+    assert not (tmp_path / "model").exists()  # refused before writing anything
 
 
 def test_bad_settings_are_sipt_errors():
@@ -168,7 +171,7 @@ def test_bad_settings_are_sipt_errors():
         pretrain(sentences, graph, _config(loss="multisim", loss_params={"neg_margin": 1.0}), TINY, progress=False)
     with pytest.raises(SiptError, match="one sentence per node"):
         pretrain(sentences[:-1], graph, _config(), TINY, progress=False)
-    with pytest.raises(SiptError, match="unknown pair mode"):
+    with pytest.raises(SiptError, match="TrainConfig.pairs 'triplets' is unknown"):
         pretrain(sentences, graph, _config(pairs="triplets"), TINY, progress=False)
     if not torch.cuda.is_available():
         with pytest.raises(SiptError, match="no CUDA"):
@@ -281,5 +284,5 @@ def test_lr_schedules_warm_up_and_decay_as_documented():
     cosine = TrainConfig(steps=5, schedule="cosine")
     assert [lr_factor(cosine, s) for s in (0, 5)] == pytest.approx([1.0, 0.0])
     assert {lr_factor(TrainConfig(steps=7), s) for s in range(7)} == {1.0}
-    with pytest.raises(SiptError, match="unknown lr schedule 'step'"):
+    with pytest.raises(SiptError, match="TrainConfig.schedule 'step' is unknown"):
         pretrain(["ab cd"] * 4, PretrainingGraph.from_groups([0, 0, 1, 1]), TrainConfig(steps=1, schedule="step"), EncoderConfig())

@@ -7,9 +7,8 @@ import json
 from contextlib import ExitStack
 from importlib import resources
 
-from sipt_lab.consistency import TIE_POLICIES, consistency_report
 from sipt_lab.errors import SiptError
-from sipt_lab.graph import load_graph_tsv
+from sipt_lab.names import TIE_POLICIES
 
 EXAMPLE_EDGES = "example_edges.tsv"
 EXAMPLE_LABELS = "example_labels.tsv"
@@ -42,6 +41,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sipt_lab.consistency import consistency_report
+    from sipt_lab.graph import load_graph_tsv
+
     if args.example and (args.edges or args.labels):
         raise SiptError("--example replaces --edges/--labels; pass either --example or both files")
     if not args.example and not (args.edges and args.labels):

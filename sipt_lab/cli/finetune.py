@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 
-def register(subparsers) -> None:
-    from sipt_lab.evaluation.tasks import TASK_KINDS
-    from sipt_lab.experiments.domain_run import PRESETS
-    from sipt_lab.experiments.finetuning import MODES
-    from sipt_lab.experiments.sweep import EXECUTORS
+from sipt_lab.experiments.sweep import EXECUTORS
+from sipt_lab.names import DOMAIN_PRESETS, FINETUNE_MODES, TASK_KINDS
 
+
+def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "finetune",
         help="evaluate an encoder by a linear probe and full fine-tuning on a labelled task",
@@ -27,7 +26,7 @@ def register(subparsers) -> None:
     parser.add_argument("--labels", metavar="L.tsv", help="id<TAB>label per sample")
     parser.add_argument("--kind", default="classification", choices=sorted(TASK_KINDS), help="task kind of --labels (default: %(default)s)")
     parser.add_argument("--splits", metavar="SPLITS.tsv", help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)")
-    parser.add_argument("--mode", default="both", help=f"{' | '.join(MODES)} (default: %(default)s)")
+    parser.add_argument("--mode", default="both", help=f"{' | '.join(FINETUNE_MODES)} (default: %(default)s)")
     parser.add_argument("--seeds", type=int, default=3, metavar="K", help="full fine-tuning repetitions (default: %(default)s)")
     parser.add_argument("--lr", type=float, nargs="+", default=[2e-5, 5e-5, 1e-4], metavar="LR", help="learning-rate grid (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=3, help="most passes over the train split (default: %(default)s)")
@@ -53,11 +52,11 @@ def register(subparsers) -> None:
     run.add_argument("--graphs", nargs="+", metavar="G", help="pre-training graphs (default: all of the domain's)")
     run.add_argument("--task", help="fine-tuning task (default: the domain's)")
     run.add_argument("--seeds", type=int, default=3, metavar="K", help="repetitions (default: %(default)s)")
-    run.add_argument("--preset", default="cpu", choices=sorted(PRESETS), help="budget: cpu (~30 min on 2 cores) or full (a GPU) (default: %(default)s)")
+    run.add_argument("--preset", default="cpu", choices=DOMAIN_PRESETS, help="budget: cpu (~30 min on 2 cores) or full (a GPU) (default: %(default)s)")
     run.add_argument("--samples", type=int, metavar="N", help="samples per seed (default: the preset's)")
     run.add_argument("--steps", type=int, metavar="N", help="pre-training steps (default: the preset's)")
     run.add_argument("--lambdas", type=float, nargs="+", metavar="L", help="SIPT lambda grid, chosen by validation link retrieval (default: the preset's)")
-    run.add_argument("--mode", help=f"{' | '.join(MODES)} (default: the preset's)")
+    run.add_argument("--mode", help=f"{' | '.join(FINETUNE_MODES)} (default: the preset's)")
     run.add_argument("--init", default="minilm", help="warm start (default: %(default)s)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")

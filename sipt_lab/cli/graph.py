@@ -13,6 +13,11 @@ from sipt_lab.fileio import check_output_dir, claim_output_dir, write_manifest
 from sipt_lab.graph import NOISE_MODES
 
 
+#: GraphSpec fields -> the ``graph build`` flags that set them (errors name the flag).
+GRAPH_FLAGS = {"GraphSpec.n_nodes": "--nodes", "GraphSpec.noise": "--noise", "GraphSpec.noise_mode": "--noise-mode",
+               "GraphSpec.seed": "--seed", "GraphSpec.n_topics": "--topics", "GraphSpec.n_heldout": "--heldout"}
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "graph",
@@ -51,7 +56,7 @@ def register(subparsers) -> None:
                        help="output directory, created if missing; it must be empty or hold an earlier "
                        "build, whose files are replaced")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
-    build.set_defaults(func=run_build)
+    build.set_defaults(func=run_build, field_flags=GRAPH_FLAGS)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -69,7 +74,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_build(args: argparse.Namespace) -> int:
     from sipt_lab.synthetic.registry import GraphSpec, build_dataset, resolve_spec
 
-    spec = GraphSpec(
+    spec = resolve_spec(GraphSpec(
         family=args.graph,
         n_nodes=args.nodes,
         noise=args.noise,
@@ -78,8 +83,7 @@ def run_build(args: argparse.Namespace) -> int:
         n_heldout=args.heldout,
         n_topics=args.topics,
         corpus=args.corpus,
-    )
-    resolve_spec(spec)
+    ))
     check_output_dir(args.out, owned_only=True)  # before the build; nothing is written if it fails
     dataset = build_dataset(spec, progress=not args.quiet)
     out = claim_output_dir(args.out)

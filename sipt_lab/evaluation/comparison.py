@@ -19,6 +19,7 @@ from scipy.stats import ttest_rel
 
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_text_atomic
+from sipt_lab.stats import mean_sd
 
 
 def relative_error_reduction(baseline_error, model_error):
@@ -64,6 +65,7 @@ def compare_errors(baseline_errors, model_errors, *, task: str, method: str, bas
                         f"{baseline_errors.size} seeds; run both on the same seeds")
     rre = relative_error_reduction(baseline_errors, model_errors)
     several = rre.size > 1
+    rre_mean, rre_sd = mean_sd(rre.tolist())
     return Comparison(
         task=task,
         method=method,
@@ -71,8 +73,8 @@ def compare_errors(baseline_errors, model_errors, *, task: str, method: str, bas
         n_seeds=int(rre.size),
         baseline_error=float(baseline_errors.mean()),
         model_error=float(model_errors.mean()),
-        rre_mean=float(rre.mean()),
-        rre_sd=float(rre.std(ddof=1)) if several else float("nan"),
+        rre_mean=rre_mean,
+        rre_sd=rre_sd,
         p_value=float(ttest_rel(baseline_errors, model_errors).pvalue) if several else float("nan"),
     )
 

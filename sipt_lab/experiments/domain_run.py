@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -40,6 +41,7 @@ from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
+from sipt_lab.stats import mean_sd
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.training import TrainConfig, embed, pretrain
@@ -71,8 +73,8 @@ class DomainPreset:
 
 #: ``cpu``: what 2 CPU cores finish in about half an hour with MiniLM (benchmarks/RESULTS.md);
 #: ``full``: the paper's scale for a GPU.
-PRESETS: dict[str, DomainPreset] = {
-    "cpu": DomainPreset(
+PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
+    DomainPreset(
         n_samples=600,
         pretrain=TrainConfig(steps=25, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
@@ -80,7 +82,7 @@ PRESETS: dict[str, DomainPreset] = {
         lambdas=(0.1,),
         mode="both",
     ),
-    "full": DomainPreset(
+    DomainPreset(
         n_samples=None,
         pretrain=TrainConfig(steps=2000, batch_size=64, lr=5e-5, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=128, checkpoint_every=500),
@@ -88,7 +90,7 @@ PRESETS: dict[str, DomainPreset] = {
         lambdas=(0.05, 0.1, 0.3),
         mode="both",
     ),
-}
+), strict=True))
 
 
 @dataclass(frozen=True)
@@ -255,8 +257,8 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
         entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
         for part in runs[0]["scores"]:
             for metric in runs[0]["scores"][part]:
-                values = np.array([r["scores"][part][metric] for r in runs])
-                entry[f"{part}.{metric}"] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")}
+                mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
+                entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
         if runs[0]["arm"] == "sipt":
             entry["local_consistency"] = float(np.mean([r["graph_summary"]["local_consistency"] for r in runs]))
             entry["n_edges"] = float(np.mean([r["graph_summary"]["n_edges"] for r in runs]))

@@ -15,20 +15,21 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio
+from sipt_lab import fileio, names
 from sipt_lab.config import save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits, read_splits
 from sipt_lab.evaluation.tasks import Task, get_task_kind, linear_probe
 from sipt_lab.fileio import write_json_atomic
+from sipt_lab.stats import format_mean_sd
 from sipt_lab.models import encoder_source, load_encoder
 from sipt_lab.samples import read_sample_labels, read_samples
 from sipt_lab.training import embed
 from sipt_lab.training.finetune import EncoderLoader, FinetuneConfig, finetune
 
 #: Evaluation modes: name -> the parts it runs.
-MODES: dict[str, tuple[str, ...]] = {"probe": ("probe",), "full": ("full",), "both": ("probe", "full")}
+MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))
 
 
 def check_mode(mode: str) -> tuple[str, ...]:
@@ -168,9 +169,7 @@ def format_finetune_report(report: dict) -> str:
              + "/".join(str(v) for v in report["sizes"].values())]
     for name, parts in report["results"].items():
         for part, runs in parts.items():
-            metrics = {key: np.array([run[key] for run in runs]) for key in runs[0]}
-            shown = ", ".join(f"{key} {values.mean():.3f}" + (f" ± {values.std(ddof=1):.3f}" if len(values) > 1 else "")
-                              for key, values in metrics.items())
+            shown = ", ".join(f"{key} {format_mean_sd([run[key] for run in runs])}" for key in runs[0])
             lines.append(f"{name:<9} {part:<6} {shown}")
     if report["comparisons"]:
         lines += ["", format_comparison_table([Comparison(**c) for c in report["comparisons"]])]

@@ -33,7 +33,7 @@ import torch
 
 from sipt_lab.config import save_config
 from sipt_lab.consistency import local_consistency
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
 from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
@@ -190,7 +190,7 @@ def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Pa
     if not str(out).strip():
         raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
     if batch_size < 1:
-        raise SiptError(f"--batch-size is {batch_size}; use at least 1")
+        raise ConfigError("batch_size", f"must be >= 1, got {batch_size}")
     out = Path(out)
     out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
     if out.is_dir():

@@ -15,24 +15,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sipt_lab.config import config_hash, config_to_dict, save_config
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
 from sipt_lab.fileio import prepare_output_dir, write_json_atomic
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.objectives import check_loss_params
-from sipt_lab.synthetic.registry import MAX_SEED, get_family, prepare_topics, resolve_spec
+from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
-from sipt_lab.training.batches import check_pair_mode
+from sipt_lab.training.trainer import MAX_STEPS  # noqa: F401  (re-exported: the figures check --steps with it)
 
 ARMS = ("lm", "sipt")
 
@@ -87,10 +86,12 @@ LOSS_PARAMS: dict[str, dict[str, float]] = {"contrastive": {"pos_margin": 5.0}}
 
 @dataclass(frozen=True)
 class SimulationConfig:
-    """Everything one seed of an experiment depends on (its hash names the result directory).
+    """Everything one seed of an experiment depends on, fully resolved (its hash names the result
+    directory, so it records what runs, not what was asked). Build it with :func:`simulation_config`.
 
     Attributes:
-        graph: which dataset to build (``graph.seed`` is the experiment seed).
+        graph: which dataset to build, with the family's sizes filled in (``graph.seed`` is the
+            experiment seed).
         train: the SIPT arm's training config; the LM arm is the same with ``lambda_si = 0``.
             ``train.seed`` always equals ``graph.seed``.
         encoder: encoder sizes (``vocab_size`` comes from the tokenizer).
@@ -99,10 +100,22 @@ class SimulationConfig:
     """
 
     graph: GraphSpec
-    train: TrainConfig = field(default_factory=TrainConfig)
-    encoder: EncoderConfig = field(default_factory=EncoderConfig)
-    k: int = 3
-    link_queries: int | None = 500
+    train: TrainConfig
+    encoder: EncoderConfig
+    k: int
+    link_queries: int | None
+
+    def __post_init__(self) -> None:
+        if not self.graph.is_resolved:
+            raise ConfigError("SimulationConfig.graph", "has unresolved sizes (None); build the config with simulation_config(), which fills the family's")
+        if self.train.seed != self.graph.seed:
+            raise ConfigError("TrainConfig.seed", f"{self.train.seed} must equal GraphSpec.seed {self.graph.seed} (one seed per experiment)")
+        if self.k < 1:
+            raise ConfigError("SimulationConfig.k", f"must be >= 1, got {self.k}")
+        if self.graph.n_nodes <= self.k:
+            raise ConfigError("GraphSpec.n_nodes", f"must be above {self.k} for the {self.k}-NN evaluation, got {self.graph.n_nodes}; use {self.k + 1} or more")
+        if self.link_queries is not None and self.link_queries < 1:
+            raise ConfigError("SimulationConfig.link_queries", f"must be >= 1 or None, got {self.link_queries}")
 
 
 def simulation_config(
@@ -114,14 +127,18 @@ def simulation_config(
     encoder: EncoderConfig | None = None,
     graph_options: dict[str, Any] | None = None,
     train_options: dict[str, Any] | None = None,
+    k: int = 3,
+    link_queries: int | None = 500,
 ) -> SimulationConfig:
-    """A validated :class:`SimulationConfig` with the family's defaults for whatever is not given.
+    """The one way to get a :class:`SimulationConfig`: the family's defaults (:data:`TRAINING_DEFAULTS`,
+    its sizes via :func:`~sipt_lab.synthetic.registry.resolve_spec`) for whatever is not given.
 
     ``graph_options`` go to :class:`GraphSpec` (``noise``, ``n_nodes``, ``corpus`` ...),
     ``train_options`` to :class:`TrainConfig` (``lambda_si``, ``loss``, ``device`` ...); their
-    ``loss_params`` override :data:`LOSS_PARAMS` one key at a time.
+    ``loss_params`` override :data:`LOSS_PARAMS` one key at a time. Invalid values raise
+    :class:`~sipt_lab.errors.ConfigError` naming the field.
     """
-    get_family(family)  # unknown names fail here, with the list of known ones
+    graph = resolve_spec(GraphSpec(family=family, seed=seed, **(graph_options or {})))
     defaults = TRAINING_DEFAULTS.get(family, FamilyTraining())
     family_options = {name: getattr(defaults, name) for name in ("lr", "pairs", "schedule", "warmup", "max_len")}
     train_options = {**family_options, **(train_options or {})}
@@ -133,42 +150,12 @@ def simulation_config(
         seed=seed,
         **train_options,
     )
-    config = SimulationConfig(
-        graph=GraphSpec(family=family, seed=seed, **(graph_options or {})),
-        train=train,
-        encoder=defaults.encoder if encoder is None else encoder,
-    )
-    validate(config)
-    return config
+    return SimulationConfig(graph=graph, train=train, encoder=defaults.encoder if encoder is None else encoder,
+                            k=k, link_queries=link_queries)
 
 
-#: Largest accepted ``--steps`` (the trainer allocates a loss history of that length) and ``--seeds``.
-MAX_STEPS = 10_000_000
+#: Largest accepted ``--seeds``.
 MAX_SEEDS = 1_000
-
-
-def validate(config: SimulationConfig) -> None:
-    """One-line SiptErrors for requests that cannot run (before any expensive work)."""
-    if not 0.0 <= config.train.lambda_si <= 1.0:
-        raise SiptError(f"--lambda-si must be in [0, 1], got {config.train.lambda_si}")
-    if not 1 <= config.train.steps <= MAX_STEPS:
-        raise SiptError(
-            f"--steps must be a positive number of optimiser steps up to {MAX_STEPS:,}, got {config.train.steps:,}")
-    if config.train.batch_size < 1:
-        raise SiptError(f"--batch-size must be positive, got {config.train.batch_size}")
-    if not 0.0 <= config.graph.noise <= 1.0:
-        raise SiptError(f"--noise must be a probability in [0, 1], got {config.graph.noise}")
-    if config.k < 1:
-        raise SiptError(f"k must be >= 1, got {config.k}")
-    if config.train.seed != config.graph.seed:
-        raise SiptError("train.seed must equal graph.seed (one seed per experiment)")
-    check_loss_params(config.train.loss, dict(config.train.loss_params))
-    check_pair_mode(config.train.pairs)
-    resolve_device(config.train.device)
-    n_nodes = resolve_spec(config.graph).n_nodes
-    if n_nodes <= config.k:
-        raise SiptError(f"--nodes must be above {config.k} for the {config.k}-NN evaluation, got {n_nodes}; "
-                        f"pass --nodes {config.k + 1} or more")
 
 
 @dataclass
@@ -221,7 +208,6 @@ SEED_RESULT_KEYS = ("graph", "seed", "noise", "local_consistency", "n_nodes", "n
 
 def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
     """The cell function: one seed, both arms; a JSON-able dict with :data:`SEED_RESULT_KEYS`."""
-    validate(config)
     dataset = build_dataset(config.graph, progress=False)
     return seed_result(config, dataset, run_arms(dataset, config))
 
@@ -256,7 +242,7 @@ def simulate(
     Returns ``{"graph", "noise", "local_consistency", "local_consistency_per_seed", "seeds",
     "methods": {"lm"|"sipt": {metric: [one value per seed]}}, "out_dir", "config"}``.
     """
-    validate(config)
+    resolve_device(config.train.device)  # cuda without a GPU fails here, before any work
     if not 1 <= n_seeds <= MAX_SEEDS:
         raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {n_seeds:,}")
     if config.graph.seed + n_seeds - 1 > MAX_SEED:

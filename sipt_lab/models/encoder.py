@@ -20,53 +20,58 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sipt_lab import names
 from sipt_lab.config import config_from_dict, config_to_dict
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.models.tokenizer import PAD_ID, CharTokenizer
 
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """Sizes of :class:`TransformerEncoder`.
+    """Sizes of :class:`TransformerEncoder`; ``EncoderConfig()`` is the ``default`` preset.
 
     ``vocab_size = 0`` means "take it from the tokenizer" (the trainer fills it in). ``max_len`` is
     the number of learned positions (tokens per sample, ``[CLS]`` included). ``dropout`` applies to
     the residual branches, ``attention_dropout`` to the attention weights (the paper's HF BERT
-    used 0 and 0.1).
+    used 0 and 0.1). Invalid sizes raise :class:`~sipt_lab.errors.ConfigError` on construction.
     """
 
     vocab_size: int = 0
-    hidden: int = 10
+    hidden: int = 64
     n_layers: int = 2
-    n_heads: int = 2
-    ffn: int = 8
+    n_heads: int = 4
+    ffn: int = 128
     dropout: float = 0.0
-    attention_dropout: float = 0.1
+    attention_dropout: float = 0.0
     max_len: int = 512
     tie_mlm_head: bool = True
 
-    def validate(self) -> None:
-        if self.vocab_size < 1:
-            raise SiptError(f"encoder vocab_size is {self.vocab_size}; build the tokenizer first and set it")
-        if min(self.hidden, self.n_layers, self.n_heads, self.ffn, self.max_len) < 1:
-            raise SiptError("encoder hidden, n_layers, n_heads, ffn and max_len must all be >= 1")
+    def __post_init__(self) -> None:
+        if self.vocab_size < 0:
+            raise ConfigError("EncoderConfig.vocab_size", f"must be >= 0 (0: the tokenizer's), got {self.vocab_size}")
+        for name in ("hidden", "n_layers", "n_heads", "ffn", "max_len"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"EncoderConfig.{name}", f"must be >= 1, got {getattr(self, name)}")
         if self.hidden % self.n_heads:
-            raise SiptError(f"encoder hidden {self.hidden} is not divisible by n_heads {self.n_heads}; change one")
+            raise ConfigError("EncoderConfig.hidden", f"{self.hidden} is not divisible by n_heads {self.n_heads}; change one")
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"EncoderConfig.{name}", f"must be in [0, 1), got {getattr(self, name)}")
 
 
 #: Named encoder sizes. ``paper-small`` and ``paper-manifolds`` are the paper's (CLIQUES and the
 #: mechanistic graphs: 2 layers, hidden 10; manifolds: 3 layers, hidden 256). ``default`` (2 layers,
-#: hidden 64) is what sipt-lab's experiments use: on CLIQUES it beats the paper's SIPT AUROC in 300
-#: steps, where hidden 10 needs thousands (benchmarks/bench_simulate.py). Attention dropout is 0
-#: rather than the original HF BERT's 0.1: with dropout PyTorch's CPU attention falls back to its
-#: unfused path (2-3x slower per step, benchmarks/bench_training.py), and these short runs do not
-#: need the regulariser.
-ENCODER_PRESETS: dict[str, EncoderConfig] = {
-    "default": EncoderConfig(hidden=64, n_layers=2, n_heads=4, ffn=128, attention_dropout=0.0),
-    "paper-small": EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8, attention_dropout=0.0),
-    "paper-manifolds": EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256, attention_dropout=0.0),
-}
+#: hidden 64, the :class:`EncoderConfig` defaults) is what sipt-lab's experiments use: on CLIQUES it
+#: beats the paper's SIPT AUROC in 300 steps, where hidden 10 needs thousands
+#: (benchmarks/bench_simulate.py). Attention dropout is 0 rather than the original HF BERT's 0.1:
+#: with dropout PyTorch's CPU attention falls back to its unfused path (2-3x slower per step,
+#: benchmarks/bench_training.py), and these short runs do not need the regulariser.
+ENCODER_PRESETS: dict[str, EncoderConfig] = dict(zip(names.ENCODER_PRESETS, (
+    EncoderConfig(),
+    EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
+    EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
+), strict=True))
 
 
 def encoder_preset(name: str, **overrides) -> EncoderConfig:
@@ -163,7 +168,8 @@ class TransformerEncoder(nn.Module):
 
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
-        config.validate()
+        if config.vocab_size < 1:
+            raise ConfigError("EncoderConfig.vocab_size", "is 0; build the tokenizer first and set it to its vocab_size")
         self.config = config
         self.hidden_size = config.hidden
         self.tokens = nn.Embedding(config.vocab_size, config.hidden)

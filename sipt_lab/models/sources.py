@@ -91,9 +91,16 @@ def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooli
 
 
 def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path) -> Path:
-    """Write ``encoder`` in its own format (see :func:`load_encoder`); returns the directory."""
-    if not hasattr(encoder, "save"):
-        raise SiptError(f"{type(encoder).__name__} has no save(directory, tokenizer) method; add one to save it")
+    """Write ``encoder`` in its own format (see :func:`load_encoder`); returns the directory.
+
+    An encoder saves itself (``save(directory, tokenizer)``); one without that method (e.g. a
+    custom ``CharInit(build=...)`` class) is refused before anything is written: sipt-lab cannot
+    know how to rebuild an arbitrary class, and writing the char format for it would load back as
+    a :class:`TransformerEncoder`.
+    """
+    if not callable(getattr(encoder, "save", None)):
+        raise SiptError(f"{type(encoder).__name__} has no save(directory, tokenizer) method, so it cannot be saved; "
+                        "define one that writes a directory load_encoder reads, or subclass TransformerEncoder")
     return encoder.save(directory, tokenizer)
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 
 PairLoss = Callable[..., torch.Tensor]
@@ -121,11 +122,7 @@ def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) ->
 
 
 #: Registry of structure-inducing losses: name -> pair loss taking ``(embeddings, a1, p, a2, n, **params)``.
-STRUCTURE_LOSSES: dict[str, PairLoss] = {
-    "contrastive": contrastive_loss,
-    "multisim": multi_similarity_loss,
-    "infonce": infonce_loss,
-}
+STRUCTURE_LOSSES: dict[str, PairLoss] = dict(zip(names.STRUCTURE_LOSSES, (contrastive_loss, multi_similarity_loss, infonce_loss), strict=True))
 
 
 def loss_parameters(name: str) -> dict[str, float]:

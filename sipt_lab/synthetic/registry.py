@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from sipt_lab.corpus import Corpus, check_corpus_path, load_corpus
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.graph import NOISE_MODES, add_noise
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.topics import TopicAssignment, TopicConfig, fit_topics
@@ -51,6 +51,25 @@ class GraphSpec:
     n_heldout: int = 20
     n_topics: int | None = None
     corpus: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_nodes is not None and not 2 <= self.n_nodes <= MAX_NODES:
+            raise ConfigError("GraphSpec.n_nodes", f"must be in [2, {MAX_NODES:,}], got {self.n_nodes:,}")
+        if not 0 <= self.n_heldout <= MAX_NODES:
+            raise ConfigError("GraphSpec.n_heldout", f"must be in [0, {MAX_NODES:,}], got {self.n_heldout:,}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError("GraphSpec.seed", f"must be in [0, {MAX_SEED}], got {self.seed}")
+        if not 0.0 <= self.noise <= 1.0:
+            raise ConfigError("GraphSpec.noise", f"must be a probability in [0, 1], got {self.noise}")
+        if self.noise_mode not in NOISE_MODES:
+            raise ConfigError("GraphSpec.noise_mode", f"{self.noise_mode!r} is unknown; choose one of: {', '.join(NOISE_MODES)}")
+        if self.n_topics is not None and not 2 <= self.n_topics <= MAX_TOPICS:
+            raise ConfigError("GraphSpec.n_topics", f"must be in [2, {MAX_TOPICS}], got {self.n_topics}")
+
+    @property
+    def is_resolved(self) -> bool:
+        """Whether the family's default sizes are filled in (see :func:`resolve_spec`)."""
+        return self.n_nodes is not None and self.n_topics is not None
 
 
 Builder = Callable[[GraphSpec, Corpus, TopicAssignment, np.random.Generator], SyntheticDataset]
@@ -94,30 +113,16 @@ def family_names() -> list[str]:
 
 
 def resolve_spec(spec: GraphSpec) -> GraphSpec:
-    """``spec`` with the family's defaults filled in, validated."""
+    """``spec`` with the family's default sizes filled in (what a build actually uses); the family
+    name and the corpus path are checked here, every other field on construction."""
     family = get_family(spec.family)
-    spec = dataclasses.replace(
+    if spec.corpus is not None:
+        check_corpus_path(spec.corpus)
+    return dataclasses.replace(
         spec,
         n_nodes=family.default_nodes if spec.n_nodes is None else spec.n_nodes,
         n_topics=family.default_topics if spec.n_topics is None else spec.n_topics,
     )
-    if spec.n_nodes < 2:
-        raise SiptError(f"--nodes must be at least 2, got {spec.n_nodes}")
-    if spec.n_nodes > MAX_NODES:
-        raise SiptError(f"--nodes must be at most {MAX_NODES:,}, got {spec.n_nodes:,}")
-    if not 0 <= spec.n_heldout <= MAX_NODES:
-        raise SiptError(f"the held-out size must be in [0, {MAX_NODES:,}], got {spec.n_heldout:,}")
-    if not 0 <= spec.seed <= MAX_SEED:
-        raise SiptError(f"--seed must be in [0, {MAX_SEED}], got {spec.seed}")
-    if not 0.0 <= spec.noise <= 1.0:
-        raise SiptError(f"--noise must be a probability in [0, 1], got {spec.noise}")
-    if spec.noise_mode not in NOISE_MODES:
-        raise SiptError(f"unknown noise mode {spec.noise_mode!r}; choose one of: {', '.join(NOISE_MODES)}")
-    if not 2 <= spec.n_topics <= MAX_TOPICS:
-        raise SiptError(f"the topic count must be in [2, {MAX_TOPICS}], got {spec.n_topics}")
-    if spec.corpus is not None:
-        check_corpus_path(spec.corpus)
-    return spec
 
 
 def prepare_topics(spec: GraphSpec, *, progress: bool = True) -> None:

@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 
@@ -145,18 +146,12 @@ def _components(graph: PretrainingGraph) -> np.ndarray:
 
 
 #: How a seed's non-neighbour is drawn: name -> ``(graph, seeds (B,), rng) -> (B,) node or -1``.
-NEGATIVE_SAMPLERS: dict[str, Callable[[PretrainingGraph, np.ndarray, np.random.Generator], np.ndarray]] = {
-    "uniform": uniform_negatives,
-    "two-hop": two_hop_negatives,
-    "same-component": same_component_negatives,
-}
+NEGATIVE_SAMPLERS: dict[str, Callable[[PretrainingGraph, np.ndarray, np.random.Generator], np.ndarray]] = dict(
+    zip(names.NEGATIVE_SAMPLERS, (uniform_negatives, two_hop_negatives, same_component_negatives), strict=True))
 
 
 #: Which pairs ``L_SI`` sees: name -> ``(graph, nodes, positives, negatives) -> (positive_pairs, negative_pairs)``.
-PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
-    "sampled": sampled_pairs,
-    "batch": batch_pairs,
-}
+PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = dict(zip(names.PAIR_MODES, (sampled_pairs, batch_pairs), strict=True))
 
 
 class GraphBatchSampler:

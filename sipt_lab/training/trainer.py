@@ -34,20 +34,24 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from sipt_lab import names
 from sipt_lab.config import config_to_dict, save_config
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
 from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
-from sipt_lab.training.batches import GraphBatchSampler, PretrainBatch, check_negatives, check_pair_mode
+from sipt_lab.objectives.structure import STRUCTURE_LOSSES
+from sipt_lab.training.batches import NEGATIVE_SAMPLERS, PAIR_MODES, GraphBatchSampler, PretrainBatch
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
 _RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device")
+#: Largest accepted ``steps`` (the trainer allocates a loss history of that length).
+MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
 #: does not, fp32 on CPU.
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = names.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -103,13 +107,38 @@ class TrainConfig:
     schedule: str = "constant"
     warmup: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name, low, high in (("steps", 1, MAX_STEPS), ("batch_size", 1, None), ("grad_accum", 1, None),
+                                ("log_every", 1, None), ("checkpoint_every", 0, None)):
+            value = getattr(self, name)
+            if value < low or (high is not None and value > high):
+                bound = f"in [{low}, {high:,}]" if high is not None else f">= {low}"
+                raise ConfigError(f"TrainConfig.{name}", f"must be {bound}, got {value:,}")
+        if self.lr <= 0:
+            raise ConfigError("TrainConfig.lr", f"must be > 0, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ConfigError("TrainConfig.weight_decay", f"must be >= 0, got {self.weight_decay}")
+        if not 0.0 <= self.lambda_si <= 1.0:
+            raise ConfigError("TrainConfig.lambda_si", f"must be in [0, 1], got {self.lambda_si}")
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1), got {self.mask_prob}")
+        if self.max_len is not None and self.max_len < 2:
+            raise ConfigError("TrainConfig.max_len", f"must be >= 2 or None, got {self.max_len}")
+        if not 0.0 <= self.warmup < 1.0:
+            raise ConfigError("TrainConfig.warmup", f"must be a fraction of the steps in [0, 1), got {self.warmup}")
+        for name, choices in (("schedule", LR_SCHEDULES), ("precision", PRECISIONS), ("pairs", PAIR_MODES),
+                              ("negatives", NEGATIVE_SAMPLERS), ("loss", STRUCTURE_LOSSES)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"TrainConfig.{name}", f"{getattr(self, name)!r} is unknown; choose one of {', '.join(choices)}")
+        check_loss_params(self.loss, dict(self.loss_params))
+
 
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
-LR_SCHEDULES: dict[str, Callable[[float], float]] = {
-    "constant": lambda t: 1.0,
-    "linear": lambda t: 1.0 - t,
-    "cosine": lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
-}
+LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES, (
+    lambda t: 1.0,
+    lambda t: 1.0 - t,
+    lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
+), strict=True))
 
 
 def lr_factor(config: TrainConfig, step: int) -> float:
@@ -223,7 +252,6 @@ def pretrain(
     A non-finite loss stops the run with a SiptError naming the step. Under ``torchrun`` the run
     is data parallel (see the module docstring).
     """
-    _validate(config)
     source = CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit()
     device = resolve_device(config.device)
     place = distributed_context(device.type)
@@ -540,28 +568,6 @@ def _check_finite(history: torch.Tensor, start: int, stop: int, names: list[str]
         terms = ", ".join(f"{name}={value:.4g}" for name, value in zip(names, values[row]))
         raise SiptError(f"non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32")
     return values
-
-
-def _validate(config: TrainConfig) -> None:
-    if config.steps < 1:
-        raise SiptError(f"steps is {config.steps}; use at least 1")
-    if config.grad_accum < 1:
-        raise SiptError(f"grad_accum is {config.grad_accum}; use at least 1 micro-batch per step")
-    if config.lr <= 0 or config.weight_decay < 0:
-        raise SiptError(f"lr {config.lr} must be > 0 and weight_decay {config.weight_decay} >= 0")
-    if config.log_every < 1 or config.checkpoint_every < 0:
-        raise SiptError("log_every must be >= 1 and checkpoint_every >= 0")
-    if config.max_len is not None and config.max_len < 2:
-        raise SiptError(f"max_len is {config.max_len}; use at least 2 or None")
-    if config.schedule not in LR_SCHEDULES:
-        raise SiptError(f"unknown lr schedule {config.schedule!r}; use one of {', '.join(LR_SCHEDULES)}")
-    if not 0.0 <= config.warmup < 1.0:
-        raise SiptError(f"warmup is {config.warmup}; use a fraction of the steps in [0, 1)")
-    if config.precision not in PRECISIONS:
-        raise SiptError(f"unknown precision {config.precision!r}; choose one of {', '.join(PRECISIONS)}")
-    check_loss_params(config.loss, dict(config.loss_params))
-    check_pair_mode(config.pairs)
-    check_negatives(config.negatives)
 
 
 def embed(

@@ -1,0 +1,28 @@
+"""The names of sipt-lab's registries and choices, importable without torch or scikit-learn.
+
+The CLI's parsers list them (``sipt-lab --help`` stays fast), and the registries are built on them
+(``dict(zip(NAMES, entries, strict=True))``), so each list is written once.
+"""
+
+#: Structure-inducing losses (:data:`sipt_lab.objectives.structure.STRUCTURE_LOSSES`).
+STRUCTURE_LOSSES = ("contrastive", "multisim", "infonce")
+#: How a seed's non-neighbour is drawn (:data:`sipt_lab.training.batches.NEGATIVE_SAMPLERS`).
+NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
+#: Pairs ``L_SI`` scores (:data:`sipt_lab.training.batches.PAIR_MODES`).
+PAIR_MODES = ("sampled", "batch")
+#: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+#: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).
+LR_SCHEDULES = ("constant", "linear", "cosine")
+#: Per-sample pooling of a Hugging Face encoder.
+POOLINGS = ("cls", "mean")
+#: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
+ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
+#: Fine-tuning task kinds (:data:`sipt_lab.evaluation.tasks.TASK_KINDS`).
+TASK_KINDS = ("classification", "regression", "multilabel")
+#: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetuning.MODES`).
+FINETUNE_MODES = ("probe", "full", "both")
+#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain_run.PRESETS`).
+DOMAIN_PRESETS = ("cpu", "full")
+#: How ``sipt_lab.consistency`` scores a node whose label ties for its neighbours' plurality.
+TIE_POLICIES = ("split", "strict", "lenient")
