@@ -59,6 +59,8 @@ import warnings
 import numpy as np
 import torch
 
+from bench_training import HuggingFace
+
 from sipt_lab.corpus import load_corpus
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer, named_checkpoint
@@ -151,7 +153,7 @@ class STDriven:
             self.optimizer.step()
 
 
-class HFMaskedLM:
+class HFMaskedLM(HuggingFace):
     """A plain ``BertForMaskedLM`` loop on the same checkpoint, seeds and masks."""
 
     def __init__(self, setup: Setup):
@@ -165,23 +167,6 @@ class HFMaskedLM:
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
         self.tensors = [self.prepare(setup, batch) for batch in setup.batches]
         self.samples = np.array([b.n_seeds for b in setup.batches])
-
-    @staticmethod
-    def prepare(setup, batch):
-        seeds = batch.nodes[: batch.n_seeds]
-        inputs = torch.as_tensor(setup.ids[seeds, : setup.lengths[seeds].max()])
-        mask = torch.as_tensor(batch.mask)
-        labels = torch.where(mask, inputs, torch.full_like(inputs, -100))
-        attention = (inputs != setup.tokenizer.pad_id).long()
-        return inputs.masked_fill(mask, setup.tokenizer.mask_id), attention, labels
-
-    def run(self, steps: range) -> None:
-        for step in steps:
-            input_ids, attention_mask, labels = self.tensors[step]
-            loss = self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
 
 
 def time_interleaved(runners: dict, steps_per_round: int, rounds: int, warmup: int = 1) -> dict[str, np.ndarray]:

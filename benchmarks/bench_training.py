@@ -30,11 +30,11 @@ import torch
 
 from sipt_lab.corpus import load_corpus
 from sipt_lab.graph import PretrainingGraph
-from sipt_lab.models import MASK_ID, PAD_ID, CharTokenizer, encoder_preset
+from sipt_lab.models import PAD_ID, CharTokenizer, encoder_preset
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training.batches import GraphBatchSampler
-from sipt_lab.training.trainer import _make_optimizer, _Step
+from sipt_lab.training.trainer import _make_optimizer, _Replica, _Step, train_step
 
 N_SAMPLES = 4000
 MAX_LEN = 512
@@ -60,17 +60,17 @@ class Ours:
     def __init__(self, setup, preset, lambda_si, dropouts, *, fused=True, max_buckets=None, trim_last_layer=True):
         config = encoder_preset(preset, vocab_size=setup.tokenizer.vocab_size, max_len=MAX_LEN, **dropouts)
         torch.manual_seed(0)
-        self.model = (TransformerEncoder if trim_last_layer else UntrimmedEncoder)(config).train()
-        objectives = build_objectives(lambda_si)
-        self.optimizer = _make_optimizer(self.model.parameters(), LR, WEIGHT_DECAY, fused=fused)
-        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
+        model = (TransformerEncoder if trim_last_layer else UntrimmedEncoder)(config)
         buckets = {} if max_buckets is None else {"max_buckets": max_buckets}
-        self.step_fn = _Step(torch.as_tensor(setup.ids), setup.lengths, objectives, torch.device("cpu"), amp=False, **buckets)
+        step_fn = _Step(torch.as_tensor(setup.ids), setup.lengths, build_objectives(lambda_si), torch.device("cpu"), **buckets)
+        self.replica = _Replica(model, step_fn).train()
+        self.optimizer = _make_optimizer(self.replica.parameters(), LR, WEIGHT_DECAY, fused=fused)
+        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
         self.batches = setup.batches
 
     def run(self, steps: range) -> None:
         for step in steps:
-            self.step_fn(self.model, self.optimizer, self.scaler, self.batches[step])
+            train_step(self.replica, self.optimizer, self.scaler, [self.batches[step]])
 
 
 class HuggingFace:
@@ -105,7 +105,7 @@ class HuggingFace:
         inputs = torch.as_tensor(setup.ids[seeds, : setup.lengths[seeds].max()])
         mask = torch.as_tensor(batch.mask)
         labels = torch.where(mask, inputs, torch.full_like(inputs, -100))
-        return inputs.masked_fill(mask, MASK_ID), (inputs != PAD_ID).long(), labels
+        return inputs.masked_fill(mask, setup.tokenizer.mask_id), (inputs != setup.tokenizer.pad_id).long(), labels
 
     def run(self, steps: range) -> None:
         for step in steps:

@@ -4,6 +4,7 @@ own a directory without deleting anything it did not write."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -51,17 +52,20 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
 
 
 def read_text_file(path: str | Path, what: str) -> str:
-    """The UTF-8 text of ``path`` without a leading byte-order mark; ``what`` (e.g. ``"labels file"``)
-    names the file in the one-line SiptError raised when it is missing, a directory, unreadable or
-    not UTF-8."""
+    """The UTF-8 text of ``path`` (gunzipped when it ends in ``.gz``) without a leading byte-order
+    mark; ``what`` (e.g. ``"labels file"``) names the file in the one-line SiptError raised when it
+    is missing, a directory, unreadable, corrupt or not UTF-8."""
+    opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        data = Path(path).read_bytes()
+        with opener(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise SiptError(f"{what} {path} does not exist; check the path") from None
     except IsADirectoryError:
         raise SiptError(f"{what} {path} is a directory; pass a file") from None
-    except OSError as error:
-        raise SiptError(f"cannot read {what} {path} ({error.strerror}); check its permissions") from None
+    except (OSError, EOFError) as error:
+        raise SiptError(f"cannot read {what} {path} ({getattr(error, 'strerror', None) or error}); "
+                        "check its permissions and that it is intact") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -14,7 +14,6 @@ is node ``i`` of the graph, in file order. Edges reuse ``sipt-lab consistency``'
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import read_text_file
 from sipt_lab.graph import PretrainingGraph, factorize, read_edges_tsv, read_labels_tsv
 
 SAMPLE_FORMATS = ("tsv", "jsonl", "txt")
@@ -62,7 +62,7 @@ def sample_format(path: str | Path) -> str:
 def read_samples(path: str | Path) -> Samples:
     """Read a samples file; bad content is a :class:`SiptError` naming the file and line."""
     path = Path(path)
-    lines = _read_text_lines(path, "samples")
+    lines = read_text_file(path, "samples file").splitlines()
     records = _PARSERS[sample_format(path)](path, lines)
     if not records:
         raise SiptError(f"samples file {path} holds no samples; put one sample per line")
@@ -118,26 +118,6 @@ def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
             f"({unknown.size} such line(s)); use the samples' ids or add the sample"
         )
     return nodes
-
-
-def _read_text_lines(path: Path, what: str) -> list[str]:
-    """The file's lines, decoded as UTF-8 (``.gz`` decompressed, byte-order mark dropped)."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise SiptError(f"{what} file {path} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise SiptError(f"{what} file {path} is a directory; pass a file") from None
-    except (OSError, EOFError) as error:
-        raise SiptError(f"cannot read {what} file {path} ({error}); check that it is intact") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise SiptError(f"{what} file {path} is not UTF-8 (bad byte at line {line}); re-encode it as UTF-8") from None
-    return text.removeprefix("\ufeff").splitlines()
 
 
 def _parse_tsv(path: Path, lines: list[str]) -> list[tuple[int, str, str]]:

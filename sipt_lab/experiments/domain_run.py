@@ -78,7 +78,7 @@ PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
         n_samples=600,
         pretrain=TrainConfig(steps=25, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
-        finetune=FinetuneConfig(lrs=(5e-5,), epochs=1, batch_size=16, max_len=32),
+        finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
         lambdas=(0.1,),
         mode="both",
     ),

@@ -89,7 +89,6 @@ from sipt_lab.experiments.simulate import (
     seed_result,
     simulate_seed,
     simulation_config,
-    validate,
 )
 from sipt_lab.experiments.sweep import (
     EXECUTORS,
@@ -594,7 +593,6 @@ def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
     """One seed of LM vs SIPT (:func:`~sipt_lab.experiments.simulate.run_arms`) plus, per arm, the
     held-out probe's ``probe_macro_f1``, ``probe_accuracy`` and ``probe_strength``."""
     simulation = config.simulation
-    validate(simulation)
     dataset = build_dataset(simulation.graph, progress=False)
     arms = run_arms(dataset, simulation)
     result = seed_result(simulation, dataset, arms)
