@@ -192,14 +192,14 @@ def test_unreadable_labels_file(tmp_path, capsys, monkeypatch):
     argv = write_graph(tmp_path, "a\tx\nb\tx\nc\ty\n")
     (tmp_path / "l.tsv").chmod(0)
     if ROOT_USER:  # root reads anything: fail the read as it fails for a user
-        real_read_bytes = Path.read_bytes
+        from sipt_lab import fileio
 
-        def read_bytes(path):
-            if path.name == "l.tsv":
+        def denied_open(path, *args, **kwargs):
+            if Path(path).name == "l.tsv":
                 raise PermissionError(13, "Permission denied")
-            return real_read_bytes(path)
+            return open(path, *args, **kwargs)
 
-        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        monkeypatch.setattr(fileio, "open", denied_open, raising=False)
     fails(capsys, ["consistency", *argv], "cannot read labels file")
 
 
