@@ -41,13 +41,12 @@ from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
-from sipt_lab.stats import mean_sd
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
+from sipt_lab.stats import mean_sd
 from sipt_lab.training import TrainConfig, embed, pretrain
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
-ARMS = ("off-the-shelf", "lm", "sipt")
 BASELINE_ARM = "lm"
 RESULT_KEYS = ("arm", "graph", "lambda_si", "seed", "kind", "scores")
 
@@ -75,8 +74,8 @@ class DomainPreset:
 #: ``full``: the paper's scale for a GPU.
 PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
     DomainPreset(
-        n_samples=600,
-        pretrain=TrainConfig(steps=25, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
+        n_samples=1000,
+        pretrain=TrainConfig(steps=40, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
                              loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
         finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
         lambdas=(0.1,),
@@ -268,7 +267,7 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
     for baseline in (BASELINE_ARM, "off-the-shelf"):
         for name, runs in arms.items():
             if name == baseline or (baseline == "off-the-shelf" and name == BASELINE_ARM):
-                continue
+                continue  # LM-only vs off-the-shelf is already listed the other way round
             paired = {r["seed"]: r for r in arms[baseline]}
             for part in runs[0]["scores"]:
                 pairs = [(paired[r["seed"]], r) for r in runs if r["seed"] in paired]

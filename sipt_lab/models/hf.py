@@ -137,8 +137,11 @@ class HFEncoder(nn.Module):
         states = self.hidden_states(input_ids)
         return self._pool(states, input_ids), self._head(states.flatten(0, 1)[positions])
 
-    def _attention(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return (input_ids != self.pad_id).long()
+    def _attention(self, input_ids: torch.Tensor) -> torch.Tensor | None:
+        """The padding mask, or None for a batch without padding (length-sorted batches mostly are),
+        which lets attention take its unmasked kernel; both give the same states."""
+        real = input_ids != self.pad_id
+        return None if bool(real.all()) else real.long()
 
     def _pool(self, states: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":
