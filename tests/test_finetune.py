@@ -93,6 +93,8 @@ def test_finetune_bad_input_is_one_line(tiny_bert, tmp_path, capsys):
     base = ["finetune", "--model", str(tiny_bert), "--samples", str(tmp_path / "samples.tsv"), "--labels", str(tmp_path / "labels.tsv"),
             "--device", "cpu", "--out", str(tmp_path / "out")]
     assert "unknown --mode 'fast'" in _one_error_line(capsys, base + ["--mode", "fast"])
+    missing_model = [str(tmp_path / "nowhere") if a == str(tiny_bert) else a for a in base]
+    assert "is neither a model directory nor an init name" in _one_error_line(capsys, missing_model)
     (tmp_path / "overlap.tsv").write_text(f"{ids[0]}\ttrain\n{ids[1]}\tvalidation\n{ids[2]}\ttest\n{ids[0]}\ttest\n")
     assert "must not overlap" in _one_error_line(capsys, base + ["--splits", str(tmp_path / "overlap.tsv")])
     (tmp_path / "unknown.tsv").write_text(f"{ids[0]}\ttrain\nnobody\tvalidation\n")
