@@ -15,7 +15,7 @@ INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from
 FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
-    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))}
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs"}
 
 
 def register(subparsers) -> None:

@@ -76,6 +76,10 @@ class PretrainJob:
     epochs: float | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
 
+    def __post_init__(self) -> None:
+        if self.epochs is not None and self.epochs <= 0:
+            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
+
 
 @dataclass
 class PretrainOutcome:
