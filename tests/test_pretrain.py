@@ -146,6 +146,9 @@ def test_sipt_raises_knn_auroc_over_the_warm_start(clique_files, tiny_bert, tmp_
     assert report["local_consistency"] == 1.0
     assert report["after"]["loo_3nn_auroc"] > report["before"]["loo_3nn_auroc"] + 0.2, report
     assert report["after"]["link_mrr"] > report["before"]["link_mrr"]
+    for stage in ("before", "after"):
+        assert {"radius", "radius_f1", "radius_nn_accuracy", "radius_nn_coverage"} <= report[stage].keys(), report
+    assert report["after"]["radius_f1"] > report["before"]["radius_f1"], report
 
 
 def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny_bert, tmp_path, monkeypatch):

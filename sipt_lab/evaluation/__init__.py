@@ -1,8 +1,9 @@
 """Evaluation of pre-trained embeddings: k-NN AUROC (the paper's protocol), link retrieval, the
 shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_lab.evaluation.topology`),
-fine-tuning task kinds and linear probes (:mod:`~sipt_lab.evaluation.tasks`), splits
-(:mod:`~sipt_lab.evaluation.splits`) and method-vs-baseline comparisons
-(:mod:`~sipt_lab.evaluation.comparison`)."""
+the radius that recovers ``G_PT`` and the r-NN accuracy there (Theorem 1's validity condition,
+:mod:`~sipt_lab.evaluation.radius`), fine-tuning task kinds and linear probes
+(:mod:`~sipt_lab.evaluation.tasks`), splits (:mod:`~sipt_lab.evaluation.splits`) and
+method-vs-baseline comparisons (:mod:`~sipt_lab.evaluation.comparison`)."""
 
 from sipt_lab.evaluation.knn import (
     KnnScores,
@@ -20,6 +21,14 @@ from sipt_lab.evaluation.comparison import (
     relative_error_reduction,
     write_comparison_csv,
 )
+from sipt_lab.evaluation.radius import (
+    MAX_RECOVERY_NODES,
+    RadiusNn,
+    RadiusRecovery,
+    radius_graph,
+    radius_nn_accuracy,
+    radius_recovery,
+)
 from sipt_lab.evaluation.retrieval import link_retrieval_metrics
 from sipt_lab.evaluation.splits import (
     SPLIT_NAMES,
@@ -34,11 +43,14 @@ from sipt_lab.evaluation.tasks import TASK_KINDS, ProbeResult, Task, TaskKind, g
 from sipt_lab.evaluation.topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
 
 __all__ = [
+    "MAX_RECOVERY_NODES",
     "SPLIT_NAMES",
     "TASK_KINDS",
     "Comparison",
     "KnnScores",
     "ProbeResult",
+    "RadiusNn",
+    "RadiusRecovery",
     "RipsBetti",
     "Splits",
     "Task",
@@ -58,6 +70,9 @@ __all__ = [
     "loo_knn_auroc",
     "macro_ovr_auroc",
     "pretraining_graph",
+    "radius_graph",
+    "radius_nn_accuracy",
+    "radius_recovery",
     "random_splits",
     "read_splits",
     "relative_error_reduction",

@@ -12,8 +12,9 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training: the labels' local
   consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
-  accuracy), LOO 3-NN AUROC and accuracy, and link retrieval (LRAP, MRR) on ``G_PT`` (on a
-  snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
+  accuracy), LOO 3-NN AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius
+  that best recovers ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and
+  predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
 
 :func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
 order) and ``EMB.ids.tsv``.
@@ -34,7 +35,7 @@ import torch
 from sipt_lab.config import save_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_nn_accuracy, radius_recovery
 from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
@@ -48,7 +49,7 @@ RUN_FILES = ("config.json", CHECKPOINT_NAME, "model", "history.csv", "result.jso
 FINISHED_MARKER = "result.json"
 #: The report embeds at most this many samples (a snowball slice of G_PT: embedding every sample
 #: of a large set twice would cost more than a short pre-training run on a CPU).
-REPORT_MAX_SAMPLES = 2000
+REPORT_MAX_SAMPLES = 2000  # at most MAX_RECOVERY_NODES: the radius recovery sorts all pairs of the slice
 REPORT_LINK_QUERIES = 1000
 REPORT_K = 3
 
@@ -137,13 +138,17 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
 
 
 def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:
-    """LOO 3-NN AUROC and accuracy of ``labels`` (when given) and link retrieval (LRAP, MRR) of ``G_PT``
-    from ``(n, H)`` embeddings."""
+    """From ``(n, H)`` embeddings: link retrieval (LRAP, MRR) of ``G_PT``, the radius best recovering
+    ``G_PT`` and its F1, and with ``labels`` their LOO 3-NN AUROC and accuracy and LOO r-NN accuracy
+    and coverage at that radius."""
     link = link_retrieval_metrics(embeddings, graph, REPORT_LINK_QUERIES, rng=0)
-    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"]}
+    recovery = radius_recovery(embeddings, graph)
+    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"], "radius": recovery.radius, "radius_f1": recovery.f1}
     if labels is not None:
         scores = loo_knn(embeddings, labels, REPORT_K)
-        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy}
+        rnn = radius_nn_accuracy(embeddings, labels, recovery.radius)
+        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy,
+                    "radius_nn_accuracy": rnn.accuracy, "radius_nn_coverage": rnn.coverage}
     return metrics
 
 
@@ -155,6 +160,8 @@ def theorem1_message(report: dict) -> str:
         f"nearest-neighbour accuracy tends to at least {lc:.3f} as the graph grows, so SIPT on this graph can "
         f"help this task only as far as LC exceeds what the encoder already reaches.\n"
         f"LOO 3-NN accuracy {before['loo_3nn_accuracy']:.3f} -> {after['loo_3nn_accuracy']:.3f}, "
+        f"r-NN accuracy at the radius best recovering G_PT {before['radius_nn_accuracy']:.3f} -> "
+        f"{after['radius_nn_accuracy']:.3f} (recovery F1 {before['radius_f1']:.3f} -> {after['radius_f1']:.3f}), "
         f"AUROC {before['loo_3nn_auroc']:.3f} -> {after['loo_3nn_auroc']:.3f}; "
         f"link MRR {before['link_mrr']:.3f} -> {after['link_mrr']:.3f}"
     )
