@@ -6,11 +6,13 @@ all ``n^2`` pairs:
 
 * pairs with ``|a_i| + |a_j| <= D`` are edges whatever their labels (their distance is at most the
   sum), enumerated from the label counts alone;
-* every other edge shares at least ``max(|a_i|, |a_j|) - D >= 1`` labels, so by the prefix-filter
-  lemma of set-similarity joins (Chaudhuri et al. 2006; Xiao et al. 2011) the ``D + 1`` rarest labels
-  of ``i`` and of ``j`` share one. Candidates are the non-zeros of ``P P^T`` (``P``: each sample's
-  ``D + 1`` rarest labels, a sparse product in row blocks), cut by ``||a_i| - |a_j|| <= D``, and
-  verified by XOR and popcount on bit-packed label rows.
+* every other edge ``i ~ j``, ``|a_i| <= |a_j|``, shares ``o >= (|a_i| + |a_j| - D) / 2 >= 1``
+  labels, so ``i`` has at most ``D // 2`` labels outside ``j`` and ``j`` at most ``D`` outside ``i``.
+  By the prefix-filter lemma of set-similarity joins (Chaudhuri et al. 2006; Xiao et al. 2011), with
+  the labels ordered rarest first, the ``D // 2 + 1`` rarest labels of ``i`` then meet the ``D + 1``
+  rarest of ``j``. Candidates are the non-zeros of ``S P^T`` (``S``, ``P``: those short and long
+  prefixes, a sparse product in row blocks), cut by ``|a_j| - |a_i| <= D``, and verified by XOR and
+  popcount on bit-packed label rows.
 
 Rare labels are specific (GO terms deep in the ontology), so the prefixes are short lists of rare
 terms and the candidates few; the common terms near the root never enter a prefix of a well
@@ -91,15 +93,16 @@ def _small_pairs(counts: np.ndarray, D: int) -> np.ndarray:
 
 
 def _shared_label_pairs(A: sp.csr_array, counts: np.ndarray, D: int) -> np.ndarray:
-    """``(m, 2)`` pairs ``i < j`` with ``counts[i] + counts[j] > D`` at Hamming distance ``<= D``."""
-    prefixes = _rarest_prefixes(A, D + 1)
+    """``(m, 2)`` pairs with ``counts[i] + counts[j] > D`` at Hamming distance ``<= D``, each pair once."""
+    short, long = _rarest_prefixes(A, D // 2 + 1), _rarest_prefixes(A, D + 1).T.tocsr()
     packed = _pack_rows(A)
     found = []
     for start in range(0, A.shape[0], _ROW_BLOCK):
-        candidates = sp.coo_array(prefixes[start:start + _ROW_BLOCK] @ prefixes.T)
-        i = candidates.row.astype(np.int64) + start
+        candidates = sp.coo_array(short[start:start + _ROW_BLOCK] @ long)
+        i = candidates.row.astype(np.int64) + start  # the pair's sample with fewer labels (ties: lower index)
         j = candidates.col.astype(np.int64)
-        keep = (j > i) & (counts[i] + counts[j] > D) & (np.abs(counts[i] - counts[j]) <= D)
+        smaller = (counts[i] < counts[j]) | ((counts[i] == counts[j]) & (i < j))
+        keep = smaller & (counts[i] + counts[j] > D) & (counts[j] - counts[i] <= D)
         i, j = i[keep], j[keep]
         for lo in range(0, i.size, _PAIR_CHUNK):
             a, b = i[lo:lo + _PAIR_CHUNK], j[lo:lo + _PAIR_CHUNK]
