@@ -1,0 +1,142 @@
+"""The NETWORKS domain's pre-training graph: proteins linked when their Gene-Ontology labels agree.
+
+:func:`hamming_graph` links samples ``i ~ j`` when their 0/1 label vectors differ in at most
+``max_distance`` labels (the paper's ``G_PT`` for NETWORKS, ``max_distance = 9``). It never compares
+all ``n^2`` pairs:
+
+* pairs with ``|a_i| + |a_j| <= D`` are edges whatever their labels (their distance is at most the
+  sum), enumerated from the label counts alone;
+* every other edge ``i ~ j``, ``|a_i| <= |a_j|``, shares ``o >= (|a_i| + |a_j| - D) / 2 >= 1``
+  labels, so ``i`` has at most ``D // 2`` labels outside ``j`` and ``j`` at most ``D`` outside ``i``.
+  By the prefix-filter lemma of set-similarity joins (Chaudhuri et al. 2006; Xiao et al. 2011), with
+  the labels ordered rarest first, the ``D // 2 + 1`` rarest labels of ``i`` then meet the ``D + 1``
+  rarest of ``j``. Candidates are the non-zeros of ``S P^T`` (``S``, ``P``: those short and long
+  prefixes, a sparse product in row blocks), cut by ``|a_j| - |a_i| <= D``, and verified by XOR and
+  popcount on bit-packed label rows.
+
+Rare labels are specific (GO terms deep in the ontology), so the prefixes are short lists of rare
+terms and the candidates few; the common terms near the root never enter a prefix of a well
+annotated sample. Timings: ``benchmarks/bench_hamming.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph
+
+#: The paper's threshold for NETWORKS: at most 9 differing GO labels.
+DEFAULT_MAX_DISTANCE = 9
+_ROW_BLOCK = 4096  # samples whose candidates are found by one sparse product
+_PAIR_CHUNK = 1 << 20  # candidate pairs verified by one XOR / popcount pass
+_BYTE_POPCOUNT = np.array([bin(byte).count("1") for byte in range(256)], dtype=np.uint8)
+
+
+def hamming_graph(labels, max_distance: int = DEFAULT_MAX_DISTANCE) -> PretrainingGraph:
+    """``i ~ j`` iff the label rows ``i`` and ``j`` differ in at most ``max_distance`` labels.
+
+    Args:
+        labels: ``(n, L)`` 0/1 matrix, numpy or scipy sparse (any non-zero counts as 1).
+        max_distance: ``D >= 0``, the most labels two linked samples may disagree on.
+    Returns the :class:`PretrainingGraph` on ``n`` samples. Identical rows are linked; so are any two
+    rows with at most ``D`` labels between them (``[1, 0, 0]`` and ``[0, 1, 0]`` for ``D = 2``).
+    """
+    A = _binary_csr(labels)
+    D = _check_max_distance(max_distance)
+    counts = np.diff(A.indptr).astype(np.int64)
+    small = _small_pairs(counts, D)
+    shared = _shared_label_pairs(A, counts, D)
+    edges = np.concatenate([small, shared])
+    return PretrainingGraph.from_edges(edges[:, 0], edges[:, 1], A.shape[0])
+
+
+def _binary_csr(labels) -> sp.csr_array:
+    """``labels`` as an ``(n, L)`` int32 0/1 CSR with sorted indices."""
+    if sp.issparse(labels):
+        A = sp.csr_array(labels)
+    else:
+        array = np.asarray(labels)
+        if array.ndim != 2 or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise SiptError(f"labels must be an (n, L) 0/1 matrix, got shape {array.shape} of {array.dtype}; "
+                            "pass one row of GO labels per sample")
+        A = sp.csr_array(array)
+    if A.ndim != 2:
+        raise SiptError(f"labels must be an (n, L) 0/1 matrix, got shape {A.shape}; pass one row per sample")
+    A.eliminate_zeros()
+    if A.nnz and not np.all(A.data == 1):
+        raise SiptError("labels must be 0/1, found other values; binarise them (labels != 0) first")
+    A = sp.csr_array((np.ones(A.nnz, dtype=np.int32), A.indices, A.indptr), shape=A.shape)
+    A.sort_indices()
+    return A
+
+
+def _check_max_distance(max_distance) -> int:
+    if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) or max_distance < 0:
+        raise SiptError(f"max_distance must be an integer >= 0, got {max_distance!r}; pass e.g. 9")
+    return int(max_distance)
+
+
+def _small_pairs(counts: np.ndarray, D: int) -> np.ndarray:
+    """``(m, 2)`` all pairs ``i < j`` with ``counts[i] + counts[j] <= D`` (edges without a check)."""
+    order = np.argsort(counts, kind="stable")
+    sorted_counts = counts[order]
+    n_small = int(np.searchsorted(sorted_counts, D // 2, side="right"))  # the lower count of a pair is <= D/2
+    p = np.arange(n_small)
+    ends = np.searchsorted(sorted_counts, D - sorted_counts[:n_small], side="right")  # partners q in (p, ends)
+    lengths = np.maximum(ends - p - 1, 0)
+    first = np.repeat(p, lengths)
+    offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    second = first + 1 + offsets
+    return np.stack([order[first], order[second]], axis=1).astype(np.int64)
+
+
+def _shared_label_pairs(A: sp.csr_array, counts: np.ndarray, D: int) -> np.ndarray:
+    """``(m, 2)`` pairs with ``counts[i] + counts[j] > D`` at Hamming distance ``<= D``, each pair once."""
+    short, long = _rarest_prefixes(A, D // 2 + 1), _rarest_prefixes(A, D + 1).T.tocsr()
+    packed = _pack_rows(A)
+    found = []
+    for start in range(0, A.shape[0], _ROW_BLOCK):
+        candidates = sp.coo_array(short[start:start + _ROW_BLOCK] @ long)
+        i = candidates.row.astype(np.int64) + start  # the pair's sample with fewer labels (ties: lower index)
+        j = candidates.col.astype(np.int64)
+        smaller = (counts[i] < counts[j]) | ((counts[i] == counts[j]) & (i < j))
+        keep = smaller & (counts[i] + counts[j] > D) & (counts[j] - counts[i] <= D)
+        i, j = i[keep], j[keep]
+        for lo in range(0, i.size, _PAIR_CHUNK):
+            a, b = i[lo:lo + _PAIR_CHUNK], j[lo:lo + _PAIR_CHUNK]
+            close = _popcount_rows(packed[a] ^ packed[b]) <= D
+            found.append(np.stack([a[close], b[close]], axis=1))
+    return np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
+
+
+def _rarest_prefixes(A: sp.csr_array, length: int) -> sp.csr_array:
+    """``(n, L)`` 0/1 CSR keeping each row's ``length`` rarest labels (ties: lower label index)."""
+    frequency = np.bincount(A.indices, minlength=A.shape[1])
+    rank = np.empty(A.shape[1], dtype=np.int64)
+    rank[np.lexsort((np.arange(A.shape[1]), frequency))] = np.arange(A.shape[1])
+    ranked = sp.csr_array((A.data, rank[A.indices], A.indptr), shape=A.shape)
+    ranked.sort_indices()  # each row's labels rarest first
+    position = np.arange(A.nnz) - np.repeat(ranked.indptr[:-1], np.diff(ranked.indptr))
+    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices, ranked.indptr), shape=A.shape)
+    prefix.eliminate_zeros()
+    return prefix
+
+
+def _pack_rows(A: sp.csr_array) -> np.ndarray:
+    """``(n, w)`` uint64: each label row bit-packed (``w = ceil(L / 64)``), built in row blocks."""
+    n, L = A.shape
+    n_bytes = 8 * max(1, -(-L // 64))
+    packed = np.zeros((n, n_bytes), dtype=np.uint8)
+    for start in range(0, n, _ROW_BLOCK):
+        block = packed[start:start + _ROW_BLOCK]
+        block[:, :-(-L // 8)] = np.packbits(A[start:start + _ROW_BLOCK].toarray().astype(bool), axis=1)
+    return packed.view(np.uint64)
+
+
+def _popcount_rows(words: np.ndarray) -> np.ndarray:
+    """``(m,)`` set bits per row of the ``(m, w)`` uint64 ``words``."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(words).sum(axis=1, dtype=np.int64)
+    return _BYTE_POPCOUNT[words.view(np.uint8)].sum(axis=1, dtype=np.int64)
