@@ -17,7 +17,7 @@ from sipt_lab.errors import SiptError
 MANIFEST = ".sipt-lab-files.json"
 
 
-def _default_mode() -> int:
+def default_file_mode() -> int:
     """The permissions ``open()`` would give a new file (0o666 minus the umask); mkstemp's are 0o600."""
     umask = os.umask(0)
     os.umask(umask)
@@ -30,7 +30,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, _default_mode())
+        os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import _default_mode
+from sipt_lab.fileio import default_file_mode
 
 _CHUNK = 1 << 20  # bytes read per step
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -38,7 +38,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     try:
-        os.fchmod(fd, _default_mode())
+        os.fchmod(fd, default_file_mode())
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url) as response:
             while chunk := response.read(_CHUNK):
