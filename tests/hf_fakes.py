@@ -37,3 +37,37 @@ def write_tiny_bert(directory: Path, words: list[str], *, with_head: bool = True
 def tiny_bert(tmp_path_factory):
     """A tiny BERT with an MLM head over :data:`WORDS`."""
     return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)
+
+
+def write_tiny_distilbert(directory: Path, words: list[str]) -> Path:
+    """A random 2-layer DistilBERT: its MLM head is several modules, so the encoder takes the
+    whole model's logits."""
+    from transformers import BertTokenizerFast, DistilBertConfig, DistilBertForMaskedLM
+
+    directory.mkdir(parents=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
+    torch.manual_seed(0)
+    DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(vocab), dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                                           max_position_embeddings=64, dropout=0.0, attention_dropout=0.0)).save_pretrained(directory)
+    return directory
+
+
+def write_tiny_roberta(directory: Path, words: list[str]) -> Path:
+    """A random 2-layer RoBERTa with a word-level tokenizer whose pad id is 1, not 0."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
+
+    directory.mkdir(parents=True)
+    vocab = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", *words]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
+                            mask_token="<mask>", cls_token="<s>", sep_token="</s>").save_pretrained(directory)
+    torch.manual_seed(0)
+    RobertaForMaskedLM(RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=70, pad_token_id=1, bos_token_id=0,
+                                     eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).save_pretrained(directory)
+    return directory

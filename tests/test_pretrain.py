@@ -20,7 +20,7 @@ from sipt_lab.models.hf import named_checkpoint
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed
 
-from hf_fakes import WORDS, tiny_bert, write_tiny_bert  # noqa: F401  (tiny_bert is a fixture)
+from hf_fakes import WORDS, tiny_bert, write_tiny_bert, write_tiny_distilbert, write_tiny_roberta  # noqa: F401  (tiny_bert is a fixture)
 
 N_GROUPS, GROUP_SIZE = 4, 10
 
@@ -113,6 +113,23 @@ def test_sentence_transformers_init_gets_a_tied_head_and_keeps_its_pooling(cliqu
     ours = embed(reloaded, reloaded_tokenizer, texts)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, rtol=1e-5)
     st = SentenceTransformer(str(tmp_path / "run" / "model"), device="cpu").encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(st, ours, atol=1e-5)
+
+
+@pytest.mark.parametrize("write", [write_tiny_distilbert, write_tiny_roberta], ids=["distilbert", "roberta"])
+def test_other_architectures_train_export_and_match_sentence_transformers(write, clique_files, tmp_path):
+    """DistilBERT's multi-module MLM head (whole-model logits) and RoBERTa's pad id 1."""
+    from sentence_transformers import SentenceTransformer
+
+    checkpoint = write(tmp_path / "checkpoint", WORDS)
+    out = tmp_path / "run"
+    assert main(_args(clique_files, out, "--init", str(checkpoint), "--steps", "2", "--batch-size", "8", "--pooling", "mean")) == 0
+    history = (out / "history.csv").read_text().splitlines()
+    assert len(history) == 3 and all(np.isfinite(float(v)) for v in history[-1].split(",")[1:])
+    encoder, tokenizer = load_encoder(out / "model")
+    texts = _texts(clique_files)
+    ours = embed(encoder, tokenizer, texts)
+    st = SentenceTransformer(str(out / "model"), device="cpu").encode(texts, convert_to_numpy=True)
     np.testing.assert_allclose(st, ours, atol=1e-5)
 
 
