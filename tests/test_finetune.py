@@ -125,7 +125,10 @@ def test_lambda_is_chosen_by_validation_link_retrieval_not_labels():
             for lam, mrr, acc in [(0.05, 0.2, 0.9), (0.1, 0.5, 0.1), (0.3, 0.4, 0.5)]]
     rows.append({"arm": "lm", "graph": None, "seed": 0, "lambda_si": 0.0, "scores": {}})
     chosen = choose_lambdas(rows)
-    assert [(r["arm"], r["lambda_si"]) for r in chosen] == [("lm", 0.0), ("sipt", 0.1)]
+    # the paper's λ = 0.1 as its own arm, and the λ with the best validation MRR (here also 0.1)
+    assert [(r["arm"], r["lambda_si"], r.get("selection")) for r in chosen] == [("lm", 0.0, None), ("sipt", 0.1, None), ("sipt", 0.1, "chosen λ")]
+    rows[1]["validation_links"]["mrr"] = 0.1  # now λ = 0.3 retrieves the validation links best
+    assert [r["lambda_si"] for r in choose_lambdas(rows) if r.get("selection")] == [0.3]
 
 
 def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
@@ -137,8 +140,10 @@ def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
     cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu")
     assert len(cells) == 2 * (2 + 2 * 2)
     summary = run_domain(cells, tmp_path / "run", executor="serial", progress=False)
-    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[mentions]", "sipt[random]"}
-    mentions = summary["arms"]["sipt[mentions]"]
+    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[mentions]", "sipt[random]",
+                                    "sipt[mentions, chosen λ]", "sipt[random, chosen λ]"}
+    assert summary["arms"]["sipt[mentions]"]["lambda_si"] == [0.1, 0.1]
+    mentions = summary["arms"]["sipt[mentions, chosen λ]"]
     assert 0.0 <= mentions["local_consistency"] <= 1.0 and set(mentions["lambda_si"]) <= {0.1, 0.5}
     assert {"probe.accuracy", "probe.macro_f1", "full.accuracy", "full.macro_f1"} <= set(mentions)
     methods = {(c["method"], c["baseline"]) for c in summary["comparisons"]}
