@@ -50,7 +50,7 @@ def dense_edge_count(labels: np.ndarray, block: int = 2000) -> int:
 
 
 def main() -> None:
-    print(f"| n | labels/sample | hamming_graph s | edges | dense numpy s | speed-up |")
+    print("| n | labels/sample | hamming_graph s | edges | dense numpy s | speed-up |")
     print("|---|---|---|---|---|---|")
     for n in (1_000, 10_000, 100_000):
         labels = go_like_labels(n)

@@ -17,3 +17,11 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    """A tiny random BERT with an MLM head, saved as a Hugging Face directory (see hf_fakes)."""
+    from hf_fakes import WORDS, write_tiny_bert
+
+    return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)

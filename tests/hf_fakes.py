@@ -3,7 +3,6 @@
 import json
 from pathlib import Path
 
-import pytest
 import torch
 
 WORDS = "the a of and to in is was for on that with as by at from it an be this are or which his her one two three".split()
@@ -31,12 +30,6 @@ def write_tiny_bert(directory: Path, words: list[str], *, with_head: bool = True
         (directory / "1_Pooling" / "config.json").write_text(json.dumps(
             {"word_embedding_dimension": 32, "pooling_mode_cls_token": st_pooling == "cls", "pooling_mode_mean_tokens": st_pooling == "mean"}))
     return directory
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    """A tiny BERT with an MLM head over :data:`WORDS`."""
-    return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)
 
 
 def write_tiny_distilbert(directory: Path, words: list[str]) -> Path:

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from hf_fakes import WORDS, tiny_bert  # noqa: F401  (tiny_bert is a fixture)
+from hf_fakes import WORDS
 
 from sipt_lab.cli.main import main
 from sipt_lab.domains import subset

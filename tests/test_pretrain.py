@@ -20,7 +20,7 @@ from sipt_lab.models.hf import named_checkpoint
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed
 
-from hf_fakes import WORDS, tiny_bert, write_tiny_bert, write_tiny_distilbert, write_tiny_roberta  # noqa: F401  (tiny_bert is a fixture)
+from hf_fakes import WORDS, write_tiny_bert, write_tiny_distilbert, write_tiny_roberta
 
 N_GROUPS, GROUP_SIZE = 4, 10
 

@@ -204,7 +204,7 @@ def test_unreadable_labels_file(tmp_path, capsys, monkeypatch):
 
 
 def test_labels_path_is_a_directory(tmp_path, capsys):
-    argv = write_graph(tmp_path, "a\tx\n")
+    write_graph(tmp_path, "a\tx\n")
     fails(capsys, ["consistency", "--edges", str(tmp_path / "e.tsv"), "--labels", str(tmp_path)], "is a directory")
 
 

@@ -82,7 +82,6 @@ from sipt_lab.evaluation import ProbeResult, linear_probe
 from sipt_lab.experiments.simulate import (
     ARMS,
     MAX_SEEDS,
-    MAX_STEPS,
     SEED_RESULT_KEYS,
     SimulationConfig,
     run_arms,
@@ -101,6 +100,7 @@ from sipt_lab.experiments.sweep import (
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_NODES, get_family, prepare_topics, resolve_spec
 from sipt_lab.theory import corollary1_experiment, correlated_labels, theorem1_check
+from sipt_lab.training.trainer import MAX_STEPS
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
 FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")

@@ -108,13 +108,13 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     device = resolve_device(job.train.device)
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
-    source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
+    tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
     place = distributed_context(device.type)
 
     if labels is not None:
         report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
         report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
-        before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source)
+        before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
     if place.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
         save_config(job, out_dir / "config.json")
@@ -217,9 +217,9 @@ def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Pa
     return out, ids_path
 
 
-def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source) -> dict:
-    """:func:`evaluate_embeddings` of the encoder as initialised (same seed as the run)."""
-    tokenizer = source.tokenizer(texts, config.max_len)
+def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source,
+                   tokenizer) -> dict:
+    """:func:`evaluate_embeddings` of the encoder as initialised (same seed and tokenizer as the run)."""
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
         encoder, _ = source.encoder(tokenizer)

@@ -31,7 +31,6 @@ from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
-from sipt_lab.training.trainer import MAX_STEPS  # noqa: F401  (re-exported: the figures check --steps with it)
 
 ARMS = ("lm", "sipt")
 
