@@ -10,6 +10,8 @@ STRUCTURE_LOSSES = ("contrastive", "multisim", "infonce")
 NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 #: Pairs ``L_SI`` scores (:data:`sipt_lab.training.batches.PAIR_MODES`).
 PAIR_MODES = ("sampled", "batch")
+#: What a token chosen for MLM becomes (:data:`sipt_lab.training.batches.MASK_REPLACEMENTS`).
+MASK_REPLACEMENTS = ("mask", "bert")
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

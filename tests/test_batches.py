@@ -152,3 +152,31 @@ def test_hard_negatives_are_two_hops_away_and_component_negatives_stay_home():
     assert sampler.batch(0).negatives.min() >= 0
     with pytest.raises(SiptError, match="unknown negative sampler"):
         GraphBatchSampler(two_cycles, np.full(12, 5), batch_size=4, negatives="hardest")
+
+
+def test_bert_replacement_is_80_10_10_over_the_same_mask():
+    from sipt_lab.training.batches import KEEP_TOKEN, REPLACE_WITH_MASK
+
+    graph = _implicit_graph()
+    lengths = np.full(graph.n_nodes, 40)
+    plain = GraphBatchSampler(graph, lengths, batch_size=22, seed=1)
+    bert = GraphBatchSampler(graph, lengths, batch_size=22, seed=1, mask_replacement="bert", vocab_size=50)
+    codes = []
+    for step in range(40):
+        a, b = plain.batch(step), bert.batch(step)
+        assert a.replacement is None
+        np.testing.assert_array_equal(a.mask, b.mask)  # the choice of tokens does not change
+        codes.append(b.replacement[b.mask])
+    codes = np.concatenate(codes)
+    assert len(codes) > 4000
+    shares = [np.mean(codes == REPLACE_WITH_MASK), np.mean(codes >= 0), np.mean(codes == KEEP_TOKEN)]
+    np.testing.assert_allclose(shares, [0.8, 0.1, 0.1], atol=0.02)
+    random_ids = codes[codes >= 0]
+    assert random_ids.max() < 50 and len(np.unique(random_ids)) == 50
+
+
+def test_bert_replacement_needs_the_vocabulary_size():
+    with pytest.raises(SiptError, match="vocab_size"):
+        GraphBatchSampler(_implicit_graph(), np.full(22, 5), 4, mask_replacement="bert")
+    with pytest.raises(SiptError, match="unknown mask replacement"):
+        GraphBatchSampler(_implicit_graph(), np.full(22, 5), 4, mask_replacement="span")

@@ -10,6 +10,7 @@ from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, Trans
 from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
 from sipt_lab.models import CharInit
+from sipt_lab.training.batches import KEEP_TOKEN, REPLACE_WITH_MASK
 from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Replica, _Step, lr_factor, train_step
 
 TINY = encoder_preset("paper-small", max_len=24)
@@ -286,3 +287,32 @@ def test_lr_schedules_warm_up_and_decay_as_documented():
     assert {lr_factor(TrainConfig(steps=7), s) for s in range(7)} == {1.0}
     with pytest.raises(SiptError, match="TrainConfig.schedule 'step' is unknown"):
         pretrain(["ab cd"] * 4, PretrainingGraph.from_groups([0, 0, 1, 1]), TrainConfig(steps=1, schedule="step"), EncoderConfig())
+
+
+def test_step_feeds_the_encoder_bert_replacements_and_predicts_the_originals():
+    # equal lengths: one bucket, whose rows are the seeds in batch order
+    rng = np.random.default_rng(0)
+    sentences = ["".join(rng.choice(list("abcdef "), size=30)) for _ in range(24)]
+    tokenizer = CharTokenizer.build(sentences, max_len=64)
+    ids, lengths = tokenizer.encode(sentences)
+    graph = PretrainingGraph.from_groups(np.arange(24) % 3)
+    batch = GraphBatchSampler(graph, lengths, 16, mask_prob=0.5, seed=1, mask_replacement="bert",
+                              vocab_size=tokenizer.vocab_size).batch(0)
+    seen = []
+
+    class Recording(TransformerEncoder):
+        def embed_and_masked_logits(self, input_ids, positions):
+            seen.append(input_ids.clone())
+            return super().embed_and_masked_logits(input_ids, positions)
+
+    encoder = Recording(encoder_preset("paper-small", vocab_size=tokenizer.vocab_size, max_len=64))
+    step = _Step(torch.as_tensor(ids), lengths, build_objectives(0.0), torch.device("cpu"), mask_id=tokenizer.mask_id)
+    step.losses(encoder, batch)
+    (inputs,) = seen
+    original = ids[batch.nodes[: batch.n_seeds], : inputs.shape[1]]
+    codes = batch.replacement[:, : inputs.shape[1]]
+    mask = batch.mask[:, : inputs.shape[1]]
+    expected = np.where(codes == REPLACE_WITH_MASK, tokenizer.mask_id, np.where(codes == KEEP_TOKEN, original, codes))
+    np.testing.assert_array_equal(inputs.numpy()[mask], expected[mask])
+    np.testing.assert_array_equal(inputs.numpy()[~mask], original[~mask])
+    assert {REPLACE_WITH_MASK, KEEP_TOKEN} <= set(codes[mask].tolist()) and (codes[mask] >= 0).any()

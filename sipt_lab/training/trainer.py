@@ -42,7 +42,15 @@ from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
 from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-from sipt_lab.training.batches import NEGATIVE_SAMPLERS, PAIR_MODES, GraphBatchSampler, PretrainBatch
+from sipt_lab.training.batches import (
+    KEEP_TOKEN,
+    MASK_REPLACEMENTS,
+    NEGATIVE_SAMPLERS,
+    PAIR_MODES,
+    REPLACE_WITH_MASK,
+    GraphBatchSampler,
+    PretrainBatch,
+)
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -75,6 +83,8 @@ class TrainConfig:
         negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`
             (``uniform``, ``two-hop`` hard negatives, ``same-component``).
         mask_prob: MLM masking probability per token.
+        mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`:
+            ``"mask"`` (always ``[MASK]``) or ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept).
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
         precision: autocast dtype, a name in :data:`PRECISIONS`.
@@ -98,6 +108,7 @@ class TrainConfig:
     pairs: str = "sampled"
     negatives: str = "uniform"
     mask_prob: float = 0.15
+    mask_replacement: str = "mask"
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"
@@ -127,7 +138,8 @@ class TrainConfig:
         if not 0.0 <= self.warmup < 1.0:
             raise ConfigError("TrainConfig.warmup", f"must be a fraction of the steps in [0, 1), got {self.warmup}")
         for name, choices in (("schedule", LR_SCHEDULES), ("precision", PRECISIONS), ("pairs", PAIR_MODES),
-                              ("negatives", NEGATIVE_SAMPLERS), ("loss", STRUCTURE_LOSSES)):
+                              ("negatives", NEGATIVE_SAMPLERS), ("loss", STRUCTURE_LOSSES),
+                              ("mask_replacement", MASK_REPLACEMENTS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"TrainConfig.{name}", f"{getattr(self, name)!r} is unknown; choose one of {', '.join(choices)}")
         check_loss_params(self.loss, dict(self.loss_params))
@@ -264,7 +276,8 @@ def pretrain(
     tokenizer = source.tokenizer(list(texts), config.max_len)
     ids, lengths = tokenizer.encode(list(texts))
     sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                                suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives)
+                                suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
+                                mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size)
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
@@ -383,8 +396,11 @@ class _Step:
         nodes = batch.nodes[rows]
         lengths = self.lengths[nodes]
         mask = np.zeros((len(rows), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
+        replacement = np.full(mask.shape, REPLACE_WITH_MASK, dtype=np.int64)
         seeds = rows < batch.n_seeds
         mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
+        if batch.replacement is not None:
+            replacement[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.replacement[rows[seeds]]
         buckets = _length_buckets(lengths, self.max_buckets)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             embeddings, logits, targets = [], [], []
@@ -394,8 +410,11 @@ class _Step:
                 if self.needs_mlm:
                     masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
                     positions = self._tensor(masked_rows * width + masked_cols)
-                    targets.append(inputs.view(-1)[positions])
-                    inputs.view(-1)[positions] = self.mask_id
+                    original = inputs.view(-1)[positions]
+                    targets.append(original)
+                    codes = self._tensor(replacement[bucket, :width][masked_rows, masked_cols])
+                    inputs.view(-1)[positions] = torch.where(
+                        codes == REPLACE_WITH_MASK, self.mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
                     bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
                     logits.append(bucket_logits)
                 else:
