@@ -12,6 +12,10 @@ NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 PAIR_MODES = ("sampled", "batch")
 #: What a token chosen for MLM becomes (:data:`sipt_lab.training.batches.MASK_REPLACEMENTS`).
 MASK_REPLACEMENTS = ("mask", "bert")
+#: Link-retrieval metrics (:func:`sipt_lab.evaluation.link_retrieval_metrics`); ``lambda-sweep`` chooses by one.
+RETRIEVAL_METRICS = ("mrr", "lrap", "ndcg", "ap")
+#: ``lambda-sweep``'s default values of λ_SI: the paper's grid (Tables 9-10) with the LM baseline 0.
+LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

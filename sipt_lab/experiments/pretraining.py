@@ -101,7 +101,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     if graph.n_edges == 0:
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
-    source = encoder_source(job.init, encoder_preset(job.encoder) if job.init == "char" else None, job.pooling)
+    source = job_source(job)
     if job.epochs is not None:
         job = dataclasses.replace(job, train=dataclasses.replace(
             job.train, steps=steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)))
@@ -217,13 +217,24 @@ def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Pa
     return out, ids_path
 
 
-def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source,
-                   tokenizer) -> dict:
-    """:func:`evaluate_embeddings` of the encoder as initialised (same seed and tokenizer as the run)."""
+def job_source(job: PretrainJob):
+    """The :class:`~sipt_lab.models.EncoderSource` of ``job.init`` (char size, pooling applied)."""
+    return encoder_source(job.init, encoder_preset(job.encoder) if job.init == "char" else None, job.pooling)
+
+
+def initial_embeddings(texts: list[str], config: TrainConfig, source, tokenizer) -> np.ndarray:
+    """``(n, H)`` embeddings of ``texts`` by the encoder as a run with ``config`` initialises it
+    (same seed and tokenizer), before any training."""
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
         encoder, _ = source.encoder(tokenizer)
-    return evaluate_embeddings(embed(encoder, tokenizer, texts, device=config.device), graph, labels)
+    return embed(encoder, tokenizer, texts, device=config.device)
+
+
+def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source,
+                   tokenizer) -> dict:
+    """:func:`evaluate_embeddings` of the encoder as initialised."""
+    return evaluate_embeddings(initial_embeddings(texts, config, source, tokenizer), graph, labels)
 
 
 def _history_csv(history: dict[str, np.ndarray]) -> str:

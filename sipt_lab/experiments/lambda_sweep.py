@@ -1,0 +1,208 @@
+"""``sipt-lab lambda-sweep``: choose ``λ_SI`` by link retrieval on ``G_PT``, without the fine-tuning labels.
+
+The paper (Methods, "Further details on choosing λ_SI", Tables 9-10) pre-trained one model per
+``λ_SI`` and kept the one whose embeddings best retrieve each node's ``G_PT`` neighbours; it scored
+retrieval on the very links pre-training had fitted. Here a random ``validation`` fraction of the
+linked samples is held out of pre-training altogether (their texts and every edge touching them), and
+``λ`` is chosen by how well their neighbours rank first among all samples (:data:`SELECTION_METRICS`,
+MRR by default), links no run has seen. The paper's own measure (retrieval on the pre-training graph)
+is reported beside it.
+
+``out`` holds:
+
+* ``sweep.json``: the :class:`LambdaSweep` (written first; a re-run with the same sweep resumes);
+* ``split/``: the pre-training samples (JSON Lines), their edges and, with labels, their labels, and
+  ``validation_ids.txt``;
+* ``lambda-<λ>/``: one ordinary ``sipt-lab pretrain`` run per ``λ`` on the split (finished runs are
+  kept, unfinished ones resume from their checkpoint);
+* ``lambda_sweep.csv`` and ``result.json`` (written last): per row (random vectors, the initial
+  encoder, each ``λ``) the validation and pre-training-graph LRAP, nDCG, AP and MRR; the chosen
+  ``λ`` and its model directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sipt_lab import fileio, names
+from sipt_lab.config import config_from_dict, save_config
+from sipt_lab.errors import ConfigError, SiptError
+from sipt_lab.evaluation import link_retrieval_metrics
+from sipt_lab.experiments.pretraining import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.experiments.sweep import write_results_csv
+from sipt_lab.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import load_encoder
+from sipt_lab.samples import Samples, read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.training import embed, resolve_device
+
+DEFAULT_LAMBDAS = names.LAMBDA_GRID
+SELECTION_METRICS = names.RETRIEVAL_METRICS
+#: Queries of the pre-training-graph retrieval (a random subset on large graphs).
+PT_QUERIES = 1000
+SWEEP_CONFIG, RESULT_FILE, TABLE_FILE = "sweep.json", "result.json", "lambda_sweep.csv"
+
+
+@dataclass(frozen=True)
+class LambdaSweep:
+    """One λ sweep (saved as ``sweep.json``).
+
+    Attributes:
+        job: the pre-training run every ``λ`` repeats (its ``samples``, ``edges``, ``labels`` are the
+            full data; ``job.train.lambda_si`` is ignored).
+        lambdas: the distinct values of ``λ_SI`` to pre-train, each in [0, 1].
+        validation: fraction of the linked samples held out to choose ``λ``, in (0, 0.5].
+        metric: the validation retrieval metric that chooses, a name in :data:`SELECTION_METRICS`.
+    """
+
+    job: PretrainJob
+    lambdas: tuple[float, ...] = DEFAULT_LAMBDAS
+    validation: float = 0.1
+    metric: str = "mrr"
+
+    def __post_init__(self) -> None:
+        if len(self.lambdas) < 2 or len(set(self.lambdas)) != len(self.lambdas):
+            raise ConfigError("LambdaSweep.lambdas", f"needs at least two distinct values, got {list(self.lambdas)}")
+        if not all(0.0 <= value <= 1.0 for value in self.lambdas):
+            raise ConfigError("LambdaSweep.lambdas", f"must lie in [0, 1], got {list(self.lambdas)}")
+        if not 0.0 < self.validation <= 0.5:
+            raise ConfigError("LambdaSweep.validation", f"must be a fraction in (0, 0.5], got {self.validation}")
+        if self.metric not in SELECTION_METRICS:
+            raise ConfigError("LambdaSweep.metric", f"{self.metric!r} is unknown; choose one of {', '.join(SELECTION_METRICS)}")
+
+
+@dataclass
+class SweepOutcome:
+    """The table of :func:`run_lambda_sweep` (one dict per row), the chosen ``λ`` and its model."""
+
+    rows: list[dict] = field(default_factory=list)
+    chosen: float = math.nan
+    model_dir: Path | None = None
+    out_dir: Path | None = None
+
+
+def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print) -> SweepOutcome:
+    """Pre-train every ``λ`` of ``sweep`` into ``out`` and choose one (module docstring)."""
+    out_dir = _claim(sweep, out)
+    job = sweep.job
+    samples = read_samples(job.samples)
+    graph = read_sample_graph(job.edges, samples)
+    labels = read_sample_labels(job.labels, samples) if job.labels else None
+    validation = validation_samples(graph, sweep.validation, job.train.seed)
+    train_nodes = np.setdiff1d(np.arange(len(samples)), validation)
+    split_job = _write_split(out_dir / "split", samples, graph, labels, train_nodes, validation, job)
+
+    texts = list(samples.texts)
+    source = job_source(job)
+    device = resolve_device(job.train.device)
+    train_graph = graph.subgraph(train_nodes)
+    rows = [_row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
+            _row("initial", math.nan, initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)), graph, train_graph, validation, train_nodes)]
+    for value in sweep.lambdas:
+        run_dir = out_dir / lambda_dir_name(value)
+        if not (run_dir / FINISHED_MARKER).is_file():
+            log(f"lambda-sweep: pre-training λ = {value:g} into {run_dir}")
+            run_job = dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value))
+            run_pretraining(run_job, run_dir, resume=True, progress=progress, log=log)
+        encoder, tokenizer = load_encoder(run_dir / "model", device)
+        vectors = embed(encoder, tokenizer, texts)
+        rows.append(_row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes))
+
+    trained = [row for row in rows if not math.isnan(row["lambda_si"])]
+    best = max(trained, key=lambda row: (row[f"validation_{sweep.metric}"], -row["lambda_si"]))
+    for row in rows:
+        row["chosen"] = row is best
+    outcome = SweepOutcome(rows, best["lambda_si"], out_dir / lambda_dir_name(best["lambda_si"]) / "model", out_dir)
+    write_results_csv(rows, out_dir / TABLE_FILE, list(rows[0]))
+    write_json_atomic(out_dir / RESULT_FILE, {
+        "chosen_lambda_si": outcome.chosen, "model": str(outcome.model_dir), "metric": sweep.metric,
+        "n_validation": int(len(validation)), "n_pretraining": int(len(train_nodes)), "rows": rows})
+    return outcome
+
+
+def validation_samples(graph: PretrainingGraph, fraction: float, seed: int) -> np.ndarray:
+    """``(v,)`` sorted samples held out to choose ``λ``: ``round(fraction * linked)`` (at least one) of
+    the samples with a neighbour, drawn with ``seed``; at least two linked samples must stay behind."""
+    linked = np.flatnonzero(graph.degrees() > 0)
+    count = max(1, round(fraction * len(linked)))
+    if len(linked) - count < 2:
+        raise SiptError(f"only {len(linked)} samples have a neighbour in G_PT; a λ sweep needs at least "
+                        f"{count + 2} (or a smaller --validation)")
+    return np.sort(np.random.default_rng([seed, 0x1A]).choice(linked, size=count, replace=False))
+
+
+def lambda_dir_name(value: float) -> str:
+    return f"lambda-{value:g}"
+
+
+def format_sweep(outcome: SweepOutcome, metric: str) -> str:
+    """A readable table of a sweep: validation and pre-training-graph retrieval per row."""
+    lines = [f"{'embedder':<10} {'λ_SI':>6}  {'val LRAP':>9} {'val nDCG':>9} {'val AP':>8} {'val MRR':>8}   "
+             f"{'PT LRAP':>8} {'PT MRR':>8}"]
+    for row in outcome.rows:
+        value = "" if math.isnan(row["lambda_si"]) else f"{row['lambda_si']:g}"
+        lines.append(f"{row['embedder']:<10} {value:>6}  {row['validation_lrap']:>9.4f} {row['validation_ndcg']:>9.4f} "
+                     f"{row['validation_ap']:>8.4f} {row['validation_mrr']:>8.4f}   {row['pt_lrap']:>8.4f} {row['pt_mrr']:>8.4f}"
+                     + ("   <- chosen" if row["chosen"] else ""))
+    lines += ["", f"chosen λ_SI = {outcome.chosen:g} (best validation {metric.upper()} on links no run saw): {outcome.model_dir}",
+              f"table: {outcome.out_dir / TABLE_FILE}"]
+    return "\n".join(lines)
+
+
+def _claim(sweep: LambdaSweep, out: str | Path) -> Path:
+    """``out`` for ``sweep``: new, empty, or holding the same sweep (resumed); anything else is refused."""
+    out_dir = fileio.check_output_dir(out)
+    config = out_dir / SWEEP_CONFIG
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not config.is_file():
+            raise SiptError(f"--out {out_dir} is not empty and holds no λ sweep; choose a new or empty directory")
+        try:
+            same = config_from_dict(LambdaSweep, json.loads(config.read_text(encoding="utf-8"))) == sweep
+        except (ValueError, TypeError, SiptError):
+            same = False
+        if not same:
+            raise SiptError(f"--out {out_dir} holds another λ sweep (different settings); use another --out")
+        return out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_config(sweep, config)
+    return out_dir
+
+
+def _write_split(split_dir: Path, samples: Samples, graph: PretrainingGraph, labels, train_nodes: np.ndarray,
+                 validation: np.ndarray, job: PretrainJob) -> PretrainJob:
+    """Write the pre-training samples, edges and labels under ``split_dir``; the job that reads them."""
+    split_dir.mkdir(parents=True, exist_ok=True)
+    ids = samples.ids
+    write_text_atomic(split_dir / "samples.jsonl", "".join(
+        json.dumps({"id": ids[i], "text": samples.texts[i]}, ensure_ascii=False) + "\n" for i in train_nodes))
+    edges = graph.subgraph(train_nodes).edges()
+    write_text_atomic(split_dir / "edges.tsv", "".join(f"{ids[train_nodes[u]]}\t{ids[train_nodes[v]]}\n" for u, v in edges))
+    write_text_atomic(split_dir / "validation_ids.txt", "".join(f"{ids[i]}\n" for i in validation))
+    labels_path = None
+    if labels is not None:
+        codes, names = labels
+        labels_path = str(split_dir / "labels.tsv")
+        write_text_atomic(Path(labels_path), "".join(f"{ids[i]}\t{names[codes[i]]}\n" for i in train_nodes))
+    return dataclasses.replace(job, samples=str(split_dir / "samples.jsonl"), edges=str(split_dir / "edges.tsv"), labels=labels_path)
+
+
+def _row(embedder: str, lambda_si: float, vectors: np.ndarray, graph: PretrainingGraph, train_graph: PretrainingGraph,
+         validation: np.ndarray, train_nodes: np.ndarray) -> dict:
+    """Validation retrieval (validation samples' links among all samples) and the paper's measure
+    (retrieval on the pre-training graph among the pre-training samples) of ``(n, H)`` ``vectors``."""
+    held_out = link_retrieval_metrics(vectors, graph, queries=validation)
+    fitted = link_retrieval_metrics(vectors[train_nodes], train_graph, max_queries=PT_QUERIES, rng=0)
+    return {"embedder": embedder, "lambda_si": lambda_si,
+            **{f"validation_{name}": held_out[name] for name in SELECTION_METRICS},
+            **{f"pt_{name}": fitted[name] for name in SELECTION_METRICS}}
+
+
+def _random_vectors(n: int, job: PretrainJob) -> np.ndarray:
+    """Chance: ``(n, 64)`` standard normal vectors (seeded)."""
+    return np.random.default_rng([job.train.seed, 0x2B]).standard_normal((n, 64))
