@@ -17,8 +17,7 @@ import pytest
 from sipt_lab.cli.main import main
 from sipt_lab.config import config_from_dict, config_to_dict
 from sipt_lab.corpus import Corpus
-from sipt_lab.experiments.figures import (
-    FIGURES,
+from sipt_lab.experiments.figure_cells import (
     HELDOUT_SCALE_NODES,
     HELDOUT_SCALE_PASSES,
     FigureOptions,
@@ -26,6 +25,7 @@ from sipt_lab.experiments.figures import (
     heldout_scale_configs,
     run_figure5_grid,
 )
+from sipt_lab.experiments.figures import FIGURES
 from sipt_lab.experiments.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
