@@ -204,55 +204,89 @@ def line_panels(stem: str | Path, rows: Sequence[Sequence[LinePanel]], *, title:
         return save(fig, stem)
 
 
+@dataclass(frozen=True)
+class ScatterPanel:
+    """One panel of :func:`scatter_panels`: ``y`` against ``x`` with the diagonal ``y = x``.
+
+    ``groups`` colour the points by category, ``shapes`` give them a marker by category (two
+    legends); ``values`` instead colour them on a continuous [0, 1] scale with a colour bar labelled
+    ``value_label``. ``note`` is a line of text under the x axis. Non-finite points are not drawn.
+    """
+
+    x: Sequence[float]
+    y: Sequence[float]
+    xlabel: str
+    ylabel: str
+    title: str = ""
+    groups: Sequence[str] | None = None
+    shapes: Sequence[str] | None = None
+    values: Sequence[float] | None = None
+    value_label: str = ""
+    note: str = ""
+
+
 def scatter_vs_diagonal(stem: str | Path, x: Sequence[float], y: Sequence[float], *, xlabel: str, ylabel: str,
                         title: str, groups: Sequence[str] | None = None, shapes: Sequence[str] | None = None,
                         values: Sequence[float] | None = None, value_label: str = "",
                         lims: tuple[float, float] = (0.0, 1.02), note: str = "") -> list[Path]:
-    """``y`` against ``x`` with the diagonal ``y = x``.
+    """One :class:`ScatterPanel` (arguments as its fields) drawn alone."""
+    panel = ScatterPanel(x, y, xlabel, ylabel, title, groups, shapes, values, value_label, note)
+    return scatter_panels(stem, [panel], lims=lims)
 
-    ``groups`` colour the points by category, ``shapes`` give them a marker by category (two
-    legends); ``values`` instead colour them on a continuous scale with a colour bar labelled
-    ``value_label``. ``note`` is a line of text under the x axis.
-    """
-    x, y = _floats(x), _floats(y)
-    groups = list(groups) if groups is not None else [""] * len(x)
-    shapes = list(shapes) if shapes is not None else [""] * len(x)
+
+def scatter_panels(stem: str | Path, panels: Sequence[ScatterPanel], *, title: str = "",
+                   lims: tuple[float, float] = (0.0, 1.02)) -> list[Path]:
+    """Side-by-side :class:`ScatterPanel` s sharing ``lims`` on both axes, under ``title``."""
+    with plt.rc_context(STYLE):
+        width = sum(6.8 if panel.values is None else 6.0 for panel in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, 5.0), squeeze=False)
+        for ax, panel in zip(axes[0], panels):
+            _scatter(fig, ax, panel, lims)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+        return save(fig, stem)
+
+
+def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
+    x, y = _floats(panel.x), _floats(panel.y)
+    groups = list(panel.groups) if panel.groups is not None else [""] * len(x)
+    shapes = list(panel.shapes) if panel.shapes is not None else [""] * len(x)
+    values = None if panel.values is None else _floats(panel.values)
+    finite = np.isfinite(x) & np.isfinite(y)
     group_names, shape_names = list(dict.fromkeys(groups)), list(dict.fromkeys(shapes))
     cmap = _qualitative(len(group_names))
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.8 if values is None else 6.0, 5.0))
-        ax.plot(lims, lims, color="0.3", linestyle="--", linewidth=1, label="y = x", zorder=1)
-        for s, shape in enumerate(shape_names):
-            for g, group in enumerate(group_names):
-                keep = np.array([a == group and b == shape for a, b in zip(groups, shapes)])
-                if not keep.any():
-                    continue
-                colour = values if values is None else _floats(values)[keep]
-                kwargs = {"c": colour, "cmap": "viridis", "vmin": 0, "vmax": 1} if values is not None else \
-                    {"color": cmap(g % cmap.N)}
-                points = ax.scatter(x[keep], y[keep], marker=_MARKERS[s % len(_MARKERS)], s=34, alpha=0.85,
-                                    edgecolors="white", linewidths=0.4, zorder=3, **kwargs)
-        if values is not None:
-            fig.colorbar(points, ax=ax, label=value_label)
-        handles = [ax.get_legend_handles_labels()[0][0]]
-        handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(g % cmap.N), label=group)
-                    for g, group in enumerate(group_names) if group and values is None]
-        handles += [plt.Line2D([], [], ls="", marker=_MARKERS[s % len(_MARKERS)], color="0.2", markerfacecolor="none",
-                               label=shape)
-                    for s, shape in enumerate(shape_names) if shape]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0) if values is None else None,
-                  frameon=False)
-        if note:
-            ax.annotate(note, xy=(0.0, -0.13), xycoords="axes fraction", ha="left", va="top", fontsize=8.5,
-                        color="0.25")
-        ax.set_xlim(*lims)
-        ax.set_ylim(*lims)
-        ax.set_aspect("equal")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        return save(fig, stem)
+    ax.plot(lims, lims, color="0.3", linestyle="--", linewidth=1, label="y = x", zorder=1)
+    points = None
+    for s, shape in enumerate(shape_names):
+        for g, group in enumerate(group_names):
+            keep = finite & np.array([a == group and b == shape for a, b in zip(groups, shapes)])
+            if not keep.any():
+                continue
+            kwargs = {"c": values[keep], "cmap": "viridis", "vmin": 0, "vmax": 1} if values is not None else \
+                {"color": cmap(g % cmap.N)}
+            points = ax.scatter(x[keep], y[keep], marker=_MARKERS[s % len(_MARKERS)], s=34, alpha=0.85,
+                                edgecolors="white", linewidths=0.4, zorder=3, **kwargs)
+    if values is not None and points is not None:
+        fig.colorbar(points, ax=ax, label=panel.value_label)
+    handles = [ax.get_legend_handles_labels()[0][0]]
+    handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(g % cmap.N), label=group)
+                for g, group in enumerate(group_names) if group and values is None]
+    handles += [plt.Line2D([], [], ls="", marker=_MARKERS[s % len(_MARKERS)], color="0.2", markerfacecolor="none",
+                           label=shape)
+                for s, shape in enumerate(shape_names) if shape]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0) if values is None else None,
+              frameon=False)
+    if panel.note:
+        ax.annotate(panel.note, xy=(0.0, -0.13), xycoords="axes fraction", ha="left", va="top", fontsize=8.5,
+                    color="0.25")
+    ax.set_xlim(*lims)
+    ax.set_ylim(*lims)
+    ax.set_aspect("equal")
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    ax.set_title(panel.title)
+    ax.grid(True, alpha=0.3)
 
 
 def labelled_errorbars(stem: str | Path, series: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],

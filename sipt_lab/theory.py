@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from sipt_lab.consistency import corollary1_bound, local_consistency
-from sipt_lab.evaluation import loo_knn
+from sipt_lab.evaluation import loo_knn, radius_terms
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.objectives.structure import get_structure_loss
 from sipt_lab.training.batches import sampled_pairs
@@ -71,10 +71,26 @@ class BoundCheck:
     nn_auroc: float
 
 
-def theorem1_check(graph: PretrainingGraph, labels: np.ndarray, *, k: int = 3, seed: int = 0, **oracle_options) -> BoundCheck:
-    """Oracle embedder on ``graph``; its LOO ``k``-NN accuracy on ``labels`` vs ``LC_G(labels)``."""
-    scores = loo_knn(oracle_embeddings(graph, seed=seed, **oracle_options), labels, k)
-    return BoundCheck(local_consistency(graph, labels), scores.accuracy, scores.auroc)
+@dataclass(frozen=True)
+class Theorem1Check(BoundCheck):
+    """:class:`BoundCheck` plus Theorem 1 as stated: how well the best radius recovers ``G_PT`` from
+    the oracle's embeddings (``radius_f1``; 1 is the validity condition) and the LOO r-NN accuracy
+    at that radius (``radius_nn_accuracy``, over the ``radius_nn_coverage`` fraction of samples
+    with a neighbour within it), which equals LC when ``radius_f1`` is 1."""
+
+    radius_f1: float = float("nan")
+    radius_nn_accuracy: float = float("nan")
+    radius_nn_coverage: float = float("nan")
+
+
+def theorem1_check(graph: PretrainingGraph, labels: np.ndarray, *, k: int = 3, seed: int = 0, **oracle_options) -> Theorem1Check:
+    """Oracle embedder on ``graph``; its LOO ``k``-NN accuracy on ``labels`` and its r-NN accuracy at
+    the radius best recovering ``graph``, vs ``LC_G(labels)``."""
+    z = oracle_embeddings(graph, seed=seed, **oracle_options)
+    scores = loo_knn(z, labels, k)
+    terms = radius_terms(z, graph, labels)
+    return Theorem1Check(local_consistency(graph, labels), scores.accuracy, scores.auroc,
+                         terms["radius_f1"], terms["radius_nn_accuracy"], terms["radius_nn_coverage"])
 
 
 def corollary1_experiment(

@@ -124,7 +124,8 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
 
     FIGURES["theorem1"](out, TINY)
     rows = assert_written(out, "theorem1", ["graph", "noise", "seed", "embedder", "local_consistency", "accuracy",
-                                            "auroc", "accuracy_minus_lc"])
+                                            "auroc", "accuracy_minus_lc", "radius_f1", "radius_nn_accuracy",
+                                            "radius_nn_coverage", "radius_nn_minus_lc"])
     assert sorted(row["embedder"] for row in rows) == ["oracle"] * 4 + ["sipt"] * 4
     assert all(unit(row["accuracy"]) and unit(row["local_consistency"]) for row in rows)
     oracle = {(r["graph"], r["noise"]): r for r in rows if r["embedder"] == "oracle"}
@@ -132,6 +133,8 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     lc = {k: r["local_consistency"] for k, r in sipt.items()}
     assert {k: r["local_consistency"] for k, r in oracle.items()} == lc
     assert float(oracle["cliques", "0.0"]["accuracy"]) == 1.0  # the oracle reaches LC = 1 on clean cliques
+    assert float(oracle["cliques", "0.0"]["radius_f1"]) == 1.0 == float(oracle["cliques", "0.0"]["radius_nn_accuracy"])
+    assert all(unit(row["radius_f1"]) and unit(row["radius_nn_accuracy"]) for row in rows)
     oracle_configs = [json.loads(p.read_text()) for p in (out / "cells" / "oracle").glob("*/config.json")]
     assert len(oracle_configs) == 4  # each optimised the SIPT arm's loss, margins included
     assert all((c["loss"], c["loss_params"]) == ("contrastive", LOSS_PARAMS["contrastive"]) for c in oracle_configs)

@@ -15,6 +15,16 @@ def test_oracle_collapses_cliques_and_separates_them():
 def test_theorem1_oracle_reaches_local_consistency_on_a_clean_graph():
     check = theorem1_check(PretrainingGraph.from_groups(np.repeat(np.arange(5), 8)), np.repeat(np.arange(5), 8), steps=200)
     assert check.bound == 1.0 and check.nn_accuracy == 1.0
+    assert check.radius_f1 == 1.0 and check.radius_nn_accuracy == 1.0 and check.radius_nn_coverage == 1.0
+
+
+def test_theorem1_equality_case_r_nn_accuracy_is_lc_where_a_radius_recovers_the_graph():
+    groups = np.repeat(np.arange(5), 8)
+    labels = groups.copy()
+    labels[[0, 9, 10, 20]] = [4, 3, 3, 0]  # a few nodes disagree with their clique: LC < 1
+    check = theorem1_check(PretrainingGraph.from_groups(groups), labels, steps=200)
+    assert check.radius_f1 == 1.0  # the oracle's optimum is valid on cliques
+    assert check.bound < 1.0 and check.radius_nn_accuracy == check.bound
 
 
 def test_corollary1_accuracy_stays_below_the_bound_and_tracks_it():

@@ -28,6 +28,7 @@ from sipt_lab.evaluation.radius import (
     radius_graph,
     radius_nn_accuracy,
     radius_recovery,
+    radius_terms,
 )
 from sipt_lab.evaluation.retrieval import link_retrieval_metrics
 from sipt_lab.evaluation.splits import (
@@ -73,6 +74,7 @@ __all__ = [
     "radius_graph",
     "radius_nn_accuracy",
     "radius_recovery",
+    "radius_terms",
     "random_splits",
     "read_splits",
     "relative_error_reduction",

@@ -145,3 +145,16 @@ def radius_nn_accuracy(embeddings: np.ndarray, labels, radius: float) -> RadiusN
     if not covered.any():
         raise SiptError(f"no sample has another within radius {radius}; use a larger radius")
     return RadiusNn(accuracy=float(per_sample[covered].mean()), coverage=float(covered.mean()))
+
+
+def radius_terms(embeddings: np.ndarray, graph: PretrainingGraph, labels=None) -> dict[str, float]:
+    """Theorem 1's terms of an embedding, flat for result tables: ``radius``, ``radius_f1`` (how
+    well the best radius recovers ``graph``) and, with ``(n,)`` ``labels``, the LOO r-NN
+    ``radius_nn_accuracy`` and ``radius_nn_coverage`` at that radius (the best radius links at
+    least one pair, so some sample is covered)."""
+    recovery = radius_recovery(embeddings, graph)
+    terms = {"radius": recovery.radius, "radius_f1": recovery.f1}
+    if labels is not None:
+        rnn = radius_nn_accuracy(embeddings, labels, recovery.radius)
+        terms |= {"radius_nn_accuracy": rnn.accuracy, "radius_nn_coverage": rnn.coverage}
+    return terms

@@ -255,30 +255,40 @@ class OracleConfig:
 
 
 def oracle_cell(config: OracleConfig) -> dict[str, Any]:
-    """The oracle's LOO ``k``-NN accuracy and AUROC next to LC (:func:`~sipt_lab.theory.theorem1_check`)."""
+    """The oracle's LOO ``k``-NN accuracy and AUROC, and its r-NN accuracy at the radius best
+    recovering ``G_PT`` (:func:`~sipt_lab.theory.theorem1_check`), next to LC."""
     dataset = build_dataset(config.graph, progress=False)
     check = theorem1_check(dataset.graph, dataset.labels, k=config.k, seed=config.graph.seed,
                            dim=config.dim, steps=config.steps, loss=config.loss, **config.loss_params)
     return {"graph": config.graph.family, "noise": config.graph.noise, "seed": config.graph.seed,
-            "local_consistency": check.bound, "accuracy": check.nn_accuracy, "auroc": check.nn_auroc}
+            "local_consistency": check.bound, "accuracy": check.nn_accuracy, "auroc": check.nn_auroc,
+            "radius_f1": check.radius_f1, "radius_nn_accuracy": check.radius_nn_accuracy,
+            "radius_nn_coverage": check.radius_nn_coverage}
+
+
+#: Theorem 1's radius terms in the ``theorem1`` table (NaN for cells computed before they were recorded).
+RADIUS_COLUMNS = ("radius_f1", "radius_nn_accuracy", "radius_nn_coverage")
 
 
 def theorem1_rows(out_dir: str | Path, results: Sequence[CellResult], options: FigureOptions) -> list[dict[str, Any]]:
     """Run (or load) the oracle cells on the grid's datasets; one row per (embedder, graph, noise,
-    seed): LC, LOO 3-NN accuracy and AUROC, ``accuracy_minus_lc`` (embedders ``sipt``, ``oracle``)."""
+    seed): LC, LOO 3-NN accuracy and AUROC, ``accuracy_minus_lc``, and the radius terms
+    (:data:`RADIUS_COLUMNS`) with ``radius_nn_minus_lc`` (embedders ``sipt``, ``oracle``)."""
     oracle_configs = [
         OracleConfig(graph=cell.config.graph, loss=cell.config.train.loss, loss_params=cell.config.train.loss_params, k=cell.config.k)
         for cell in results
     ]
     oracle = run_grid(oracle_cell, oracle_configs, cells_root(out_dir, options) / "oracle",
-                      executor=options.executor, progress=options.progress)
+                      executor=options.executor, progress=options.progress, required_keys=RADIUS_COLUMNS)
     rows = []
     for embedder, cells in (("sipt", [c.result for c in results]), ("oracle", [c.result for c in oracle])):
         for cell in cells:
             metrics, lc = (cell["methods"]["sipt"] if embedder == "sipt" else cell), cell["local_consistency"]
+            radius = {name: float(metrics.get(name, math.nan)) for name in RADIUS_COLUMNS}
             rows.append({"graph": cell["graph"], "noise": cell["noise"], "seed": cell["seed"], "embedder": embedder,
                          "local_consistency": lc, "accuracy": metrics["accuracy"], "auroc": metrics["auroc"],
-                         "accuracy_minus_lc": metrics["accuracy"] - lc})
+                         "accuracy_minus_lc": metrics["accuracy"] - lc, **radius,
+                         "radius_nn_minus_lc": radius["radius_nn_accuracy"] - lc})
     return rows
 
 

@@ -35,7 +35,7 @@ import torch
 from sipt_lab.config import save_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_nn_accuracy, radius_recovery
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
@@ -142,13 +142,10 @@ def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels:
     ``G_PT`` and its F1, and with ``labels`` their LOO 3-NN AUROC and accuracy and LOO r-NN accuracy
     and coverage at that radius."""
     link = link_retrieval_metrics(embeddings, graph, REPORT_LINK_QUERIES, rng=0)
-    recovery = radius_recovery(embeddings, graph)
-    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"], "radius": recovery.radius, "radius_f1": recovery.f1}
+    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"], **radius_terms(embeddings, graph, labels)}
     if labels is not None:
         scores = loo_knn(embeddings, labels, REPORT_K)
-        rnn = radius_nn_accuracy(embeddings, labels, recovery.radius)
-        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy,
-                    "radius_nn_accuracy": rnn.accuracy, "radius_nn_coverage": rnn.coverage}
+        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy}
     return metrics
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
+from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
 from sipt_lab.fileio import prepare_output_dir, write_json_atomic
 from sipt_lab.models import EncoderConfig
@@ -165,7 +165,9 @@ class ArmOutput:
         embeddings: ``(n, H)`` pre-training sample embeddings.
         heldout_embeddings: ``(h, H)`` held-out sample embeddings.
         metrics: ``auroc``, ``accuracy`` (LOO 3-NN), ``heldout_auroc``, ``heldout_accuracy``,
-            ``link`` (LRAP, nDCG, AP, MRR), ``final_loss`` and ``seconds``.
+            ``link`` (LRAP, nDCG, AP, MRR), Theorem 1's ``radius``, ``radius_f1``,
+            ``radius_nn_accuracy``, ``radius_nn_coverage`` (:func:`~sipt_lab.evaluation.radius_terms`),
+            ``final_loss`` and ``seconds``.
     """
 
     embeddings: np.ndarray
@@ -191,6 +193,7 @@ def run_arms(
             "auroc": loo.auroc,
             "accuracy": loo.accuracy,
             "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
+            **radius_terms(z, dataset.graph, dataset.labels),
             "final_loss": float(np.mean(result.history["loss"][-20:])),
             "seconds": seconds,
         }
