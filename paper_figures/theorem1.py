@@ -1,4 +1,4 @@
-"""Theorem 1: SIPT's and the oracle's 3-NN accuracy vs local consistency, with the diagonal.
+"""Theorem 1: SIPT's and the oracle's 3-NN accuracy, and their r-NN accuracy at the radius best recovering G_PT, vs local consistency.
 
 python paper_figures/theorem1.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
 """
