@@ -5,8 +5,9 @@
 and computes all K forward passes at once with batched matmuls (``baddbmm`` on ``(K, N, H)``
 activations against ``(K, H, H')`` weights) and one attention call over ``K * B`` sequences. On a
 CPU a tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
-launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding):
-the same layers, with the last layer run at every position rather than only at those read.
+launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
+including its last layer's shortcut: queries, output projection and FFN only at the positions read
+([CLS] and the masked tokens).
 
 ``torch.func.vmap`` over ``functional_call`` was measured as the alternative: PyTorch has no
 batching rule for the CPU flash-attention kernel and falls back to a per-model loop, and
@@ -23,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.errors import SiptError
-from sipt_lab.models.encoder import TransformerEncoder
+from sipt_lab.models.encoder import TransformerEncoder, _Queries
 from sipt_lab.models.tokenizer import PAD_ID
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
@@ -84,13 +85,21 @@ class StackedEncoders(nn.Module):
         normed = F.layer_norm(x, x.shape[-1:], eps=self.eps)
         return normed * self._w(f"{prefix}.weight").unsqueeze(1) + self._w(f"{prefix}.bias").unsqueeze(1)
 
+    def _feed_forward(self, x: torch.Tensor, attended: torch.Tensor, block: str) -> torch.Tensor:
+        """The rest of a pre-LN block after attention: ``x + out(attended)``, then ``+ FFN(LN(.))``;
+        both ``(K, N, H)``."""
+        x = x + self._linear(attended, f"{block}.out")
+        return x + self._linear(F.gelu(self._linear(self._norm(x, f"{block}.norm2"), f"{block}.ffn.0")), f"{block}.ffn.2")
+
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """All K models' pre-training pass.
 
         Args:
             input_ids: ``(K, B, L)`` ids (already masked); model k reads ``input_ids[k]``; every
                 row must hold at least one real token.
-            positions: ``(K, M)`` int64 flat indices into ``B * L`` where MLM logits are wanted.
+            positions: ``(K, M)`` int64 flat indices into ``B * L`` where MLM logits are wanted
+                (pad a model's short list with other rows' [CLS] slots, ``r * L``, spread over the
+                rows: the last layer's query grid is as wide as the most positions any row holds).
 
         Returns:
             ``(K, B, H)`` [CLS] embeddings and ``(K, M, V)`` MLM logits (``V`` the largest vocabulary;
@@ -106,22 +115,37 @@ class StackedEncoders(nn.Module):
         x = tokens.reshape(-1, hidden)[input_ids + offsets] + self._w("positions.weight")[:, None, :length]
         x = x.reshape(n_models, batch * length, hidden)
         key_mask = (input_ids != PAD_ID).reshape(n_models * batch, 1, 1, length)
-        for b in range(self.config.n_layers):
+        split = (heads, hidden // heads)
+        for b in range(self.config.n_layers - 1):
             block = f"blocks.{b}"
             qkv = self._linear(self._norm(x, f"{block}.norm1"), f"{block}.qkv")
-            q, k, v = qkv.view(n_models * batch, length, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.view(n_models * batch, length, 3, *split).permute(2, 0, 3, 1, 4)
             attended = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
-            attended = attended.transpose(1, 2).reshape(n_models, batch * length, hidden)
-            x = x + self._linear(attended, f"{block}.out")
-            inner = F.gelu(self._linear(self._norm(x, f"{block}.norm2"), f"{block}.ffn.0"))
-            x = x + self._linear(inner, f"{block}.ffn.2")
-        x = self._norm(x, "norm")
-        embeddings = x.view(n_models, batch, length, hidden)[:, :, 0]
-        masked = torch.gather(x, 1, positions.unsqueeze(-1).expand(-1, -1, hidden))
+            x = self._feed_forward(x, attended.transpose(1, 2).reshape(n_models, batch * length, hidden), f"blocks.{b}")
+        # the last block only where it is read: each row's [CLS], then the masked positions
+        block = f"blocks.{self.config.n_layers - 1}"
+        reads = torch.cat([torch.arange(batch, device=x.device).expand(n_models, -1) * length, positions], dim=1)
+        normed = self._norm(x, f"{block}.norm1")
+        weight, bias = self._w(f"{block}.qkv.weight"), self._w(f"{block}.qkv.bias")
+        kv = torch.baddbmm(bias[:, hidden:].unsqueeze(1), normed, weight[:, hidden:].transpose(1, 2))
+        k, v = kv.view(n_models * batch, length, 2, *split).permute(2, 0, 3, 1, 4)
+        wanted = torch.baddbmm(bias[:, :hidden].unsqueeze(1), _rows(normed, reads), weight[:, :hidden].transpose(1, 2))
+        offsets = torch.arange(n_models, device=x.device).unsqueeze(1) * (batch * length)
+        queries = _Queries.build((reads + offsets).reshape(-1), n_models * batch, length)
+        grid = wanted.new_zeros(n_models * batch * queries.width, hidden).index_copy(0, queries.slots, wanted.reshape(-1, hidden))
+        q = grid.view(n_models * batch, queries.width, *split).transpose(1, 2)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask).transpose(1, 2).reshape(-1, hidden)
+        x = self._norm(self._feed_forward(_rows(x, reads), attended[queries.slots].view(n_models, -1, hidden), block), "norm")
+        embeddings, masked = x[:, :batch], x[:, batch:]
         transformed = self._norm(F.gelu(self._linear(masked, "mlm_transform.0")), "mlm_transform.2")
         decoder = tokens if self.config.tie_mlm_head else self._w("mlm_decoder.weight")
         logits = torch.baddbmm(self._w("mlm_decoder.bias").unsqueeze(1), transformed, decoder.transpose(1, 2))
         return embeddings, logits
+
+
+def _rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``(K, N, H)`` gathered at ``(K, S)`` row indices -> ``(K, S, H)``."""
+    return torch.gather(x, 1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 def _shared_config(encoder: TransformerEncoder):

@@ -11,7 +11,7 @@ them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to
 (tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
 
 Per step, run ``k``'s encoded rows and masked positions are padded to the largest run's (extra
-rows repeat its first row; extra positions read position 0) and dropped before its objectives.
+rows repeat its first row; extra positions read some row's [CLS]) and dropped before its objectives.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
             positions = positions // own * width + positions % own
         masked.append((positions, targets))
     count = max(len(p) if p is not None else 0 for p, _ in masked)
-    flat = torch.zeros((len(steps), count), dtype=torch.int64, device=device)
+    # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
+    flat = (torch.arange(count, device=device) % n_rows * width).repeat(len(steps), 1)
     for k, (positions, _) in enumerate(masked):
         if positions is not None:
             flat[k, : len(positions)] = positions
