@@ -1,6 +1,7 @@
 """Figure 5c/d: UMAP of LM and SIPT embeddings on MOBIUS, coloured by topic.
 
 python paper_figures/fig5cd.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
+       [--preset default|paper] [--encoder default|paper-small|paper-manifolds] [--batched]
 """
 from sipt_lab.cli.figures import script_main
 

@@ -24,6 +24,8 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 POOLINGS = ("cls", "mean")
 #: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
+#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulate.TRAINING_PRESETS`).
+SIMULATION_PRESETS = ("default", "paper")
 #: Fine-tuning task kinds (:data:`sipt_lab.evaluation.tasks.TASK_KINDS`).
 TASK_KINDS = ("classification", "regression", "multilabel")
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetuning.MODES`).

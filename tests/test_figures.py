@@ -4,6 +4,7 @@ resumption, the ``figures`` command and the per-figure scripts."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 import math
@@ -21,6 +22,8 @@ from sipt_lab.experiments.figure_cells import (
     HELDOUT_SCALE_NODES,
     HELDOUT_SCALE_PASSES,
     FigureOptions,
+    experiment_config,
+    figure5_configs,
     heldout_probe,
     heldout_scale_configs,
     run_figure5_grid,
@@ -259,3 +262,28 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
     assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_preset_encoder_and_batched_reach_the_grid(tmp_path, monkeypatch):
+    from sipt_lab.experiments import figures
+
+    seen = {}
+    monkeypatch.setattr(figures, "make_figures", lambda names, out, options: seen.setdefault("options", options) and {})
+    assert main(["figures", "--only", "fig5b", "--preset", "paper", "--encoder", "paper-small", "--batched",
+                 "--out", str(tmp_path)]) == 0
+    options = seen["options"]
+    assert (options.preset, options.encoder, options.batched) == ("paper", "paper-small", True)
+    config = figure5_configs(dataclasses.replace(options, families=("cliques", "torus")))[0]
+    assert config.encoder.hidden == 10 and config.train.steps == 8000 and config.train.batch_size == config.graph.n_nodes
+    torus = experiment_config("torus", dataclasses.replace(options, encoder=None))
+    assert torus.encoder.hidden == 256
+
+
+def test_batched_grid_stores_the_same_cells_as_the_unbatched_one(tmp_path, fake_corpus):
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0,), seeds=2, steps=3, preset="paper")
+    separate = run_figure5_grid(tmp_path / "a", options)
+    batched = run_figure5_grid(tmp_path / "b", dataclasses.replace(options, batched=True))
+    assert [c.hash for c in separate] == [c.hash for c in batched] and all(c.status == "skipped" for c in batched)
+    for a, b in zip(separate, batched):
+        for arm in ("lm", "sipt"):
+            assert abs(a.result["methods"][arm]["final_loss"] - b.result["methods"][arm]["final_loss"]) < 1e-4

@@ -92,3 +92,46 @@ def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, sign
     run_json(capsys, *SMALL, "--steps", "3", "--loss-param", "pos_margin=1", "--loss-param", "neg_margin=2", "--out", str(tmp_path))
     saved = json.loads((tmp_path / "config.json").read_text())["train"]["loss_params"]
     assert saved == {"pos_margin": 1.0, "neg_margin": 2.0}
+
+
+def test_presets_resolve_per_family_and_change_the_hash():
+    from sipt_lab.config import config_hash
+    from sipt_lab.models import ENCODER_PRESETS
+    from sipt_lab.training.trainer import steps_for_epochs
+
+    cliques = simulation_config("cliques", preset="paper")
+    assert cliques.encoder == ENCODER_PRESETS["paper-small"]
+    train = cliques.train
+    assert (train.steps, train.batch_size, train.lr, train.schedule, train.warmup, train.pairs) == (
+        8000, cliques.graph.n_nodes, 3e-4, "constant", 0.0, "sampled")
+    assert train.loss_params == {}  # the paper's µ+ = 0
+    torus = simulation_config("torus", preset="paper")
+    assert torus.encoder == ENCODER_PRESETS["paper-manifolds"] and torus.train.batch_size == 16
+    assert torus.train.steps == steps_for_epochs(1500, torus.graph.n_nodes, 16)
+    assert simulation_config("cliques", preset="paper", encoder="default").encoder == ENCODER_PRESETS["default"]
+    hashes = {config_hash(simulation_config("cliques", **kw)) for kw in ({}, {"preset": "paper"}, {"encoder": "paper-small"})}
+    assert len(hashes) == 3
+    assert simulation_config("cliques", preset="default") == simulation_config("cliques")
+
+
+def test_preset_encoder_and_batched_flags_reach_the_config_and_the_cells(tmp_path, capsys, signal_free_corpus):
+    args = [*SMALL, "--steps", "4", "--seeds", "2", "--preset", "paper", "--encoder", "paper-small"]
+    batched = run_json(capsys, *args, "--batched", "--out", str(tmp_path / "b"))
+    config = batched["config"]
+    assert config["encoder"]["hidden"] == 10 and config["train"]["pairs"] == "sampled"
+    assert config["train"]["batch_size"] == 30 and config["train"]["steps"] == 4
+    assert len(list((tmp_path / "b" / "cells").glob("*/result.json"))) == 2  # one cell per seed
+    again = run_json(capsys, *args, "--batched", "--out", str(tmp_path / "b"))
+    assert again["methods"]["sipt"]["seconds"] == batched["methods"]["sipt"]["seconds"]  # cells loaded, not retrained
+
+
+@pytest.mark.parametrize("command, args, message", [
+    ("simulate", ["--graph", "cliques", "--preset", "fast"], "--preset 'fast' is unknown; choose one of default, paper"),
+    ("simulate", ["--graph", "cliques", "--encoder", "huge"], "--encoder 'huge' is unknown; choose one of default, paper-small"),
+    ("figures", ["--only", "fig5b", "--preset", "fast"], "--preset 'fast' is unknown; choose one of default, paper"),
+    ("figures", ["--only", "fig5b", "--encoder", "huge"], "--encoder 'huge' is unknown; choose one of default, paper-small"),
+])
+def test_bad_preset_or_encoder_exit_2_with_one_line(tmp_path, capsys, command, args, message):
+    assert main([command, *args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from sipt_lab.cli.simulate import add_preset_flags
 from sipt_lab.experiments.sweep import EXECUTORS
 
 DEFAULT_OUT = "paper_figures/out"
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
                         help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / batch; default 64)")
     parser.add_argument("--scale-nodes", type=int, nargs="+", metavar="N",
                         help="heldout_scale: pre-training sizes for every family (default: CLIQUES 50 200 1000, TORUS 50 200 500)")
+    add_preset_flags(parser)
     parser.set_defaults(func=run)
 
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.figures import FigureOptions, make_figures
 
     given = {"seeds": args.seeds, "executor": args.executor, "families": tuple(args.families or ()) or None,
-             "passes": args.passes, "scale_nodes": tuple(args.scale_nodes) if args.scale_nodes else None}
+             "passes": args.passes, "preset": args.preset, "encoder": args.encoder, "batched": args.batched, "scale_nodes": tuple(args.scale_nodes) if args.scale_nodes else None}
     options = FigureOptions(steps=args.steps, n_nodes=args.nodes, **{k: v for k, v in given.items() if v is not None})
     start = time.perf_counter()
     written = make_figures(args.only, args.out, options)

@@ -10,7 +10,7 @@ from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
-from sipt_lab.names import NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.names import ENCODER_PRESETS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
 from sipt_lab.stats import format_mean_sd
 
 
@@ -18,7 +18,7 @@ from sipt_lab.stats import format_mean_sd
 FIELD_FLAGS = {
     **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
     "TrainConfig.lambda_si": "--lambda-si", "TrainConfig.loss": "--loss", "TrainConfig.pairs": "--pairs", "TrainConfig.negatives": "--negatives",
-    "TrainConfig.steps": "--steps",
+    "TrainConfig.steps": "--steps", "simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder",
 }
 
 
@@ -57,6 +57,7 @@ def register(subparsers) -> None:
     parser.add_argument("--negatives", metavar="NAME",
                         help=f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: uniform)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimiser steps per arm (default: the family's)")
+    add_preset_flags(parser)
     parser.add_argument("--corpus", metavar="PATH",
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
     parser.add_argument("--device", default="auto", metavar="DEV",
@@ -84,12 +85,27 @@ def run(args: argparse.Namespace) -> int:
         args.graph,
         seed=args.seed,
         steps=args.steps,
+        preset=args.preset,
+        encoder=args.encoder,
         graph_options=graph_options,
         train_options=train_options,
     )
-    summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json)
+    summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json, batched=args.batched)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
+
+
+def add_preset_flags(parser: argparse.ArgumentParser) -> None:
+    """``--preset``, ``--encoder`` and ``--batched`` (shared with ``sipt-lab figures``)."""
+    parser.add_argument("--preset", default="default", metavar="NAME",
+                        help=f"training settings per family: {' or '.join(SIMULATION_PRESETS)} (paper: the paper's "
+                        "encoder sizes, whole graph per step, 8,000 steps or 1,500 epochs, lr 3e-4 constant, "
+                        "sampled pairs; default: %(default)s)")
+    parser.add_argument("--encoder", metavar="NAME",
+                        help=f"char encoder sizes: {', '.join(ENCODER_PRESETS)} (default: the preset's)")
+    parser.add_argument("--batched", action="store_true",
+                        help="train all seeds x arms of a condition as one batched model in this process "
+                        "(same numbers up to float rounding; much faster for small encoders on a CPU)")
 
 
 def parse_loss_params(items: list[str]) -> dict[str, float]:

@@ -62,18 +62,21 @@ import numpy as np
 
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import ProbeResult, linear_probe
+from sipt_lab.experiments.batched import run_arms_batched, train_batched_cells
 from sipt_lab.experiments.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.evaluation.topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RipsBetti, rips_betti
 from sipt_lab.experiments.simulate import (
     ARMS,
     MAX_SEEDS,
     SEED_RESULT_KEYS,
+    TRAINING_PRESETS,
     SimulationConfig,
     run_arms,
     seed_result,
     simulate_seed,
     simulation_config,
 )
+from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, result_rows, run_grid, write_results_csv
 from sipt_lab.stats import mean_sd
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
@@ -112,6 +115,12 @@ class FigureOptions:
             None: :data:`HELDOUT_SCALE_PASSES`.
         scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
             :data:`HELDOUT_SCALE_NODES`.
+        preset: training settings per family (:data:`~sipt_lab.experiments.simulate.TRAINING_PRESETS`:
+            ``default`` or ``paper``).
+        encoder: char encoder sizes, a name in :data:`~sipt_lab.models.encoder.ENCODER_PRESETS`;
+            None: the preset's.
+        batched: train each condition's seeds x arms of the Figure 5 grid, and ``fig5cd`` /
+            ``topology``'s two arms, as one batched model in this process (same cells).
     """
 
     seeds: int = 3
@@ -124,6 +133,9 @@ class FigureOptions:
     progress: bool = True
     passes: float | None = None
     scale_nodes: tuple[int, ...] | None = None
+    preset: str = "default"
+    encoder: str | None = None
+    batched: bool = False
 
 
 def check_options(options: FigureOptions) -> None:
@@ -148,6 +160,10 @@ def check_options(options: FigureOptions) -> None:
         raise SiptError(f"--passes must be a positive number of passes per sample, got {options.passes}")
     if options.scale_nodes is not None and (not options.scale_nodes or min(options.scale_nodes) < 2):
         raise SiptError(f"--scale-nodes must be sizes of at least 2 nodes, got {options.scale_nodes}")
+    if options.preset not in TRAINING_PRESETS:
+        raise SiptError(f"--preset {options.preset!r} is unknown; choose one of {', '.join(TRAINING_PRESETS)}")
+    if options.encoder is not None and options.encoder not in ENCODER_PRESETS:
+        raise SiptError(f"--encoder {options.encoder!r} is unknown; choose one of {', '.join(ENCODER_PRESETS)}")
 
 
 def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:
@@ -163,7 +179,8 @@ def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noi
     graph_options: dict[str, Any] = {"noise": float(noise)}
     if options.n_nodes is not None:
         graph_options["n_nodes"] = options.n_nodes
-    return simulation_config(family, seed=seed, steps=options.steps, graph_options=graph_options)
+    return simulation_config(family, seed=seed, steps=options.steps, preset=options.preset, encoder=options.encoder,
+                             graph_options=graph_options)
 
 
 def figure5_configs(options: FigureOptions) -> list[SimulationConfig]:
@@ -180,6 +197,8 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     configs = figure5_configs(options)
     prepare_grid_topics([c.graph for c in configs], options)
     try:
+        if options.batched:
+            train_batched_cells(configs, cells_root(out_dir, options), progress=options.progress)
         results = run_grid(simulate_seed, configs, cells_root(out_dir, options), executor=options.executor,
                            progress=options.progress, required_keys=SEED_RESULT_KEYS)
     except GridInterrupted as interrupt:  # keep the table of what finished, then stop
@@ -300,6 +319,8 @@ def trained_arms(family: str, options: FigureOptions) -> tuple[SimulationConfig,
     config = experiment_config(family, options)
     say(options, f"training LM and SIPT on {family} (seed 0, {config.train.steps} steps per arm)")
     dataset = build_dataset(config.graph, progress=False)
+    if options.batched:
+        return config, dataset, run_arms_batched([dataset], [config], progress=options.progress)[0]
     return config, dataset, run_arms(dataset, config, progress=options.progress)
 
 
@@ -472,10 +493,11 @@ def heldout_scale_configs(options: FigureOptions) -> list[HeldoutScaleConfig]:
     for family, sizes in HELDOUT_SCALE_NODES.items():
         for n_nodes in options.scale_nodes or sizes:
             graph = {"n_nodes": n_nodes, "n_heldout": HELDOUT_SCALE_HELDOUT, "n_topics": HELDOUT_SCALE_TOPICS}
-            base = simulation_config(family, graph_options=graph)
+            training = {"preset": options.preset, "encoder": options.encoder, "graph_options": graph}
+            base = simulation_config(family, **training)
             steps = passes_to_steps(passes, n_nodes, base.train.batch_size)
-            configs += [HeldoutScaleConfig(simulation_config(family, seed=seed, steps=steps, graph_options=graph),
-                                           passes) for seed in range(options.seeds)]
+            configs += [HeldoutScaleConfig(simulation_config(family, seed=seed, steps=steps, **training), passes)
+                        for seed in range(options.seeds)]
     return configs
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sipt_lab import names
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
@@ -31,56 +32,88 @@ from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
+from sipt_lab.training.trainer import PretrainResult, steps_for_epochs
 
 ARMS = ("lm", "sipt")
-
-
-@dataclass(frozen=True)
-class FamilyTraining:
-    """Per-family training defaults (see :data:`TRAINING_DEFAULTS`).
-
-    Attributes:
-        encoder: encoder sizes.
-        steps, batch_size, lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
-    """
-
-    encoder: EncoderConfig = ENCODER_PRESETS["default"]
-    steps: int = 600
-    batch_size: int = 32
-    lr: float = 5e-4
-    pairs: str = "batch"
-    schedule: str = "linear"
-    warmup: float = 0.0
-    max_len: int | None = 64
-
-
-#: Defaults per graph family; families not listed use ``FamilyTraining()``. The paper trained
-#: 1,500-8,000 epochs at lr 3e-4 (no schedule) with hidden 10 or 256 on a GPU. On a CPU, a hidden-64
-#: encoder at lr 5e-4 with linear decay, on sentences truncated to their first 63 characters, with
-#: ``L_SI`` over every pair in the batch, fits the pre-training graph in a few hundred steps
-#: (measured in benchmarks/bench_simulate.py). With the paper's one sampled pair per seed, the
-#: embeddings sit collapsed (SI loss stuck at the margin) for the first ~200 steps and some seeds
-#: never leave (with µ+ = 0: SPHERE 0.78 vs 0.91 LOO AUROC with nothing else changed; with the
-#: default µ+ = 5 the gap is 0.02-0.11: benchmarks/bench_pairs.py).
-TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
-    "cliques": FamilyTraining(batch_size=50),
-    # 400 steps keep `sipt-lab simulate --graph torus` (3 seeds, two on one core) within a minute
-    # on 2 cores (450 steps measured 61 s warm).
-    "torus": FamilyTraining(steps=400),
-    "neighborhood": FamilyTraining(batch_size=64),
-    "motif": FamilyTraining(batch_size=64),
-    "structural": FamilyTraining(batch_size=64),
-}
 
 
 #: ``L_SI`` parameters of the experiments, per loss, where they differ from the loss's own defaults
 #: (the original code's). The contrastive loss keeps µ− = 10 but lets linked samples sit up to
 #: µ+ = 5 apart instead of pulling them onto one point: with µ+ = 0 no embedding satisfies both
 #: hinges on a radius graph (a node's neighbours are often not each other's), and the compromise
-#: blurs the neighbourhoods; with µ+ = µ−/2 the surface itself, scaled, has zero loss. On the
-#: manifolds SIPT's LOO AUROC rises from 0.86-0.92 to 0.96-0.98 at the same cost
-#: (benchmarks/bench_margins.py), and free vectors trained on L_SI alone rise with it.
+#: blurs the neighbourhoods; with µ+ = µ−/2 the surface itself, scaled, has zero loss (measured on
+#: the manifolds by benchmarks/bench_margins.py, numbers in benchmarks/RESULTS.md).
 LOSS_PARAMS: dict[str, dict[str, float]] = {"contrastive": {"pos_margin": 5.0}}
+
+
+@dataclass(frozen=True)
+class FamilyTraining:
+    """How one graph family trains under a preset (see :data:`TRAINING_PRESETS`).
+
+    Attributes:
+        encoder: encoder sizes.
+        steps: optimiser steps per arm (unless ``epochs`` is set).
+        epochs: when set, ``steps`` is that many passes over the pre-training samples
+            (:func:`~sipt_lab.training.trainer.steps_for_epochs` of the resolved graph and batch).
+        batch_size: seeds per step; None: the whole graph every step (``n_nodes``).
+        lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
+        loss_params: ``L_SI`` parameters per loss over the loss's own defaults (:data:`LOSS_PARAMS`;
+            ``{}``: the original code's µ+ = 0).
+    """
+
+    encoder: EncoderConfig = ENCODER_PRESETS["default"]
+    steps: int = 600
+    epochs: float | None = None
+    batch_size: int | None = 32
+    lr: float = 5e-4
+    pairs: str = "batch"
+    schedule: str = "linear"
+    warmup: float = 0.0
+    max_len: int | None = 64
+    loss_params: dict[str, dict[str, float]] = dataclasses.field(default_factory=lambda: LOSS_PARAMS)
+
+
+#: The ``default`` preset per graph family; families not listed use ``FamilyTraining()``. The paper
+#: trained 1,500-8,000 epochs at lr 3e-4 (no schedule) with hidden 10 or 256 on a GPU. On a CPU, a
+#: hidden-64 encoder at lr 5e-4 with linear decay, on sentences truncated to their first 63
+#: characters, with ``L_SI`` over every pair in the batch, fits the pre-training graph in a few
+#: hundred steps (benchmarks/bench_simulate.py, bench_pairs.py; numbers in benchmarks/RESULTS.md).
+TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
+    "cliques": FamilyTraining(batch_size=50),
+    "torus": FamilyTraining(steps=400),  # keeps `sipt-lab simulate --graph torus` near a minute on 2 cores
+    "neighborhood": FamilyTraining(batch_size=64),
+    "motif": FamilyTraining(batch_size=64),
+    "structural": FamilyTraining(batch_size=64),
+}
+
+#: The paper's settings (its Methods; /work/shared/reference/original_sipt_code.md): CLIQUES and
+#: the mechanistic graphs train the ``paper-small`` encoder (hidden 10) on the whole graph every
+#: step for 8,000 steps; the surfaces the ``paper-manifolds`` encoder (hidden 256 x 3 layers) for
+#: 1,500 epochs of 16 seeds; AdamW at lr 3e-4, constant, no warm-up; the paper's pairs (each seed
+#: with one sampled neighbour and non-neighbour) and contrastive margins (µ+ = 0, µ− = 10).
+#: Sentences keep sipt-lab's 63-character cut (the original padded to the longest, <= 350).
+PAPER_SMALL = FamilyTraining(encoder=ENCODER_PRESETS["paper-small"], steps=8000, batch_size=None, lr=3e-4,
+                             pairs="sampled", schedule="constant", loss_params={})
+PAPER_MANIFOLDS = dataclasses.replace(PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0,
+                                      batch_size=16)
+
+
+@dataclass(frozen=True)
+class TrainingPreset:
+    """Per-family training of one preset: ``families[name]``, else ``fallback``."""
+
+    fallback: FamilyTraining
+    families: dict[str, FamilyTraining]
+
+    def for_family(self, family: str) -> FamilyTraining:
+        return self.families.get(family, self.fallback)
+
+
+#: Training presets by name (:data:`sipt_lab.names.SIMULATION_PRESETS`), resolved by :func:`simulation_config`.
+TRAINING_PRESETS: dict[str, TrainingPreset] = dict(zip(names.SIMULATION_PRESETS, (
+    TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
+    TrainingPreset(PAPER_SMALL, {surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")}),
+), strict=True))
 
 
 @dataclass(frozen=True)
@@ -123,34 +156,42 @@ def simulation_config(
     seed: int = 0,
     steps: int | None = None,
     batch_size: int | None = None,
-    encoder: EncoderConfig | None = None,
+    encoder: EncoderConfig | str | None = None,
+    preset: str = "default",
     graph_options: dict[str, Any] | None = None,
     train_options: dict[str, Any] | None = None,
     k: int = 3,
     link_queries: int | None = 500,
 ) -> SimulationConfig:
-    """The one way to get a :class:`SimulationConfig`: the family's defaults (:data:`TRAINING_DEFAULTS`,
-    its sizes via :func:`~sipt_lab.synthetic.registry.resolve_spec`) for whatever is not given.
+    """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
+    (:data:`TRAINING_PRESETS`: ``default``, or ``paper``, the paper's settings), its sizes via
+    :func:`~sipt_lab.synthetic.registry.resolve_spec`, for whatever is not given.
 
-    ``graph_options`` go to :class:`GraphSpec` (``noise``, ``n_nodes``, ``corpus`` ...),
-    ``train_options`` to :class:`TrainConfig` (``lambda_si``, ``loss``, ``device`` ...); their
-    ``loss_params`` override :data:`LOSS_PARAMS` one key at a time. Invalid values raise
+    ``encoder`` is an :class:`EncoderConfig` or the name of one of
+    :data:`~sipt_lab.models.encoder.ENCODER_PRESETS` (None: the preset's). ``graph_options`` go to
+    :class:`GraphSpec` (``noise``, ``n_nodes``, ``corpus`` ...), ``train_options`` to
+    :class:`TrainConfig` (``lambda_si``, ``loss``, ``device`` ...); their ``loss_params`` override
+    the preset's one key at a time. Everything is resolved here (the whole-graph batch to
+    ``n_nodes``, epochs to steps), so the config's hash records what runs. Invalid values raise
     :class:`~sipt_lab.errors.ConfigError` naming the field.
     """
+    if preset not in TRAINING_PRESETS:
+        raise ConfigError("simulation_config.preset", f"{preset!r} is unknown; choose one of {', '.join(TRAINING_PRESETS)}")
+    if isinstance(encoder, str) and encoder not in ENCODER_PRESETS:
+        raise ConfigError("simulation_config.encoder", f"{encoder!r} is unknown; choose one of {', '.join(ENCODER_PRESETS)}")
     graph = resolve_spec(GraphSpec(family=family, seed=seed, **(graph_options or {})))
-    defaults = TRAINING_DEFAULTS.get(family, FamilyTraining())
+    defaults = TRAINING_PRESETS[preset].for_family(family)
     family_options = {name: getattr(defaults, name) for name in ("lr", "pairs", "schedule", "warmup", "max_len")}
     train_options = {**family_options, **(train_options or {})}
     loss = train_options.get("loss", TrainConfig.loss)
-    train_options["loss_params"] = {**LOSS_PARAMS.get(loss, {}), **train_options.get("loss_params", {})}
-    train = TrainConfig(
-        steps=defaults.steps if steps is None else steps,
-        batch_size=defaults.batch_size if batch_size is None else batch_size,
-        seed=seed,
-        **train_options,
-    )
-    return SimulationConfig(graph=graph, train=train, encoder=defaults.encoder if encoder is None else encoder,
-                            k=k, link_queries=link_queries)
+    train_options["loss_params"] = {**defaults.loss_params.get(loss, {}), **train_options.get("loss_params", {})}
+    if batch_size is None:
+        batch_size = graph.n_nodes if defaults.batch_size is None else defaults.batch_size
+    if steps is None:
+        steps = defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
+    train = TrainConfig(steps=steps, batch_size=batch_size, seed=seed, **train_options)
+    encoder = defaults.encoder if encoder is None else ENCODER_PRESETS[encoder] if isinstance(encoder, str) else encoder
+    return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries)
 
 
 #: Largest accepted ``--seeds``.
@@ -181,27 +222,37 @@ def run_arms(
     """Pre-train and evaluate the LM and SIPT arms on ``dataset`` (paired: same seed, same batches)."""
     outputs = {}
     for arm in ARMS:
-        lambda_si = 0.0 if arm == "lm" else config.train.lambda_si
-        train = dataclasses.replace(config.train, lambda_si=lambda_si)
         start = time.perf_counter()
-        result = pretrain(dataset.sentences, dataset.graph, train, config.encoder, progress=progress)
-        z = embed(result.encoder, result.tokenizer, dataset.sentences)
-        z_heldout = embed(result.encoder, result.tokenizer, dataset.heldout_sentences)
-        seconds = time.perf_counter() - start
-        loo = loo_knn(z, dataset.labels, config.k)
-        metrics: dict[str, Any] = {
-            "auroc": loo.auroc,
-            "accuracy": loo.accuracy,
-            "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
-            **radius_terms(z, dataset.graph, dataset.labels),
-            "final_loss": float(np.mean(result.history["loss"][-20:])),
-            "seconds": seconds,
-        }
-        if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:
-            heldout = heldout_knn(z, dataset.labels, z_heldout, dataset.heldout_labels, config.k)
-            metrics.update(heldout_auroc=heldout.auroc, heldout_accuracy=heldout.accuracy)
-        outputs[arm] = ArmOutput(z, z_heldout, metrics)
+        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), config.encoder, progress=progress)
+        outputs[arm] = evaluate_arm(dataset, config, result, time.perf_counter() - start)
     return outputs
+
+
+def arm_config(config: SimulationConfig, arm: str) -> TrainConfig:
+    """The training config of ``arm``: ``λ_SI = 0`` for ``lm``, the config's for ``sipt``."""
+    return dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
+
+
+def evaluate_arm(dataset: SyntheticDataset, config: SimulationConfig, result: PretrainResult, seconds: float) -> ArmOutput:
+    """Embed the pre-training and held-out sentences with a trained arm and score them; ``seconds``
+    is the arm's training time, recorded with the embedding time added (as ``metrics["seconds"]``)."""
+    start = time.perf_counter()
+    z = embed(result.encoder, result.tokenizer, dataset.sentences)
+    z_heldout = embed(result.encoder, result.tokenizer, dataset.heldout_sentences)
+    seconds += time.perf_counter() - start
+    loo = loo_knn(z, dataset.labels, config.k)
+    metrics: dict[str, Any] = {
+        "auroc": loo.auroc,
+        "accuracy": loo.accuracy,
+        "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
+        **radius_terms(z, dataset.graph, dataset.labels),
+        "final_loss": float(np.mean(result.history["loss"][-20:])),
+        "seconds": seconds,
+    }
+    if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:
+        heldout = heldout_knn(z, dataset.labels, z_heldout, dataset.heldout_labels, config.k)
+        metrics.update(heldout_auroc=heldout.auroc, heldout_accuracy=heldout.accuracy)
+    return ArmOutput(z, z_heldout, metrics)
 
 
 #: Keys of a :func:`simulate_seed` result; a stored result without them is recomputed.
@@ -235,8 +286,13 @@ def simulate(
     *,
     executor: str = "serial",
     progress: bool = True,
+    batched: bool = False,
 ) -> dict[str, Any]:
     """Run seeds ``config.graph.seed .. + n_seeds - 1`` and aggregate them.
+
+    ``batched`` trains every seed's two arms as one batched model in this process
+    (:func:`sipt_lab.experiments.batched.train_batched_cells`; same cells, same numbers up to float
+    rounding); otherwise each seed is a cell run by ``executor``.
 
     Results land in ``out_dir`` (default ``runs/simulate-<hash>``): one cell directory per seed
     under ``cells/``, plus ``results.json`` and ``config.json``. Re-running skips finished seeds.
@@ -259,6 +315,10 @@ def simulate(
     if progress:
         print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
     try:
+        if batched:
+            from sipt_lab.experiments.batched import train_batched_cells  # it builds on this module
+
+            train_batched_cells(cells, out / "cells", progress=progress)
         results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress,
                            required_keys=SEED_RESULT_KEYS)
     except GridInterrupted as interrupt:  # keep what finished, then stop

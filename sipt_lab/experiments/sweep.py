@@ -243,6 +243,13 @@ def _run_cell(fn: CellFn, config: Any, cell_dir: Path) -> CellResult:
         return CellResult(config, cell_dir.name, "done", result, None, time.perf_counter() - start)
 
 
+def store_cell(config: Any, root: str | Path, result: dict) -> CellResult:
+    """Record ``result``, computed elsewhere (e.g. a batched training of several cells), as the
+    cell of ``config`` under ``root``, exactly as :func:`run_grid` records one (lock, config.json,
+    result.json atomically), so a later :func:`run_grid` over ``root`` finds it finished."""
+    return _run_cell(lambda _: result, config, Path(root).resolve() / _hash_of(config))
+
+
 def _failed(config: Any, cell_dir: Path, error: str, message: str, seconds: float) -> CellResult:
     cell_dir.mkdir(parents=True, exist_ok=True)
     (cell_dir / "error.txt").write_text(error, encoding="utf-8")  # a diagnostic: need not be atomic

@@ -391,30 +391,17 @@ class _Step:
         The back-propagated loss is this process's: sharded terms count ``world`` times, because
         DDP averages gradients over the processes.
         """
-        n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
-        rows = np.arange(self.place.rank, n_rows, self.place.world)
-        nodes = batch.nodes[rows]
+        n_rows, nodes, mask, replacement = self.layout(batch)
         lengths = self.lengths[nodes]
-        mask = np.zeros((len(rows), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
-        replacement = np.full(mask.shape, REPLACE_WITH_MASK, dtype=np.int64)
-        seeds = rows < batch.n_seeds
-        mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
-        if batch.replacement is not None:
-            replacement[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.replacement[rows[seeds]]
         buckets = _length_buckets(lengths, self.max_buckets)
-        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
+        with self.autocast():
             embeddings, logits, targets = [], [], []
             for bucket in buckets:
                 width = int(lengths[bucket].max())
                 inputs = self.ids[self._tensor(nodes[bucket]), :width]
                 if self.needs_mlm:
-                    masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
-                    positions = self._tensor(masked_rows * width + masked_cols)
-                    original = inputs.view(-1)[positions]
+                    positions, original = self.mask_inputs(inputs, mask[bucket, :width], replacement[bucket, :width])
                     targets.append(original)
-                    codes = self._tensor(replacement[bucket, :width][masked_rows, masked_cols])
-                    inputs.view(-1)[positions] = torch.where(
-                        codes == REPLACE_WITH_MASK, self.mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
                     bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
                     logits.append(bucket_logits)
                 else:
@@ -423,14 +410,56 @@ class _Step:
             embeddings = torch.cat(embeddings)
             if len(buckets) > 1:
                 embeddings = embeddings[self._tensor(np.argsort(np.concatenate(buckets)))]
-            inputs = ObjectiveInputs(
-                self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
-                self._tensor(batch.positive_pairs),
-                self._tensor(batch.negative_pairs),
-                torch.cat(logits) if self.needs_mlm else None,
-                torch.cat(targets) if self.needs_mlm else None,
-                int(batch.mask.sum()),
-            )
+            return self.combine(batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
+                                torch.cat(logits) if self.needs_mlm else None, torch.cat(targets) if self.needs_mlm else None)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The step's autocast context (a no-op in fp32)."""
+        return torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None)
+
+    def layout(self, batch: PretrainBatch) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """This process's rows of ``batch``: ``(n_rows, nodes, mask, replacement)``.
+
+        ``n_rows`` is the rows the step encodes over all processes (every sample when ``L_SI`` needs
+        pairs, else the seeds); ``nodes`` ``(R,)`` this process's share of them; ``mask`` ``(R, L)``
+        bool MLM mask and ``replacement`` ``(R, L)`` int64 replacement codes (only seeds are masked).
+        """
+        n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
+        rows = np.arange(self.place.rank, n_rows, self.place.world)
+        nodes = batch.nodes[rows]
+        mask = np.zeros((len(rows), max(self.lengths[nodes].max(), batch.mask.shape[1])), dtype=bool)
+        replacement = np.full(mask.shape, REPLACE_WITH_MASK, dtype=np.int64)
+        seeds = rows < batch.n_seeds
+        mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
+        if batch.replacement is not None:
+            replacement[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.replacement[rows[seeds]]
+        return n_rows, nodes, mask, replacement
+
+    def mask_inputs(self, inputs: torch.Tensor, mask: np.ndarray, replacement: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Apply the MLM mask to ``(R, W)`` ``inputs`` in place.
+
+        Args:
+            mask: ``(R, W)`` bool, the positions to predict; replacement: ``(R, W)`` their codes.
+
+        Returns:
+            ``(M,)`` flat positions into ``R * W`` (row-major) and ``(M,)`` the original ids there.
+        """
+        width = inputs.shape[1]
+        masked_rows, masked_cols = np.nonzero(mask)
+        positions = self._tensor(masked_rows * width + masked_cols)
+        original = inputs.view(-1)[positions]
+        codes = self._tensor(replacement[masked_rows, masked_cols])
+        inputs.view(-1)[positions] = torch.where(
+            codes == REPLACE_WITH_MASK, self.mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
+        return positions, original
+
+    def combine(self, batch: PretrainBatch, embeddings: torch.Tensor, logits: torch.Tensor | None,
+                targets: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The objectives on one step's ``(n_rows, H)`` embeddings and ``(M, V)`` MLM logits at the
+        ``(M,)`` targets: ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
+        inputs = ObjectiveInputs(embeddings, self._tensor(batch.positive_pairs), self._tensor(batch.negative_pairs),
+                                 logits, targets, int(batch.mask.sum()))
+        with self.autocast():
             terms = [objective(inputs) for _, objective in self.objectives]
         world = self.place.world
         backward = sum(w * (world * t if o.sharded else t) for (w, o), t in zip(self.objectives, terms))

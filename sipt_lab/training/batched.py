@@ -1,0 +1,156 @@
+"""Pre-train K same-shaped character encoders at once, each on its own data and with its own λ_SI.
+
+A figure cell trains 2 arms x 3 seeds of one shape; on a CPU such tiny models are overhead-bound,
+so :func:`pretrain_batched` trains K of them as one :class:`~sipt_lab.models.stacked.StackedEncoders`
+(weights stacked on a model axis, batched matmuls) with one AdamW over the stacked weights (AdamW is
+elementwise, so each model's slice moves exactly as its own optimiser would move it). Everything
+else is the trainer's own: each run keeps its tokenizer, :class:`GraphBatchSampler` (its graph,
+seed, batches and masks), objectives (its ``λ_SI``), its :class:`_Step`'s masking and loss
+combination, and the shared lr schedule; the models are initialised as :func:`pretrain` initialises
+them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to float rounding
+(tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
+
+Per step, run ``k``'s encoded rows and masked positions are padded to the largest run's (extra
+rows repeat its first row; extra positions read some row's [CLS]) and dropped before its objectives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from sipt_lab.config import config_to_dict
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import CharInit, EncoderConfig
+from sipt_lab.models.stacked import StackedEncoders
+from sipt_lab.objectives import build_objectives
+from sipt_lab.training.batches import GraphBatchSampler
+from sipt_lab.training.trainer import (
+    PretrainResult,
+    TrainConfig,
+    _check_finite,
+    _make_optimizer,
+    _Step,
+    autocast_dtype,
+    lr_factor,
+    resolve_device,
+)
+
+#: TrainConfig fields that may differ between the runs of one batched training.
+PER_RUN_FIELDS = ("seed", "lambda_si")
+
+
+@dataclass(frozen=True)
+class BatchedRun:
+    """One model of a batched training: its samples (node ``i`` of ``graph`` is ``texts[i]``) and
+    its config (equal across runs except :data:`PER_RUN_FIELDS`)."""
+
+    texts: list[str]
+    graph: PretrainingGraph
+    config: TrainConfig
+
+
+def check_batchable(configs: Sequence[TrainConfig]) -> None:
+    """SiptError naming the field when ``configs`` differ in more than :data:`PER_RUN_FIELDS`."""
+    shared = [{k: v for k, v in config_to_dict(c).items() if k not in PER_RUN_FIELDS} for c in configs]
+    differing = sorted(k for k in shared[0] if any(s[k] != shared[0][k] for s in shared))
+    if differing:
+        raise SiptError(f"batched runs must share their training config except {', '.join(PER_RUN_FIELDS)}; "
+                        f"they differ in {', '.join(differing)}")
+
+
+def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig, *, progress: bool = True) -> list[PretrainResult]:
+    """Pre-train one fresh char encoder of sizes ``encoder`` per run, all at once; results in run order."""
+    if not runs:
+        raise SiptError("no runs to train; give at least one")
+    check_batchable([run.config for run in runs])
+    config = runs[0].config
+    device = resolve_device(config.device)
+    amp_dtype = autocast_dtype(config.precision, device)
+    source = CharInit(encoder)
+    steps, samplers, models, tokenizers = [], [], [], []
+    for run in runs:
+        tokenizer = source.tokenizer(list(run.texts), config.max_len)
+        ids, lengths = tokenizer.encode(list(run.texts))
+        samplers.append(GraphBatchSampler(
+            run.graph, lengths, run.config.batch_size, run.config.mask_prob, run.config.seed, run.config.pairs,
+            suffix_tokens=tokenizer.suffix_tokens, negatives=run.config.negatives,
+            mask_replacement=run.config.mask_replacement, vocab_size=tokenizer.vocab_size))
+        objectives = build_objectives(run.config.lambda_si, run.config.loss, run.config.loss_params)
+        if any(any(True for _ in objective.parameters()) for _, objective in objectives):
+            raise SiptError("batched training supports objectives without parameters (MLM, L_SI) only; train separately")
+        steps.append(_Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id))
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(run.config.seed)  # as pretrain() initialises it
+            model, _ = source.encoder(tokenizer)
+        models.append(model.to(device))
+        tokenizers.append(tokenizer)
+    stacked = StackedEncoders.stack(models)
+    optimizer = _make_optimizer(stacked.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
+    names = [["loss"] + [objective.name for _, objective in step.objectives] + ["lr"] for step in steps]
+    history = [torch.full((config.steps, len(n)), float("nan"), device=device) for n in names]
+    checked = 0
+    with tqdm(total=config.steps, disable=not progress, desc=f"pretrain x{len(runs)}", unit="step") as bar:
+        for step in range(config.steps):
+            rate = config.lr * lr_factor(config, step)
+            for group in optimizer.param_groups:
+                group["lr"] = rate
+            optimizer.zero_grad(set_to_none=True)
+            for micro in range(config.grad_accum):
+                batches = [sampler.batch(step * config.grad_accum + micro) for sampler in samplers]
+                losses = _losses(stacked, steps, batches, device)
+                sum(loss for loss, _ in losses).div(config.grad_accum).backward()
+                for table, (_, values) in zip(history, losses):
+                    table[step, :-1] = values / config.grad_accum if micro == 0 else table[step, :-1] + values / config.grad_accum
+            optimizer.step()
+            for table in history:
+                table[step, -1] = rate
+            bar.update()
+            done = step + 1
+            if done % config.log_every == 0 or done == config.steps:
+                for table, run_names in zip(history, names):
+                    _check_finite(table, checked, done, run_names)
+                checked = done
+    stacked.unstack(models)
+    results = []
+    for run, model, tokenizer, table, run_names in zip(runs, models, tokenizers, history, names):
+        model.eval()
+        values = table.cpu().double().numpy()
+        results.append(PretrainResult(model, tokenizer, {name: values[:, k] for k, name in enumerate(run_names)},
+                                      run.config, source.describe()))
+    return results
+
+
+def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Every run's ``(loss, (1 + terms,) values)`` of one micro-batch, through one stacked forward pass."""
+    layouts = [step.layout(batch) for step, batch in zip(steps, batches)]
+    n_rows = max(len(nodes) for _, nodes, _, _ in layouts)
+    width = max(int(step.lengths[nodes].max()) for step, (_, nodes, _, _) in zip(steps, layouts))
+    ids = torch.zeros((len(steps), n_rows, width), dtype=torch.int64, device=device)
+    masked = []
+    for k, (step, (_, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
+        own = int(step.lengths[nodes].max())
+        inputs = step.ids[torch.as_tensor(nodes, device=device), :own]
+        positions, targets = step.mask_inputs(inputs, mask[:, :own], replacement[:, :own]) if step.needs_mlm else (None, None)
+        ids[k, : len(nodes), :own] = inputs
+        ids[k, len(nodes):, :own] = inputs[0]
+        if positions is not None:  # flat positions in the run's own (rows, own) grid -> the shared (n_rows, width)
+            positions = positions // own * width + positions % own
+        masked.append((positions, targets))
+    count = max(len(p) if p is not None else 0 for p, _ in masked)
+    # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
+    flat = (torch.arange(count, device=device) % n_rows * width).repeat(len(steps), 1)
+    for k, (positions, _) in enumerate(masked):
+        if positions is not None:
+            flat[k, : len(positions)] = positions
+    with steps[0].autocast():
+        embeddings, logits = stacked(ids, flat)
+    out = []
+    for k, (step, batch, (_, nodes, _, _), (positions, targets)) in enumerate(zip(steps, batches, layouts, masked)):
+        run_logits = None if positions is None else logits[k, : len(positions), : stacked.vocab_sizes[k]]
+        out.append(step.combine(batch, embeddings[k, : len(nodes)], run_logits, targets))
+    return out

@@ -1,0 +1,52 @@
+"""Batched training of K same-shaped char encoders equals K separate runs (losses and weights)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from sipt_lab.errors import SiptError
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import ENCODER_PRESETS
+from sipt_lab.training import TrainConfig, pretrain
+from sipt_lab.training.batched import BatchedRun, pretrain_batched
+
+ENCODER = ENCODER_PRESETS["paper-small"]
+
+
+def _run(seed: int, lambda_si: float, n: int = 24, **overrides) -> BatchedRun:
+    """Random strings of varied lengths (a per-seed alphabet, so vocabularies differ) on label cliques."""
+    rng = np.random.default_rng(seed)
+    alphabet = list("abcdefgh ")[: 6 + seed % 3]
+    texts = ["".join(rng.choice(alphabet, size=k)) for k in rng.integers(4, 30, n)]
+    graph = PretrainingGraph.from_groups(np.arange(n) % 4)
+    config = TrainConfig(steps=6, batch_size=8, lr=3e-3, seed=seed, lambda_si=lambda_si, device="cpu", max_len=24, **overrides)
+    return BatchedRun(texts, graph, config)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"pairs": "batch", "mask_replacement": "bert", "schedule": "linear"}])
+def test_batched_equals_separate_runs(overrides):
+    runs = [_run(seed, lam, **overrides) for seed in (0, 1, 2) for lam in (0.0, 0.1)]
+    batched = pretrain_batched(runs, ENCODER, progress=False)
+    for run, result in zip(runs, batched):
+        alone = pretrain(run.texts, run.graph, run.config, ENCODER, progress=False)
+        assert result.history.keys() == alone.history.keys()
+        for name, values in alone.history.items():
+            np.testing.assert_allclose(result.history[name], values, rtol=1e-4, atol=1e-5, err_msg=name)
+        assert result.tokenizer.to_dict() == alone.tokenizer.to_dict()
+        for (name, mine), theirs in zip(result.encoder.state_dict().items(), alone.encoder.state_dict().values()):
+            if name.endswith("qkv.bias"):  # the key bias shifts every score of a row alike: its gradient is
+                keep = torch.arange(len(mine)) // ENCODER.hidden != 1  # rounding noise, which Adam scales up
+                mine, theirs = mine[keep], theirs[keep]
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_runs_that_differ_beyond_seed_and_lambda_or_use_dropout_are_refused():
+    with pytest.raises(SiptError, match="they differ in lr$"):
+        other = _run(1, 0.1)
+        pretrain_batched([_run(0, 0.0), dataclasses.replace(other, config=dataclasses.replace(other.config, lr=1e-3))], ENCODER)
+    with pytest.raises(SiptError, match="dropout 0"):
+        pretrain_batched([_run(0, 0.0), _run(1, 0.1)], dataclasses.replace(ENCODER, dropout=0.1), progress=False)
