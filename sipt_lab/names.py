@@ -12,6 +12,10 @@ NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 PAIR_MODES = ("sampled", "batch")
 #: What a token chosen for MLM becomes (:data:`sipt_lab.training.batches.MASK_REPLACEMENTS`).
 MASK_REPLACEMENTS = ("mask", "bert")
+#: Which tokens are masked together (:data:`sipt_lab.training.batches.MASK_UNITS`).
+MASK_UNITS = ("token", "word")
+#: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
+TOKENIZERS = ("char", "bpe")
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

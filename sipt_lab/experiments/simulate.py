@@ -26,7 +26,9 @@ from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
 from sipt_lab.fileio import prepare_output_dir, write_json_atomic
-from sipt_lab.models import EncoderConfig
+from sipt_lab.models import CharInit, EncoderConfig
+from sipt_lab.models.subword import TokenizerConfig
+from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
@@ -41,10 +43,12 @@ class FamilyTraining:
 
     Attributes:
         encoder: encoder sizes.
+        tokenizer: the encoder's vocabulary (characters, or a subword vocabulary learnt on the corpus).
         steps, batch_size, lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
     """
 
     encoder: EncoderConfig = ENCODER_PRESETS["default"]
+    tokenizer: TokenizerConfig = TokenizerConfig()
     steps: int = 600
     batch_size: int = 32
     lr: float = 5e-4
@@ -94,6 +98,7 @@ class SimulationConfig:
         train: the SIPT arm's training config; the LM arm is the same with ``lambda_si = 0``.
             ``train.seed`` always equals ``graph.seed``.
         encoder: encoder sizes (``vocab_size`` comes from the tokenizer).
+        tokenizer: the encoder's vocabulary, learnt on each seed's pre-training sentences.
         k: neighbours of the k-NN evaluation (the paper: 3).
         link_queries: nodes sampled for link retrieval (None: every node with a neighbour).
     """
@@ -103,6 +108,7 @@ class SimulationConfig:
     encoder: EncoderConfig
     k: int
     link_queries: int | None
+    tokenizer: TokenizerConfig = TokenizerConfig()
 
     def __post_init__(self) -> None:
         if not self.graph.is_resolved:
@@ -124,6 +130,7 @@ def simulation_config(
     steps: int | None = None,
     batch_size: int | None = None,
     encoder: EncoderConfig | None = None,
+    tokenizer: TokenizerConfig | None = None,
     graph_options: dict[str, Any] | None = None,
     train_options: dict[str, Any] | None = None,
     k: int = 3,
@@ -150,7 +157,7 @@ def simulation_config(
         **train_options,
     )
     return SimulationConfig(graph=graph, train=train, encoder=defaults.encoder if encoder is None else encoder,
-                            k=k, link_queries=link_queries)
+                            k=k, link_queries=link_queries, tokenizer=defaults.tokenizer if tokenizer is None else tokenizer)
 
 
 #: Largest accepted ``--seeds``.
@@ -165,7 +172,9 @@ class ArmOutput:
         embeddings: ``(n, H)`` pre-training sample embeddings.
         heldout_embeddings: ``(h, H)`` held-out sample embeddings.
         metrics: ``auroc``, ``accuracy`` (LOO 3-NN), ``heldout_auroc``, ``heldout_accuracy``,
-            ``link`` (LRAP, nDCG, AP, MRR), ``final_loss`` and ``seconds``.
+            ``link`` (LRAP, nDCG, AP, MRR), ``final_loss`` and ``final_terms`` (the total and each
+            term by name, e.g. ``mlm``, ``si``: means of the last 20 steps; MLM in nats), ``unigram_entropy`` (the MLM loss of a context-free
+            predictor on the same tokens, nats) and ``seconds``.
     """
 
     embeddings: np.ndarray
@@ -182,7 +191,7 @@ def run_arms(
         lambda_si = 0.0 if arm == "lm" else config.train.lambda_si
         train = dataclasses.replace(config.train, lambda_si=lambda_si)
         start = time.perf_counter()
-        result = pretrain(dataset.sentences, dataset.graph, train, config.encoder, progress=progress)
+        result = pretrain(dataset.sentences, dataset.graph, train, CharInit(config.encoder, config.tokenizer), progress=progress)
         z = embed(result.encoder, result.tokenizer, dataset.sentences)
         z_heldout = embed(result.encoder, result.tokenizer, dataset.heldout_sentences)
         seconds = time.perf_counter() - start
@@ -192,6 +201,8 @@ def run_arms(
             "accuracy": loo.accuracy,
             "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
             "final_loss": float(np.mean(result.history["loss"][-20:])),
+            "final_terms": {term: float(np.mean(values[-20:])) for term, values in result.history.items() if term not in ("loss", "lr")},
+            "unigram_entropy": unigram_entropy(*result.tokenizer.encode(dataset.sentences), result.tokenizer.suffix_tokens),
             "seconds": seconds,
         }
         if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:
