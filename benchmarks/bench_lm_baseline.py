@@ -1,6 +1,6 @@
 """A faithful LM baseline on CLIQUES: does the masked LM learn, and what does its embedding score?
 
-Run as ``python benchmarks/bench_lm_baseline.py [--steps 8000] [--seeds 3] [--options ...] [--executor local]``.
+Run as ``python benchmarks/bench_lm_baseline.py [--steps 8000] [--seeds 3] [--options ...] [--base paper|default] [--executor local]``.
 
 Every row is the paper's CLIQUES setting (``paper-small`` encoder: hidden 10, 2 layers; the whole
 graph of 50 sentences per step; AdamW lr 3e-4, constant; the paper's sampled pairs and µ+ = 0;
@@ -12,7 +12,9 @@ MLM loss next to the unigram entropy of the same tokens (nats; the loss of a pre
 the context, so ``MLM − H`` below 0 means the LM uses the context), and the LOO 3-NN AUROC of both
 arms, against the paper's 0.620 (LM) and 0.941 (SIPT). Each seed of each option is a
 ``run_grid`` cell under ``--cells``, so a run resumes and a longer ``--steps`` reuses nothing
-stale (the steps are part of the cell's hash).
+stale (the steps are part of the cell's hash). ``--base default`` measures the same options on
+sipt-lab's own CLIQUES defaults (hidden 64, 600 steps, in-batch pairs, µ+ = 5, 63 characters),
+what ``sipt-lab simulate`` and the figures run.
 """
 
 from __future__ import annotations
@@ -51,23 +53,28 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def option_config(option: str, seed: int, steps: int) -> SimulationConfig:
-    """The paper's CLIQUES cell for ``seed`` with ``option`` applied."""
+def option_config(option: str, seed: int, steps: int | None, base: str = "paper") -> SimulationConfig:
+    """The CLIQUES cell for ``seed`` with ``option`` applied, on the paper's settings (``base``
+    ``"paper"``) or on sipt-lab's CLIQUES defaults (``"default"``: :data:`TRAINING_DEFAULTS`)."""
     changes = OPTIONS[option]
+    paper = base == "paper"
     return simulation_config(
-        FAMILY, seed=seed, steps=steps, batch_size=resolve_spec(GraphSpec(FAMILY)).n_nodes,
-        encoder=ENCODER_PRESETS["paper-small"], tokenizer=changes.get("tokenizer", TokenizerConfig()),
-        train_options={**PAPER_TRAIN, **changes.get("train", {})})
+        FAMILY, seed=seed, steps=steps, batch_size=resolve_spec(GraphSpec(FAMILY)).n_nodes if paper else None,
+        encoder=ENCODER_PRESETS["paper-small"] if paper else None, tokenizer=changes.get("tokenizer", TokenizerConfig()),
+        train_options={**(PAPER_TRAIN if paper else {}), **changes.get("train", {})})
 
 
 def main() -> None:
     parser = grid_parser(__doc__.splitlines()[0], families=False)
-    parser.add_argument("--steps", type=int, default=PAPER_STEPS)
+    parser.add_argument("--steps", type=int, default=None, help=f"default: {PAPER_STEPS} (paper), the family's (default)")
+    parser.add_argument("--base", choices=("paper", "default"), default="paper",
+                        help="the paper's CLIQUES settings, or sipt-lab's CLIQUES defaults (what simulate and figures run)")
     parser.add_argument("--options", nargs="+", default=list(OPTIONS), choices=list(OPTIONS))
     args = parser.parse_args()
 
     # seed-major order: a partial run has every option's first seed
-    configs = {(option, seed): option_config(option, seed, args.steps) for seed in range(args.seeds) for option in args.options}
+    steps = PAPER_STEPS if args.steps is None and args.base == "paper" else args.steps
+    configs = {(option, seed): option_config(option, seed, steps, args.base) for seed in range(args.seeds) for option in args.options}
     start = time.perf_counter()
     results = dict(zip(configs, run_grid(simulate_seed, list(configs.values()), args.cells, executor=args.executor)))
     seconds = time.perf_counter() - start
@@ -76,7 +83,8 @@ def main() -> None:
         raise SystemExit(f"cells failed: {failed}; see error.txt under {args.cells}")
 
     paper_lm, paper_sipt = FAMILY_AUROC[FAMILY]
-    print(f"CLIQUES at the paper's settings (paper-small, whole graph per step, lr 3e-4 constant), {args.steps} steps; "
+    setting = "the paper's settings (paper-small, whole graph per step, lr 3e-4 constant)" if args.base == "paper" else "sipt-lab's defaults"
+    print(f"CLIQUES at {setting}, {next(iter(configs.values())).train.steps} steps; "
           f"mean ± sd over {args.seeds} seeds ({args.executor} executor, {seconds:.0f} s)")
     print(f"{'option':<19} {'LM MLM (nats)':>15} {'unigram H':>15} {'MLM − H':>8} {'LM LOO AUROC':>15} {'SIPT LOO AUROC':>15}"
           f" {'SIPT MLM':>15}  LM ±0.05 of {paper_lm:.3f} / SIPT ≥ {paper_sipt:.3f}")
