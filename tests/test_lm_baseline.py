@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.config import config_hash, config_to_dict, load_config, save_config
+from sipt_lab.config import config_hash, load_config, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.experiments.simulate import SimulationConfig, simulate_seed, simulation_config
 from sipt_lab.graph import PretrainingGraph
@@ -153,7 +153,9 @@ def test_simulate_cell_with_subword_whole_word_bert_runs_and_is_recorded(tmp_pat
         assert 0.0 <= metrics["auroc"] <= 1.0
         assert metrics["final_terms"]["mlm"] > 0 and metrics["unigram_entropy"] > 0
     assert "si" in result["methods"]["sipt"]["final_terms"] and "si" not in result["methods"]["lm"]["final_terms"]
-    assert config_to_dict(plain)["tokenizer"]["kind"] == "char"
+    assert plain.tokenizer == TokenizerConfig("bpe")  # CLIQUES' default vocabulary
+    assert simulation_config("cliques", tokenizer=TokenizerConfig()).tokenizer.kind == "char"
+    assert simulation_config("torus").tokenizer.kind == "char"
 
 
 def test_pretrain_with_subword_and_whole_words_learns_the_unigram_plateau():
