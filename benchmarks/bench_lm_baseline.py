@@ -44,7 +44,7 @@ PAPER_TRAIN: dict[str, Any] = {"lr": 3e-4, "schedule": "constant", "warmup": 0.0
 PAPER_STEPS = 8000
 #: Option name -> what differs from the paper's setting: ``train`` (TrainConfig fields), ``tokenizer``.
 OPTIONS: dict[str, dict[str, Any]] = {
-    "paper (char)": {},
+    "char (as is)": {},
     "bert 80/10/10": {"train": {"mask_replacement": "bert"}},
     "whole-word": {"train": {"mask_unit": "word"}},
     "bpe": {"tokenizer": TokenizerConfig("bpe")},
