@@ -16,6 +16,10 @@ MASK_REPLACEMENTS = ("mask", "bert")
 RETRIEVAL_METRICS = ("mrr", "lrap", "ndcg", "ap")
 #: ``lambda-sweep``'s default values of λ_SI: the paper's grid (Tables 9-10) with the LM baseline 0.
 LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
+#: Which tokens are masked together (:data:`sipt_lab.training.batches.MASK_UNITS`).
+MASK_UNITS = ("token", "word")
+#: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
+TOKENIZERS = ("char", "bpe")
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

@@ -29,6 +29,7 @@ from sipt_lab.experiments.simulate import (
     with_seed,
 )
 from sipt_lab.experiments.sweep import read_result, store_cell
+from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training.batched import BatchedRun, pretrain_batched
 
@@ -41,7 +42,7 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
     runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
             for dataset, config in zip(datasets, configs) for arm in ARMS]
     start = time.perf_counter()
-    results = iter(pretrain_batched(runs, configs[0].encoder, progress=progress))
+    results = iter(pretrain_batched(runs, CharInit(configs[0].encoder, configs[0].tokenizer), progress=progress))
     share = (time.perf_counter() - start) / len(runs)
     return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in ARMS}
             for dataset, config in zip(datasets, configs)]

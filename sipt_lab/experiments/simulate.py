@@ -27,7 +27,9 @@ from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
 from sipt_lab.fileio import prepare_output_dir, write_json_atomic
-from sipt_lab.models import EncoderConfig
+from sipt_lab.models import CharInit, EncoderConfig
+from sipt_lab.models.subword import TokenizerConfig
+from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
@@ -52,6 +54,7 @@ class FamilyTraining:
 
     Attributes:
         encoder: encoder sizes.
+        tokenizer: the encoder's vocabulary (characters, or a subword vocabulary learnt on the corpus).
         steps: optimiser steps per arm (unless ``epochs`` is set).
         epochs: when set, ``steps`` is that many passes over the pre-training samples
             (:func:`~sipt_lab.training.trainer.steps_for_epochs` of the resolved graph and batch).
@@ -62,6 +65,7 @@ class FamilyTraining:
     """
 
     encoder: EncoderConfig = ENCODER_PRESETS["default"]
+    tokenizer: TokenizerConfig = TokenizerConfig()
     steps: int = 600
     epochs: float | None = None
     batch_size: int | None = 32
@@ -79,7 +83,8 @@ class FamilyTraining:
 #: characters, with ``L_SI`` over every pair in the batch, fits the pre-training graph in a few
 #: hundred steps (benchmarks/bench_simulate.py, bench_pairs.py; numbers in benchmarks/RESULTS.md).
 TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
-    "cliques": FamilyTraining(batch_size=50),
+    # a BPE vocabulary learnt on the sentences: the LM arm learns (benchmarks/bench_lm_baseline.py)
+    "cliques": FamilyTraining(batch_size=50, tokenizer=TokenizerConfig("bpe")),
     "torus": FamilyTraining(steps=400),  # keeps `sipt-lab simulate --graph torus` near a minute on 2 cores
     "neighborhood": FamilyTraining(batch_size=64),
     "motif": FamilyTraining(batch_size=64),
@@ -91,7 +96,9 @@ TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
 #: step for 8,000 steps; the surfaces the ``paper-manifolds`` encoder (hidden 256 x 3 layers) for
 #: 1,500 epochs of 16 seeds; AdamW at lr 3e-4, constant, no warm-up; the paper's pairs (each seed
 #: with one sampled neighbour and non-neighbour) and contrastive margins (µ+ = 0, µ− = 10).
-#: Sentences keep sipt-lab's 63-character cut (the original padded to the longest, <= 350).
+#: Sentences keep sipt-lab's 63-character cut (the original padded to the longest, <= 350). CLIQUES
+#: uses a BPE vocabulary learnt on its sentences instead of characters: with characters the LM
+#: baseline stays on the unigram plateau (benchmarks/bench_lm_baseline.py, RESULTS.md).
 PAPER_SMALL = FamilyTraining(encoder=ENCODER_PRESETS["paper-small"], steps=8000, batch_size=None, lr=3e-4,
                              pairs="sampled", schedule="constant", loss_params={})
 PAPER_MANIFOLDS = dataclasses.replace(PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0,
@@ -112,7 +119,8 @@ class TrainingPreset:
 #: Training presets by name (:data:`sipt_lab.names.SIMULATION_PRESETS`), resolved by :func:`simulation_config`.
 TRAINING_PRESETS: dict[str, TrainingPreset] = dict(zip(names.SIMULATION_PRESETS, (
     TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
-    TrainingPreset(PAPER_SMALL, {surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")}),
+    TrainingPreset(PAPER_SMALL, {"cliques": dataclasses.replace(PAPER_SMALL, tokenizer=TokenizerConfig("bpe")),
+                                 **{surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")}}),
 ), strict=True))
 
 
@@ -127,6 +135,7 @@ class SimulationConfig:
         train: the SIPT arm's training config; the LM arm is the same with ``lambda_si = 0``.
             ``train.seed`` always equals ``graph.seed``.
         encoder: encoder sizes (``vocab_size`` comes from the tokenizer).
+        tokenizer: the encoder's vocabulary, learnt on each seed's pre-training sentences.
         k: neighbours of the k-NN evaluation (the paper: 3).
         link_queries: nodes sampled for link retrieval (None: every node with a neighbour).
     """
@@ -136,6 +145,7 @@ class SimulationConfig:
     encoder: EncoderConfig
     k: int
     link_queries: int | None
+    tokenizer: TokenizerConfig = TokenizerConfig()
 
     def __post_init__(self) -> None:
         if not self.graph.is_resolved:
@@ -157,6 +167,7 @@ def simulation_config(
     steps: int | None = None,
     batch_size: int | None = None,
     encoder: EncoderConfig | str | None = None,
+    tokenizer: TokenizerConfig | None = None,
     preset: str = "default",
     graph_options: dict[str, Any] | None = None,
     train_options: dict[str, Any] | None = None,
@@ -191,7 +202,8 @@ def simulation_config(
         steps = defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
     train = TrainConfig(steps=steps, batch_size=batch_size, seed=seed, **train_options)
     encoder = defaults.encoder if encoder is None else ENCODER_PRESETS[encoder] if isinstance(encoder, str) else encoder
-    return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries)
+    return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries,
+                            tokenizer=defaults.tokenizer if tokenizer is None else tokenizer)
 
 
 #: Largest accepted ``--seeds``.
@@ -208,7 +220,9 @@ class ArmOutput:
         metrics: ``auroc``, ``accuracy`` (LOO 3-NN), ``heldout_auroc``, ``heldout_accuracy``,
             ``link`` (LRAP, nDCG, AP, MRR), Theorem 1's ``radius``, ``radius_f1``,
             ``radius_nn_accuracy``, ``radius_nn_coverage`` (:func:`~sipt_lab.evaluation.radius_terms`),
-            ``final_loss`` and ``seconds``.
+            ``final_loss`` and ``final_terms`` (the total and each term by name, e.g. ``mlm``, ``si``:
+            means of the last 20 steps; MLM in nats), ``unigram_entropy`` (the MLM loss of a
+            context-free predictor on the same tokens, nats) and ``seconds``.
     """
 
     embeddings: np.ndarray
@@ -223,7 +237,7 @@ def run_arms(
     outputs = {}
     for arm in ARMS:
         start = time.perf_counter()
-        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), config.encoder, progress=progress)
+        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), CharInit(config.encoder, config.tokenizer), progress=progress)
         outputs[arm] = evaluate_arm(dataset, config, result, time.perf_counter() - start)
     return outputs
 
@@ -247,6 +261,8 @@ def evaluate_arm(dataset: SyntheticDataset, config: SimulationConfig, result: Pr
         "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
         **radius_terms(z, dataset.graph, dataset.labels),
         "final_loss": float(np.mean(result.history["loss"][-20:])),
+        "final_terms": {term: float(np.mean(values[-20:])) for term, values in result.history.items() if term not in ("loss", "lr")},
+        "unigram_entropy": unigram_entropy(*result.tokenizer.encode(dataset.sentences), result.tokenizer.suffix_tokens),
         "seconds": seconds,
     }
     if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:

@@ -29,6 +29,7 @@ from sipt_lab.models.sources import (
     load_encoder,
     save_encoder,
 )
+from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig
 from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Tokenizer
 
 
@@ -75,6 +76,8 @@ __all__ = [
     "SPECIAL_TOKENS",
     "UNK_ID",
     "CharTokenizer",
+    "SubwordTokenizer",
+    "TokenizerConfig",
     "EncoderConfig",
     "SequenceEncoder",
     "TransformerEncoder",

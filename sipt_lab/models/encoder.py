@@ -24,6 +24,7 @@ from sipt_lab import names
 from sipt_lab.config import config_from_dict, config_to_dict
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
+from sipt_lab.models.subword import SubwordTokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import PAD_ID, CharTokenizer
 
 
@@ -185,7 +186,7 @@ class TransformerEncoder(nn.Module):
         if config.tie_mlm_head:
             self.mlm_decoder.weight = self.tokens.weight
 
-    def save(self, directory: str | Path, tokenizer: CharTokenizer) -> Path:
+    def save(self, directory: str | Path, tokenizer: CharTokenizer | SubwordTokenizer) -> Path:
         """:func:`save_pretrained` of this encoder and ``tokenizer``."""
         return save_pretrained(self, tokenizer, directory)
 
@@ -254,7 +255,7 @@ def _init_weights(module: nn.Module) -> None:
         nn.init.zeros_(module.bias)
 
 
-def save_pretrained(encoder: TransformerEncoder, tokenizer: CharTokenizer, directory: str | Path) -> Path:
+def save_pretrained(encoder: TransformerEncoder, tokenizer: CharTokenizer | SubwordTokenizer, directory: str | Path) -> Path:
     """Write ``encoder_config.json``, ``tokenizer.json`` and ``encoder.pt`` (CPU state_dict) into
     ``directory``, each atomically; returns the directory."""
     out = Path(directory)
@@ -267,7 +268,7 @@ def save_pretrained(encoder: TransformerEncoder, tokenizer: CharTokenizer, direc
     return out
 
 
-def load_pretrained(directory: str | Path, device: str | torch.device = "cpu") -> tuple[TransformerEncoder, CharTokenizer]:
+def load_pretrained(directory: str | Path, device: str | torch.device = "cpu") -> tuple[TransformerEncoder, CharTokenizer | SubwordTokenizer]:
     """Read what :func:`save_pretrained` wrote; the encoder comes back in eval mode on ``device``."""
     source = Path(directory)
     if not (source / "encoder.pt").is_file():
@@ -275,4 +276,4 @@ def load_pretrained(directory: str | Path, device: str | torch.device = "cpu") -
     config = config_from_dict(EncoderConfig, json.loads((source / "encoder_config.json").read_text(encoding="utf-8")))
     encoder = TransformerEncoder(config)
     encoder.load_state_dict(torch.load(source / "encoder.pt", map_location="cpu", weights_only=True))
-    return encoder.to(device).eval(), CharTokenizer.load(source / "tokenizer.json")
+    return encoder.to(device).eval(), load_tokenizer(source / "tokenizer.json")

@@ -21,7 +21,8 @@ from sipt_lab.config import config_to_dict
 from sipt_lab.errors import SiptError
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
 from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint
-from sipt_lab.models.tokenizer import CharTokenizer, Tokenizer
+from sipt_lab.models.subword import TokenizerConfig, build_tokenizer
+from sipt_lab.models.tokenizer import Tokenizer
 
 CHAR_INIT = "char"
 
@@ -39,14 +40,17 @@ class EncoderSource(Protocol):
 
 @dataclass(frozen=True)
 class CharInit:
-    """A fresh character-level encoder of size ``config`` (``build`` makes it; any
-    :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works)."""
+    """A fresh encoder of size ``config`` (``build`` makes it; any
+    :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works)
+    over a vocabulary learnt from the run's texts: characters by default, or a subword vocabulary
+    (``vocabulary``, :class:`~sipt_lab.models.subword.TokenizerConfig`)."""
 
     config: EncoderConfig = field(default_factory=lambda: ENCODER_PRESETS["default"])
+    vocabulary: TokenizerConfig = TokenizerConfig()
     build: Callable[[EncoderConfig], nn.Module] = TransformerEncoder
 
-    def tokenizer(self, texts: list[str], max_len: int | None) -> CharTokenizer:
-        tokenizer = CharTokenizer.build(texts, max_len=max_len or self.config.max_len)
+    def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
+        tokenizer = build_tokenizer(self.vocabulary, texts, max_len or self.config.max_len)
         if tokenizer.max_len > self.config.max_len:
             raise SiptError(
                 f"max_len {tokenizer.max_len} exceeds the encoder's {self.config.max_len} positions; lower max_len or raise EncoderConfig.max_len"
@@ -57,7 +61,7 @@ class CharInit:
         return self.build(dataclasses.replace(self.config, vocab_size=tokenizer.vocab_size)), []
 
     def describe(self) -> dict:
-        return {"init": CHAR_INIT, "encoder": config_to_dict(self.config)}
+        return {"init": CHAR_INIT, "encoder": config_to_dict(self.config), "vocabulary": config_to_dict(self.vocabulary)}
 
 
 @dataclass(frozen=True)

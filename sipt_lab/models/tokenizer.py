@@ -87,21 +87,41 @@ class CharTokenizer:
                 ``max_len - 1`` characters of sentence ``i`` (unknown ones as ``[UNK]``), then ``[PAD]``.
             lengths: ``(n,)`` int64 tokens per row before padding (``[CLS]`` included, so ``>= 1``).
         """
-        n_chars = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         codes = _code_points("".join(sentences))
         slot = np.searchsorted(self._codes, codes).clip(max=max(len(self._codes) - 1, 0))
         known = self._codes[slot] == codes if len(self._codes) else np.zeros(len(codes), dtype=bool)
-        token = np.where(known, slot + len(SPECIAL_TOKENS), UNK_ID)
+        return self._grid(sentences, np.where(known, slot + len(SPECIAL_TOKENS), UNK_ID), CLS_ID, PAD_ID)
 
+    def word_ids(self, sentences: list[str]) -> np.ndarray:
+        """``(n, L)`` int64, aligned with :meth:`encode`: the word each character belongs to,
+        counted from 0 in every row (a word is a maximal run of non-whitespace characters; each
+        whitespace character is a unit of its own); -1 at ``[CLS]`` and padding."""
+        n_chars = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        text = "".join(sentences)
+        space = np.fromiter((c.isspace() for c in text), dtype=bool, count=len(text))
+        starts = np.cumsum(n_chars) - n_chars
+        begins = space | np.concatenate([[True], space[:-1]])
+        begins[starts[n_chars > 0]] = True
+        count = np.cumsum(begins)
+        before_row = np.concatenate([[0], count])[starts]
+        return self._grid(sentences, count - 1 - np.repeat(before_row, n_chars), -1, -1)[0]
+
+    def _grid(self, sentences: list[str], values: np.ndarray, first: int, fill: int) -> tuple[np.ndarray, np.ndarray]:
+        """Lay out one value per character of the concatenated ``sentences`` as rows: ``first``
+        in column 0, the first ``max_len - 1`` values of each sentence, then ``fill``.
+
+        Returns ``(n, L)`` int64 rows and ``(n,)`` int64 lengths before padding (column 0 included).
+        """
+        n_chars = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         row = np.repeat(np.arange(len(sentences)), n_chars)
         starts = np.cumsum(n_chars) - n_chars
-        col = np.arange(len(codes)) - np.repeat(starts, n_chars) + 1
+        col = np.arange(len(values)) - np.repeat(starts, n_chars) + 1
         keep = col < self.max_len
         lengths = np.minimum(n_chars, self.max_len - 1) + 1
-        ids = np.full((len(sentences), int(lengths.max(initial=1))), PAD_ID, dtype=np.int64)
-        ids[:, 0] = CLS_ID
-        ids[row[keep], col[keep]] = token[keep]
-        return ids, lengths
+        grid = np.full((len(sentences), int(lengths.max(initial=1))), fill, dtype=np.int64)
+        grid[:, 0] = first
+        grid[row[keep], col[keep]] = values[keep]
+        return grid, lengths
 
     def decode(self, ids: np.ndarray) -> str:
         """The text of one id row: characters as themselves, special tokens by name, padding dropped."""
@@ -123,12 +143,37 @@ class CharTokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> CharTokenizer:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            raise SiptError(f"tokenizer file {path} does not exist; pass a directory written by save_pretrained") from None
+        return cls.from_dict(read_tokenizer_json(path))
+
+
+def read_tokenizer_json(path: str | Path) -> dict:
+    """The dict a tokenizer's ``save`` wrote to ``path``."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SiptError(f"tokenizer file {path} does not exist; pass a directory written by save_pretrained") from None
 
 
 def _code_points(text: str) -> np.ndarray:
     """``(len(text),)`` uint32 code points (lone surrogates kept as they are)."""
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def unigram_entropy(ids: np.ndarray, lengths: np.ndarray, suffix_tokens: int = 0) -> float:
+    """Entropy in nats of the token distribution over the maskable tokens of a tokenised corpus
+    (every token after ``[CLS]`` and before the ``suffix_tokens`` closing ones; padding excluded).
+
+    It is the MLM cross-entropy of the best predictor that ignores context (the corpus' unigram
+    frequencies): a masked LM whose loss sits at this value has learnt nothing from the context.
+
+    Args:
+        ids: ``(n, L)`` token ids from a tokenizer's ``encode``.
+        lengths: ``(n,)`` tokens per row before padding.
+    """
+    columns = np.arange(ids.shape[1])
+    maskable = (columns >= 1) & (columns < np.asarray(lengths)[:, None] - suffix_tokens)
+    counts = np.unique(ids[maskable], return_counts=True)[1]
+    if not counts.size:
+        raise SiptError("the corpus has no maskable tokens; its unigram entropy is undefined")
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())

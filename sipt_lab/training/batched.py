@@ -63,15 +63,16 @@ def check_batchable(configs: Sequence[TrainConfig]) -> None:
                         f"they differ in {', '.join(differing)}")
 
 
-def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig, *, progress: bool = True) -> list[PretrainResult]:
-    """Pre-train one fresh char encoder of sizes ``encoder`` per run, all at once; results in run order."""
+def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, *, progress: bool = True) -> list[PretrainResult]:
+    """Pre-train one fresh char encoder per run, all at once; results in run order. ``encoder`` is
+    its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary kind)."""
     if not runs:
         raise SiptError("no runs to train; give at least one")
     check_batchable([run.config for run in runs])
     config = runs[0].config
     device = resolve_device(config.device)
     amp_dtype = autocast_dtype(config.precision, device)
-    source = CharInit(encoder)
+    source = encoder if isinstance(encoder, CharInit) else CharInit(encoder)
     steps, samplers, models, tokenizers = [], [], [], []
     for run in runs:
         tokenizer = source.tokenizer(list(run.texts), config.max_len)

@@ -5,7 +5,8 @@ permutation of the nodes, its last incomplete batch dropped), one uniformly rand
 (positive) and one non-neighbour (negative) per seed, never the seed itself — uniformly random by
 default, or a graph-aware hard negative (:data:`NEGATIVE_SAMPLERS`: two hops away, or in the same
 connected component) — and an MLM mask over the seeds' tokens, with what each chosen token becomes
-(:data:`MASK_REPLACEMENTS`: always ``[MASK]``, or BERT's 80/10/10). Seeds without a neighbour (or without a non-neighbour) get
+(:data:`MASK_REPLACEMENTS`: always ``[MASK]``, or BERT's 80/10/10), token by token or whole
+words at a time (:data:`MASK_UNITS`). Seeds without a neighbour (or without a non-neighbour) get
 ``-1`` there and no term of that kind.
 
 Every draw comes from its own generator keyed by ``(seed, stream, step or epoch)``, so a batch is a
@@ -25,7 +26,7 @@ compute.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -83,6 +84,25 @@ def bert_replacement(rng: np.random.Generator, shape: tuple[int, int], vocab_siz
 #: What a token chosen for MLM becomes: name -> ``(rng, (B, L_s), vocab_size) -> codes or None``.
 MASK_REPLACEMENTS: dict[str, Callable[..., np.ndarray | None]] = dict(
     zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement), strict=True))
+
+
+def token_units(tokenizer: Any, texts: list[str]) -> None:
+    """Every token is its own masking unit (BERT's original masking)."""
+    return None
+
+
+def word_units(tokenizer: Any, texts: list[str]) -> np.ndarray:
+    """Whole-word masking: the tokens of one word are masked together (``tokenizer.word_ids``:
+    ``(n, L)`` word of each token, -1 where nothing may be masked)."""
+    if not callable(getattr(tokenizer, "word_ids", None)):
+        raise SiptError(f"{type(tokenizer).__name__} does not report word boundaries; use mask_unit token")
+    return tokenizer.word_ids(list(texts))
+
+
+#: Which tokens are masked together: name -> ``(tokenizer, texts) -> (n, L) unit ids or None``
+#: (None: each token alone).
+MASK_UNITS: dict[str, Callable[[Any, list[str]], np.ndarray | None]] = dict(
+    zip(names.MASK_UNITS, (token_units, word_units), strict=True))
 
 
 def sampled_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,6 +215,9 @@ class GraphBatchSampler:
         negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`.
         mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`.
         vocab_size: token ids ``0..vocab_size-1`` (random replacements are drawn from them).
+        units: ``(n, L >= max(lengths))`` int64 masking unit of each token (:data:`MASK_UNITS`):
+            the tokens of a row that share a unit are masked together, each unit with probability
+            ``mask_prob``; -1 is never masked. None: every token is its own unit.
     """
 
     def __init__(
@@ -209,8 +232,11 @@ class GraphBatchSampler:
         negatives: str = "uniform",
         mask_replacement: str = "mask",
         vocab_size: int = 0,
+        units: np.ndarray | None = None,
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
+        if units is not None and (units.shape[0] != len(lengths) or units.shape[1] < lengths.max(initial=0)):
+            raise SiptError(f"masking units of shape {units.shape} do not cover {len(lengths)} samples of up to {lengths.max(initial=0)} tokens")
         if lengths.shape != (graph.n_nodes,):
             raise SiptError(f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node")
         if batch_size < 1:
@@ -235,6 +261,7 @@ class GraphBatchSampler:
         self.sample_negatives = NEGATIVE_SAMPLERS[negatives]
         self.replace = MASK_REPLACEMENTS[mask_replacement]
         self.vocab_size = vocab_size
+        self.units = units
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -264,7 +291,11 @@ class GraphBatchSampler:
         seed_lengths = self.lengths[seeds]
         columns = np.arange(seed_lengths.max())
         draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
-        mask = (draws < self.mask_prob) & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
+        chosen = draws < self.mask_prob
+        if self.units is not None:  # one draw per unit: column u's draw decides unit u of the row
+            units = self.units[seeds, : len(columns)]
+            chosen = np.take_along_axis(chosen, np.maximum(units, 0), axis=1) & (units >= 0)
+        mask = chosen & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
         replacement = self.replace(np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.vocab_size)
         positive_rows, negative_rows = rows(positives), rows(negatives)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)

@@ -45,6 +45,7 @@ from sipt_lab.objectives.structure import STRUCTURE_LOSSES
 from sipt_lab.training.batches import (
     KEEP_TOKEN,
     MASK_REPLACEMENTS,
+    MASK_UNITS,
     NEGATIVE_SAMPLERS,
     PAIR_MODES,
     REPLACE_WITH_MASK,
@@ -85,6 +86,8 @@ class TrainConfig:
         mask_prob: MLM masking probability per token.
         mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`:
             ``"mask"`` (always ``[MASK]``) or ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept).
+        mask_unit: which tokens are masked together, a name in :data:`MASK_UNITS`: ``"token"``
+            (each alone) or ``"word"`` (whole words: every character or piece of a chosen word).
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
         precision: autocast dtype, a name in :data:`PRECISIONS`.
@@ -109,6 +112,7 @@ class TrainConfig:
     negatives: str = "uniform"
     mask_prob: float = 0.15
     mask_replacement: str = "mask"
+    mask_unit: str = "token"
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"
@@ -139,7 +143,7 @@ class TrainConfig:
             raise ConfigError("TrainConfig.warmup", f"must be a fraction of the steps in [0, 1), got {self.warmup}")
         for name, choices in (("schedule", LR_SCHEDULES), ("precision", PRECISIONS), ("pairs", PAIR_MODES),
                               ("negatives", NEGATIVE_SAMPLERS), ("loss", STRUCTURE_LOSSES),
-                              ("mask_replacement", MASK_REPLACEMENTS)):
+                              ("mask_replacement", MASK_REPLACEMENTS), ("mask_unit", MASK_UNITS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"TrainConfig.{name}", f"{getattr(self, name)!r} is unknown; choose one of {', '.join(choices)}")
         check_loss_params(self.loss, dict(self.loss_params))
@@ -277,7 +281,8 @@ def pretrain(
     ids, lengths = tokenizer.encode(list(texts))
     sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
                                 suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
-                                mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size)
+                                mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
+                                units=MASK_UNITS[config.mask_unit](tokenizer, list(texts)))
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
