@@ -11,7 +11,12 @@ NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 #: Pairs ``L_SI`` scores (:data:`sipt_lab.training.batches.PAIR_MODES`).
 PAIR_MODES = ("sampled", "batch")
 #: What a token chosen for MLM becomes (:data:`sipt_lab.training.batches.MASK_REPLACEMENTS`).
-MASK_REPLACEMENTS = ("mask", "bert")
+MASK_REPLACEMENTS = ("mask", "bert", "keep")
+#: Pre-training methods (:data:`sipt_lab.methods.METHODS`).
+METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
+#: LinkBERT's document relations, in the order of its DRP head's classes
+#: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
+RELATIONS = ("contiguous", "random", "linked")
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

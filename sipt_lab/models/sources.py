@@ -40,13 +40,14 @@ class EncoderSource(Protocol):
 @dataclass(frozen=True)
 class CharInit:
     """A fresh character-level encoder of size ``config`` (``build`` makes it; any
-    :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works)."""
+    :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works);
+    an encoder with segment embeddings (``config.token_types`` > 0) gets a tokenizer with ``[SEP]``."""
 
     config: EncoderConfig = field(default_factory=lambda: ENCODER_PRESETS["default"])
     build: Callable[[EncoderConfig], nn.Module] = TransformerEncoder
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> CharTokenizer:
-        tokenizer = CharTokenizer.build(texts, max_len=max_len or self.config.max_len)
+        tokenizer = CharTokenizer.build(texts, max_len=max_len or self.config.max_len, sep=self.config.token_types > 0)
         if tokenizer.max_len > self.config.max_len:
             raise SiptError(
                 f"max_len {tokenizer.max_len} exceeds the encoder's {self.config.max_len} positions; lower max_len or raise EncoderConfig.max_len"

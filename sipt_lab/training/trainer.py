@@ -40,7 +40,7 @@ from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
-from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
+from sipt_lab.objectives import Objective, ObjectiveInputs, check_loss_params
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
 from sipt_lab.training.batches import (
     KEEP_TOKEN,
@@ -48,9 +48,10 @@ from sipt_lab.training.batches import (
     NEGATIVE_SAMPLERS,
     PAIR_MODES,
     REPLACE_WITH_MASK,
-    GraphBatchSampler,
     PretrainBatch,
+    check_mask,
 )
+from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -82,9 +83,10 @@ class TrainConfig:
             encoded samples, labelled by the graph).
         negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`
             (``uniform``, ``two-hop`` hard negatives, ``same-component``).
-        mask_prob: MLM masking probability per token.
+        mask_prob: MLM masking probability per token (1, every token, only with ``"keep"``).
         mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`:
-            ``"mask"`` (always ``[MASK]``) or ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept).
+            ``"mask"`` (always ``[MASK]``), ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept)
+            or ``"keep"`` (the token stays visible and is only predicted: LSM).
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
         precision: autocast dtype, a name in :data:`PRECISIONS`.
@@ -131,8 +133,8 @@ class TrainConfig:
             raise ConfigError("TrainConfig.weight_decay", f"must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.lambda_si <= 1.0:
             raise ConfigError("TrainConfig.lambda_si", f"must be in [0, 1], got {self.lambda_si}")
-        if not 0.0 < self.mask_prob < 1.0:
-            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1), got {self.mask_prob}")
+        if self.mask_prob <= 0.0 or (self.mask_replacement in MASK_REPLACEMENTS and check_mask(self.mask_prob, self.mask_replacement)):
+            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")
         if self.max_len is not None and self.max_len < 2:
             raise ConfigError("TrainConfig.max_len", f"must be >= 2 or None, got {self.max_len}")
         if not 0.0 <= self.warmup < 1.0:
@@ -177,7 +179,8 @@ class PretrainResult:
 
     ``history`` maps ``"loss"`` (the weighted total), each computed term (``"mlm"``, ``"si"``) and
     ``"lr"`` to a ``(steps,)`` float64 array of per-step values; ``notes`` are what the encoder
-    source reported (e.g. a newly added MLM head).
+    source reported (e.g. a newly added MLM head); ``objectives`` are the trained objectives by
+    name (their own parameters, e.g. LinkBERT's relation head).
     """
 
     encoder: nn.Module
@@ -186,6 +189,7 @@ class PretrainResult:
     config: TrainConfig
     source: dict
     notes: list[str] = field(default_factory=list)
+    objectives: dict[str, Objective] = field(default_factory=dict)
 
     def save(self, directory: str | Path) -> Path:
         """The encoder in its own format (:func:`~sipt_lab.models.save_encoder`) plus
@@ -251,6 +255,7 @@ def pretrain(
     *,
     checkpoint_dir: str | Path | None = None,
     progress: bool = True,
+    method: Recipe | None = None,
 ) -> PretrainResult:
     """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``).
 
@@ -262,9 +267,12 @@ def pretrain(
     With ``checkpoint_dir``, a checkpoint there from an earlier run of the same configuration
     (``steps`` may grow) is resumed, and one is written every ``checkpoint_every`` steps and at the end.
     A non-finite loss stops the run with a SiptError naming the step. Under ``torchrun`` the run
-    is data parallel (see the module docstring).
+    is data parallel (see the module docstring). ``method`` is the pre-training method's
+    :class:`~sipt_lab.training.recipe.Recipe` (None: LM / SIPT by ``config.lambda_si``;
+    :func:`sipt_lab.methods.method_recipe` gives the others).
     """
-    source = CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit()
+    recipe = method or GraphRecipe()
+    source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
     device = resolve_device(config.device)
     place = distributed_context(device.type)
     if place.world > 1 and device.type == "cuda":
@@ -275,10 +283,9 @@ def pretrain(
     amp_dtype = autocast_dtype(config.precision, device)
     tokenizer = source.tokenizer(list(texts), config.max_len)
     ids, lengths = tokenizer.encode(list(texts))
-    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                                suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
-                                mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size)
-    objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
+    plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, lengths, config, device, source))
+    sampler, objectives = plan.sampler, plan.objectives
+    described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
 
@@ -296,7 +303,7 @@ def pretrain(
         scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
         history = torch.full((config.steps, len(names)), float("nan"), device=device)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
-        state = _State(replica, optimizer, scaler, history, config, source.describe(), tokenizer, cuda_devices)
+        state = _State(replica, optimizer, scaler, history, config, described, tokenizer, cuda_devices)
         start = state.load(checkpoint) if checkpoint is not None and checkpoint.is_file() else 0
 
         replica.train()
@@ -321,7 +328,8 @@ def pretrain(
                     state.save(checkpoint, done)
     model.eval()
     table = history.cpu().double().numpy()
-    return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, source.describe(), notes)
+    return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, described, notes,
+                          {objective.name: objective.eval() for _, objective in objectives})
 
 
 def train_step(replica: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, batches: list[PretrainBatch]) -> torch.Tensor:
@@ -394,7 +402,11 @@ class _Step:
         n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
         rows = np.arange(self.place.rank, n_rows, self.place.world)
         nodes = batch.nodes[rows]
-        lengths = self.lengths[nodes]
+        own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
+        if own is not None and self.needs_pairs:
+            raise SiptError("a batch with its own input rows encodes only its seeds; its method cannot use L_SI pairs")
+        all_ids, index = (self.ids, nodes) if own is None else (self._tensor(own.ids), rows)
+        lengths = self.lengths[nodes] if own is None else own.lengths[rows]
         mask = np.zeros((len(rows), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
         replacement = np.full(mask.shape, REPLACE_WITH_MASK, dtype=np.int64)
         seeds = rows < batch.n_seeds
@@ -403,22 +415,24 @@ class _Step:
             replacement[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.replacement[rows[seeds]]
         buckets = _length_buckets(lengths, self.max_buckets)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
-            embeddings, logits, targets = [], [], []
+            embeddings, logits, targets, sites = [], [], [], []
             for bucket in buckets:
                 width = int(lengths[bucket].max())
-                inputs = self.ids[self._tensor(nodes[bucket]), :width]
+                inputs = all_ids[self._tensor(index[bucket]), :width]
+                types = {} if own is None else {"token_types": self._tensor(own.token_types[index[bucket], :width])}
                 if self.needs_mlm:
                     masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
                     positions = self._tensor(masked_rows * width + masked_cols)
                     original = inputs.view(-1)[positions]
                     targets.append(original)
+                    sites.append(np.column_stack([nodes[bucket][masked_rows], masked_cols]))
                     codes = self._tensor(replacement[bucket, :width][masked_rows, masked_cols])
                     inputs.view(-1)[positions] = torch.where(
                         codes == REPLACE_WITH_MASK, self.mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
-                    bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
+                    bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions, **types)
                     logits.append(bucket_logits)
                 else:
-                    bucket_embeddings = encoder.embed(inputs)
+                    bucket_embeddings = encoder.embed(inputs, **types)
                 embeddings.append(bucket_embeddings)
             embeddings = torch.cat(embeddings)
             if len(buckets) > 1:
@@ -430,6 +444,9 @@ class _Step:
                 torch.cat(logits) if self.needs_mlm else None,
                 torch.cat(targets) if self.needs_mlm else None,
                 int(batch.mask.sum()),
+                np.concatenate(sites) if self.needs_mlm else None,
+                None if own is None or own.relations is None else self._tensor(own.relations[rows]),
+                batch.n_seeds,
             )
             terms = [objective(inputs) for _, objective in self.objectives]
         world = self.place.world
