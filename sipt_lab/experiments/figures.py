@@ -652,6 +652,7 @@ FIGURES: dict[str, FigureFn] = {
     "corollary2": corollary2,
     "topology": topology,
     "heldout_scale": heldout_scale,
+    "methods": lambda out_dir, options: __import__("sipt_lab.experiments.methods_figure", fromlist=["_"]).methods_figure(out_dir, options),
 }
 
 
