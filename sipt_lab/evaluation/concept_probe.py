@@ -55,7 +55,8 @@ def fit_linear_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int, steps: in
 
 
 def concept_probe(student: nn.Module, mlm_model: nn.Module, ids: np.ndarray, lengths: np.ndarray, vocab_size: int,
-                  mask_id: int, *, mask_prob: float = 0.15, test_fraction: float = 0.2, seed: int = 0) -> dict[str, float]:
+                  mask_id: int, *, mask_prob: float = 0.15, test_fraction: float = 0.2, repeats: int = 1,
+                  seed: int = 0) -> dict[str, float]:
     """Masked-token accuracy of the concept -> vocabulary probe and of ``mlm_model`` on the same
     held-out masked positions.
 
@@ -63,17 +64,18 @@ def concept_probe(student: nn.Module, mlm_model: nn.Module, ids: np.ndarray, len
         student: an encoder whose decoder's outputs after the first ``vocab_size`` are concept logits.
         mlm_model: an MLM-trained encoder with the same tokenizer (``ids`` ``(n, L)``, ``lengths`` ``(n,)``).
         mask_prob: the share of characters masked; test_fraction: samples held out from the probe's training.
+        repeats: independent masks drawn over every sample (more probe tokens from few samples).
 
     Returns:
         ``probe_accuracy``, ``mlm_accuracy``, ``majority_accuracy`` (the most frequent training token),
         ``test_tokens``.
     """
     rng = np.random.default_rng([seed, 17])
+    test_samples = np.tile(rng.random(len(ids)) < test_fraction, repeats)
+    ids, lengths = np.tile(ids, (repeats, 1)), np.tile(lengths, repeats)
     columns = np.arange(ids.shape[1])
     mask = (rng.random(ids.shape) < mask_prob) & (columns >= 1) & (columns < lengths[:, None])
-    rows = np.nonzero(mask)[0]
-    test_samples = rng.random(len(ids)) < test_fraction
-    test = torch.as_tensor(test_samples[rows])
+    test = torch.as_tensor(test_samples[np.nonzero(mask)[0]])
     targets = torch.as_tensor(ids[mask])
     concepts = masked_logits(student, ids, lengths, mask, mask_id)[:, vocab_size:]
     probe = fit_linear_probe(concepts[~test], targets[~test], vocab_size, seed=seed)
