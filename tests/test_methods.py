@@ -14,7 +14,8 @@ from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonn
 from sipt_lab.evaluation.concept_probe import fit_linear_probe
 from sipt_lab.training import TrainConfig, pretrain
 from sipt_lab.training.batches import KEEP_TOKEN, GraphBatchSampler
-from sipt_lab.training.segment_pairs import CONTIGUOUS, LINKED, RANDOM, draw_relations, inverse_degree_neighbours, split_halves
+from sipt_lab.training.segment_pairs import (CONTIGUOUS, LINKED, RANDOM, draw_relations, half_length, inverse_degree_neighbours,
+                                             join_segments, split_halves)
 
 TINY = EncoderConfig(hidden=32, n_layers=2, n_heads=2, ffn=64, max_len=64)
 
@@ -30,11 +31,19 @@ def test_registry_matches_names():
 
 def test_pairs_join_with_token_types():
     tokenizer = CharTokenizer.build(["hello big world", "abc"], sep=True)
-    first, second = split_halves(["hello big world", "abc"], 61)
+    first, second = split_halves(["hello big world", "abc"])
     assert first == ["hello big", "a"] and second == ["world", "bc"]
-    ids, types, lengths = tokenizer.join_pairs(tokenizer.encode(first), tokenizer.encode(second))
+    ids, types, lengths = join_segments(tokenizer.encode(first), tokenizer.encode(second), tokenizer.sep_id, tokenizer.pad_id)
     assert tokenizer.decode(ids[0]) == "[CLS]hello big[SEP]world[SEP]" and lengths.tolist() == [17, 6]
     assert types[0, :11].tolist() == [0] * 11 and types[0, 11:17].tolist() == [1] * 6
+    # rows already closed by [SEP] (Hugging Face): the same pair
+    closed = [np.column_stack([ids_, np.zeros(len(ids_), dtype=np.int64)]) for ids_, _ in (tokenizer.encode(first), tokenizer.encode(second))]
+    for rows, (_, length) in zip(closed, (tokenizer.encode(first), tokenizer.encode(second))):
+        rows[np.arange(len(rows)), length] = tokenizer.sep_id
+    again = join_segments((closed[0], tokenizer.encode(first)[1] + 1), (closed[1], tokenizer.encode(second)[1] + 1),
+                          tokenizer.sep_id, tokenizer.pad_id, closing=1)
+    assert np.array_equal(again[0], ids) and np.array_equal(again[1], types) and np.array_equal(again[2], lengths)
+    assert half_length(64, 0) == 31 and 2 * half_length(32, 1) + 1 - 2 <= 32
     assert CharTokenizer.from_dict(tokenizer.to_dict()) == tokenizer
     assert "sep" not in CharTokenizer.build(["abc"]).to_dict()  # other tokenizers are unchanged
 

@@ -4,8 +4,8 @@ Token ids: ``0 = [PAD]``, ``1 = [MASK]``, ``2 = [CLS]``, ``3 = [UNK]``, then one
 character of the corpus in code-point order, then, for a tokenizer built with ``sep=True`` (segment
 pairs, LinkBERT), ``[SEP]`` as the last id (so the ids of every other tokenizer are unchanged).
 Every sample becomes ``[CLS] c_1 ... c_m`` (the [CLS] slot carries the per-sample embedding),
-truncated to ``max_len`` tokens and right-padded with ``[PAD]``; :meth:`CharTokenizer.join_pairs`
-makes ``[CLS] A [SEP] B [SEP]`` rows. Characters never seen while building map to ``[UNK]``, so
+truncated to ``max_len`` tokens and right-padded with ``[PAD]``
+(:func:`sipt_lab.training.segment_pairs.join_segments` makes ``[CLS] A [SEP] B [SEP]`` rows). Characters never seen while building map to ``[UNK]``, so
 evaluation text never fails.
 """
 
@@ -114,30 +114,6 @@ class CharTokenizer:
         ids[:, 0] = CLS_ID
         ids[row[keep], col[keep]] = token[keep]
         return ids, lengths
-
-    def join_pairs(self, first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``[CLS] A [SEP] B [SEP]`` rows from two :meth:`encode` results (rows paired by index).
-
-        Args:
-            first, second: ``(ids (n, L_a), lengths (n,))`` and ``(ids (n, L_b), lengths (n,))``,
-                each row ``[CLS]``-first as :meth:`encode` makes them (the ``[CLS]`` of B is dropped).
-
-        Returns:
-            ids ``(n, L)`` int64 (padded with ``[PAD]``), token types ``(n, L)`` int64 (0 for
-            ``[CLS] A [SEP]``, 1 for ``B [SEP]`` and the padding after it) and lengths ``(n,)``.
-        """
-        (a_ids, a_len), (b_ids, b_len) = first, second
-        lengths = a_len + b_len + 1
-        n, width = len(a_len), int(lengths.max(initial=1))
-        columns = np.arange(width)[None, :]
-        ids = np.full((n, width), PAD_ID, dtype=np.int64)
-        ids[:, : a_ids.shape[1]] = np.where(columns[:, : a_ids.shape[1]] < a_len[:, None], a_ids, PAD_ID)
-        ids[np.arange(n), a_len] = self.sep_id
-        rows, b_cols = np.nonzero(np.arange(1, b_ids.shape[1])[None, :] < b_len[:, None])
-        ids[rows, a_len[rows] + 1 + b_cols] = b_ids[rows, b_cols + 1]
-        ids[np.arange(n), lengths - 1] = self.sep_id
-        token_types = (columns > a_len[:, None]).astype(np.int64)
-        return ids, token_types, lengths
 
     def decode(self, ids: np.ndarray) -> str:
         """The text of one id row: characters as themselves, special tokens by name, padding dropped."""
