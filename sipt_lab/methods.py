@@ -22,7 +22,9 @@ the ``lm`` arm of the same seed). Their settings are :class:`ConceptOptions`.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -30,7 +32,7 @@ from torch import nn
 
 from sipt_lab import names
 from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.models import CharInit, EncoderSource, Tokenizer
+from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
@@ -81,22 +83,40 @@ class Teacher:
 
 def _char_source(source: EncoderSource, method: str) -> CharInit:
     if not isinstance(source, CharInit):
-        raise SiptError(f"method {method} runs on the character encoder only (--init char); a Hugging Face init is not supported for it yet")
+        raise SiptError(f"method {method} runs on the character encoder (--init char); a Hugging Face init is not supported for it yet")
     return source
+
+
+def _checkpoint_config(source: CheckpointInit) -> dict:
+    try:
+        return json.loads((Path(source.path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise SiptError(f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory") from None
+
+
+def _hidden_size(source: EncoderSource) -> int:
+    """The hidden size of the encoder ``source`` will build (char config, or the checkpoint's config.json)."""
+    return source.config.hidden if isinstance(source, (CharInit, ConceptOutputs)) else int(_checkpoint_config(source)["hidden_size"])
 
 
 @dataclass(frozen=True)
 class LinkBertRecipe:
-    """LinkBERT: segment pairs with token types, ``L_MLM + L_DRP`` (1:1)."""
+    """LinkBERT: segment pairs with token types, ``L_MLM + L_DRP`` (1:1). The char encoder gains
+    segment embeddings and its tokenizer ``[SEP]``; a Hugging Face checkpoint brings both (it
+    needs ``type_vocab_size >= 2``, as BERT-style models have)."""
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
+        if isinstance(source, CheckpointInit):
+            if int(_checkpoint_config(source).get("type_vocab_size", 0)) < 2:
+                raise SiptError(f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or --init char")
+            return source
         char = _char_source(source, "linkbert")
         return dataclasses.replace(char, config=dataclasses.replace(char.config, token_types=2))
 
     def plan(self, data: RunData) -> Plan:
         config = data.config
         sampler = self.plan_sampler(data.texts, data.graph, data.tokenizer, config)
-        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(data.source.config.hidden, config.seed))])
+        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(_hidden_size(data.source), config.seed))])
 
     def plan_sampler(self, texts: list[str], graph, tokenizer, config: TrainConfig) -> SegmentPairSampler:
         """The run's pair sampler (to score the relation head on steps it never trained on)."""

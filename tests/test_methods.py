@@ -155,22 +155,6 @@ def test_linkbert_checkpoint_resume_is_identical(tmp_path):
         pretrain(texts, graph, config, TINY, progress=False, checkpoint_dir=tmp_path)  # lm on a linkbert checkpoint
 
 
-def test_every_method_runs_in_simulate(tmp_path, signal_free_corpus):
-    from sipt_lab.experiments.simulate import simulate, simulation_config
-
-    config = simulation_config("cliques", steps=3, batch_size=8, graph_options={"n_nodes": 24},
-                               train_options={"lambda_si": 0.5, "device": "cpu"}, methods=METHOD_NAMES,
-                               concepts=ConceptOptions(atoms_per_hidden=1))
-    summary = simulate(config, 1, tmp_path, executor="serial", progress=False)
-    assert list(summary["methods"]) == list(METHOD_NAMES)
-    for method, metrics in summary["methods"].items():
-        assert 0 <= metrics["auroc"][0] <= 1, method
-    assert 0 <= summary["methods"]["linkbert"]["drp.accuracy"][0] <= 1
-    for method in ("mlsm", "lsm15", "lsm"):
-        assert summary["methods"][method]["concepts.nonzero_median"][0] >= 1
-        assert 0 <= summary["methods"][method]["probe.probe_accuracy"][0] <= 1
-
-
 def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
     from sipt_lab.cli.main import main
 
@@ -190,3 +174,34 @@ def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
     row = next(csv.DictReader(open(tmp_path / "methods.csv")))
     assert row["graph"] == "cliques" and float(row["local_consistency_mean"]) == 1.0
     assert all(0 <= float(row[f"{method}_auroc_mean"]) <= 1 for method in METHOD_NAMES)
+    cell = next(csv.DictReader(open(tmp_path / "methods_cells.csv")))  # every method ran end to end in simulate
+    assert 0 <= float(cell["metrics.methods.linkbert.drp.accuracy"]) <= 1
+    for method in ("mlsm", "lsm15", "lsm"):
+        assert float(cell[f"metrics.methods.{method}.concepts.nonzero_median"]) >= 1
+        assert 0 <= float(cell[f"metrics.methods.{method}.probe.probe_accuracy"]) <= 1
+
+
+def test_linkbert_on_a_hugging_face_bert(tiny_bert):
+    from hf_fakes import WORDS
+
+    from sipt_lab.models import encoder_source
+
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(WORDS, 8)) for _ in range(16)]
+    graph = PretrainingGraph.from_groups(np.arange(16) % 4)
+    config = TrainConfig(steps=2, batch_size=8, lambda_si=0.0, mask_replacement="bert", device="cpu", max_len=16)
+    result = pretrain(texts, graph, config, encoder_source(str(tiny_bert)), progress=False, method=LinkBertRecipe())
+    assert np.isfinite(result.history["drp"]).all() and np.isfinite(result.history["mlm"]).all()
+    sampler = LinkBertRecipe().plan_sampler(texts, graph, result.tokenizer, config)
+    batch = sampler.batch(0).inputs
+    assert batch.lengths.max() <= 16 and (batch.ids[:, 0] == result.tokenizer.backend.cls_token_id).all()
+    assert ((batch.ids == result.tokenizer.sep_id).sum(1) == 2).all()
+
+
+def test_domain_runs_add_graph_methods_only():
+    from sipt_lab.experiments.domain_run import PRESETS, domain_cells
+
+    cells = domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], init="char", methods=("linkbert",))
+    assert [(c.arm, c.graph) for c in cells] == [("off-the-shelf", None), ("lm", None), ("sipt", "mentions"), ("linkbert", "mentions")]
+    with pytest.raises(SiptError, match="MLSM"):
+        domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], methods=("mlsm",))
