@@ -298,4 +298,5 @@ def test_method_flag_runs_linkbert_and_mlsm_with_a_teacher(clique_files, tmp_pat
     assert main(_args(clique_files, tmp_path / "lsm", *common, "--method", "lsm", "--teacher", str(tmp_path / "lm" / "model"))) == 0
     assert (tmp_path / "lsm" / "history.csv").read_text().splitlines()[0] == "step,loss,concepts,lr"
     assert "--teacher" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--method", "mlsm"))
-    assert "char" in _error(capsys, _args(clique_files, tmp_path / "y", "--method", "linkbert", "--steps", "1"))
+    teacher = str(tmp_path / "lm" / "model")
+    assert "--init char" in _error(capsys, _args(clique_files, tmp_path / "y", "--method", "lsm", "--teacher", teacher, "--steps", "1"))
