@@ -11,7 +11,7 @@ NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 #: Pairs ``L_SI`` scores (:data:`sipt_lab.training.batches.PAIR_MODES`).
 PAIR_MODES = ("sampled", "batch")
 #: What a token chosen for MLM becomes (:data:`sipt_lab.training.batches.MASK_REPLACEMENTS`).
-MASK_REPLACEMENTS = ("mask", "bert")
+MASK_REPLACEMENTS = ("mask", "bert", "keep")
 #: Link-retrieval metrics (:func:`sipt_lab.evaluation.link_retrieval_metrics`); ``lambda-sweep`` chooses by one.
 RETRIEVAL_METRICS = ("mrr", "lrap", "ndcg", "ap")
 #: ``lambda-sweep``'s default values of λ_SI: the paper's grid (Tables 9-10) with the LM baseline 0.
@@ -20,6 +20,11 @@ LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
 MASK_UNITS = ("token", "word")
 #: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
 TOKENIZERS = ("char", "bpe")
+#: Pre-training methods (:data:`sipt_lab.methods.METHODS`).
+METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
+#: LinkBERT's document relations, in the order of its DRP head's classes
+#: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
+RELATIONS = ("contiguous", "random", "linked")
 #: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.trainer.LR_SCHEDULES`).

@@ -2,8 +2,13 @@
 torch uses one intra-op thread (the models here are tiny: threads gain nothing, and on a busy
 2-core machine OpenMP threads contending with other processes make steps ten times slower)."""
 
+import numpy as np
 import pytest
 import torch
+
+from sipt_lab.corpus import Corpus
+from sipt_lab.synthetic import registry
+from sipt_lab.topics import TopicAssignment
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +30,18 @@ def tiny_bert(tmp_path_factory):
     from hf_fakes import WORDS, write_tiny_bert
 
     return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)
+
+
+@pytest.fixture
+def signal_free_corpus(monkeypatch):
+    """240 random strings over one shared alphabet, 12 topics: the characters say nothing about
+    the topic, so only the pre-training graph can separate the classes."""
+    rng = np.random.default_rng(0)
+    alphabet = np.array(list("abcdefgh "))
+    sentences = ["".join(rng.choice(alphabet, 24)) for _ in range(240)]
+    owner = np.arange(240) % 12
+    doc_topic = np.full((240, 12), 0.05 / 11)
+    doc_topic[np.arange(240), owner] = 0.95
+    corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
+    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)

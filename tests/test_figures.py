@@ -98,7 +98,7 @@ def test_options_round_trip_through_config():
 def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     out = tmp_path / "out"
     assert set(FIGURES) == {"fig5a", "fig5b", "fig5cd", "theorem1", "corollary1", "corollary2", "topology",
-                            "heldout_scale"}
+                            "heldout_scale", "methods"}
     summary = ["n_seeds", "local_consistency_mean", "local_consistency_sd"] + [
         f"{arm}_{metric}_{stat}" for arm in ("lm", "sipt") for metric in ("auroc", "heldout_auroc", "accuracy")
         for stat in ("mean", "sd")]

@@ -137,11 +137,13 @@ def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
         pretrain=dataclasses.replace(PRESETS["cpu"].pretrain, steps=2, batch_size=8, max_len=24),
         finetune=dataclasses.replace(PRESETS["cpu"].finetune, max_len=24, batch_size=8),
     )
-    cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu")
-    assert len(cells) == 2 * (2 + 2 * 2)
+    cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu", methods=("linkbert",))
+    assert len(cells) == 2 * (2 + 2 * 2 + 2)
     summary = run_domain(cells, tmp_path / "run", executor="serial", progress=False)
     assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[mentions]", "sipt[random]",
-                                    "sipt[mentions, chosen λ]", "sipt[random, chosen λ]"}
+                                    "sipt[mentions, chosen λ]", "sipt[random, chosen λ]", "linkbert[mentions]", "linkbert[random]"}
+    assert 0 <= summary["arms"]["linkbert[random]"]["local_consistency"] <= 1
+    assert ("linkbert[mentions]", "lm") in {(c["method"], c["baseline"]) for c in summary["comparisons"]}
     assert summary["arms"]["sipt[mentions]"]["lambda_si"] == [0.1, 0.1]
     mentions = summary["arms"]["sipt[mentions, chosen λ]"]
     assert 0.0 <= mentions["local_consistency"] <= 1.0 and set(mentions["lambda_si"]) <= {0.1, 0.5}

@@ -166,3 +166,15 @@ def test_pretrain_with_subword_and_whole_words_learns_the_unigram_plateau():
     ids, lengths = result.tokenizer.encode(texts)
     assert result.history["mlm"][-10:].mean() < result.history["mlm"][:3].mean()
     assert result.history["mlm"][-10:].mean() < 1.5 * unigram_entropy(ids, lengths)
+
+
+def test_bpe_vocabulary_with_sep_for_segment_pairs_round_trips():
+    from sipt_lab.errors import SiptError
+    from sipt_lab.models.subword import SubwordTokenizer
+
+    texts = ["the cat sat on the mat", "a dog ran in the park", "the cat ran"]
+    with_sep = SubwordTokenizer.build(texts, vocab_size=60, sep=True)
+    assert with_sep.sep_id == 4 and SubwordTokenizer.from_dict(with_sep.to_dict()).sep_id == 4
+    assert with_sep.sep_id not in with_sep.encode(texts)[0][:, 1:]  # never produced from text
+    with pytest.raises(SiptError, match="no \\[SEP\\]"):
+        SubwordTokenizer.build(texts, vocab_size=60).sep_id

@@ -287,3 +287,16 @@ def test_epochs_resolve_to_steps(clique_files, tmp_path):
     assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["steps"] == 5
     with pytest.raises(SiptError, match="PretrainJob.epochs must be a positive number"):
         dataclasses.replace(job, epochs=0)
+
+
+def test_method_flag_runs_linkbert_and_mlsm_with_a_teacher(clique_files, tmp_path, capsys):
+    common = ["--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8", "--device", "cpu"]
+    assert main(_args(clique_files, tmp_path / "link", *common, "--method", "linkbert")) == 0
+    assert (tmp_path / "link" / "history.csv").read_text().splitlines()[0] == "step,loss,mlm,drp,lr"
+    assert json.loads((tmp_path / "link" / "config.json").read_text())["train"]["mask_replacement"] == "bert"
+    assert main(_args(clique_files, tmp_path / "lm", *common, "--method", "lm")) == 0
+    assert main(_args(clique_files, tmp_path / "lsm", *common, "--method", "lsm", "--teacher", str(tmp_path / "lm" / "model"))) == 0
+    assert (tmp_path / "lsm" / "history.csv").read_text().splitlines()[0] == "step,loss,concepts,lr"
+    assert "--teacher" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--method", "mlsm"))
+    teacher = str(tmp_path / "lm" / "model")
+    assert "--init char" in _error(capsys, _args(clique_files, tmp_path / "y", "--method", "lsm", "--teacher", teacher, "--steps", "1"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
-from test_simulate import SMALL, signal_free_corpus  # noqa: F401  (a fixture)
+from test_simulate import SMALL
 
 from sipt_lab import topics as topics_module
 from sipt_lab.cli.main import main

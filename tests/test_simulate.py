@@ -10,21 +10,6 @@ from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
 
 
-@pytest.fixture
-def signal_free_corpus(monkeypatch):
-    """240 random strings over one shared alphabet, 12 topics: the characters say nothing about
-    the topic, so only the pre-training graph can separate the classes."""
-    rng = np.random.default_rng(0)
-    alphabet = np.array(list("abcdefgh "))
-    sentences = ["".join(rng.choice(alphabet, 24)) for _ in range(240)]
-    owner = np.arange(240) % 12
-    doc_topic = np.full((240, 12), 0.05 / 11)
-    doc_topic[np.arange(240), owner] = 0.95
-    corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
-
-
 def run_json(capsys, *args):
     assert main(["simulate", *args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)

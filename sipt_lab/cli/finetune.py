@@ -57,6 +57,8 @@ def register(subparsers) -> None:
     run.add_argument("--steps", type=int, metavar="N", help="pre-training steps (default: the preset's)")
     run.add_argument("--lambdas", type=float, nargs="+", metavar="L", help="SIPT lambda grid, chosen by validation link retrieval (default: the preset's)")
     run.add_argument("--mode", help=f"{' | '.join(FINETUNE_MODES)} (default: the preset's)")
+    run.add_argument("--methods", nargs="+", default=[], metavar="NAME",
+                     help="further pre-training methods, one arm per graph: linkbert (lm and sipt always run)")
     run.add_argument("--init", default="minilm", help="warm start (default: %(default)s)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
@@ -98,7 +100,8 @@ def run_domain(args: argparse.Namespace) -> int:
     if args.steps is not None:
         preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=args.steps))
     check_mode(preset.mode)
-    cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device)
+    cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
+                         methods=tuple(args.methods))
     summary = run_domain(cells, out, executor=args.executor)
     print(format_domain_summary(summary))
     print(f"\nsummary: {out / 'summary.json'}   comparisons: {out / 'comparison.csv'}")

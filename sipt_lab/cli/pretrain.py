@@ -10,6 +10,7 @@ from sipt_lab.names import (
     LAMBDA_GRID,
     LR_SCHEDULES,
     MASK_REPLACEMENTS,
+    METHODS,
     NEGATIVE_SAMPLERS,
     PAIR_MODES,
     POOLINGS,
@@ -27,7 +28,7 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
     ("mask_replacement", "--mask-replacement"),
-    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs"}
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs", "PretrainJob.method": "--method", "PretrainJob.teacher": "--teacher"}
 SWEEP_FLAGS = {"LambdaSweep.lambdas": "--lambdas", "LambdaSweep.validation": "--validation", "LambdaSweep.metric": "--select-by"}
 
 
@@ -45,6 +46,10 @@ def register(subparsers) -> None:
         "with DistributedDataParallel.",
     )
     add_training_arguments(parser)
+    parser.add_argument("--method", choices=METHODS, metavar="NAME",
+                        help=f"pre-training method: {', '.join(METHODS)} (default: lm or sipt by --lambda-si; "
+                        "linkbert and the MLSM family need --init char)")
+    parser.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher: an LM-trained model directory on the same samples")
     parser.add_argument("--lambda-si", type=float, metavar="L",
                         help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -117,8 +122,9 @@ def add_training_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def training_job(args: argparse.Namespace, lambda_si: float | None):
-    """The :class:`PretrainJob` the shared flags describe (``lambda_si`` None: TrainConfig's)."""
+def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options):
+    """The :class:`PretrainJob` the shared flags describe (``lambda_si`` None: TrainConfig's),
+    with ``job_options`` (``method``, ``teacher``) set."""
     from sipt_lab.experiments.pretraining import PretrainJob
     from sipt_lab.training import TrainConfig
 
@@ -132,13 +138,13 @@ def training_job(args: argparse.Namespace, lambda_si: float | None):
     )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
     return PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
-                       pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train)
+                       pooling=args.pooling, encoder=args.encoder, epochs=epochs, train=train, **job_options)
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretraining import run_pretraining, theorem1_message
 
-    job = training_job(args, args.lambda_si)
+    job = training_job(args, args.lambda_si, method=args.method, teacher=args.teacher)
     try:
         outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
     finally:  # under torchrun the trainer joined a process group: leave it cleanly

@@ -10,7 +10,7 @@ from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
-from sipt_lab.names import ENCODER_PRESETS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
+from sipt_lab.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
 from sipt_lab.stats import format_mean_sd
 
 
@@ -19,6 +19,7 @@ FIELD_FLAGS = {
     **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
     "TrainConfig.lambda_si": "--lambda-si", "TrainConfig.loss": "--loss", "TrainConfig.pairs": "--pairs", "TrainConfig.negatives": "--negatives",
     "TrainConfig.steps": "--steps", "simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder",
+    "SimulationConfig.methods": "--methods",
 }
 
 
@@ -43,6 +44,9 @@ def register(subparsers) -> None:
     parser.add_argument("--seeds", type=int, default=3, metavar="K",
                         help="independent repetitions, seeds 0..K-1 from --seed (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    parser.add_argument("--methods", nargs="+", default=["lm", "sipt"], metavar="NAME",
+                        help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(METHODS)} "
+                        "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)")
     parser.add_argument("--lambda-si", type=float, default=0.1, metavar="L",
                         help="weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)")
     parser.add_argument("--loss", default="contrastive", metavar="LOSS",
@@ -89,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         encoder=args.encoder,
         graph_options=graph_options,
         train_options=train_options,
+        methods=tuple(args.methods),
     )
     summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json, batched=args.batched)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
@@ -129,11 +134,11 @@ def format_summary(summary: dict) -> str:
         f"nodes {format_mean_sd(summary['n_nodes'], 0)}   edges {format_mean_sd(summary['n_edges'], 0)}",
         f"local consistency of the topic task over G_PT: {format_mean_sd(summary['local_consistency_per_seed'])}",
         "",
-        f"{'method':<6} {'LOO 3-NN AUROC':>16} {'held-out AUROC':>16} {'LOO 3-NN acc':>14} {'link MRR':>14} {'link LRAP':>14}",
+        f"{'method':<8} {'LOO 3-NN AUROC':>16} {'held-out AUROC':>16} {'LOO 3-NN acc':>14} {'link MRR':>14} {'link LRAP':>14}",
     ]
     for arm, metrics in summary["methods"].items():
         lines.append(
-            f"{arm.upper():<6} {format_mean_sd(metrics['auroc']):>16} {format_mean_sd(metrics.get('heldout_auroc')):>16} "
+            f"{arm.upper():<8} {format_mean_sd(metrics['auroc']):>16} {format_mean_sd(metrics.get('heldout_auroc')):>16} "
             f"{format_mean_sd(metrics['accuracy']):>14} {format_mean_sd(metrics['link.mrr']):>14} {format_mean_sd(metrics['link.lrap']):>14}"
         )
     lines += ["", f"results: {summary['out_dir']}/results.json"]

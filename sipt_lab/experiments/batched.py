@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sipt_lab.config import config_hash
+from sipt_lab.errors import SiptError
 from sipt_lab.experiments.simulate import (
     ARMS,
     SEED_RESULT_KEYS,
@@ -39,12 +40,16 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
     """:func:`~sipt_lab.experiments.simulate.run_arms` of every ``(dataset, config)`` pair (one
     condition: configs equal up to the seed), all arms trained as one batched model. Each arm's
     ``seconds`` is its share of the batched training time plus its own embedding time."""
+    others = sorted({name for config in configs for name in config.methods} - set(ARMS))
+    if others:
+        raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
+                        "drop --batched to train them")
     runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
-            for dataset, config in zip(datasets, configs) for arm in ARMS]
+            for dataset, config in zip(datasets, configs) for arm in config.methods]
     start = time.perf_counter()
     results = iter(pretrain_batched(runs, CharInit(configs[0].encoder, configs[0].tokenizer), progress=progress))
     share = (time.perf_counter() - start) / len(runs)
-    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in ARMS}
+    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
             for dataset, config in zip(datasets, configs)]
 
 

@@ -42,6 +42,7 @@ from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
+from sipt_lab.methods import method_recipe, method_train_config
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.stats import mean_sd
@@ -110,9 +111,18 @@ class DomainCell:
     mode: str = "both"
 
 
+#: Further pre-training methods a domain run can add, one arm per graph (``linkbert[graph]``).
+GRAPH_METHODS = ("linkbert",)
+
+
 def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str = "minilm",
-                 task: str | None = None, device: str = "auto") -> list[DomainCell]:
-    """Every cell of a run: per seed, off-the-shelf, LM-only, and SIPT for each graph × λ."""
+                 task: str | None = None, device: str = "auto", methods: tuple[str, ...] = ()) -> list[DomainCell]:
+    """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, and each of
+    ``methods`` (:data:`GRAPH_METHODS`) for each graph."""
+    unknown_methods = [m for m in methods if m not in GRAPH_METHODS]
+    if unknown_methods:
+        raise SiptError(f"domain runs add the methods {', '.join(GRAPH_METHODS)} (lm and sipt are always run), "
+                        f"not {unknown_methods[0]!r}; the MLSM family is not in domain runs yet")
     from sipt_lab.domains import get_domain
 
     spec = get_domain(domain)
@@ -132,6 +142,7 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
         cells.append(DomainCell(arm="lm", graph=None, lambda_si=0.0, seed=seed, **base))
         cells += [DomainCell(arm="sipt", graph=g, lambda_si=lam, seed=seed, **base) for g in graphs for lam in preset.lambdas]
+        cells += [DomainCell(arm=m, graph=g, lambda_si=0.0, seed=seed, **base) for m in methods for g in graphs]
     return cells
 
 
@@ -183,7 +194,11 @@ def domain_cell(cell: DomainCell) -> dict:
         graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
         seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
         train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
-        trained = pretrain([texts[i] for i in view.pretraining_samples], seen, train, source, progress=False)
+        method = cell.arm if cell.arm in GRAPH_METHODS else None
+        if method is not None:
+            train = method_train_config(method, train)
+        trained = pretrain([texts[i] for i in view.pretraining_samples], seen, train, source, progress=False,
+                           method=None if method is None else method_recipe(method))
         encoder, tokenizer = trained.encoder, trained.tokenizer
         result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
     vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
@@ -196,7 +211,7 @@ def domain_cell(cell: DomainCell) -> dict:
             return copy.deepcopy(encoder).train(), tokenizer
         scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
     result["scores"] = scores
-    if cell.arm == "sipt":
+    if cell.graph is not None:
         result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task))
         result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.splits.validation)
     result["seconds"] = time.perf_counter() - start
@@ -218,7 +233,7 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
 def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
     """Theorem 1 in a real domain: SIPT's relative error reduction over LM-only (mean ± sd over
     seeds, one series per evaluation) against the task's local consistency over each graph."""
-    sipt_arms = [name for name, entry in summary["arms"].items() if "local_consistency" in entry]
+    sipt_arms = [name for name, entry in summary["arms"].items() if "local_consistency" in entry and name.startswith("sipt[")]
     chosen = [name for name in sipt_arms if "chosen" in name]
     graphs = chosen or sipt_arms
     series = {}
@@ -270,7 +285,7 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
             for metric in runs[0]["scores"][part]:
                 mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
                 entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
-        if runs[0]["arm"] == "sipt":
+        if "graph_summary" in runs[0]:
             entry["local_consistency"] = float(np.mean([r["graph_summary"]["local_consistency"] for r in runs]))
             entry["n_edges"] = float(np.mean([r["graph_summary"]["n_edges"] for r in runs]))
             entry["coverage"] = float(np.mean([r["graph_summary"]["coverage"] for r in runs]))
@@ -305,5 +320,5 @@ def format_domain_summary(summary: dict) -> str:
 
 def _arm_name(row: dict) -> str:
     if row["arm"] != "sipt":
-        return row["arm"]
+        return row["arm"] if row["graph"] is None else f"{row['arm']}[{row['graph']}]"
     return f"sipt[{row['graph']}, {row['selection']}]" if "selection" in row else f"sipt[{row['graph']}]"

@@ -41,6 +41,7 @@ from sipt_lab.experiments.figure_cells import (
     trained_arms,
     umap_2d,
 )
+from sipt_lab.experiments.methods_figure import methods_figure
 from sipt_lab.experiments.simulate import ARMS
 from sipt_lab.experiments.sweep import result_rows, write_results_csv
 from sipt_lab.fileio import prepare_output_dir
@@ -257,6 +258,7 @@ FIGURES: dict[str, FigureFn] = {
     "corollary2": corollary2,
     "topology": topology,
     "heldout_scale": heldout_scale,
+    "methods": methods_figure,
 }
 
 

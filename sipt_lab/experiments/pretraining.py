@@ -39,6 +39,7 @@ from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
+from sipt_lab.methods import Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_preset, encoder_source, load_encoder
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
@@ -66,6 +67,9 @@ class PretrainJob:
         encoder: size preset of the ``char`` encoder (ignored otherwise).
         epochs: passes over the samples; when set, ``train.steps`` is derived from it.
         train: the trainer's settings, with ``steps`` resolved.
+        method: a pre-training method of :data:`sipt_lab.methods.METHODS` (its fixed settings
+            replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
+        teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
     """
 
     samples: str
@@ -76,10 +80,20 @@ class PretrainJob:
     encoder: str = "default"
     epochs: float | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
+    method: str | None = None
+    teacher: str | None = None
 
     def __post_init__(self) -> None:
         if self.epochs is not None and self.epochs <= 0:
             raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
+        if self.method is not None:
+            try:
+                method = get_method(self.method)
+                object.__setattr__(self, "train", method_train_config(self.method, self.train))
+            except SiptError as error:
+                raise ConfigError("PretrainJob.method", str(error)) from None
+            if method.needs_teacher != (self.teacher is not None):
+                raise ConfigError("PretrainJob.teacher", f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR")
 
 
 @dataclass
@@ -119,7 +133,9 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
         out_dir.mkdir(parents=True, exist_ok=True)
         save_config(job, out_dir / "config.json")
     start = time.perf_counter()
-    result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress)
+    teacher = None if job.teacher is None else Teacher(*load_encoder(job.teacher, device))
+    recipe = None if job.method is None else method_recipe(job.method, teacher)
+    result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
     seconds = time.perf_counter() - start
     if place.is_main:
         for note in result.notes:

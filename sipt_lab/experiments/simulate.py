@@ -33,9 +33,12 @@ from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
+from sipt_lab.evaluation.concept_probe import concept_probe
+from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config, relation_accuracy
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
 from sipt_lab.training.trainer import PretrainResult, steps_for_epochs
 
+#: The default methods (arms) of an experiment; any of :data:`sipt_lab.methods.METHODS` may be run.
 ARMS = ("lm", "sipt")
 
 
@@ -138,6 +141,9 @@ class SimulationConfig:
         tokenizer: the encoder's vocabulary, learnt on each seed's pre-training sentences.
         k: neighbours of the k-NN evaluation (the paper: 3).
         link_queries: nodes sampled for link retrieval (None: every node with a neighbour).
+        methods: the pre-training methods compared (:data:`sipt_lab.methods.METHODS`), each on the
+            same seeds, batch size and steps; results are keyed by method.
+        concepts: the MLSM / LSM settings (used when ``methods`` holds one of them).
     """
 
     graph: GraphSpec
@@ -146,6 +152,8 @@ class SimulationConfig:
     k: int
     link_queries: int | None
     tokenizer: TokenizerConfig = TokenizerConfig()
+    methods: tuple[str, ...] = ARMS
+    concepts: ConceptOptions = ConceptOptions()
 
     def __post_init__(self) -> None:
         if not self.graph.is_resolved:
@@ -158,6 +166,13 @@ class SimulationConfig:
             raise ConfigError("GraphSpec.n_nodes", f"must be above {self.k} for the {self.k}-NN evaluation, got {self.graph.n_nodes}; use {self.k + 1} or more")
         if self.link_queries is not None and self.link_queries < 1:
             raise ConfigError("SimulationConfig.link_queries", f"must be >= 1 or None, got {self.link_queries}")
+        if not self.methods or len(set(self.methods)) != len(self.methods):
+            raise ConfigError("SimulationConfig.methods", f"must name distinct methods, got {list(self.methods)}")
+        for name in self.methods:
+            try:
+                method_train_config(name, self.train)
+            except SiptError as error:
+                raise ConfigError("SimulationConfig.methods", str(error)) from None
 
 
 def simulation_config(
@@ -173,6 +188,8 @@ def simulation_config(
     train_options: dict[str, Any] | None = None,
     k: int = 3,
     link_queries: int | None = 500,
+    methods: tuple[str, ...] = ARMS,
+    concepts: ConceptOptions = ConceptOptions(),
 ) -> SimulationConfig:
     """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
     (:data:`TRAINING_PRESETS`: ``default``, or ``paper``, the paper's settings), its sizes via
@@ -203,7 +220,8 @@ def simulation_config(
     train = TrainConfig(steps=steps, batch_size=batch_size, seed=seed, **train_options)
     encoder = defaults.encoder if encoder is None else ENCODER_PRESETS[encoder] if isinstance(encoder, str) else encoder
     return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries,
-                            tokenizer=defaults.tokenizer if tokenizer is None else tokenizer)
+                            tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,
+                            methods=tuple(methods), concepts=concepts)
 
 
 #: Largest accepted ``--seeds``.
@@ -233,18 +251,44 @@ class ArmOutput:
 def run_arms(
     dataset: SyntheticDataset, config: SimulationConfig, *, progress: bool = False
 ) -> dict[str, ArmOutput]:
-    """Pre-train and evaluate the LM and SIPT arms on ``dataset`` (paired: same seed, same batches)."""
-    outputs = {}
-    for arm in ARMS:
+    """Pre-train and evaluate each of ``config.methods`` on ``dataset`` (paired: same seed, same
+    seeds per step, same steps). The MLSM family's teacher is the ``lm`` arm, trained first (and
+    not reported when ``lm`` is not among the methods)."""
+    outputs, teacher = {}, None
+    needs_teacher = any(get_method(name).needs_teacher for name in config.methods)
+    order = (["lm"] if needs_teacher else []) + [name for name in config.methods if not (needs_teacher and name == "lm")]
+    for arm in order:
         start = time.perf_counter()
-        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), CharInit(config.encoder, config.tokenizer), progress=progress)
-        outputs[arm] = evaluate_arm(dataset, config, result, time.perf_counter() - start)
-    return outputs
+        recipe = method_recipe(arm, teacher, config.concepts)
+        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), CharInit(config.encoder, config.tokenizer),
+                          progress=progress, method=recipe)
+        if arm == "lm" and needs_teacher:
+            teacher = Teacher(result.encoder, result.tokenizer)
+        output = evaluate_arm(dataset, config, result, time.perf_counter() - start)
+        output.metrics.update(_method_metrics(arm, result, recipe, teacher, dataset))
+        if arm in config.methods:
+            outputs[arm] = output
+    return {arm: outputs[arm] for arm in config.methods}
+
+
+def _method_metrics(arm: str, result, recipe, teacher: Teacher | None, dataset: SyntheticDataset) -> dict[str, Any]:
+    """What only some methods report: LinkBERT's relation accuracy on fresh pairs; for the MLSM
+    family the concept codes' sparsity and the concept -> vocabulary probe against the teacher's MLM."""
+    if "drp" in result.objectives:
+        sampler = recipe.plan_sampler(dataset.sentences, dataset.graph, result.tokenizer, result.config)
+        return {"drp": relation_accuracy(result.encoder, result.objectives["drp"], sampler)}
+    if "concepts" in result.objectives:
+        ids, lengths = result.tokenizer.encode(dataset.sentences)
+        probe = concept_probe(result.encoder, teacher.encoder, ids, lengths, result.tokenizer.vocab_size,
+                              result.tokenizer.mask_id, seed=result.config.seed)
+        return {"concepts": dict(result.objectives["concepts"].targets.stats), "probe": probe}
+    return {}
 
 
 def arm_config(config: SimulationConfig, arm: str) -> TrainConfig:
-    """The training config of ``arm``: ``λ_SI = 0`` for ``lm``, the config's for ``sipt``."""
-    return dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
+    """The training config of method ``arm`` (:func:`~sipt_lab.methods.method_train_config`: e.g.
+    ``λ_SI = 0`` for ``lm``, the config's for ``sipt``)."""
+    return method_train_config(arm, config.train)
 
 
 def evaluate_arm(dataset: SyntheticDataset, config: SimulationConfig, result: PretrainResult, seconds: float) -> ArmOutput:
@@ -329,7 +373,7 @@ def simulate(
     if executor != "serial":
         prepare_topics(config.graph, progress=progress)
     if progress:
-        print(f"sipt-lab: {n_seeds} seed(s) x 2 arms on {config.graph.family}; results in {out}", flush=True)
+        print(f"sipt-lab: {n_seeds} seed(s) x {len(config.methods)} methods on {config.graph.family}; results in {out}", flush=True)
     try:
         if batched:
             from sipt_lab.experiments.batched import train_batched_cells  # it builds on this module

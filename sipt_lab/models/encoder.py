@@ -35,7 +35,10 @@ class EncoderConfig:
     ``vocab_size = 0`` means "take it from the tokenizer" (the trainer fills it in). ``max_len`` is
     the number of learned positions (tokens per sample, ``[CLS]`` included). ``dropout`` applies to
     the residual branches, ``attention_dropout`` to the attention weights (the paper's HF BERT
-    used 0 and 0.1). Invalid sizes raise :class:`~sipt_lab.errors.ConfigError` on construction.
+    used 0 and 0.1). ``token_types`` > 0 adds that many segment (token-type) embeddings, as BERT's
+    ``[CLS] A [SEP] B [SEP]`` inputs need (LinkBERT); 0, the default, builds none, so the other
+    methods' models and checkpoints are unchanged. Invalid sizes raise
+    :class:`~sipt_lab.errors.ConfigError` on construction.
     """
 
     vocab_size: int = 0
@@ -47,8 +50,11 @@ class EncoderConfig:
     attention_dropout: float = 0.0
     max_len: int = 512
     tie_mlm_head: bool = True
+    token_types: int = 0
 
     def __post_init__(self) -> None:
+        if self.token_types < 0:
+            raise ConfigError("EncoderConfig.token_types", f"must be >= 0 (0: no segment embeddings), got {self.token_types}")
         if self.vocab_size < 0:
             raise ConfigError("EncoderConfig.vocab_size", f"must be >= 0 (0: the tokenizer's), got {self.vocab_size}")
         for name in ("hidden", "n_layers", "n_heads", "ffn", "max_len"):
@@ -164,7 +170,8 @@ class TransformerEncoder(nn.Module):
     """Character transformer satisfying :class:`sipt_lab.models.SequenceEncoder`.
 
     Inputs everywhere are ``input_ids``: ``(B, L)`` integer token ids, ``[CLS]`` first, padded with
-    ``PAD_ID`` (0) on the right, ``L <= config.max_len``.
+    ``PAD_ID`` (0) on the right, ``L <= config.max_len``; with ``config.token_types`` > 0 every
+    method also takes ``token_types``: ``(B, L)`` segment ids (None: all 0, a sample alone).
     """
 
     def __init__(self, config: EncoderConfig) -> None:
@@ -183,6 +190,9 @@ class TransformerEncoder(nn.Module):
         )
         self.mlm_decoder = nn.Linear(config.hidden, config.vocab_size)
         self.apply(_init_weights)
+        if config.token_types:  # made after the others' init, so they draw the same values as without it
+            self.segments = nn.Embedding(config.token_types, config.hidden)
+            _init_weights(self.segments)
         if config.tie_mlm_head:
             self.mlm_decoder.weight = self.tokens.weight
 
@@ -190,39 +200,44 @@ class TransformerEncoder(nn.Module):
         """:func:`save_pretrained` of this encoder and ``tokenizer``."""
         return save_pretrained(self, tokenizer, directory)
 
-    def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``(B, L)`` ids -> ``(B, L, H)`` last-layer states (after the final LayerNorm)."""
-        x, key_mask = self._inputs(input_ids)
-        for block in self.blocks:
+    def hidden_states(self, input_ids: torch.Tensor, layer: int | None = None, token_types: torch.Tensor | None = None) -> torch.Tensor:
+        """``(B, L)`` ids -> ``(B, L, H)`` states after block ``layer`` (Hugging Face's numbering:
+        0 is the embeddings' output, ``n_layers`` or None the last layer, after the final LayerNorm)."""
+        layer = self.config.n_layers if layer is None else layer
+        if not 0 <= layer <= self.config.n_layers:
+            raise SiptError(f"layer {layer} does not exist; this encoder has layers 0..{self.config.n_layers}")
+        x, key_mask = self._inputs(input_ids, token_types)
+        for block in self.blocks[:layer]:
             x = block(x, key_mask)
-        return self.norm(x)
+        return self.norm(x) if layer == self.config.n_layers else x
 
-    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def embed(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, H)`` [CLS] embeddings."""
-        return self._states_at(input_ids, input_ids.new_empty(0))
+        return self._states_at(input_ids, input_ids.new_empty(0), token_types)
 
     def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, L, V)`` MLM logits at every position."""
         return self.mlm_decoder(self.mlm_transform(self.hidden_states(input_ids)))
 
     def embed_and_masked_logits(
-        self, input_ids: torch.Tensor, positions: torch.Tensor
+        self, input_ids: torch.Tensor, positions: torch.Tensor, token_types: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward pass for pre-training.
 
         Args:
             input_ids: ``(B, L)`` ids (already masked).
             positions: ``(M,)`` int64 flat indices into ``B * L`` where MLM logits are wanted.
+            token_types: ``(B, L)`` segment ids (None: all 0).
 
         Returns:
             ``(B, H)`` [CLS] embeddings and ``(M, V)`` MLM logits at ``positions``.
         """
-        states = self._states_at(input_ids, positions)
+        states = self._states_at(input_ids, positions, token_types)
         batch = input_ids.shape[0]
         return states[:batch], self.mlm_decoder(self.mlm_transform(states[batch:]))
 
-    def _inputs(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, L, H)`` token + position embeddings and the ``(B, 1, 1, L)`` key-padding mask."""
+    def _inputs(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, L, H)`` token + position (+ segment) embeddings and the ``(B, 1, 1, L)`` key-padding mask."""
         length = input_ids.shape[1]
         if length > self.config.max_len:
             raise SiptError(
@@ -230,9 +245,14 @@ class TransformerEncoder(nn.Module):
                 "truncate with the tokenizer's max_len or raise EncoderConfig.max_len"
             )
         key_mask = (input_ids != PAD_ID)[:, None, None, :]
-        return self.dropout(self.tokens(input_ids) + self.positions.weight[:length]), key_mask
+        x = self.tokens(input_ids) + self.positions.weight[:length]
+        if self.config.token_types:
+            x = x + (self.segments.weight[0] if token_types is None else self.segments(token_types))
+        elif token_types is not None:
+            raise SiptError("token_types given to an encoder without segment embeddings; build it with EncoderConfig(token_types=2)")
+        return self.dropout(x), key_mask
 
-    def _states_at(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def _states_at(self, input_ids: torch.Tensor, positions: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """``(B + M, H)`` last-layer states at each row's [CLS], then at the ``(M,)`` flat ``positions``.
 
         Equals ``hidden_states(input_ids)`` at those places, but the last block only computes
@@ -240,7 +260,7 @@ class TransformerEncoder(nn.Module):
         layer's attention and FFN shrink about five-fold.
         """
         batch, length = input_ids.shape
-        x, key_mask = self._inputs(input_ids)
+        x, key_mask = self._inputs(input_ids, token_types)
         for block in self.blocks[:-1]:
             x = block(x, key_mask)
         flat = torch.cat([torch.arange(batch, device=positions.device) * length, positions])

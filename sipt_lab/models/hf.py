@@ -70,6 +70,13 @@ class HFTokenizer:
     def mask_id(self) -> int:
         return int(self.backend.mask_token_id)
 
+    @property
+    def sep_id(self) -> int:
+        """The separator token's id (``[SEP]``, RoBERTa's ``</s>``)."""
+        if self.backend.sep_token_id is None:
+            raise SiptError(f"{type(self.backend).__name__} has no separator token; segment pairs need one")
+        return int(self.backend.sep_token_id)
+
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         rows = self.backend(list(texts), truncation=True, max_length=self.max_len, add_special_tokens=True,
                             return_attention_mask=False, return_token_type_ids=False)["input_ids"]
@@ -110,13 +117,14 @@ class HFEncoder(nn.Module):
     def _head(self) -> nn.Module | None:
         return None if self._head_name is None else getattr(self.model, self._head_name)
 
-    def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``(B, L)`` ids -> ``(B, L, H)`` last-layer states."""
-        return self.model.base_model(input_ids=input_ids, attention_mask=self._attention(input_ids)).last_hidden_state
+    def hidden_states(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
+        """``(B, L)`` ids (and optional ``(B, L)`` segment ids) -> ``(B, L, H)`` last-layer states."""
+        return self.model.base_model(input_ids=input_ids, attention_mask=self._attention(input_ids),
+                                     token_type_ids=token_types).last_hidden_state
 
-    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def embed(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, H)`` pooled embeddings."""
-        return self._pool(self.hidden_states(input_ids), input_ids)
+        return self._pool(self.hidden_states(input_ids, token_types), input_ids)
 
     def output_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
         """:meth:`embed`, L2-normalised when the checkpoint's pipeline normalises (what ``embed`` writes)."""
@@ -129,12 +137,15 @@ class HFEncoder(nn.Module):
             return self.model(input_ids=input_ids, attention_mask=self._attention(input_ids)).logits
         return self._head(self.hidden_states(input_ids))
 
-    def embed_and_masked_logits(self, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, H)`` pooled embeddings and ``(M, V)`` MLM logits at the ``(M,)`` flat ``positions``."""
+    def embed_and_masked_logits(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                                token_types: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, H)`` pooled embeddings and ``(M, V)`` MLM logits at the ``(M,)`` flat ``positions``
+        (``token_types``: optional ``(B, L)`` segment ids)."""
         if self._head is None:
-            out = self.model(input_ids=input_ids, attention_mask=self._attention(input_ids), output_hidden_states=True)
+            out = self.model(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types,
+                             output_hidden_states=True)
             return self._pool(out.hidden_states[-1], input_ids), out.logits.flatten(0, 1)[positions]
-        states = self.hidden_states(input_ids)
+        states = self.hidden_states(input_ids, token_types)
         return self._pool(states, input_ids), self._head(states.flatten(0, 1)[positions])
 
     def _attention(self, input_ids: torch.Tensor) -> torch.Tensor | None:

@@ -43,14 +43,15 @@ class CharInit:
     """A fresh encoder of size ``config`` (``build`` makes it; any
     :class:`~sipt_lab.models.SequenceEncoder` constructor taking an :class:`EncoderConfig` works)
     over a vocabulary learnt from the run's texts: characters by default, or a subword vocabulary
-    (``vocabulary``, :class:`~sipt_lab.models.subword.TokenizerConfig`)."""
+    (``vocabulary``, :class:`~sipt_lab.models.subword.TokenizerConfig`); an encoder with segment
+    embeddings (``config.token_types`` > 0) gets a tokenizer with ``[SEP]``."""
 
     config: EncoderConfig = field(default_factory=lambda: ENCODER_PRESETS["default"])
     vocabulary: TokenizerConfig = TokenizerConfig()
     build: Callable[[EncoderConfig], nn.Module] = TransformerEncoder
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
-        tokenizer = build_tokenizer(self.vocabulary, texts, max_len or self.config.max_len)
+        tokenizer = build_tokenizer(self.vocabulary, texts, max_len or self.config.max_len, sep=self.config.token_types > 0)
         if tokenizer.max_len > self.config.max_len:
             raise SiptError(
                 f"max_len {tokenizer.max_len} exceeds the encoder's {self.config.max_len} positions; lower max_len or raise EncoderConfig.max_len"

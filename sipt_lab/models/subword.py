@@ -89,20 +89,31 @@ class SubwordTokenizer:
         object.__setattr__(self, "_backend", backend)
 
     @classmethod
-    def build(cls, texts: list[str], max_len: int = 512, kind: str = "bpe", vocab_size: int = 1000) -> SubwordTokenizer:
-        """Train a ``kind`` vocabulary of at most ``vocab_size`` tokens on ``texts`` (deterministic)."""
+    def build(cls, texts: list[str], max_len: int = 512, kind: str = "bpe", vocab_size: int = 1000,
+              sep: bool = False) -> SubwordTokenizer:
+        """Train a ``kind`` vocabulary of at most ``vocab_size`` tokens on ``texts`` (deterministic);
+        ``sep`` adds ``[SEP]`` (id :attr:`sep_id`, right after the special tokens) for segment pairs."""
         if kind not in SUBWORD_MODELS:
             raise SiptError(f"unknown subword model {kind!r}; choose one of {', '.join(SUBWORD_MODELS)}")
         model, trainer = SUBWORD_MODELS[kind]
         backend = Backend(model(unk_token=SPECIAL_TOKENS[3]))
         backend.normalizer = normalizers.Lowercase()
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        backend.train_from_iterator(list(texts), trainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False))
+        backend.train_from_iterator(list(texts), trainer(vocab_size=vocab_size, special_tokens=[*SPECIAL_TOKENS, *([SEP_TOKEN] if sep else [])],
+                                                              show_progress=False))
         return cls(kind=kind, model=backend.to_str(), max_len=max_len)
 
     @property
     def vocab_size(self) -> int:
         return self._backend.get_vocab_size()
+
+    @property
+    def sep_id(self) -> int:
+        """The id of ``[SEP]`` (segment-pair inputs); SiptError when the vocabulary was built without it."""
+        sep = self._backend.token_to_id(SEP_TOKEN)
+        if sep is None:
+            raise SiptError("this subword vocabulary has no [SEP]; build it with sep=True for segment-pair inputs")
+        return sep
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(n, L)`` int64 ids (``[CLS]``, the first ``max_len - 1`` pieces, ``[PAD]``) and ``(n,)``
@@ -141,22 +152,25 @@ def _grid(rows: list[list[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
     return out, lengths
 
 
-def _char_tokenizer(texts: list[str], max_len: int, config: TokenizerConfig) -> CharTokenizer:
-    return CharTokenizer.build(texts, max_len=max_len)
+def _char_tokenizer(texts: list[str], max_len: int, config: TokenizerConfig, sep: bool) -> CharTokenizer:
+    return CharTokenizer.build(texts, max_len=max_len, sep=sep)
 
 
-def _subword_tokenizer(texts: list[str], max_len: int, config: TokenizerConfig) -> SubwordTokenizer:
-    return SubwordTokenizer.build(texts, max_len=max_len, kind=config.kind, vocab_size=config.vocab_size)
+def _subword_tokenizer(texts: list[str], max_len: int, config: TokenizerConfig, sep: bool) -> SubwordTokenizer:
+    return SubwordTokenizer.build(texts, max_len=max_len, kind=config.kind, vocab_size=config.vocab_size, sep=sep)
 
 
-#: How each kind of vocabulary is built: name -> ``(texts, max_len, config) -> Tokenizer``.
-TOKENIZER_KINDS: dict[str, Callable[[list[str], int, TokenizerConfig], Tokenizer]] = dict(
+SEP_TOKEN = "[SEP]"
+
+#: How each kind of vocabulary is built: name -> ``(texts, max_len, config, sep) -> Tokenizer``.
+TOKENIZER_KINDS: dict[str, Callable[[list[str], int, TokenizerConfig, bool], Tokenizer]] = dict(
     zip(names.TOKENIZERS, (_char_tokenizer, _subword_tokenizer), strict=True))
 
 
-def build_tokenizer(config: TokenizerConfig, texts: list[str], max_len: int) -> Tokenizer:
-    """The ``config.kind`` vocabulary of ``texts``, truncating samples to ``max_len`` tokens."""
-    return TOKENIZER_KINDS[config.kind](list(texts), max_len, config)
+def build_tokenizer(config: TokenizerConfig, texts: list[str], max_len: int, sep: bool = False) -> Tokenizer:
+    """The ``config.kind`` vocabulary of ``texts``, truncating samples to ``max_len`` tokens; ``sep``
+    adds ``[SEP]`` (segment pairs)."""
+    return TOKENIZER_KINDS[config.kind](list(texts), max_len, config, sep)
 
 
 def load_tokenizer(path: str | Path) -> CharTokenizer | SubwordTokenizer:

@@ -1,9 +1,12 @@
 """Character-level tokenizer built from the pre-training corpus.
 
 Token ids: ``0 = [PAD]``, ``1 = [MASK]``, ``2 = [CLS]``, ``3 = [UNK]``, then one id per distinct
-character of the corpus in code-point order. Every sample becomes ``[CLS] c_1 ... c_m`` (the [CLS]
-slot carries the per-sample embedding), truncated to ``max_len`` tokens and right-padded with
-``[PAD]``. Characters never seen while building map to ``[UNK]``, so evaluation text never fails.
+character of the corpus in code-point order, then, for a tokenizer built with ``sep=True`` (segment
+pairs, LinkBERT), ``[SEP]`` as the last id (so the ids of every other tokenizer are unchanged).
+Every sample becomes ``[CLS] c_1 ... c_m`` (the [CLS] slot carries the per-sample embedding),
+truncated to ``max_len`` tokens and right-padded with ``[PAD]``
+(:func:`sipt_lab.training.segment_pairs.join_segments` makes ``[CLS] A [SEP] B [SEP]`` rows). Characters never seen while building map to ``[UNK]``, so
+evaluation text never fails.
 """
 
 from __future__ import annotations
@@ -51,10 +54,12 @@ class CharTokenizer:
     Attributes:
         chars: the known characters, sorted by code point; ``chars[k]`` has id ``len(SPECIAL_TOKENS) + k``.
         max_len: tokens per sample including ``[CLS]``; longer sentences are truncated.
+        sep: the vocabulary ends with ``[SEP]`` (id :attr:`sep_id`), for segment-pair inputs.
     """
 
     chars: tuple[str, ...]
     max_len: int = 512
+    sep: bool = False
     _codes: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,10 +71,10 @@ class CharTokenizer:
         object.__setattr__(self, "_codes", codes)
 
     @classmethod
-    def build(cls, sentences: list[str], max_len: int = 512) -> CharTokenizer:
-        """The tokenizer whose vocabulary is every character occurring in ``sentences``."""
+    def build(cls, sentences: list[str], max_len: int = 512, sep: bool = False) -> CharTokenizer:
+        """The tokenizer whose vocabulary is every character occurring in ``sentences`` (plus ``[SEP]``)."""
         codes = np.unique(_code_points("".join(sentences)))
-        return cls(chars=tuple(chr(c) for c in codes), max_len=max_len)
+        return cls(chars=tuple(chr(c) for c in codes), max_len=max_len, sep=sep)
 
     pad_id = PAD_ID
     mask_id = MASK_ID
@@ -77,6 +82,13 @@ class CharTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        return len(SPECIAL_TOKENS) + len(self.chars) + int(self.sep)
+
+    @property
+    def sep_id(self) -> int:
+        """The id of ``[SEP]``; SiptError for a tokenizer built without it."""
+        if not self.sep:
+            raise SiptError("this character tokenizer has no [SEP]; build it with sep=True for segment-pair inputs")
         return len(SPECIAL_TOKENS) + len(self.chars)
 
     def encode(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -125,17 +137,18 @@ class CharTokenizer:
 
     def decode(self, ids: np.ndarray) -> str:
         """The text of one id row: characters as themselves, special tokens by name, padding dropped."""
-        vocab = SPECIAL_TOKENS + self.chars
+        vocab = SPECIAL_TOKENS + self.chars + (("[SEP]",) if self.sep else ())
         return "".join(vocab[i] for i in np.asarray(ids).tolist() if i != PAD_ID)
 
     def to_dict(self) -> dict:
-        return {"chars": "".join(self.chars), "max_len": self.max_len, "special_tokens": list(SPECIAL_TOKENS)}
+        data = {"chars": "".join(self.chars), "max_len": self.max_len, "special_tokens": list(SPECIAL_TOKENS)}
+        return {**data, "sep": True} if self.sep else data  # tokenizers without [SEP] describe themselves as before
 
     @classmethod
     def from_dict(cls, data: dict) -> CharTokenizer:
         if tuple(data.get("special_tokens", ())) != SPECIAL_TOKENS:
             raise SiptError(f"tokenizer special tokens {data.get('special_tokens')} are not {list(SPECIAL_TOKENS)}; rebuild it")
-        return cls(chars=tuple(data["chars"]), max_len=int(data["max_len"]))
+        return cls(chars=tuple(data["chars"]), max_len=int(data["max_len"]), sep=bool(data.get("sep", False)))
 
     def save(self, path: str | Path) -> None:
         """Write the tokenizer as JSON, atomically."""

@@ -3,14 +3,16 @@
 An objective is an ``nn.Module`` with a ``name`` and two flags saying what the trainer must compute
 for it, whose ``forward(ObjectiveInputs)`` returns one scalar loss term. The trainer sums the terms
 with weights from :func:`build_objectives` (terms of weight 0 are never computed), and optimises any
-parameters the objectives own, so further objectives (LinkBERT's document-relation prediction,
-MLSM) are one more module in that list.
+parameters the objectives own, so a further objective is one more module in that list: LinkBERT's
+document-relation prediction (:mod:`sipt_lab.objectives.relation`) and MLSM's concept KL
+(:mod:`sipt_lab.objectives.concepts`) are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -38,6 +40,11 @@ class ObjectiveInputs:
         mlm_targets: ``(M,)`` int64 original ids there.
         mlm_count: masked positions in the whole batch; differs from ``M`` when each of several
             processes holds a shard of the batch's tokens (None: ``M``).
+        mlm_sites: ``(M, 2)`` int64 numpy ``(sample id, token column)`` of each masked position
+            (what per-token targets such as MLSM's concept codes are looked up by).
+        relations: ``(R,)`` int64 class of each of this process's seed rows for a sequence-level
+            objective (LinkBERT's document relation), None when the batch has none.
+        seed_count: seeds in the whole batch (the denominator of sharded per-seed terms).
     """
 
     embeddings: torch.Tensor
@@ -46,6 +53,9 @@ class ObjectiveInputs:
     mlm_logits: torch.Tensor | None = None
     mlm_targets: torch.Tensor | None = None
     mlm_count: int | None = None
+    mlm_sites: np.ndarray | None = None
+    relations: torch.Tensor | None = None
+    seed_count: int | None = None
 
 
 class Objective(nn.Module):
@@ -64,14 +74,20 @@ class Objective(nn.Module):
 
 
 class MaskedLM(Objective):
-    """``L_M`` over the seeds' masked characters."""
+    """``L_M`` over the seeds' masked characters; ``vocab_size`` (None: every logit) keeps the
+    first that many logits, for an encoder whose decoder also scores other outputs (MLSM's concepts)."""
 
     name = "mlm"
     needs_mlm = True
     sharded = True
 
+    def __init__(self, vocab_size: int | None = None) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
-        return masked_lm_loss(inputs.mlm_logits, inputs.mlm_targets, inputs.mlm_count)
+        logits = inputs.mlm_logits if self.vocab_size is None else inputs.mlm_logits[:, : self.vocab_size]
+        return masked_lm_loss(logits, inputs.mlm_targets, inputs.mlm_count)
 
 
 class StructureInducing(Objective):

@@ -4,7 +4,7 @@ A figure cell trains 2 arms x 3 seeds of one shape; on a CPU such tiny models ar
 so :func:`pretrain_batched` trains K of them as one :class:`~sipt_lab.models.stacked.StackedEncoders`
 (weights stacked on a model axis, batched matmuls) with one AdamW over the stacked weights (AdamW is
 elementwise, so each model's slice moves exactly as its own optimiser would move it). Everything
-else is the trainer's own: each run keeps its tokenizer, :class:`GraphBatchSampler` (its graph,
+else is the trainer's own: each run keeps its tokenizer, the LM/SIPT recipe's :class:`GraphBatchSampler` (its graph,
 seed, batches and masks), objectives (its ``λ_SI``), its :class:`_Step`'s masking and loss
 combination, and the shared lr schedule; the models are initialised as :func:`pretrain` initialises
 them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to float rounding
@@ -27,8 +27,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.stacked import StackedEncoders
-from sipt_lab.objectives import build_objectives
-from sipt_lab.training.batches import GraphBatchSampler
+from sipt_lab.training.recipe import GraphRecipe, RunData
 from sipt_lab.training.trainer import (
     PretrainResult,
     TrainConfig,
@@ -77,11 +76,9 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     for run in runs:
         tokenizer = source.tokenizer(list(run.texts), config.max_len)
         ids, lengths = tokenizer.encode(list(run.texts))
-        samplers.append(GraphBatchSampler(
-            run.graph, lengths, run.config.batch_size, run.config.mask_prob, run.config.seed, run.config.pairs,
-            suffix_tokens=tokenizer.suffix_tokens, negatives=run.config.negatives,
-            mask_replacement=run.config.mask_replacement, vocab_size=tokenizer.vocab_size))
-        objectives = build_objectives(run.config.lambda_si, run.config.loss, run.config.loss_params)
+        plan = GraphRecipe().plan(RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source))
+        samplers.append(plan.sampler)
+        objectives = plan.objectives
         if any(any(True for _ in objective.parameters()) for _, objective in objectives):
             raise SiptError("batched training supports objectives without parameters (MLM, L_SI) only; train separately")
         steps.append(_Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id))
@@ -129,11 +126,11 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
 def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Every run's ``(loss, (1 + terms,) values)`` of one micro-batch, through one stacked forward pass."""
     layouts = [step.layout(batch) for step, batch in zip(steps, batches)]
-    n_rows = max(len(nodes) for _, nodes, _, _ in layouts)
-    width = max(int(step.lengths[nodes].max()) for step, (_, nodes, _, _) in zip(steps, layouts))
+    n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
+    width = max(int(step.lengths[nodes].max()) for step, (_, _, nodes, _, _) in zip(steps, layouts))
     ids = torch.zeros((len(steps), n_rows, width), dtype=torch.int64, device=device)
     masked = []
-    for k, (step, (_, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
+    for k, (step, (_, _, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
         own = int(step.lengths[nodes].max())
         inputs = step.ids[torch.as_tensor(nodes, device=device), :own]
         positions, targets = step.mask_inputs(inputs, mask[:, :own], replacement[:, :own]) if step.needs_mlm else (None, None)
@@ -151,7 +148,7 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     with steps[0].autocast():
         embeddings, logits = stacked(ids, flat)
     out = []
-    for k, (step, batch, (_, nodes, _, _), (positions, targets)) in enumerate(zip(steps, batches, layouts, masked)):
+    for k, (step, batch, (_, _, nodes, _, _), (positions, targets)) in enumerate(zip(steps, batches, layouts, masked)):
         run_logits = None if positions is None else logits[k, : len(positions), : stacked.vocab_sizes[k]]
         out.append(step.combine(batch, embeddings[k, : len(nodes)], run_logits, targets))
     return out

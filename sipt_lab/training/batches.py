@@ -5,8 +5,9 @@ permutation of the nodes, its last incomplete batch dropped), one uniformly rand
 (positive) and one non-neighbour (negative) per seed, never the seed itself — uniformly random by
 default, or a graph-aware hard negative (:data:`NEGATIVE_SAMPLERS`: two hops away, or in the same
 connected component) — and an MLM mask over the seeds' tokens, with what each chosen token becomes
-(:data:`MASK_REPLACEMENTS`: always ``[MASK]``, or BERT's 80/10/10), token by token or whole
-words at a time (:data:`MASK_UNITS`). Seeds without a neighbour (or without a non-neighbour) get
+(:data:`MASK_REPLACEMENTS`: always ``[MASK]``, BERT's 80/10/10, or nothing: the token is kept and
+only predicted, as LSM predicts concepts of visible tokens), token by token or whole words at a
+time (:data:`MASK_UNITS`). Seeds without a neighbour (or without a non-neighbour) get
 ``-1`` there and no term of that kind.
 
 Every draw comes from its own generator keyed by ``(seed, stream, step or epoch)``, so a batch is a
@@ -55,6 +56,9 @@ class PretrainBatch:
         replacement: ``(B, L_s)`` int64, what each masked token becomes in the input:
             :data:`REPLACE_WITH_MASK`, :data:`KEEP_TOKEN` or a token id (meaningless where ``mask``
             is False); None: ``[MASK]`` everywhere.
+        inputs: the seeds' own input rows when they are not the samples' token ids (LinkBERT's
+            segment pairs, :class:`SeedInputs`); then ``mask`` and ``replacement`` index them,
+            and only the seeds are encoded. None: each row is its sample's tokens.
     """
 
     nodes: np.ndarray
@@ -65,6 +69,25 @@ class PretrainBatch:
     positive_pairs: np.ndarray
     negative_pairs: np.ndarray
     replacement: np.ndarray | None = None
+    inputs: SeedInputs | None = None
+
+
+@dataclass
+class SeedInputs:
+    """Input rows built for one batch's seeds (rather than looked up by sample id).
+
+    Attributes:
+        ids: ``(B, L)`` int64 token ids, ``[CLS]`` first, right-padded.
+        lengths: ``(B,)`` int64 tokens per row before padding.
+        token_types: ``(B, L)`` int64 segment ids.
+        relations: ``(B,)`` int64 class of each row for a sequence-level objective (LinkBERT's
+            document relation), or None.
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    token_types: np.ndarray
+    relations: np.ndarray | None = None
 
 
 def mask_only(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int) -> None:
@@ -81,9 +104,24 @@ def bert_replacement(rng: np.random.Generator, shape: tuple[int, int], vocab_siz
     return np.where(kind < 0.8, REPLACE_WITH_MASK, np.where(kind < 0.9, random_ids, KEEP_TOKEN))
 
 
+def keep_tokens(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int) -> np.ndarray:
+    """No replacement: a chosen token stays visible and is only predicted (LSM's targets)."""
+    return np.full(shape, KEEP_TOKEN, dtype=np.int64)
+
+
 #: What a token chosen for MLM becomes: name -> ``(rng, (B, L_s), vocab_size) -> codes or None``.
 MASK_REPLACEMENTS: dict[str, Callable[..., np.ndarray | None]] = dict(
-    zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement), strict=True))
+    zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement, keep_tokens), strict=True))
+
+
+def check_mask(mask_prob: float, mask_replacement: str) -> str | None:
+    """Why ``(mask_prob, mask_replacement)`` is invalid, or None: a probability in [0, 1), or 1
+    (every token) when tokens are kept rather than hidden."""
+    if mask_replacement not in MASK_REPLACEMENTS:
+        return f"unknown mask replacement {mask_replacement!r}; choose one of {', '.join(MASK_REPLACEMENTS)}"
+    if not (0.0 <= mask_prob < 1.0 or (mask_prob == 1.0 and mask_replacement == "keep")):
+        return f"mask_prob is {mask_prob}; it must lie in [0, 1) (1, every token, only with mask_replacement 'keep')"
+    return None
 
 
 def token_units(tokenizer: Any, texts: list[str]) -> None:
@@ -207,7 +245,8 @@ class GraphBatchSampler:
         graph: ``G_PT`` over ``n`` samples.
         lengths: ``(n,)`` tokens per sample (``[CLS]`` included), from :meth:`CharTokenizer.encode`.
         batch_size: seeds per step; capped at ``n`` (then every step is the whole graph, shuffled).
-        mask_prob: probability that a character (not ``[CLS]``, not padding) is masked.
+        mask_prob: probability that a character (not ``[CLS]``, not padding) is masked (1 with
+            ``mask_replacement="keep"``: every character is a target).
         seed: non-negative integer seed.
         pairs: a name in :data:`PAIR_MODES`.
         suffix_tokens: special tokens that end every row (``[SEP]``: 1 for BERT-style
@@ -241,15 +280,14 @@ class GraphBatchSampler:
             raise SiptError(f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node")
         if batch_size < 1:
             raise SiptError(f"batch_size is {batch_size}; use at least 1")
-        if not 0.0 <= mask_prob < 1.0:
-            raise SiptError(f"mask_prob is {mask_prob}; it must lie in [0, 1)")
+        problem = check_mask(mask_prob, mask_replacement)
+        if problem:
+            raise SiptError(problem)
         if seed < 0:
             raise SiptError(f"seed is {seed}; use a non-negative integer")
         check_pair_mode(pairs)
         check_negatives(negatives)
-        if mask_replacement not in MASK_REPLACEMENTS:
-            raise SiptError(f"unknown mask replacement {mask_replacement!r}; choose one of {', '.join(MASK_REPLACEMENTS)}")
-        if mask_replacement != "mask" and vocab_size < 1:
+        if mask_replacement == "bert" and vocab_size < 1:
             raise SiptError(f"vocab_size is {vocab_size}; random replacement tokens need the tokenizer's vocabulary size")
         self.graph = graph
         self.lengths = lengths

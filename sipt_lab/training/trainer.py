@@ -40,7 +40,7 @@ from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
-from sipt_lab.objectives import Objective, ObjectiveInputs, build_objectives, check_loss_params
+from sipt_lab.objectives import Objective, ObjectiveInputs, check_loss_params
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
 from sipt_lab.training.batches import (
     KEEP_TOKEN,
@@ -49,9 +49,10 @@ from sipt_lab.training.batches import (
     NEGATIVE_SAMPLERS,
     PAIR_MODES,
     REPLACE_WITH_MASK,
-    GraphBatchSampler,
     PretrainBatch,
+    check_mask,
 )
+from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -83,9 +84,10 @@ class TrainConfig:
             encoded samples, labelled by the graph).
         negatives: how each seed's non-neighbour is drawn, a name in :data:`NEGATIVE_SAMPLERS`
             (``uniform``, ``two-hop`` hard negatives, ``same-component``).
-        mask_prob: MLM masking probability per token.
+        mask_prob: MLM masking probability per token (1, every token, only with ``"keep"``).
         mask_replacement: what a masked token becomes, a name in :data:`MASK_REPLACEMENTS`:
-            ``"mask"`` (always ``[MASK]``) or ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept).
+            ``"mask"`` (always ``[MASK]``), ``"bert"`` (80 % ``[MASK]``, 10 % random, 10 % kept)
+            or ``"keep"`` (the token stays visible and is only predicted: LSM).
         mask_unit: which tokens are masked together, a name in :data:`MASK_UNITS`: ``"token"``
             (each alone) or ``"word"`` (whole words: every character or piece of a chosen word).
         seed: seeds model init, dropout, batches and masks.
@@ -135,8 +137,8 @@ class TrainConfig:
             raise ConfigError("TrainConfig.weight_decay", f"must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.lambda_si <= 1.0:
             raise ConfigError("TrainConfig.lambda_si", f"must be in [0, 1], got {self.lambda_si}")
-        if not 0.0 < self.mask_prob < 1.0:
-            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1), got {self.mask_prob}")
+        if self.mask_prob <= 0.0 or (self.mask_replacement in MASK_REPLACEMENTS and check_mask(self.mask_prob, self.mask_replacement)):
+            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")
         if self.max_len is not None and self.max_len < 2:
             raise ConfigError("TrainConfig.max_len", f"must be >= 2 or None, got {self.max_len}")
         if not 0.0 <= self.warmup < 1.0:
@@ -181,7 +183,8 @@ class PretrainResult:
 
     ``history`` maps ``"loss"`` (the weighted total), each computed term (``"mlm"``, ``"si"``) and
     ``"lr"`` to a ``(steps,)`` float64 array of per-step values; ``notes`` are what the encoder
-    source reported (e.g. a newly added MLM head).
+    source reported (e.g. a newly added MLM head); ``objectives`` are the trained objectives by
+    name (their own parameters, e.g. LinkBERT's relation head).
     """
 
     encoder: nn.Module
@@ -190,6 +193,7 @@ class PretrainResult:
     config: TrainConfig
     source: dict
     notes: list[str] = field(default_factory=list)
+    objectives: dict[str, Objective] = field(default_factory=dict)
 
     def save(self, directory: str | Path) -> Path:
         """The encoder in its own format (:func:`~sipt_lab.models.save_encoder`) plus
@@ -255,6 +259,7 @@ def pretrain(
     *,
     checkpoint_dir: str | Path | None = None,
     progress: bool = True,
+    method: Recipe | None = None,
 ) -> PretrainResult:
     """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``).
 
@@ -266,9 +271,12 @@ def pretrain(
     With ``checkpoint_dir``, a checkpoint there from an earlier run of the same configuration
     (``steps`` may grow) is resumed, and one is written every ``checkpoint_every`` steps and at the end.
     A non-finite loss stops the run with a SiptError naming the step. Under ``torchrun`` the run
-    is data parallel (see the module docstring).
+    is data parallel (see the module docstring). ``method`` is the pre-training method's
+    :class:`~sipt_lab.training.recipe.Recipe` (None: LM / SIPT by ``config.lambda_si``;
+    :func:`sipt_lab.methods.method_recipe` gives the others).
     """
-    source = CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit()
+    recipe = method or GraphRecipe()
+    source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
     device = resolve_device(config.device)
     place = distributed_context(device.type)
     if place.world > 1 and device.type == "cuda":
@@ -279,11 +287,9 @@ def pretrain(
     amp_dtype = autocast_dtype(config.precision, device)
     tokenizer = source.tokenizer(list(texts), config.max_len)
     ids, lengths = tokenizer.encode(list(texts))
-    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                                suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
-                                mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
-                                units=MASK_UNITS[config.mask_unit](tokenizer, list(texts)))
-    objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
+    plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, lengths, config, device, source))
+    sampler, objectives = plan.sampler, plan.objectives
+    described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
     step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
 
@@ -301,7 +307,7 @@ def pretrain(
         scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
         history = torch.full((config.steps, len(names)), float("nan"), device=device)
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
-        state = _State(replica, optimizer, scaler, history, config, source.describe(), tokenizer, cuda_devices)
+        state = _State(replica, optimizer, scaler, history, config, described, tokenizer, cuda_devices)
         start = state.load(checkpoint) if checkpoint is not None and checkpoint.is_file() else 0
 
         replica.train()
@@ -326,7 +332,8 @@ def pretrain(
                     state.save(checkpoint, done)
     model.eval()
     table = history.cpu().double().numpy()
-    return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, source.describe(), notes)
+    return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, described, notes,
+                          {objective.name: objective.eval() for _, objective in objectives})
 
 
 def train_step(replica: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, batches: list[PretrainBatch]) -> torch.Tensor:
@@ -396,49 +403,64 @@ class _Step:
         The back-propagated loss is this process's: sharded terms count ``world`` times, because
         DDP averages gradients over the processes.
         """
-        n_rows, nodes, mask, replacement = self.layout(batch)
-        lengths = self.lengths[nodes]
+        n_rows, rows, nodes, mask, replacement = self.layout(batch)
+        own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
+        all_ids, index = (self.ids, nodes) if own is None else (self._tensor(own.ids), rows)
+        lengths = self.row_lengths(batch, rows, nodes)
         buckets = _length_buckets(lengths, self.max_buckets)
         with self.autocast():
-            embeddings, logits, targets = [], [], []
+            embeddings, logits, targets, sites = [], [], [], []
             for bucket in buckets:
                 width = int(lengths[bucket].max())
-                inputs = self.ids[self._tensor(nodes[bucket]), :width]
+                inputs = all_ids[self._tensor(index[bucket]), :width]
+                types = {} if own is None else {"token_types": self._tensor(own.token_types[index[bucket], :width])}
                 if self.needs_mlm:
                     positions, original = self.mask_inputs(inputs, mask[bucket, :width], replacement[bucket, :width])
                     targets.append(original)
-                    bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
+                    masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
+                    sites.append(np.column_stack([nodes[bucket][masked_rows], masked_cols]))
+                    bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions, **types)
                     logits.append(bucket_logits)
                 else:
-                    bucket_embeddings = encoder.embed(inputs)
+                    bucket_embeddings = encoder.embed(inputs, **types)
                 embeddings.append(bucket_embeddings)
             embeddings = torch.cat(embeddings)
             if len(buckets) > 1:
                 embeddings = embeddings[self._tensor(np.argsort(np.concatenate(buckets)))]
+            relations = None if own is None or own.relations is None else self._tensor(own.relations[rows])
             return self.combine(batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
-                                torch.cat(logits) if self.needs_mlm else None, torch.cat(targets) if self.needs_mlm else None)
+                                torch.cat(logits) if self.needs_mlm else None, torch.cat(targets) if self.needs_mlm else None,
+                                np.concatenate(sites) if self.needs_mlm else None, relations)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The step's autocast context (a no-op in fp32)."""
         return torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None)
 
-    def layout(self, batch: PretrainBatch) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-        """This process's rows of ``batch``: ``(n_rows, nodes, mask, replacement)``.
+    def layout(self, batch: PretrainBatch) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """This process's rows of ``batch``: ``(n_rows, rows, nodes, mask, replacement)``.
 
         ``n_rows`` is the rows the step encodes over all processes (every sample when ``L_SI`` needs
-        pairs, else the seeds); ``nodes`` ``(R,)`` this process's share of them; ``mask`` ``(R, L)``
-        bool MLM mask and ``replacement`` ``(R, L)`` int64 replacement codes (only seeds are masked).
+        pairs, else the seeds); ``rows`` ``(R,)`` this process's share of them and ``nodes`` their
+        samples; ``mask`` ``(R, L)`` bool MLM mask and ``replacement`` ``(R, L)`` int64 replacement
+        codes (only seeds are masked). A batch with its own input rows (``batch.inputs``: segment
+        pairs) encodes its seeds only.
         """
+        if batch.inputs is not None and self.needs_pairs:
+            raise SiptError("a batch with its own input rows encodes only its seeds; its method cannot use L_SI pairs")
         n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
         rows = np.arange(self.place.rank, n_rows, self.place.world)
         nodes = batch.nodes[rows]
-        mask = np.zeros((len(rows), max(self.lengths[nodes].max(), batch.mask.shape[1])), dtype=bool)
+        mask = np.zeros((len(rows), max(self.row_lengths(batch, rows, nodes).max(), batch.mask.shape[1])), dtype=bool)
         replacement = np.full(mask.shape, REPLACE_WITH_MASK, dtype=np.int64)
         seeds = rows < batch.n_seeds
         mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
         if batch.replacement is not None:
             replacement[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.replacement[rows[seeds]]
-        return n_rows, nodes, mask, replacement
+        return n_rows, rows, nodes, mask, replacement
+
+    def row_lengths(self, batch: PretrainBatch, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """``(R,)`` tokens of each encoded row: its sample's, or its own row's (``batch.inputs``)."""
+        return self.lengths[nodes] if batch.inputs is None else batch.inputs.lengths[rows]
 
     def mask_inputs(self, inputs: torch.Tensor, mask: np.ndarray, replacement: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Apply the MLM mask to ``(R, W)`` ``inputs`` in place.
@@ -459,11 +481,13 @@ class _Step:
         return positions, original
 
     def combine(self, batch: PretrainBatch, embeddings: torch.Tensor, logits: torch.Tensor | None,
-                targets: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+                targets: torch.Tensor | None, sites: np.ndarray | None = None,
+                relations: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The objectives on one step's ``(n_rows, H)`` embeddings and ``(M, V)`` MLM logits at the
-        ``(M,)`` targets: ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
+        ``(M,)`` targets (``(M, 2)`` ``sites``: sample and column of each; ``relations``: the seeds'
+        pair relations): ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
         inputs = ObjectiveInputs(embeddings, self._tensor(batch.positive_pairs), self._tensor(batch.negative_pairs),
-                                 logits, targets, int(batch.mask.sum()))
+                                 logits, targets, int(batch.mask.sum()), sites, relations, batch.n_seeds)
         with self.autocast():
             terms = [objective(inputs) for _, objective in self.objectives]
         world = self.place.world

@@ -1,0 +1,40 @@
+"""LinkBERT's document relation prediction (DRP): a 3-way classifier on the pair row's ``[CLS]``."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sipt_lab import names
+from sipt_lab.objectives import Objective, ObjectiveInputs
+
+
+class DocumentRelation(Objective):
+    """``L_DRP = −log p(r | h_[CLS])`` averaged over the batch's seeds, ``r`` in :data:`names.RELATIONS`.
+
+    Args:
+        hidden: the encoder's hidden size ``H``.
+        seed: seeds the head's initialisation (N(0, 0.02) weights, zero bias), so a run is
+            reproducible whatever the global torch RNG holds.
+    """
+
+    name = "drp"
+    sharded = True
+
+    def __init__(self, hidden: int, seed: int = 0) -> None:
+        super().__init__()
+        self.head = nn.Linear(hidden, len(names.RELATIONS))
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            self.head.weight.copy_(torch.randn(self.head.weight.shape, generator=generator) * 0.02)
+            self.head.bias.zero_()
+
+    def logits(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """``(R, H)`` [CLS] states -> ``(R, 3)`` relation logits."""
+        return self.head(embeddings)
+
+    def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
+        logits = self.logits(inputs.embeddings).float()
+        total = F.cross_entropy(logits, inputs.relations, reduction="sum")
+        return total / (len(inputs.relations) if inputs.seed_count is None else inputs.seed_count)

@@ -1,0 +1,87 @@
+"""What a pre-training method gives the one trainer: its encoder, its batches and its objectives.
+
+:func:`~sipt_lab.training.pretrain` asks a :class:`Recipe` (``method=``) for three things after
+the run's tokenizer exists: the encoder source (a method may need segment embeddings or extra
+output rows), a batch sampler (``batch(step) -> PretrainBatch``, a pure function of the step) and
+the weighted objectives. :class:`GraphRecipe` is LM / SIPT (``L_PT = (1 − λ)·L_M + λ·L_SI`` over
+graph-aware batches), the trainer's default; :mod:`sipt_lab.methods` names the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import torch
+
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import EncoderSource, Tokenizer
+from sipt_lab.objectives import Objective, build_objectives
+from sipt_lab.training.batches import MASK_UNITS, GraphBatchSampler, PretrainBatch
+
+if TYPE_CHECKING:
+    from sipt_lab.training.trainer import TrainConfig
+
+
+class BatchSampler(Protocol):
+    def batch(self, step: int) -> PretrainBatch:
+        """Micro-batch ``step`` (deterministic in the step)."""
+
+
+@dataclass
+class Plan:
+    """A run's batches and ``[(weight, objective)]`` (weight-0 terms left out)."""
+
+    sampler: BatchSampler
+    objectives: list[tuple[float, Objective]]
+
+
+@dataclass(frozen=True)
+class RunData:
+    """What a recipe may read to plan a run.
+
+    Attributes:
+        texts: the ``n`` samples; graph: ``G_PT`` over them.
+        tokenizer: the run's tokenizer; ids ``(n, L)`` and lengths ``(n,)`` its encoding of ``texts``.
+        config: the run's TrainConfig; device: where training runs; source: the encoder source.
+    """
+
+    texts: list[str]
+    graph: PretrainingGraph
+    tokenizer: Tokenizer
+    ids: np.ndarray
+    lengths: np.ndarray
+    config: TrainConfig
+    device: torch.device
+    source: EncoderSource
+
+
+class Recipe(Protocol):
+    def encoder_source(self, source: EncoderSource) -> EncoderSource:
+        """The source this method trains (e.g. with segment embeddings); SiptError if unsupported."""
+
+    def plan(self, data: RunData) -> Plan:
+        """Batches and objectives for the run."""
+
+    def describe(self) -> dict:
+        """JSON identifying the method's settings (checkpoints compare it)."""
+
+
+@dataclass(frozen=True)
+class GraphRecipe:
+    """LM (``lambda_si = 0``) and SIPT: :class:`GraphBatchSampler` batches, ``build_objectives``."""
+
+    def encoder_source(self, source: EncoderSource) -> EncoderSource:
+        return source
+
+    def plan(self, data: RunData) -> Plan:
+        config, tokenizer = data.config, data.tokenizer
+        sampler = GraphBatchSampler(data.graph, data.lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
+                                    suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
+                                    mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
+                                    units=MASK_UNITS[config.mask_unit](tokenizer, data.texts))
+        return Plan(sampler, build_objectives(config.lambda_si, config.loss, config.loss_params))
+
+    def describe(self) -> dict:
+        return {"recipe": "graph"}
