@@ -240,7 +240,8 @@ def pretrain(
     checkpoint_dir: str | Path | None = None,
     progress: bool = True,
 ) -> PretrainResult:
-    """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``).
+    """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``); ``texts`` are the
+    samples the source's tokenizer featurises (:func:`encoder_inputs`): texts, or graphs for a GIN.
 
     ``encoder`` is where the encoder comes from: an :class:`~sipt_lab.models.EncoderSource`
     (:func:`~sipt_lab.models.encoder_source` turns ``"char"``, ``"minilm"`` or a Hugging Face
@@ -262,12 +263,12 @@ def pretrain(
         raise SiptError(f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample")
     amp_dtype = autocast_dtype(config.precision, device)
     tokenizer = source.tokenizer(list(texts), config.max_len)
-    ids, lengths = tokenizer.encode(list(texts))
-    sampler = GraphBatchSampler(graph, lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
+    inputs = encoder_inputs(tokenizer, list(texts), device)
+    sampler = GraphBatchSampler(graph, inputs.lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
                                 suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives)
     objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
-    step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
+    step_fn = _Step(inputs, None, objectives, device, amp_dtype, place=place)
 
     cuda_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda_devices):
@@ -353,22 +354,20 @@ class _Replica(nn.Module):
 class _Step:
     """The loss of one micro-batch (:class:`PretrainBatch`) on this process's share of its rows.
 
-    The share's samples are encoded in up to ``max_buckets`` sub-batches of similar length (see
-    :func:`_length_buckets`), each padded only to its own longest member; every sample is encoded
-    alone in its row, so the result is that of one pass over the whole batch padded to its longest
-    (bar dropout draws and float rounding), at a fraction of the padding.
+    Turning the share's rows into encoder inputs, masked positions and their targets is the
+    featurisation seam, an :class:`~sipt_lab.models.EncoderInputs` (``inputs``): token-id rows in
+    length buckets for text encoders (:class:`TokenRows`), a PyG ``Batch`` of masked graphs for graph
+    encoders. ``inputs`` may also be the text encoders' ``(n, T)`` token id tensor, with ``lengths``
+    ``(n,)``, ``mask_id`` and ``max_buckets``, which make its :class:`TokenRows`.
     """
 
-    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, objectives: list[tuple[float, Objective]], device: torch.device,
+    def __init__(self, inputs, lengths: np.ndarray | None, objectives: list[tuple[float, Objective]], device: torch.device,
                  amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = Distributed(), max_buckets: int = 4) -> None:
-        self.ids = ids
-        self.lengths = lengths
+        self.inputs = TokenRows(inputs, lengths, mask_id, max_buckets) if isinstance(inputs, torch.Tensor) else inputs
         self.objectives = objectives
         self.device = device
         self.amp_dtype = amp_dtype
-        self.mask_id = mask_id
         self.place = place
-        self.max_buckets = max_buckets
         self.needs_pairs = any(objective.needs_pairs for _, objective in objectives)
         self.needs_mlm = any(objective.needs_mlm for _, objective in objectives)
 
@@ -381,35 +380,17 @@ class _Step:
         n_rows = len(batch.nodes) if self.needs_pairs else batch.n_seeds
         rows = np.arange(self.place.rank, n_rows, self.place.world)
         nodes = batch.nodes[rows]
-        lengths = self.lengths[nodes]
-        mask = np.zeros((len(rows), max(lengths.max(), batch.mask.shape[1])), dtype=bool)
+        mask = np.zeros((len(rows), max(self.inputs.lengths[nodes].max(), batch.mask.shape[1])), dtype=bool)
         seeds = rows < batch.n_seeds
         mask[np.flatnonzero(seeds), : batch.mask.shape[1]] = batch.mask[rows[seeds]]
-        buckets = _length_buckets(lengths, self.max_buckets)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
-            embeddings, logits, targets = [], [], []
-            for bucket in buckets:
-                width = int(lengths[bucket].max())
-                inputs = self.ids[self._tensor(nodes[bucket]), :width]
-                if self.needs_mlm:
-                    masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
-                    positions = self._tensor(masked_rows * width + masked_cols)
-                    targets.append(inputs.view(-1)[positions])
-                    inputs.view(-1)[positions] = self.mask_id
-                    bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
-                    logits.append(bucket_logits)
-                else:
-                    bucket_embeddings = encoder.embed(inputs)
-                embeddings.append(bucket_embeddings)
-            embeddings = torch.cat(embeddings)
-            if len(buckets) > 1:
-                embeddings = embeddings[self._tensor(np.argsort(np.concatenate(buckets)))]
+            embeddings, logits, targets = self.inputs.encode(encoder, nodes, mask, self.needs_mlm)
             inputs = ObjectiveInputs(
                 self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
                 self._tensor(batch.positive_pairs),
                 self._tensor(batch.negative_pairs),
-                torch.cat(logits) if self.needs_mlm else None,
-                torch.cat(targets) if self.needs_mlm else None,
+                logits,
+                targets,
                 int(batch.mask.sum()),
             )
             terms = [objective(inputs) for _, objective in self.objectives]
@@ -478,6 +459,67 @@ def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
         bounds.append(int(cuts[group - 1][bounds[-1]]))
     bounds.append(0)
     return [order[start:stop] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
+
+
+class TokenRows:
+    """Text encoders' :class:`~sipt_lab.models.EncoderInputs`: every sample's token ids in one padded
+    ``(n, T)`` tensor, ``lengths`` ``(n,)`` tokens each (special tokens included); each batch is
+    gathered where ``ids`` lives and moved to ``device`` (default: ``ids``'s).
+
+    :meth:`encode` splits the rows into up to ``max_buckets`` sub-batches of similar length (see
+    :func:`_length_buckets`), each padded only to its own longest member; every sample is encoded
+    alone in its row, so the result is that of one pass over the whole batch padded to its longest
+    (bar dropout draws and float rounding), at a fraction of the padding.
+    """
+
+    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, mask_id: int, max_buckets: int = 4,
+                 device: torch.device | None = None) -> None:
+        self.ids = ids
+        self.lengths = np.asarray(lengths)
+        self.mask_id = mask_id
+        self.max_buckets = max_buckets
+        self.device = ids.device if device is None else torch.device(device)
+
+    def batch(self, nodes: np.ndarray) -> torch.Tensor:
+        """``(k, T_k)`` unmasked ids of the samples ``nodes`` ``(k,)`` on ``device``, cut to their longest."""
+        rows = torch.as_tensor(nodes, device=self.ids.device)
+        return self.ids[rows, : int(self.lengths[nodes].max())].to(self.device)
+
+    def encode(self, encoder: nn.Module, nodes: np.ndarray, mask: np.ndarray, with_logits: bool):
+        """``(embeddings (k, H), logits (M, V) | None, targets (M,) | None)`` of the samples ``nodes``
+        ``(k,)`` with the tokens ``mask`` ``(k, W)`` marks replaced by ``[MASK]`` (``with_logits``: the
+        MLM logits and original ids of those ``M`` tokens; otherwise unmasked embeddings)."""
+        buckets = _length_buckets(self.lengths[nodes], self.max_buckets)
+        embeddings, logits, targets = [], [], []
+        for bucket in buckets:
+            inputs = self.batch(nodes[bucket])
+            width = inputs.shape[1]
+            if with_logits:
+                masked_rows, masked_cols = np.nonzero(mask[bucket, :width])
+                positions = torch.as_tensor(masked_rows * width + masked_cols, device=self.device)
+                targets.append(inputs.view(-1)[positions])
+                inputs.view(-1)[positions] = self.mask_id
+                bucket_embeddings, bucket_logits = encoder.embed_and_masked_logits(inputs, positions)
+                logits.append(bucket_logits)
+            else:
+                bucket_embeddings = encoder.embed(inputs)
+            embeddings.append(bucket_embeddings)
+        embeddings = torch.cat(embeddings)
+        if len(buckets) > 1:
+            embeddings = embeddings[torch.as_tensor(np.argsort(np.concatenate(buckets)), device=self.device)]
+        return embeddings, torch.cat(logits) if with_logits else None, torch.cat(targets) if with_logits else None
+
+
+def encoder_inputs(tokenizer: Tokenizer, samples: list, device: torch.device):
+    """The featurisation seam: ``samples`` as the :class:`~sipt_lab.models.EncoderInputs` that
+    ``tokenizer`` makes (``tokenizer.inputs(samples, device)``, e.g. graphs for a GIN), or, for a
+    text tokenizer without that method, its token-id rows (:class:`TokenRows`, kept on the CPU,
+    each batch moved to ``device``)."""
+    make = getattr(tokenizer, "inputs", None)
+    if make is not None:
+        return make(samples, device)
+    ids, lengths = tokenizer.encode(list(samples))
+    return TokenRows(torch.as_tensor(ids), lengths, tokenizer.mask_id, device=device)
 
 
 def _make_optimizer(params, lr: float, weight_decay: float, fused: bool) -> torch.optim.AdamW:
@@ -577,17 +619,18 @@ def embed(
     batch_size: int = 256,
     device: str | torch.device | None = None,
 ) -> np.ndarray:
-    """``(n, H)`` float32 embeddings of ``texts`` (eval mode, no gradients, unmasked).
+    """``(n, H)`` float32 embeddings of ``texts`` (eval mode, no gradients, unmasked); ``texts`` are
+    whatever samples ``tokenizer`` featurises (:func:`encoder_inputs`: texts, or graphs for a GIN).
 
     The vector is the encoder's ``output_embeddings`` when it has one (a sentence-transformers
-    checkpoint's normalised pooling), else ``embed``. Texts are batched by length so each batch
+    checkpoint's normalised pooling), else ``embed``. Samples are batched by length so each batch
     is padded only to its own longest member. ``device`` defaults to the encoder's.
     """
     device = next(encoder.parameters()).device if device is None else resolve_device(device)
     encoder = encoder.to(device)
     vectors = getattr(encoder, "output_embeddings", encoder.embed)
-    ids, lengths = tokenizer.encode(list(texts))
-    order = np.argsort(lengths, kind="stable")
+    inputs = encoder_inputs(tokenizer, list(texts), device)
+    order = np.argsort(inputs.lengths, kind="stable")
     was_training = encoder.training
     encoder.eval()
     out = np.empty((len(texts), encoder.hidden_size), dtype=np.float32)
@@ -595,8 +638,7 @@ def embed(
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                batch = torch.as_tensor(ids[rows, : lengths[rows].max()], device=device)
-                out[rows] = vectors(batch).float().cpu().numpy()
+                out[rows] = vectors(inputs.batch(rows)).float().cpu().numpy()
     finally:
         encoder.train(was_training)
     return out
