@@ -19,7 +19,7 @@ POOLINGS = ("cls", "mean")
 #: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
 #: Fine-tuning task kinds (:data:`sipt_lab.evaluation.tasks.TASK_KINDS`).
-TASK_KINDS = ("classification", "regression", "multilabel")
+TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel")
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetuning.MODES`).
 FINETUNE_MODES = ("probe", "full", "both")
 #: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain_run.PRESETS`).

@@ -47,9 +47,11 @@ def _standardised(labels: np.ndarray, train: np.ndarray) -> torch.Tensor:
 
 
 #: Task kind -> how its head trains (regression targets are standardised on the train split).
+_CLASSES = HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
+                    lambda y, train: torch.as_tensor(y, dtype=torch.long), lambda out: out.argmax(1).numpy())
 HEADS: dict[str, HeadSpec] = {
-    "classification": HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
-                               lambda y, train: torch.as_tensor(y, dtype=torch.long), lambda out: out.argmax(1).numpy()),
+    "classification": _CLASSES,
+    "classification-f1": _CLASSES,
     "regression": HeadSpec(lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t),
                            _standardised, lambda out: out.squeeze(1).numpy()),
     "multilabel": HeadSpec(lambda y: y.shape[1], F.binary_cross_entropy_with_logits,
