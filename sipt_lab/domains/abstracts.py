@@ -5,7 +5,7 @@ Data directory (``--data DIR``, details and sources in ``docs/domains.md``):
 * ``papers.jsonl``: one paper a line, ``{"id", "title", "abstract", "citations": [ids]}`` (the paper:
   ~650k Microsoft Academic Graph abstracts);
 * ``tasks/<task>/``: SciBERT text-classification tasks (``train.txt``, ``dev.txt``, ``test.txt``,
-  JSON Lines ``{"text", "label"}``), e.g. ``paper_field``, ``sci-cite``, ``acl-arc``; at least one.
+  JSON Lines ``{"text", "label"}``), e.g. ``mag`` (paper field), ``sci-cite``, ``acl-arc``; at least one.
 
 Samples: the papers (``title abstract``), then each task's sentences (ids ``task/split/k``), which
 cite nothing; a run pre-trains on the papers only and fine-tunes on the task's published splits,
@@ -41,6 +41,6 @@ ABSTRACTS = register_domain(Domain(
     description="paper titles + abstracts over their citations (MAG), SciBERT classification tasks",
     load=load_abstracts,
     graphs={"citations": links_graph},
-    default_task="paper_field",
+    default_task="mag",
     layout=LAYOUT,
 ))
