@@ -104,6 +104,8 @@ def run_domain(args: argparse.Namespace) -> int:
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
                          data_dir=args.data)
     summary = run_domain(cells, out, executor=args.executor)
+    if summary is None:  # a torchrun process other than rank 0: rank 0 reports
+        return 0
     print(format_domain_summary(summary))
     print(f"\nsummary: {out / 'summary.json'}   comparisons: {out / 'comparison.csv'}")
     return 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +36,17 @@ from typing import Any
 
 import numpy as np
 
+import torch.distributed as dist
+
 from sipt_lab import names
+from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
-from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.experiments.sweep import read_result, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
 from sipt_lab.models import encoder_source
@@ -249,27 +253,20 @@ def _slice(data, graph, task: str, n_samples: int, seed: int) -> np.ndarray:
 def domain_cell(cell: DomainCell) -> dict:
     """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
     test split, and for SIPT the validation samples' link retrieval and the graph's summary."""
-    from sipt_lab.domains import build_graph, get_domain, summarize_graph
+    from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
     view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
     texts = list(view.data.samples)
-    spec = get_domain(cell.domain)
-    source = spec.encoder_source(cell.init, view.data) if spec.encoder_source is not None else encoder_source(cell.init)
     result = {"arm": cell.arm, "graph": cell.graph, "lambda_si": cell.lambda_si, "seed": cell.seed, "kind": view.task.kind,
               "n_samples": len(texts), "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")}}
     graph = None
     if cell.arm == "off-the-shelf":
+        source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
         encoder = source.encoder(tokenizer)[0]
     else:
-        graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
-        seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
-        train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
-        if cell.epochs is not None:
-            train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
-                                                                      train.batch_size, train.grad_accum))
-        trained = pretrain([texts[i] for i in view.pretraining_samples], seen, train, source, progress=False)
+        graph, trained = pretrain_arm(cell)
         encoder, tokenizer = trained.encoder, trained.tokenizer
         result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
     vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
@@ -289,10 +286,52 @@ def domain_cell(cell: DomainCell) -> dict:
     return result
 
 
-def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict:
+def pretrain_arm(cell: DomainCell):
+    """``(G_PT, PretrainResult)``: the LM-only or SIPT pre-training of ``cell`` (not off the shelf)."""
+    from sipt_lab.domains import build_graph, get_domain
+
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    spec = get_domain(cell.domain)
+    source = _encoder_source(cell, view.data)
+    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
+    seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
+    train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
+    if cell.epochs is not None:
+        train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
+                                                                  train.batch_size, train.grad_accum))
+    samples = view.data.samples
+    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False)
+
+
+def _encoder_source(cell: DomainCell, data):
+    """The cell's warm start: the domain's own source builder when it has one (the GIN), else ``--init``'s."""
+    from sipt_lab.domains import get_domain
+
+    spec = get_domain(cell.domain)
+    return spec.encoder_source(cell.init, data) if spec.encoder_source is not None else encoder_source(cell.init)
+
+
+def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict | None:
     """Run the cells (resumable, in ``out/cells``) and write ``summary.json``, ``comparison.csv``
-    and ``arms.csv``; returns the summary."""
+    and ``arms.csv``; returns the summary.
+
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) every process takes part in each cell's data-parallel
+    pre-training, one cell after another (``executor`` is ignored): rank 0 runs the grid and writes
+    everything, the other ranks pre-train the same cells with it and return None.
+    """
     out = Path(out)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from sipt_lab.training.trainer import distributed_context, resolve_device
+
+        place = distributed_context(resolve_device(cells[0].pretrain.device).type)
+        pending = [cell for cell in cells if read_result(out / "cells" / config_hash(cell), RESULT_KEYS) is None]
+        dist.barrier()  # every rank has read which cells are finished before rank 0 writes more
+        if not place.is_main:
+            for cell in pending:
+                if cell.arm != "off-the-shelf":
+                    pretrain_arm(cell)
+            return None
+        executor = "serial"
     results = run_grid(domain_cell, cells, out / "cells", executor=executor, progress=progress, required_keys=RESULT_KEYS)
     summary = summarize_domain([r.result for r in results], cells[0])
     write_json_atomic(out / "summary.json", summary)
