@@ -67,7 +67,7 @@ def write_abstracts(root: Path, n_papers: int = 30, per_split: tuple[int, int, i
     return root
 
 
-def write_networks(root: Path, n_graphs: int = 48, seed: int = 0) -> Path:
+def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
     """A TUDataset ``ppi`` of rings (codes 0/1) and stars (codes 2/3), GO terms by shape."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
@@ -85,7 +85,8 @@ def write_networks(root: Path, n_graphs: int = 48, seed: int = 0) -> Path:
         terms = [f"GO:{shape}{t}" for t in range(8)] + ([f"GO:9{int(rng.integers(3))}"] if rng.random() < 0.5 else [])
         pretrain.append(f"{g + 1}\t{';'.join(terms)}")
         if g < n_graphs - 4:  # a few graphs are unlabelled for the task
-            task_terms = [("GO:ring", "GO:star")[shape]] + (["GO:any"] if rng.random() < 0.5 else [])
+            shown = shape if rng.random() < 0.75 else 1 - shape  # noisy, so no arm is perfect
+            task_terms = [("GO:ring", "GO:star")[shown]] + (["GO:any"] if rng.random() < 0.5 else [])
             finetune.append(f"{g + 1}\t{';'.join(task_terms)}")
     (root / "ppi_A.txt").write_text("\n".join(edges) + "\n")
     (root / "ppi_graph_indicator.txt").write_text("\n".join(indicator) + "\n")

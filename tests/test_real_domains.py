@@ -17,9 +17,10 @@ WRITERS = {"proteins": write_proteins, "abstracts": write_abstracts, "networks":
 
 
 def tiny_preset(domain: str):
+    """Seconds-scale budget; full fine-tuning on networks only (the GIN path; text fine-tuning is tested elsewhere)."""
     preset = preset_for(domain, "cpu")
     return dataclasses.replace(
-        preset, n_samples=None, lambdas=(0.1,), mode="both",
+        preset, n_samples=None, lambdas=(0.1,), mode="both" if domain == "networks" else "probe",
         pretrain=dataclasses.replace(preset.pretrain, steps=3, batch_size=8, max_len=24 if domain != "networks" else None),
         finetune=dataclasses.replace(preset.finetune, lrs=(1e-3,), epochs=1, batch_size=8, max_len=None))
 
@@ -76,7 +77,7 @@ def test_domain_run_end_to_end(data_dirs, tmp_path, name, small_gin):
     assert summary["kind"] == kind
     sipt = next(entry for arm, entry in summary["arms"].items() if arm.startswith("sipt"))
     primary = summary["primary"]
-    assert 0.0 <= sipt[f"probe.{primary}"]["mean"] <= 1.0 and f"full.{primary}" in sipt
+    assert 0.0 <= sipt[f"probe.{primary}"]["mean"] <= 1.0 and (name != "networks" or f"full.{primary}" in sipt)
     assert (tmp_path / "out" / "comparison.csv").is_file()
 
 
