@@ -36,7 +36,7 @@ ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
 #: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulate.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
 #: Fine-tuning task kinds (:data:`sipt_lab.evaluation.tasks.TASK_KINDS`).
-TASK_KINDS = ("classification", "regression", "multilabel")
+TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel")
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetuning.MODES`).
 FINETUNE_MODES = ("probe", "full", "both")
 #: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain_run.PRESETS`).

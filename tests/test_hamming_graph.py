@@ -66,3 +66,14 @@ def test_bad_input_is_a_one_line_error(labels, max_distance, message):
     with pytest.raises(SiptError, match=message) as error:
         hamming_graph(labels, max_distance)
     assert "\n" not in str(error.value)
+
+
+def test_int64_indexed_sparse_input_matches_brute_force_and_is_left_unchanged():
+    # scipy shares int64 index arrays instead of copying them; compacting the prefixes once corrupted A
+    labels = (np.random.default_rng(3).random((40, 30)) < 0.3).astype(np.int8)
+    labels[::2, :10] = 1
+    A = sp.csr_array(labels)
+    A = sp.csr_array((A.data.astype(np.int32), A.indices.astype(np.int64), A.indptr.astype(np.int64)), shape=A.shape)
+    before = A.toarray().copy()
+    assert graph_edges(hamming_graph(A, 9)) == brute_force_edges(labels, 9)
+    assert np.array_equal(A.toarray(), before)

@@ -59,7 +59,9 @@ def register(subparsers) -> None:
     run.add_argument("--mode", help=f"{' | '.join(FINETUNE_MODES)} (default: the preset's)")
     run.add_argument("--methods", nargs="+", default=[], metavar="NAME",
                      help="further pre-training methods, one arm per graph: linkbert (lm and sipt always run)")
-    run.add_argument("--init", default="minilm", help="warm start (default: %(default)s)")
+    run.add_argument("--init", help="warm start: char, minilm, gin or a model directory (default: the domain's)")
+    run.add_argument("--data", metavar="DIR", help="the domain's data directory (proteins, abstracts, networks; "
+                     "layouts in docs/domains.md, `sipt-lab data fetch` downloads them)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
     run.add_argument("--out", required=True, metavar="DIR", help="output directory (cells are kept and resumed)")
@@ -82,7 +84,8 @@ def run_domain_list(args: argparse.Namespace) -> int:
 
     for name in domain_names():
         domain = DOMAINS[name]
-        print(f"{name}: {domain.description}; graphs: {', '.join(domain.graphs)}; task: {domain.default_task}")
+        data = f"; --data: {domain.layout}" if domain.layout else ""
+        print(f"{name}: {domain.description}; graphs: {', '.join(domain.graphs)}; task: {domain.default_task}{data}")
     return 0
 
 
@@ -90,19 +93,21 @@ def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
     from sipt_lab import fileio
-    from sipt_lab.experiments.domain_run import PRESETS, domain_cells, format_domain_summary, run_domain
+    from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
     from sipt_lab.experiments.finetuning import check_mode
 
     out = fileio.prepare_output_dir(args.out)
-    preset = PRESETS[args.preset]
+    preset = preset_for(args.name, args.preset)
     changes = {"n_samples": args.samples, "lambdas": tuple(args.lambdas) if args.lambdas else None, "mode": args.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
     if args.steps is not None:
-        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=args.steps))
+        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=args.steps), epochs=None)
     check_mode(preset.mode)
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
-                         methods=tuple(args.methods))
+                         methods=tuple(args.methods), data_dir=args.data)
     summary = run_domain(cells, out, executor=args.executor)
+    if summary is None:  # a torchrun process other than rank 0: rank 0 reports
+        return 0
     print(format_domain_summary(summary))
     print(f"\nsummary: {out / 'summary.json'}   comparisons: {out / 'comparison.csv'}")
     return 0

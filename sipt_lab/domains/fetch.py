@@ -22,18 +22,19 @@ _CHUNK = 1 << 20  # bytes read per step
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def fetch(url: str, dest: str | Path, sha256: str) -> Path:
+def fetch(url: str, dest: str | Path, sha256: str | None) -> Path:
     """``dest``, holding the bytes at ``url`` whose SHA-256 hex digest is ``sha256``.
 
-    A ``dest`` already there with that digest is kept without downloading. SiptError (one line) for a
-    malformed digest, a failed download, or a digest mismatch (naming expected and actual digests;
-    the partial file is deleted).
+    A ``dest`` already there with that digest is kept without downloading. ``sha256`` None downloads
+    without a check (for sources that publish no digest; :func:`file_sha256` then gives the digest
+    to record), keeping a ``dest`` already there. SiptError (one line) for a malformed digest, a
+    failed download, or a digest mismatch (naming expected and actual digests; the partial file is deleted).
     """
-    expected = sha256.lower()
-    if not _SHA256.fullmatch(expected):
+    expected = None if sha256 is None else sha256.lower()
+    if expected is not None and not _SHA256.fullmatch(expected):
         raise SiptError(f"sha256 must be 64 hex digits, got {sha256!r}; copy the digest the source publishes")
     dest = Path(dest)
-    if dest.is_file() and _digest(dest) == expected:
+    if dest.is_file() and (expected is None or file_sha256(dest) == expected):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
@@ -46,7 +47,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        if digest.hexdigest() != expected:
+        if expected is not None and digest.hexdigest() != expected:
             raise SiptError(f"download of {url} has sha256 {digest.hexdigest()}, expected {expected}; "
                             "the file changed or is corrupt, check the URL and digest")
         os.replace(tmp, dest)
@@ -60,7 +61,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     return dest
 
 
-def _digest(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """SHA-256 hex digest of the file ``path``, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

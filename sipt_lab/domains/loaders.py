@@ -4,7 +4,14 @@
 * ``interactions``: an interaction list, ``a<TAB>b`` or ``a,b`` a line, an optional header line ->
   a :class:`~sipt_lab.graph.PretrainingGraph` over given ids;
 * ``papers``: JSON Lines, ``{"id", "title", "abstract", "citations": [ids]}`` a line -> :class:`Papers`
-  (texts and the citation graph, symmetrised).
+  (texts and the citation graph, symmetrised);
+* ``tape-task``: a TAPE task's JSON split files (``{task}_train.json``, ``{task}_valid.json``,
+  ``{task}_{test}.json``, each a list of ``{"primary": sequence, <target>: value}``) -> :class:`SplitRecords`;
+* ``scibert-task``: a SciBERT text-classification task directory (``train.txt``, ``dev.txt``,
+  ``test.txt``, JSON Lines ``{"text", "label"}``) -> :class:`SplitRecords`;
+* ``tu-graphs``: a graph dataset in PyTorch Geometric's ``TUDataset`` raw format (``NAME_A.txt``,
+  ``NAME_graph_indicator.txt``, optional ``NAME_node_labels.txt``) -> :class:`GraphSamples`;
+* ``term-sets``: ``id<TAB>term;term;...`` a line (GO annotations) -> :class:`TermSets` (a sparse 0/1 matrix).
 
 Every file goes through :func:`~sipt_lab.fileio.read_text_file` (``.gz`` allowed, UTF-8); a missing
 or malformed file is a one-line :class:`SiptError` naming the file, the line and the fix.
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import read_text_file
@@ -159,8 +167,196 @@ def _lines(path, what: str):
             yield number, line.rstrip()
 
 
+SPLIT_FILE_NAMES = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class SplitRecords:
+    """A task's published splits. Attributes: ``texts`` and ``labels``, each split name
+    (``train``, ``validation``, ``test``) -> ``(m_s,)`` texts and their raw labels (strings or floats)."""
+
+    texts: dict[str, list[str]]
+    labels: dict[str, list]
+
+
+#: TAPE's per-protein tasks: name -> (target field, value type, test split file suffix).
+TAPE_TARGETS = {
+    "remote_homology": ("fold_label", "class", "test_fold_holdout"),
+    "fluorescence": ("log_fluorescence", "value", "test"),
+    "stability": ("stability_score", "value", "test"),
+}
+
+
+def read_tape_task(directory: str | Path, task: str) -> SplitRecords:
+    """TAPE's JSON files of ``task`` (a :data:`TAPE_TARGETS` name) in ``directory``: sequences from
+    ``primary``, labels from the task's target (a number, or a one-element list of one, as TAPE writes
+    them; class targets become strings). SiptError for a missing file, a file that is not a JSON list
+    of objects, or a record without a string ``primary`` or a numeric target."""
+    if task not in TAPE_TARGETS:
+        raise SiptError(f"unknown TAPE task {task!r}; choose one of: {', '.join(TAPE_TARGETS)}")
+    target, value_type, test = TAPE_TARGETS[task]
+    texts, labels = {}, {}
+    for split, suffix in zip(SPLIT_FILE_NAMES, ("train", "valid", test)):
+        path = Path(directory) / f"{task}_{suffix}.json"
+        try:
+            records = json.loads(read_text_file(path, f"TAPE {task} file"))
+        except json.JSONDecodeError as error:
+            raise SiptError(f"TAPE {task} file {path} is not JSON ({error.msg}); use TAPE's JSON release") from None
+        if not isinstance(records, list) or not records:
+            raise SiptError(f"TAPE {task} file {path} must be a non-empty JSON list of records; use TAPE's JSON release")
+        texts[split], labels[split] = [], []
+        for k, record in enumerate(records):
+            value = record.get(target) if isinstance(record, dict) else None
+            value = value[0] if isinstance(value, list) and len(value) == 1 else value
+            if not isinstance(record, dict) or not isinstance(record.get("primary"), str) or not record["primary"] \
+                    or isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SiptError(f"TAPE {task} file {path} record {k} needs a non-empty string 'primary' and a number "
+                                f"'{target}'; fix or drop that record")
+            texts[split].append(record["primary"])
+            labels[split].append(str(int(value)) if value_type == "class" else float(value))
+    return SplitRecords(texts, labels)
+
+
+def read_scibert_task(directory: str | Path) -> SplitRecords:
+    """A SciBERT text-classification task: ``train.txt``, ``dev.txt``, ``test.txt`` in ``directory``,
+    JSON Lines with a string ``text`` and ``label`` (other keys ignored). SiptError for a missing file
+    or a line without them."""
+    texts, labels = {}, {}
+    for split, name in zip(SPLIT_FILE_NAMES, ("train", "dev", "test")):
+        path = Path(directory) / f"{name}.txt"
+        texts[split], labels[split] = [], []
+        for number, line in _lines(path, "SciBERT task file"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise SiptError(f"SciBERT task file {path} line {number} is not JSON ({error.msg}); write one object a line") from None
+            if not isinstance(record, dict) or not isinstance(record.get("text"), str) or not isinstance(record.get("label"), str):
+                raise SiptError(f"SciBERT task file {path} line {number} needs a string 'text' and 'label'; fix that line")
+            texts[split].append(record["text"])
+            labels[split].append(record["label"])
+        if not texts[split]:
+            raise SiptError(f"SciBERT task file {path} has no records; every split needs samples")
+    return SplitRecords(texts, labels)
+
+
+@dataclass(frozen=True)
+class GraphSamples:
+    """Attributes:
+    ids: ``(n,)`` graph ids, ``"1".."n"`` (TUDataset numbers graphs from 1).
+    graphs: ``(n,)`` :class:`torch_geometric.data.Data`: ``x`` ``(n_i,)`` int64 node codes,
+        ``edge_index`` ``(2, 2 e_i)`` both directions of each undirected edge, nodes in file order.
+    code_names: node code ``c`` is the label ``code_names[c]`` of the node-label file (one code ``0``
+        named ``""`` when there is no such file).
+    """
+
+    ids: list[str]
+    graphs: list
+    code_names: tuple[str, ...]
+
+
+def read_tu_graphs(directory: str | Path) -> GraphSamples:
+    """The one TUDataset (``NAME_A.txt`` + ``NAME_graph_indicator.txt`` [+ ``NAME_node_labels.txt``])
+    in ``directory``. ``NAME_A.txt``: ``i, j`` a line, 1-based node numbers over all graphs;
+    ``graph_indicator``: line ``k`` is the graph (``1..n``, each used) of node ``k``; ``node_labels``:
+    line ``k`` is node ``k``'s label. SiptError for a missing or second dataset, a line that is not
+    integers, a node number out of range, or an edge between two graphs."""
+    import torch
+    from torch_geometric.data import Data
+
+    directory = Path(directory)
+    found = sorted(directory.glob("*_A.txt"))
+    if len(found) != 1:
+        raise SiptError(f"{directory} holds {len(found)} TUDataset adjacency files (NAME_A.txt); put exactly one dataset there")
+    name = found[0].name[: -len("_A.txt")]
+    indicator = _integers(directory / f"{name}_graph_indicator.txt", 1)
+    n_nodes, n_graphs = indicator.size, int(indicator.max()) if indicator.size else 0
+    if indicator.min(initial=1) < 1 or np.unique(indicator).size != n_graphs:
+        raise SiptError(f"{directory / f'{name}_graph_indicator.txt'} must number the graphs 1..n, each with a node; renumber them")
+    edges = _integers(found[0], 2) - 1
+    if edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
+        raise SiptError(f"{found[0]} names node {int(edges.max()) + 1 if edges.max() >= n_nodes else int(edges.min()) + 1} "
+                        f"but the graph indicator has {n_nodes} nodes; fix the node numbers")
+    graph_of = indicator - 1
+    if np.any(graph_of[edges[:, 0]] != graph_of[edges[:, 1]]):
+        raise SiptError(f"{found[0]} links nodes of two different graphs; each edge must stay within one graph")
+    labels_path = directory / f"{name}_node_labels.txt"
+    if labels_path.is_file():
+        raw = [line.strip() for line in read_text_file(labels_path, "node label file").splitlines() if line.strip()]
+        if len(raw) != n_nodes:
+            raise SiptError(f"{labels_path} has {len(raw)} labels for {n_nodes} nodes; give one label a node")
+        code_names, codes = np.unique(np.array(raw), return_inverse=True)
+    else:
+        code_names, codes = np.array([""]), np.zeros(n_nodes, dtype=np.int64)
+    order = np.argsort(graph_of, kind="stable")
+    starts = np.searchsorted(graph_of[order], np.arange(n_graphs + 1))
+    local = np.empty(n_nodes, dtype=np.int64)
+    local[order] = np.arange(n_nodes) - np.repeat(starts[:-1], np.diff(starts))
+    edge_order = np.argsort(graph_of[edges[:, 0]], kind="stable")
+    edges = edges[edge_order]
+    edge_starts = np.searchsorted(graph_of[edges[:, 0]], np.arange(n_graphs + 1))
+    graphs = []
+    for g in range(n_graphs):
+        pairs = local[edges[edge_starts[g]:edge_starts[g + 1]]]
+        both = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if pairs.size else np.empty((0, 2), np.int64)
+        graphs.append(Data(x=torch.as_tensor(codes[order[starts[g]:starts[g + 1]]], dtype=torch.long),
+                           edge_index=torch.as_tensor(both.T.copy(), dtype=torch.long)))
+    return GraphSamples([str(g + 1) for g in range(n_graphs)], graphs, tuple(code_names.tolist()))
+
+
+def _integers(path: Path, columns: int) -> np.ndarray:
+    """The integers of ``path`` (commas or whitespace between them) as ``(m,)`` or ``(m, columns)`` int64."""
+    text = read_text_file(path, "TUDataset file").replace(",", " ")
+    try:
+        values = np.array(text.split(), dtype=np.int64)
+    except ValueError:
+        raise SiptError(f"TUDataset file {path} holds something other than integers; fix it") from None
+    if values.size % columns:
+        raise SiptError(f"TUDataset file {path} must hold {columns} integers a line; fix the odd line")
+    return values.reshape(-1, columns) if columns > 1 else values
+
+
+@dataclass(frozen=True)
+class TermSets:
+    """Attributes:
+    matrix: ``(n, T)`` 0/1 CSR, row ``k`` the terms of ``ids[k]`` (empty for an id the file does not list).
+    terms: ``(T,)`` term names, sorted, column ``t`` is ``terms[t]``.
+    listed: ``(n,)`` bool, ids that have a line.
+    """
+
+    matrix: sp.csr_array
+    terms: tuple[str, ...]
+    listed: np.ndarray
+
+
+def read_term_sets(path: str | Path, ids: list[str]) -> TermSets:
+    """``id<TAB>term;term;...`` a line (an empty term list, or the id alone, allowed) over the samples ``ids`` ``(n,)``.
+    SiptError for a line without a tab, an unknown or repeated id."""
+    index = {name: k for k, name in enumerate(ids)}
+    rows, names, listed = [], [], np.zeros(len(ids), dtype=bool)
+    for number, line in _lines(path, "term file"):
+        name, tab, terms = line.partition("\t")
+        if not tab and name not in index:  # a known id alone (its tab stripped) has no terms
+            raise SiptError(f"term file {path} line {number} has no tab; write 'id<TAB>term;term'")
+        if name not in index:
+            raise SiptError(f"term file {path} line {number}: {name!r} is not a known sample id; list the domain's samples only")
+        if listed[index[name]]:
+            raise SiptError(f"term file {path} line {number}: id {name!r} is listed twice; give each id one line")
+        listed[index[name]] = True
+        for term in filter(None, (t.strip() for t in terms.split(";"))):
+            rows.append(index[name])
+            names.append(term)
+    terms, columns = np.unique(np.array(names, dtype=str), return_inverse=True)
+    matrix = sp.csr_array((np.ones(len(rows), dtype=np.int8), (np.array(rows, dtype=np.int64), columns.ravel())),
+                          shape=(len(ids), terms.size))
+    matrix.sum_duplicates()
+    matrix.data[:] = 1
+    return TermSets(matrix, tuple(terms.tolist()), listed)
+
+
 #: Reader name -> reader; a new raw format is an entry here.
-LOADERS: dict[str, Callable] = {"fasta": read_fasta, "interactions": read_interactions, "papers": read_papers}
+LOADERS: dict[str, Callable] = {"fasta": read_fasta, "interactions": read_interactions, "papers": read_papers,
+                                "tape-task": read_tape_task, "scibert-task": read_scibert_task,
+                                "tu-graphs": read_tu_graphs, "term-sets": read_term_sets}
 
 
 def get_loader(name: str) -> Callable:

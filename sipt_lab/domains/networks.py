@@ -1,4 +1,4 @@
-"""The NETWORKS domain's pre-training graph: proteins linked when their Gene-Ontology labels agree.
+"""The NETWORKS domain: PPI ego-networks (graph samples), linked when their Gene-Ontology labels agree.
 
 :func:`hamming_graph` links samples ``i ~ j`` when their 0/1 label vectors differ in at most
 ``max_distance`` labels (the paper's ``G_PT`` for NETWORKS, ``max_distance = 9``). It never compares
@@ -17,14 +17,23 @@ all ``n^2`` pairs:
 Rare labels are specific (GO terms deep in the ontology), so the prefixes are short lists of rare
 terms and the candidates few; the common terms near the root never enter a prefix of a well
 annotated sample. Timings: ``benchmarks/bench_hamming.py``.
+
+The domain (registered as ``networks``, data files in :data:`LAYOUT`) pairs that graph with graph
+samples for a GIN (:mod:`sipt_lab.models.graph_encoder`) and the multi-label GO task.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+
 import numpy as np
 import scipy.sparse as sp
 
+from sipt_lab.domains.loaders import read_term_sets, read_tu_graphs
+from sipt_lab.domains.registry import SHARED, Domain, DomainData, register_domain
 from sipt_lab.errors import SiptError
+from sipt_lab.evaluation.tasks import Task
 from sipt_lab.graph import PretrainingGraph
 
 #: The paper's threshold for NETWORKS: at most 9 differing GO labels.
@@ -55,7 +64,7 @@ def hamming_graph(labels, max_distance: int = DEFAULT_MAX_DISTANCE) -> Pretraini
 def _binary_csr(labels) -> sp.csr_array:
     """``labels`` as an ``(n, L)`` int32 0/1 CSR with sorted indices."""
     if sp.issparse(labels):
-        A = sp.csr_array(labels)
+        A = sp.csr_array(labels, copy=True)  # eliminate_zeros below must not change the caller's matrix
     else:
         array = np.asarray(labels)
         if array.ndim != 2 or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
@@ -119,7 +128,8 @@ def _rarest_prefixes(A: sp.csr_array, length: int) -> sp.csr_array:
     ranked = sp.csr_array((A.data, rank[A.indices], A.indptr), shape=A.shape)
     ranked.sort_indices()  # each row's labels rarest first
     position = np.arange(A.nnz) - np.repeat(ranked.indptr[:-1], np.diff(ranked.indptr))
-    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices, ranked.indptr), shape=A.shape)
+    # a copy of indptr: eliminate_zeros compacts it in place, and ranked shares A's (int64 index arrays are not copied)
+    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices, ranked.indptr.copy()), shape=A.shape)
     prefix.eliminate_zeros()
     return prefix
 
@@ -140,3 +150,77 @@ def _popcount_rows(words: np.ndarray) -> np.ndarray:
     if hasattr(np, "bitwise_count"):  # numpy >= 2
         return np.bitwise_count(words).sum(axis=1, dtype=np.int64)
     return _BYTE_POPCOUNT[words.view(np.uint8)].sum(axis=1, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------- the NETWORKS domain
+#: The files the NETWORKS domain reads from its data directory (``docs/domains.md``).
+LAYOUT = ("a TUDataset (NAME_A.txt, NAME_graph_indicator.txt, NAME_node_labels.txt), "
+          "go_pretrain.tsv and go_finetune.tsv (graph id<TAB>GO terms)")
+
+
+@dataclass(frozen=True)
+class NetworkData(DomainData):
+    """:class:`DomainData` whose samples are graphs.
+
+    Attributes (besides ``ids``, ``texts`` = the ids, ``tasks``):
+        graphs: ``(n,)`` :class:`torch_geometric.data.Data`, node codes ``x`` in ``[0, len(code_names))``.
+        go_terms: ``(n,)`` int64 arrays, each graph's pre-training GO term columns (``G_PT``'s labels).
+        code_names: the node attribute names, code ``c`` is ``code_names[c]``.
+    """
+
+    graphs: list = field(default_factory=list)
+    go_terms: list = field(default_factory=list)
+    code_names: tuple[str, ...] = field(default=(), metadata=SHARED)
+
+    @property
+    def samples(self) -> list:
+        return self.graphs
+
+
+def load_networks(directory: Path) -> NetworkData:
+    """The ego-networks, their pre-training GO terms and the ``go`` task (see :data:`LAYOUT`).
+
+    Task ``go`` (multi-label, macro AUROC): the graphs ``go_finetune.tsv`` lists, one column per term
+    it names. A graph that ``go_pretrain.tsv`` does not list has no pre-training terms.
+    """
+    dataset = read_tu_graphs(directory)
+    pretrain_terms = read_term_sets(directory / "go_pretrain.tsv", dataset.ids).matrix
+    task_terms = read_term_sets(directory / "go_finetune.tsv", dataset.ids)
+    labelled = np.flatnonzero(task_terms.listed).astype(np.int64)
+    if labelled.size == 0:
+        raise SiptError(f"{directory / 'go_finetune.tsv'} labels no graph; list the task's graphs with their GO terms")
+    task = Task("go", "multilabel", labelled, task_terms.matrix[labelled].toarray().astype(np.int64), task_terms.terms)
+    rows = [pretrain_terms.indices[pretrain_terms.indptr[k]:pretrain_terms.indptr[k + 1]].astype(np.int64)
+            for k in range(len(dataset.ids))]
+    return NetworkData(list(dataset.ids), list(dataset.ids), {"go": task}, graphs=dataset.graphs, go_terms=rows,
+                       code_names=dataset.code_names)
+
+
+def go_hamming_graph(data: NetworkData, seed: int = 0) -> PretrainingGraph:
+    """The paper's ``G_PT``: graphs whose pre-training GO term sets differ in at most 9 terms (``seed`` unused)."""
+    n_terms = max((int(row.max()) + 1 for row in data.go_terms if row.size), default=0)
+    indptr = np.concatenate([[0], np.cumsum([row.size for row in data.go_terms])])
+    columns = np.concatenate(data.go_terms) if data.go_terms else np.empty(0, np.int64)
+    labels = sp.csr_array((np.ones(columns.size, dtype=np.int32), columns, indptr), shape=(len(data.go_terms), n_terms))
+    return hamming_graph(labels)
+
+
+def gin_source(init: str, data: NetworkData):
+    """``--init gin``: a fresh GIN sized for the data's node codes (the paper trains NETWORKS from scratch)."""
+    from sipt_lab.models.graph_encoder import GRAPH_INIT, GINConfig, GraphInit
+
+    if init != GRAPH_INIT:
+        raise SiptError(f"networks samples are graphs; use --init {GRAPH_INIT} (got {init!r})")
+    return GraphInit(GINConfig(n_values=len(data.code_names)))
+
+
+NETWORKS = register_domain(Domain(
+    name="networks",
+    description="PPI ego-networks (graphs) linked by GO-term Hamming distance <= 9, multi-label GO task",
+    load=load_networks,
+    graphs={"go-hamming": go_hamming_graph},
+    default_task="go",
+    layout=LAYOUT,
+    default_init="gin",
+    encoder_source=gin_source,
+))

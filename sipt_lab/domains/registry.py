@@ -1,7 +1,9 @@
 """Domains by name: each gives its samples, its fine-tuning tasks and its pre-training graphs.
 
-A domain is a :class:`Domain` registered with :func:`register_domain`; its ``load()`` returns a
-:class:`DomainData` (or a subclass carrying the domain's own fields), and each of its ``graphs`` is
+A domain is a :class:`Domain` registered with :func:`register_domain`; :meth:`Domain.read` returns a
+:class:`DomainData` (or a subclass carrying the domain's own fields), from the domain's own files
+(``wiki``) or from a data directory the user gives (``--data DIR``; the expected files of each
+domain are its ``layout``, documented in ``docs/domains.md``), and each of its ``graphs`` is
 a builder ``(data, seed) -> PretrainingGraph`` over the samples ``0..n-1``, a ``G_PT`` choice the
 user names. A new domain or graph is a registry entry, never a branch in the code that runs it.
 """
@@ -9,13 +11,15 @@ user names. A new domain or graph is a registry entry, never a branch in the cod
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import SiptError
+from sipt_lab.evaluation.splits import Splits
 from sipt_lab.evaluation.tasks import Task
 from sipt_lab.graph import PretrainingGraph
 
@@ -26,13 +30,22 @@ class DomainData:
 
     Attributes:
         ids: ``(n,)`` distinct sample ids (what ``SPLITS.tsv`` and edge files name).
-        texts: ``(n,)`` the samples' texts (for sequence encoders).
+        texts: ``(n,)`` the samples' texts (for sequence encoders; a graph domain's short descriptions).
         tasks: task name -> :class:`~sipt_lab.evaluation.tasks.Task` over some of the samples.
+        splits: task name -> the task's published :class:`~sipt_lab.evaluation.splits.Splits`
+            (TAPE's, SciBERT's); a task without an entry is split at random per seed.
     """
 
     ids: list[str]
     texts: list[str]
     tasks: dict[str, Task]
+    splits: dict[str, Splits] = field(default_factory=dict, kw_only=True)
+
+    @property
+    def samples(self) -> list:
+        """``(n,)`` what the encoder reads per sample: the texts here; a domain whose samples are
+        not texts (graphs) overrides this."""
+        return self.texts
 
 
 GraphBuilder = Callable[[DomainData, int], PretrainingGraph]
@@ -43,16 +56,38 @@ class Domain:
     """Attributes:
     name: registry key.
     description: one line for listings.
-    load: ``() -> DomainData``.
+    load: ``() -> DomainData`` when ``layout`` is empty, else ``(data directory) -> DomainData``.
     graphs: graph name -> builder ``(data, seed) -> PretrainingGraph``; the first is the default.
     default_task: the task a run fine-tunes unless told otherwise.
+    layout: the files ``load`` reads from a data directory, in one line ("" when the domain brings
+        its own data); ``docs/domains.md`` details them.
+    default_init: the warm start of a run that names none (an ``--init`` value).
+    encoder_source: ``(init, data) -> EncoderSource`` for domains whose encoder depends on the data
+        (the GIN's attribute vocabulary); None uses :func:`~sipt_lab.models.encoder_source`.
     """
 
     name: str
     description: str
-    load: Callable[[], DomainData]
+    load: Callable[..., DomainData]
     graphs: dict[str, GraphBuilder]
     default_task: str
+    layout: str = ""
+    default_init: str = "minilm"
+    encoder_source: Callable[[str, DomainData], Any] | None = None
+
+    def read(self, data_dir: str | Path | None = None) -> DomainData:
+        """The domain's data: its own (``layout`` empty, ``data_dir`` None) or the directory ``data_dir``;
+        SiptError when a needed directory is missing or one is given that the domain does not read."""
+        if not self.layout:
+            if data_dir is not None:
+                raise SiptError(f"domain {self.name} brings its own data; drop --data {data_dir}")
+            return self.load()
+        if data_dir is None:
+            raise SiptError(f"domain {self.name} needs --data DIR holding {self.layout}; "
+                            "see docs/domains.md (`sipt-lab data fetch` downloads the public files)")
+        if not Path(data_dir).is_dir():
+            raise SiptError(f"data directory {data_dir} does not exist; pass the directory holding {self.layout}")
+        return self.load(Path(data_dir))
 
 
 DOMAINS: dict[str, Domain] = {}
@@ -96,33 +131,46 @@ class GraphSummary:
     n_edges: undirected edges of the graph.
     coverage: fraction of all samples with at least one edge.
     local_consistency: LC of the task over the graph induced on the task's labelled samples
-        (ties split; isolated samples left out), the bound of the paper's Theorem 1.
+        (ties split; isolated samples left out), the bound of the paper's Theorem 1; None where the
+        labels do not allow it: not one class per sample (regression, multi-label) or no edge among
+        the task's samples (a published task whose samples lie outside ``G_PT``).
     """
 
     n_edges: int
     coverage: float
-    local_consistency: float
+    local_consistency: float | None
 
 
 def summarize_graph(graph: PretrainingGraph, task: Task) -> GraphSummary:
     """Edges, coverage and the local consistency of ``task`` over ``graph``."""
+    induced = graph.subgraph(task.samples)
+    classes = task.labels.ndim == 1 and np.issubdtype(task.labels.dtype, np.integer)
     return GraphSummary(
         n_edges=graph.n_edges,
         coverage=float(np.count_nonzero(graph.degrees()) / max(graph.n_nodes, 1)),
-        local_consistency=local_consistency(graph.subgraph(task.samples), task.labels),
+        local_consistency=local_consistency(induced, task.labels) if classes and induced.n_edges else None,
     )
+
+
+#: ``dataclasses.field`` metadata of a :class:`DomainData` field that is not per sample (kept whole by :func:`subset`).
+SHARED = {"shared": True}
 
 
 def subset(data: DomainData, nodes) -> DomainData:
     """``data`` restricted to the samples ``nodes`` ``(k,)`` (sorted, distinct), renumbered ``0..k-1``:
-    every per-sample list field is cut, every task keeps its labels on the kept samples."""
+    every per-sample list field is cut (fields marked :data:`SHARED` are kept whole), every task keeps
+    its labels on the kept samples, every published split its kept samples."""
     nodes = np.asarray(nodes, dtype=np.int64)
     n = len(data.ids)
     fields = {}
     for item in dataclasses.fields(data):
         value = getattr(data, item.name)
-        if item.name == "tasks":
+        if item.metadata.get("shared"):
+            fields[item.name] = value
+        elif item.name == "tasks":
             fields["tasks"] = {name: _restrict_task(task, nodes) for name, task in value.items()}
+        elif item.name == "splits":
+            fields["splits"] = {name: _restrict_splits(splits, nodes) for name, splits in value.items()}
         elif isinstance(value, (list, tuple, np.ndarray)) and len(value) == n:
             fields[item.name] = [value[i] for i in nodes.tolist()]
         else:
@@ -130,11 +178,76 @@ def subset(data: DomainData, nodes) -> DomainData:
     return type(data)(**fields)
 
 
+def id_graph(ids: list[str], pairs: np.ndarray) -> PretrainingGraph:
+    """The graph over the samples ``ids`` ``(n,)`` of the id pairs ``pairs`` ``(m, 2)`` (str), keeping
+    the pairs whose both ids are samples (a slice of a domain keeps the links among its samples)."""
+    names = np.asarray(ids, dtype=str)
+    order = np.argsort(names)
+    flat = np.asarray(pairs, dtype=str).reshape(-1)
+    position = np.searchsorted(names[order], flat).clip(max=max(len(names) - 1, 0))
+    found = (names[order][position] == flat).reshape(-1, 2).all(axis=1) if len(names) else np.zeros(len(flat) // 2, bool)
+    ends = order[position].reshape(-1, 2)[found]
+    return PretrainingGraph.from_edges(ends[:, 0], ends[:, 1], len(names))
+
+
+def id_pairs(ids: list[str], graph: PretrainingGraph) -> np.ndarray:
+    """``(m, 2)`` str: the edges of ``graph`` (over ``ids``) as id pairs, for :func:`id_graph`."""
+    return np.asarray(ids, dtype=str)[graph.edges()] if graph.n_edges else np.empty((0, 2), dtype=str)
+
+
+@dataclass(frozen=True)
+class LinkedData(DomainData):
+    """:class:`DomainData` plus ``links`` ``(m, 2)`` str: the id pairs of an external graph (interactions,
+    citations), kept whole by :func:`subset`; :func:`links_graph` is the graph over the current samples."""
+
+    links: np.ndarray = field(default_factory=lambda: np.empty((0, 2), dtype=str), metadata=SHARED)
+
+
+def links_graph(data: LinkedData, seed: int = 0) -> PretrainingGraph:
+    """``i ~ j`` when ``data.links`` pairs their ids (``seed`` unused)."""
+    return id_graph(data.ids, data.links)
+
+
+def add_split_tasks(ids: list[str], texts: list[str], entries: dict[str, tuple[str, Any]]):
+    """The samples ``ids``, ``texts`` followed by the samples of tasks with published splits.
+
+    Args:
+        entries: task name -> ``(kind, SplitRecords)`` (:class:`~sipt_lab.domains.loaders.SplitRecords`).
+    Returns ``(ids, texts, tasks, splits)``: new lists (task samples get ids ``name/split/k``), and per
+    task its :class:`Task` (classification labels coded by ``np.unique`` over all splits, regression
+    targets as floats) and :class:`Splits`.
+    """
+    ids, texts, tasks, splits = list(ids), list(texts), {}, {}
+    for name, (kind, records) in entries.items():
+        first, parts, labels = len(ids), {}, []
+        for split, split_texts in records.texts.items():
+            parts[split] = np.arange(len(ids), len(ids) + len(split_texts), dtype=np.int64)
+            ids += [f"{name}/{split}/{k}" for k in range(len(split_texts))]
+            texts += split_texts
+            labels += records.labels[split]
+        if kind == "regression":
+            coded, label_names = np.asarray(labels, dtype=np.float64), ()
+        else:
+            classes, coded = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+            coded, label_names = coded.ravel(), tuple(classes.tolist())
+        tasks[name] = Task(name, kind, np.arange(first, len(ids), dtype=np.int64), coded, label_names)
+        splits[name] = Splits(parts["train"], parts["validation"], parts["test"])
+    return ids, texts, tasks, splits
+
+
 def _restrict_task(task: Task, nodes: np.ndarray) -> Task:
     keep = task.is_labelled(nodes)
     return dataclasses.replace(task, samples=np.flatnonzero(keep).astype(np.int64), labels=task.labels_of(nodes[keep]))
 
 
+def _restrict_splits(splits: Splits, nodes: np.ndarray) -> Splits:
+    """``splits`` over the kept samples ``nodes`` (sorted), renumbered to positions in ``nodes``."""
+    def kept(part: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(np.isin(nodes, part)).astype(np.int64)
+
+    return Splits(kept(splits.train), kept(splits.validation), kept(splits.test))
+
+
 def _load_builtin_domains() -> None:
     # Importing the modules registers their domains.
-    from sipt_lab.domains import wiki  # noqa: F401
+    from sipt_lab.domains import abstracts, networks, proteins, wiki  # noqa: F401

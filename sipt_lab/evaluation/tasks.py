@@ -10,7 +10,7 @@ never a branch in the code that fine-tunes or compares. Each kind knows
 * what makes its training labels unusable (one class only, a constant target ...).
 
 Kinds: ``classification`` (labels ``(n,)`` ints; accuracy, macro-F1; logistic regression over
-``C``), ``regression`` (targets ``(n,)`` floats; Spearman's rho; ridge over ``alpha``) and
+``C``), ``classification-f1`` (the same, with macro-F1 primary: SciBERT's tasks), ``regression`` (targets ``(n,)`` floats; Spearman's rho; ridge over ``alpha``) and
 ``multilabel`` (``(n, L)`` 0/1; macro AUROC over the labels with both values present; one-vs-rest
 logistic regression over ``C``).
 
@@ -146,6 +146,9 @@ TASK_KINDS: dict[str, TaskKind] = {
     kind.name: kind
     for kind in (
         TaskKind("classification", _classification_metrics, "accuracy",
+                 lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+                 lambda model, X: model.predict(X), _one_class),
+        TaskKind("classification-f1", _classification_metrics, "macro_f1",
                  lambda c: make_pipeline(StandardScaler(), _logistic(c)),
                  lambda model, X: model.predict(X), _one_class),
         TaskKind("regression", _regression_metrics, "spearman",

@@ -3,7 +3,10 @@
 Per seed, the domain's samples (all, or a ``n_samples`` slice taken by snowball sampling over the
 domain's first graph, which keeps its local density) are split 80/10/10 over the task's labelled
 samples. Validation and test samples are dropped from pre-training altogether: neither their text
-nor their links are seen. From one warm start (``init``) the arms are
+nor their links are seen. A task with published splits (TAPE's, SciBERT's: samples outside the
+pre-training corpus) keeps them: pre-training then reads the corpus only, less a random 10 % of its
+linked samples whose links choose ``λ`` (the slice keeps up to ``n_samples`` of the task's samples
+besides the corpus snowball). From one warm start (``init``, default the domain's) the arms are
 
 * ``off-the-shelf``: the warm start as it is;
 * ``lm``: continued LM pre-training on the pre-training samples (``λ = 0``);
@@ -25,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,21 +36,24 @@ from typing import Any
 
 import numpy as np
 
+import torch.distributed as dist
+
 from sipt_lab import names
+from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
-from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.experiments.sweep import read_result, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
 from sipt_lab.methods import method_recipe, method_train_config
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.stats import mean_sd
-from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 BASELINE_ARM = "lm"
@@ -63,6 +70,8 @@ class DomainPreset:
         finetune: full fine-tuning's settings.
         lambdas: the SIPT ``λ`` grid.
         mode: a :data:`~sipt_lab.experiments.finetuning.MODES` name.
+        epochs: when set, pre-training runs this many passes over the pre-training samples
+            (``pretrain.steps`` is then replaced, :func:`~sipt_lab.training.steps_for_epochs`).
     """
 
     n_samples: int | None
@@ -70,6 +79,7 @@ class DomainPreset:
     finetune: FinetuneConfig
     lambdas: tuple[float, ...]
     mode: str
+    epochs: float | None = None
 
 
 #: ``cpu``: what 2 CPU cores finish in about half an hour with MiniLM (benchmarks/RESULTS.md);
@@ -94,6 +104,46 @@ PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
 ), strict=True))
 
 
+#: Per-domain presets that replace :data:`PRESETS` entries, keyed ``(domain, preset)``. ``full`` follows
+#: the paper's Methods: PROTEINS and ABSTRACTS warm-start a 12-layer BERT (TAPE's, SciBERT's: pass it
+#: as ``--init DIR``) and continue for 1 and 4 epochs at 512 tokens, λ chosen by link retrieval over
+#: {0.05, 0.1, 0.3}; SciBERT's fine-tuning grid (lr 5e-6 .. 5e-5, batch 32, no early stopping);
+#: NETWORKS trains the GIN from scratch with batch 1024 and lr 0.01 (Hu et al.'s attribute masking,
+#: scaled), λ = 0.1, and fine-tunes as Hu et al. (lr 1e-3, batch 32). bf16 autocast on a GPU that has
+#: it (precision ``auto``). Batch sizes are global: under torchrun each of K GPUs encodes 1/K of them.
+DOMAIN_PRESETS: dict[tuple[str, str], DomainPreset] = {
+    ("proteins", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=TrainConfig(batch_size=64, lr=2e-5, warmup=0.05, schedule="linear", max_len=512, precision="auto",
+                             checkpoint_every=1000, log_every=100),
+        finetune=FinetuneConfig(lrs=(1e-5, 5e-5, 1e-4), epochs=10, patience=2, batch_size=32, max_len=512),
+        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=1.0),
+    ("abstracts", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=TrainConfig(batch_size=64, lr=2e-5, warmup=0.05, schedule="linear", max_len=512, precision="auto",
+                             checkpoint_every=1000, log_every=100),
+        finetune=FinetuneConfig(lrs=(5e-6, 1e-5, 2e-5, 5e-5), epochs=4, patience=4, batch_size=32, max_len=512),
+        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=4.0),
+    ("networks", "cpu"): DomainPreset(
+        n_samples=600,
+        pretrain=TrainConfig(steps=60, batch_size=64, lr=1e-3, log_every=10),
+        finetune=FinetuneConfig(lrs=(1e-3,), epochs=5, patience=2, batch_size=32),
+        lambdas=(0.1,), mode="both"),
+    ("networks", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=TrainConfig(batch_size=1024, lr=1e-2, precision="auto", checkpoint_every=500, log_every=50),
+        finetune=FinetuneConfig(lrs=(1e-3,), epochs=50, patience=10, batch_size=32),
+        lambdas=(0.1,), mode="both", epochs=100.0),
+}
+
+
+def preset_for(domain: str, name: str) -> DomainPreset:
+    """The preset ``name`` (a :data:`PRESETS` key) for ``domain``: its :data:`DOMAIN_PRESETS` entry if any."""
+    if name not in PRESETS:
+        raise SiptError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    return DOMAIN_PRESETS.get((domain, name), PRESETS[name])
+
+
 @dataclass(frozen=True)
 class DomainCell:
     """One arm on one seed: what :func:`domain_cell` computes (hashed by the sweep)."""
@@ -109,16 +159,20 @@ class DomainCell:
     pretrain: TrainConfig = field(default_factory=TrainConfig)
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
     mode: str = "both"
+    data: str | None = None
+    epochs: float | None = None
 
 
 #: Further pre-training methods a domain run can add, one arm per graph (``linkbert[graph]``).
 GRAPH_METHODS = ("linkbert",)
 
 
-def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str = "minilm",
-                 task: str | None = None, device: str = "auto", methods: tuple[str, ...] = ()) -> list[DomainCell]:
+def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str | None = None,
+                 task: str | None = None, device: str = "auto", data_dir: str | Path | None = None,
+                 methods: tuple[str, ...] = ()) -> list[DomainCell]:
     """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, and each of
-    ``methods`` (:data:`GRAPH_METHODS`) for each graph."""
+    ``methods`` (:data:`GRAPH_METHODS`) for each graph. ``init`` None is the domain's default warm
+    start; ``data_dir`` the domain's data directory (domains with a ``layout``)."""
     unknown_methods = [m for m in methods if m not in GRAPH_METHODS]
     if unknown_methods:
         raise SiptError(f"domain runs add the methods {', '.join(GRAPH_METHODS)} (lm and sipt are always run), "
@@ -126,6 +180,9 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     from sipt_lab.domains import get_domain
 
     spec = get_domain(domain)
+    if bool(spec.layout) != (data_dir is not None):
+        spec.read(data_dir)  # the one-line error: a needed directory missing, or one the domain does not read
+    data = None if data_dir is None else str(Path(data_dir).resolve())
     graphs = list(spec.graphs) if not graphs else graphs
     unknown = [g for g in graphs if g not in spec.graphs]
     if unknown:
@@ -135,8 +192,8 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     check_mode(preset.mode)
     pretrain_config = dataclasses.replace(preset.pretrain, device=device)
     finetune_config = dataclasses.replace(preset.finetune, device=device)
-    base = dict(domain=domain, task=task or spec.default_task, init=init, n_samples=preset.n_samples,
-                pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode)
+    base = dict(domain=domain, task=task or spec.default_task, init=init or spec.default_init, n_samples=preset.n_samples,
+                pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode, data=data, epochs=preset.epochs)
     cells = []
     for seed in range(seeds):
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
@@ -148,57 +205,79 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
 
 @dataclass(frozen=True)
 class DomainView:
-    """One seed's slice of a domain: ``data`` (renumbered samples), its task, splits and the
-    samples pre-training may see (``(m,)`` sorted: all but validation and test)."""
+    """One seed's slice of a domain: ``data`` (renumbered samples), its task, splits, the samples
+    pre-training may see (``(m,)`` sorted: all but validation and test, or for published splits the
+    corpus less the link queries) and ``link_queries`` ``(q,)``, the samples whose ``G_PT`` links
+    (unseen in pre-training) choose ``λ``."""
 
     data: Any
     task: Any
     splits: Any
     pretraining_samples: np.ndarray
+    link_queries: np.ndarray
+
+
+#: Share of a corpus's linked samples held out of pre-training to choose λ when the task has published splits.
+LINK_QUERY_SHARE = 0.1
 
 
 @functools.lru_cache(maxsize=4)
-def domain_view(domain: str, task: str, n_samples: int | None, seed: int) -> DomainView:
+def domain_view(domain: str, task: str, n_samples: int | None, seed: int, data_dir: str | None = None) -> DomainView:
     """The slice of ``domain`` that every arm of ``seed`` shares (cached per process)."""
     from sipt_lab.domains import get_domain, subset
 
     spec = get_domain(domain)
-    data = spec.load()
-    if n_samples is not None and n_samples < len(data.ids):
-        first_graph = next(iter(spec.graphs.values()))(data, 0)
-        data = subset(data, snowball_sample(first_graph, n_samples, seed))
+    data = spec.read(data_dir)
     if task not in data.tasks:
         raise SiptError(f"domain {domain} has no task {task!r}; choose one of {', '.join(data.tasks)}")
-    splits = random_splits(data.tasks[task].samples, seed=seed)
-    keep = np.setdiff1d(np.arange(len(data.ids)), splits.held_out)
-    return DomainView(data, data.tasks[task], splits, keep)
+    if n_samples is not None and n_samples < len(data.ids):
+        data = subset(data, _slice(data, next(iter(spec.graphs.values()))(data, 0), task, n_samples, seed))
+    everything = np.arange(len(data.ids))
+    if task not in data.splits:
+        splits = random_splits(data.tasks[task].samples, seed=seed)
+        return DomainView(data, data.tasks[task], splits, np.setdiff1d(everything, splits.held_out), splits.validation)
+    corpus = np.setdiff1d(everything, _published_samples(data))
+    linked = corpus[spec.graphs[next(iter(spec.graphs))](data, 0).degrees()[corpus] > 0]
+    queries = np.sort(np.random.default_rng([seed, 2]).choice(linked, int(np.ceil(LINK_QUERY_SHARE * linked.size)), replace=False))
+    return DomainView(data, data.tasks[task], data.splits[task], np.setdiff1d(corpus, queries), queries)
+
+
+def _published_samples(data) -> np.ndarray:
+    """``(k,)`` sorted samples of every task with published splits (not pre-training samples)."""
+    parts = [part for splits in data.splits.values() for part in (splits.train, splits.validation, splits.test)]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+
+
+def _slice(data, graph, task: str, n_samples: int, seed: int) -> np.ndarray:
+    """``(k,)`` sorted samples of a seed's slice: a snowball sample of ``n_samples`` over ``graph``, or
+    for a task with published splits a snowball of the corpus plus up to ``n_samples`` of the task's samples."""
+    if task not in data.splits:
+        return snowball_sample(graph, n_samples, seed)
+    published = _published_samples(data)
+    corpus = np.setdiff1d(np.arange(len(data.ids)), published)
+    kept = corpus[snowball_sample(graph.subgraph(corpus), min(n_samples, corpus.size), seed)]
+    labelled = data.tasks[task].samples
+    chosen = np.random.default_rng([seed, 1]).choice(labelled, min(n_samples, labelled.size), replace=False)
+    return np.union1d(kept, chosen)
 
 
 def domain_cell(cell: DomainCell) -> dict:
     """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
     test split, and for SIPT the validation samples' link retrieval and the graph's summary."""
-    from sipt_lab.domains import build_graph, get_domain, summarize_graph
+    from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed)
-    texts = list(view.data.texts)
-    source = encoder_source(cell.init)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    texts = list(view.data.samples)
     result = {"arm": cell.arm, "graph": cell.graph, "lambda_si": cell.lambda_si, "seed": cell.seed, "kind": view.task.kind,
               "n_samples": len(texts), "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")}}
     graph = None
     if cell.arm == "off-the-shelf":
-        tokenizer = source.tokenizer([], cell.pretrain.max_len)
+        source = _encoder_source(cell, view.data)
+        tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
         encoder = source.encoder(tokenizer)[0]
     else:
-        spec = get_domain(cell.domain)
-        graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
-        seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
-        train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
-        method = cell.arm if cell.arm in GRAPH_METHODS else None
-        if method is not None:
-            train = method_train_config(method, train)
-        trained = pretrain([texts[i] for i in view.pretraining_samples], seen, train, source, progress=False,
-                           method=None if method is None else method_recipe(method))
+        graph, trained = pretrain_arm(cell)
         encoder, tokenizer = trained.encoder, trained.tokenizer
         result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
     vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
@@ -213,15 +292,61 @@ def domain_cell(cell: DomainCell) -> dict:
     result["scores"] = scores
     if cell.graph is not None:
         result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task))
-        result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.splits.validation)
+        result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.link_queries)
     result["seconds"] = time.perf_counter() - start
     return result
 
 
-def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict:
+def pretrain_arm(cell: DomainCell):
+    """``(G_PT, PretrainResult)``: the LM-only, SIPT or further method's pre-training of ``cell`` (not off the shelf)."""
+    from sipt_lab.domains import build_graph, get_domain
+
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    spec = get_domain(cell.domain)
+    source = _encoder_source(cell, view.data)
+    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
+    seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
+    train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
+    if cell.epochs is not None:
+        train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
+                                                                  train.batch_size, train.grad_accum))
+    method = cell.arm if cell.arm in GRAPH_METHODS else None
+    if method is not None:
+        train = method_train_config(method, train)
+    samples = view.data.samples
+    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False,
+                           method=None if method is None else method_recipe(method))
+
+
+def _encoder_source(cell: DomainCell, data):
+    """The cell's warm start: the domain's own source builder when it has one (the GIN), else ``--init``'s."""
+    from sipt_lab.domains import get_domain
+
+    spec = get_domain(cell.domain)
+    return spec.encoder_source(cell.init, data) if spec.encoder_source is not None else encoder_source(cell.init)
+
+
+def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict | None:
     """Run the cells (resumable, in ``out/cells``) and write ``summary.json``, ``comparison.csv``
-    and ``arms.csv``; returns the summary."""
+    and ``arms.csv``; returns the summary.
+
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) every process takes part in each cell's data-parallel
+    pre-training, one cell after another (``executor`` is ignored): rank 0 runs the grid and writes
+    everything, the other ranks pre-train the same cells with it and return None.
+    """
     out = Path(out)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from sipt_lab.training.trainer import distributed_context, resolve_device
+
+        place = distributed_context(resolve_device(cells[0].pretrain.device).type)
+        pending = [cell for cell in cells if read_result(out / "cells" / config_hash(cell), RESULT_KEYS) is None]
+        dist.barrier()  # every rank has read which cells are finished before rank 0 writes more
+        if not place.is_main:
+            for cell in pending:
+                if cell.arm != "off-the-shelf":
+                    pretrain_arm(cell)
+            return None
+        executor = "serial"
     results = run_grid(domain_cell, cells, out / "cells", executor=executor, progress=progress, required_keys=RESULT_KEYS)
     summary = summarize_domain([r.result for r in results], cells[0])
     write_json_atomic(out / "summary.json", summary)
@@ -232,10 +357,13 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
 
 def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
     """Theorem 1 in a real domain: SIPT's relative error reduction over LM-only (mean ± sd over
-    seeds, one series per evaluation) against the task's local consistency over each graph."""
-    sipt_arms = [name for name, entry in summary["arms"].items() if "local_consistency" in entry and name.startswith("sipt[")]
+    seeds, one series per evaluation) against the task's local consistency over each graph; no figure
+    (``[]``) when no graph has an LC for the task."""
+    sipt_arms = [name for name, entry in summary["arms"].items() if entry.get("local_consistency") is not None]
     chosen = [name for name in sipt_arms if "chosen" in name]
     graphs = chosen or sipt_arms
+    if not graphs:
+        return []
     series = {}
     for part in ("probe", "full"):
         found = {c["method"]: c for c in summary["comparisons"]
@@ -286,7 +414,8 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
                 mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
                 entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
         if "graph_summary" in runs[0]:
-            entry["local_consistency"] = float(np.mean([r["graph_summary"]["local_consistency"] for r in runs]))
+            lcs = [r["graph_summary"]["local_consistency"] for r in runs]
+            entry["local_consistency"] = None if None in lcs else float(np.mean(lcs))
             entry["n_edges"] = float(np.mean([r["graph_summary"]["n_edges"] for r in runs]))
             entry["coverage"] = float(np.mean([r["graph_summary"]["coverage"] for r in runs]))
         table[name] = entry
@@ -311,7 +440,7 @@ def format_domain_summary(summary: dict) -> str:
     lines = [f"{summary['domain']}:{summary['task']} ({summary['kind']}; errors are 1 - {summary['primary']})", "",
              "| arm | LC | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
     for name, entry in summary["arms"].items():
-        lc = f"{entry['local_consistency']:.3f}" if "local_consistency" in entry else "-"
+        lc = f"{entry['local_consistency']:.3f}" if entry.get("local_consistency") is not None else "-"
         cells = [f"{entry[m]['mean']:.3f} ± {entry[m]['sd']:.3f}" if m in entry else "-" for m in metrics]
         lines.append(f"| {name} | {lc} | " + " | ".join(cells) + " |")
     lines += ["", format_comparison_table([Comparison(**c) for c in summary["comparisons"]])]

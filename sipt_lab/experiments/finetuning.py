@@ -127,7 +127,7 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
 
         domain_name, _, task_name = job.task.partition(":")
         domain = get_domain(domain_name)
-        data = domain.load()
+        data = domain.read()
         task_name = task_name or domain.default_task
         if task_name not in data.tasks:
             raise SiptError(f"domain {domain_name} has no task {task_name!r}; choose one of {', '.join(data.tasks)}")

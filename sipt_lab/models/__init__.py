@@ -3,13 +3,15 @@
 The trainer and the evaluation talk to an encoder only through :class:`SequenceEncoder` and to a
 tokenizer only through :class:`Tokenizer`: the character transformer (:class:`TransformerEncoder`,
 :class:`CharTokenizer`) and any Hugging Face masked-LM checkpoint (:class:`HFEncoder`,
-:class:`HFTokenizer`) both fit, and :func:`encoder_source` picks one from ``--init``.
+:class:`HFTokenizer`) both fit, and :func:`encoder_source` picks one from ``--init``. Graph samples
+use :mod:`sipt_lab.models.graph_encoder` (a GIN; imported on demand, PyTorch Geometric is slow to import).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from sipt_lab.models.encoder import (
@@ -58,7 +60,28 @@ class SequenceEncoder(Protocol):
         forward pass (``positions``: ``(M,)`` flat indices); the trainer's MLM path calls this."""
 
 
+class EncoderInputs(Protocol):
+    """The featurisation seam between samples and an encoder (what the trainer, ``embed`` and
+    fine-tuning index by sample number): ``TokenRows`` (:mod:`sipt_lab.training.trainer`) for text
+    tokenizers, :class:`~sipt_lab.models.graph_encoder.GraphInputs` for graphs.
+
+    ``lengths`` ``(n,)``: maskable positions per sample, position 0 never masked (``[CLS]``, or a
+    graph's own slot); batches draw their MLM masks over them.
+    """
+
+    lengths: np.ndarray
+
+    def batch(self, nodes: np.ndarray) -> Any:
+        """The encoder's input for the samples ``nodes`` ``(k,)``, unmasked, on the device."""
+
+    def encode(self, encoder: torch.nn.Module, nodes: np.ndarray, mask: np.ndarray,
+               with_logits: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """``(embeddings (k, H), logits (M, V), targets (M,))`` of ``nodes`` with the ``M`` positions
+        marked in ``mask`` ``(k, W)`` masked; logits and targets None unless ``with_logits``."""
+
+
 __all__ = [
+    "EncoderInputs",
     "CLS_ID",
     "POOLINGS",
     "CharInit",

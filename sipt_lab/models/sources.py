@@ -111,10 +111,14 @@ def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path
 
 def load_encoder(directory: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, Tokenizer]:
     """A saved encoder and its tokenizer, in eval mode on ``device``: sipt-lab's char format
-    (``encoder.pt``) or any Hugging Face masked-LM directory (``config.json``)."""
+    (``encoder.pt``), a GIN (``gin_config.json``) or any Hugging Face masked-LM directory (``config.json``)."""
     source = Path(directory)
     if (source / "encoder.pt").is_file():
         return load_pretrained(source, device)
+    if (source / "gin_config.json").is_file():
+        from sipt_lab.models.graph_encoder import load_gin
+
+        return load_gin(source, device)
     if not source.is_dir():
         raise SiptError(f"model directory {source} does not exist; pass the model/ folder that `sipt-lab pretrain` wrote")
     if not (source / "config.json").is_file():

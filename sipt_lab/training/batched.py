@@ -132,7 +132,7 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     masked = []
     for k, (step, (_, _, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
         own = int(step.lengths[nodes].max())
-        inputs = step.ids[torch.as_tensor(nodes, device=device), :own]
+        inputs = step.inputs.batch(nodes)
         positions, targets = step.mask_inputs(inputs, mask[:, :own], replacement[:, :own]) if step.needs_mlm else (None, None)
         ids[k, : len(nodes), :own] = inputs
         ids[k, len(nodes):, :own] = inputs[0]

@@ -25,7 +25,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.splits import Splits
 from sipt_lab.evaluation.tasks import Task, check_train_labels, get_task_kind
 from sipt_lab.models import Tokenizer
-from sipt_lab.training.trainer import resolve_device
+from sipt_lab.training.trainer import encoder_inputs, resolve_device
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]
@@ -47,9 +47,11 @@ def _standardised(labels: np.ndarray, train: np.ndarray) -> torch.Tensor:
 
 
 #: Task kind -> how its head trains (regression targets are standardised on the train split).
+_CLASSES = HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
+                    lambda y, train: torch.as_tensor(y, dtype=torch.long), lambda out: out.argmax(1).numpy())
 HEADS: dict[str, HeadSpec] = {
-    "classification": HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
-                               lambda y, train: torch.as_tensor(y, dtype=torch.long), lambda out: out.argmax(1).numpy()),
+    "classification": _CLASSES,
+    "classification-f1": _CLASSES,
     "regression": HeadSpec(lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t),
                            _standardised, lambda out: out.squeeze(1).numpy()),
     "multilabel": HeadSpec(lambda y: y.shape[1], F.binary_cross_entropy_with_logits,
@@ -117,7 +119,7 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
             encoder, tokenizer = load()
             if config.max_len is not None:
                 tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
-            inputs = {name: tokenizer.encode([texts[i] for i in getattr(splits, name)]) for name in labels}
+            inputs = {name: encoder_inputs(tokenizer, [texts[i] for i in getattr(splits, name)], device) for name in labels}
             head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
             result = _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr, seed, device)
@@ -128,8 +130,7 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
 
 def _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr, seed, device) -> FinetuneResult:
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=config.weight_decay)
-    ids, lengths = inputs["train"]
-    per_epoch = math.ceil(len(lengths) / config.batch_size)
+    per_epoch = math.ceil(len(inputs["train"].lengths) / config.batch_size)
     total = per_epoch * config.epochs
     warmup = max(1, round(0.1 * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(total - s, 0) / max(total - warmup, 1)))
@@ -137,15 +138,14 @@ def _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr,
     best, stale, epochs = None, 0, 0
     for epoch in range(config.epochs):
         model.train()
-        for rows in np.array_split(rng.permutation(len(lengths)), per_epoch):
-            batch = torch.as_tensor(ids[rows, : lengths[rows].max()], device=device)
-            loss = head_spec.loss(model["head"](model["encoder"].embed(batch)).float(), targets[rows].to(device))
+        for rows in np.array_split(rng.permutation(len(inputs["train"].lengths)), per_epoch):
+            loss = head_spec.loss(model["head"](model["encoder"].embed(inputs["train"].batch(rows))).float(), targets[rows].to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             schedule.step()
         epochs = epoch + 1
-        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, *inputs[name], config.batch_size, device)))
+        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], config.batch_size)))
                   for name in ("validation", "test")}
         if not np.isfinite(loss.item()):
             raise SiptError(f"fine-tuning loss became non-finite at lr {lr}; lower the learning rates")
@@ -158,13 +158,14 @@ def _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr,
     return dataclasses.replace(best, epochs=epochs)
 
 
-def _outputs(model: nn.ModuleDict, ids: np.ndarray, lengths: np.ndarray, batch_size: int, device) -> torch.Tensor:
-    """``(n, outputs)`` head outputs on CPU, in eval mode, batched by length."""
+def _outputs(model: nn.ModuleDict, inputs, batch_size: int) -> torch.Tensor:
+    """``(n, outputs)`` head outputs of the :class:`~sipt_lab.models.EncoderInputs` ``inputs``, on CPU,
+    in eval mode, batched by length."""
     model.eval()
-    order = np.argsort(lengths, kind="stable")
+    order = np.argsort(inputs.lengths, kind="stable")
     chunks = []
     with torch.inference_mode():
         for start in range(0, len(order), batch_size * 4):
             rows = order[start : start + batch_size * 4]
-            chunks.append(model["head"](model["encoder"].embed(torch.as_tensor(ids[rows, : lengths[rows].max()], device=device))).float().cpu())
+            chunks.append(model["head"](model["encoder"].embed(inputs.batch(rows))).float().cpu())
     return torch.cat(chunks)[torch.as_tensor(np.argsort(order))]

@@ -261,7 +261,8 @@ def pretrain(
     progress: bool = True,
     method: Recipe | None = None,
 ) -> PretrainResult:
-    """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``).
+    """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``); ``texts`` are the
+    samples the source's tokenizer featurises (:func:`encoder_inputs`): texts, or graphs for a GIN.
 
     ``encoder`` is where the encoder comes from: an :class:`~sipt_lab.models.EncoderSource`
     (:func:`~sipt_lab.models.encoder_source` turns ``"char"``, ``"minilm"`` or a Hugging Face
@@ -286,12 +287,13 @@ def pretrain(
         raise SiptError(f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample")
     amp_dtype = autocast_dtype(config.precision, device)
     tokenizer = source.tokenizer(list(texts), config.max_len)
-    ids, lengths = tokenizer.encode(list(texts))
-    plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, lengths, config, device, source))
+    inputs = encoder_inputs(tokenizer, list(texts), device)
+    ids = inputs.ids.numpy() if isinstance(inputs, TokenRows) else None  # recipes that build their own rows read them
+    plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, inputs.lengths, config, device, source))
     sampler, objectives = plan.sampler, plan.objectives
     described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
-    step_fn = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id, place)
+    step_fn = _Step(inputs, None, objectives, device, amp_dtype, place=place)
 
     cuda_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda_devices):
@@ -378,22 +380,28 @@ class _Replica(nn.Module):
 class _Step:
     """The loss of one micro-batch (:class:`PretrainBatch`) on this process's share of its rows.
 
-    The share's samples are encoded in up to ``max_buckets`` sub-batches of similar length (see
-    :func:`_length_buckets`), each padded only to its own longest member; every sample is encoded
-    alone in its row, so the result is that of one pass over the whole batch padded to its longest
-    (bar dropout draws and float rounding), at a fraction of the padding.
+    Turning the share's rows into encoder inputs, masked positions and their targets is the
+    featurisation seam, an :class:`~sipt_lab.models.EncoderInputs` (``inputs``). Token-id rows
+    (:class:`TokenRows`, text encoders) are encoded here, in up to ``max_buckets`` sub-batches of
+    similar length (see :func:`_length_buckets`), each padded only to its own longest member; every
+    sample is encoded alone in its row, so the result is that of one pass over the whole batch padded
+    to its longest (bar dropout draws and float rounding), at a fraction of the padding. Any other
+    inputs (a PyG ``Batch`` of masked graphs for a GIN) encode themselves (``inputs.encode``).
+    ``inputs`` may also be the text encoders' ``(n, T)`` token id tensor, with ``lengths`` ``(n,)``
+    and ``mask_id``, which make its :class:`TokenRows`.
     """
 
-    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, objectives: list[tuple[float, Objective]], device: torch.device,
+    def __init__(self, inputs, lengths: np.ndarray | None, objectives: list[tuple[float, Objective]], device: torch.device,
                  amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = Distributed(), max_buckets: int = 4) -> None:
-        self.ids = ids
-        self.lengths = lengths
+        self.inputs = TokenRows(inputs, lengths, mask_id) if isinstance(inputs, torch.Tensor) else inputs
+        self.tokens = isinstance(self.inputs, TokenRows)
+        self.lengths = self.inputs.lengths
+        self.mask_id = self.inputs.mask_id if self.tokens else mask_id
+        self.max_buckets = max_buckets
         self.objectives = objectives
         self.device = device
         self.amp_dtype = amp_dtype
-        self.mask_id = mask_id
         self.place = place
-        self.max_buckets = max_buckets
         self.needs_pairs = any(objective.needs_pairs for _, objective in objectives)
         self.needs_mlm = any(objective.needs_mlm for _, objective in objectives)
 
@@ -404,15 +412,19 @@ class _Step:
         DDP averages gradients over the processes.
         """
         n_rows, rows, nodes, mask, replacement = self.layout(batch)
+        if not self.tokens:  # samples that featurise themselves (graphs): no replacement codes or sites
+            with self.autocast():
+                embeddings, logits, targets = self.inputs.encode(encoder, nodes, mask, self.needs_mlm)
+                return self.combine(batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings, logits, targets)
         own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
-        all_ids, index = (self.ids, nodes) if own is None else (self._tensor(own.ids), rows)
+        all_ids, index = (self.inputs.ids, nodes) if own is None else (torch.as_tensor(own.ids), rows)
         lengths = self.row_lengths(batch, rows, nodes)
         buckets = _length_buckets(lengths, self.max_buckets)
         with self.autocast():
             embeddings, logits, targets, sites = [], [], [], []
             for bucket in buckets:
                 width = int(lengths[bucket].max())
-                inputs = all_ids[self._tensor(index[bucket]), :width]
+                inputs = all_ids[torch.as_tensor(index[bucket], device=all_ids.device), :width].to(self.device)
                 types = {} if own is None else {"token_types": self._tensor(own.token_types[index[bucket], :width])}
                 if self.needs_mlm:
                     positions, original = self.mask_inputs(inputs, mask[bucket, :width], replacement[bucket, :width])
@@ -557,6 +569,37 @@ def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
     return [order[start:stop] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
 
 
+class TokenRows:
+    """Text encoders' :class:`~sipt_lab.models.EncoderInputs`: every sample's token ids in one padded
+    ``(n, T)`` tensor, ``lengths`` ``(n,)`` tokens each (special tokens included); each batch is
+    gathered where ``ids`` lives and moved to ``device`` (default: ``ids``'s). The trainer's
+    :class:`_Step` encodes them (masking, replacement, length buckets).
+    """
+
+    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, mask_id: int, device: torch.device | None = None) -> None:
+        self.ids = ids
+        self.lengths = np.asarray(lengths)
+        self.mask_id = mask_id
+        self.device = ids.device if device is None else torch.device(device)
+
+    def batch(self, nodes: np.ndarray) -> torch.Tensor:
+        """``(k, T_k)`` unmasked ids of the samples ``nodes`` ``(k,)`` on ``device``, cut to their longest."""
+        rows = torch.as_tensor(nodes, device=self.ids.device)
+        return self.ids[rows, : int(self.lengths[nodes].max())].to(self.device)
+
+
+def encoder_inputs(tokenizer: Tokenizer, samples: list, device: torch.device):
+    """The featurisation seam: ``samples`` as the :class:`~sipt_lab.models.EncoderInputs` that
+    ``tokenizer`` makes (``tokenizer.inputs(samples, device)``, e.g. graphs for a GIN), or, for a
+    text tokenizer without that method, its token-id rows (:class:`TokenRows`, kept on the CPU,
+    each batch moved to ``device``)."""
+    make = getattr(tokenizer, "inputs", None)
+    if make is not None:
+        return make(samples, device)
+    ids, lengths = tokenizer.encode(list(samples))
+    return TokenRows(torch.as_tensor(ids), lengths, tokenizer.mask_id, device=device)
+
+
 def _make_optimizer(params, lr: float, weight_decay: float, fused: bool) -> torch.optim.AdamW:
     """AdamW; ``fused`` updates all parameters in one kernel. The trainer fuses on CUDA only: on
     CPU the per-parameter loop measured 3-14 % faster for the small presets
@@ -654,17 +697,18 @@ def embed(
     batch_size: int = 256,
     device: str | torch.device | None = None,
 ) -> np.ndarray:
-    """``(n, H)`` float32 embeddings of ``texts`` (eval mode, no gradients, unmasked).
+    """``(n, H)`` float32 embeddings of ``texts`` (eval mode, no gradients, unmasked); ``texts`` are
+    whatever samples ``tokenizer`` featurises (:func:`encoder_inputs`: texts, or graphs for a GIN).
 
     The vector is the encoder's ``output_embeddings`` when it has one (a sentence-transformers
-    checkpoint's normalised pooling), else ``embed``. Texts are batched by length so each batch
+    checkpoint's normalised pooling), else ``embed``. Samples are batched by length so each batch
     is padded only to its own longest member. ``device`` defaults to the encoder's.
     """
     device = next(encoder.parameters()).device if device is None else resolve_device(device)
     encoder = encoder.to(device)
     vectors = getattr(encoder, "output_embeddings", encoder.embed)
-    ids, lengths = tokenizer.encode(list(texts))
-    order = np.argsort(lengths, kind="stable")
+    inputs = encoder_inputs(tokenizer, list(texts), device)
+    order = np.argsort(inputs.lengths, kind="stable")
     was_training = encoder.training
     encoder.eval()
     out = np.empty((len(texts), encoder.hidden_size), dtype=np.float32)
@@ -672,8 +716,7 @@ def embed(
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                batch = torch.as_tensor(ids[rows, : lengths[rows].max()], device=device)
-                out[rows] = vectors(batch).float().cpu().numpy()
+                out[rows] = vectors(inputs.batch(rows)).float().cpu().numpy()
     finally:
         encoder.train(was_training)
     return out

@@ -1,0 +1,53 @@
+"""The PROTEINS domain: protein sequences over a protein-protein interaction graph, TAPE's tasks.
+
+Data directory (``--data DIR``, details and sources in ``docs/domains.md``):
+
+* ``sequences.fasta``: the pre-training corpus (the paper: ~1.5M tree-of-life proteins), ids = the
+  headers' first words;
+* ``interactions.tsv``: ``id_a<TAB>id_b`` (or comma-separated) interactions among those ids;
+* ``tape/<task>/``: TAPE's JSON split files of each task present, ``remote_homology`` (accuracy),
+  ``fluorescence`` and ``stability`` (Spearman's rho); at least one.
+
+Samples: the corpus proteins, then each task's proteins (ids ``task/split/k``), which have no
+interactions; a run pre-trains on the corpus only and fine-tunes on the task's published splits.
+Graph ``interactions``: ``i ~ j`` when the list names the pair. Sequences are texts of amino-acid
+letters, so the ``char`` encoder reads them as they are; a Hugging Face protein LM (``--init DIR``)
+brings its own tokenizer (ProtBERT-style tokenizers expect spaced residues: such a model needs
+``texts`` rewritten, which this domain does not do; ESM-2 reads plain sequences).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
+from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pairs, links_graph, register_domain
+from sipt_lab.errors import SiptError
+
+#: TAPE task -> task kind.
+TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression"}
+LAYOUT = "sequences.fasta, interactions.tsv and tape/<task>/ (TAPE JSON: remote_homology, fluorescence, stability)"
+
+
+def load_proteins(directory: Path) -> LinkedData:
+    """The corpus, its interactions and every TAPE task under ``directory/tape`` (see the module docstring)."""
+    corpus = read_fasta(directory / "sequences.fasta")
+    graph = read_interactions(directory / "interactions.tsv", corpus.ids)
+    entries = {name: (TAPE_KINDS[name], read_tape_task(directory / "tape" / name, name))
+               for name in TAPE_TARGETS if (directory / "tape" / name).is_dir()}
+    if not entries:
+        raise SiptError(f"{directory / 'tape'} holds no TAPE task directory; add one of {', '.join(TAPE_TARGETS)} "
+                        "(`sipt-lab data fetch tape-<task>`)")
+    ids, texts, tasks, splits = add_split_tasks(corpus.ids, corpus.sequences, entries)
+    return LinkedData(ids, texts, tasks, splits=splits, links=id_pairs(corpus.ids, graph))
+
+
+PROTEINS = register_domain(Domain(
+    name="proteins",
+    description="protein sequences over their interactions (tree of life), TAPE tasks",
+    load=load_proteins,
+    graphs={"interactions": links_graph},
+    default_task="remote_homology",
+    layout=LAYOUT,
+    default_init="char",
+))

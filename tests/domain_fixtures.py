@@ -1,0 +1,96 @@
+"""Tiny data directories in the layouts of the proteins, abstracts and networks domains, with
+planted structure (samples of one family are linked and share their labels)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+AMINO = "ACDEFGHIKLMNPQRSTVWY"
+MOTIFS = ("KKRR", "WWYF", "DDEE")
+
+
+def _protein(rng, family: int) -> str:
+    body = "".join(rng.choice(list(AMINO), size=int(rng.integers(8, 14))))
+    return MOTIFS[family] + body + MOTIFS[family]
+
+
+def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, int] = (12, 6, 6), seed: int = 0) -> Path:
+    """``sequences.fasta``, ``interactions.tsv`` (within a family) and TAPE remote_homology (family)
+    and fluorescence (motif-letter count) files."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    families = np.arange(n_corpus) % 3
+    (root / "sequences.fasta").write_text("".join(f">P{k} protein {k}\n{_protein(rng, f)}\n" for k, f in enumerate(families)))
+    pairs = [(a, b) for a in range(n_corpus) for b in range(a + 1, n_corpus) if families[a] == families[b] and rng.random() < 0.4]
+    (root / "interactions.tsv").write_text("protein_a\tprotein_b\n" + "".join(f"P{a}\tP{b}\n" for a, b in pairs))
+    for task, field, suffixes in (("remote_homology", "fold_label", ("train", "valid", "test_fold_holdout")),
+                                  ("fluorescence", "log_fluorescence", ("train", "valid", "test"))):
+        (root / "tape" / task).mkdir(parents=True, exist_ok=True)
+        for suffix, size in zip(suffixes, per_split):
+            records = []
+            for k in range(size):
+                family = k % 3
+                sequence = _protein(rng, family)
+                label = family if rng.random() < 0.7 else int(rng.integers(3))  # noisy, so no arm is perfect
+                value = label if field == "fold_label" else [float(sum(sequence.count(c) for c in "KWD")) + 3 * rng.normal()]
+                records.append({"id": f"{task}{k}", "primary": sequence, field: value})
+            (root / "tape" / task / f"{task}_{suffix}.json").write_text(json.dumps(records))
+    return root
+
+
+TOPICS = (("protein", "folding", "enzyme", "cell"), ("graph", "network", "algorithm", "theorem"))
+
+
+def write_abstracts(root: Path, n_papers: int = 30, per_split: tuple[int, int, int] = (16, 8, 12), seed: int = 0) -> Path:
+    """``papers.jsonl`` (citations within a topic) and a SciBERT-style ``tasks/sci-topic``."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    topics = np.arange(n_papers) % 2
+
+    def sentence(topic: int) -> str:
+        return " ".join(rng.choice(TOPICS[topic], size=6))
+
+    lines = []
+    for k, topic in enumerate(topics):
+        cited = [f"W{j}" for j in range(n_papers) if j != k and topics[j] == topic and rng.random() < 0.2]
+        lines.append(json.dumps({"id": f"W{k}", "title": sentence(topic), "abstract": sentence(topic), "citations": cited + ["W-unknown"]}))
+    (root / "papers.jsonl").write_text("\n".join(lines) + "\n")
+    task = root / "tasks" / "sci-topic"
+    task.mkdir(parents=True, exist_ok=True)
+    for name, size in zip(("train", "dev", "test"), per_split):
+        rows = [{"text": sentence(k % 2), "label": ("bio", "cs")[k % 2 if rng.random() < 0.5 else int(rng.integers(2))],
+                 "metadata": {}} for k in range(size)]
+        (task / f"{name}.txt").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return root
+
+
+def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
+    """A TUDataset ``ppi`` of rings (codes 0/1) and stars (codes 2/3), GO terms by shape."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    edges, indicator, codes, pretrain, finetune = [], [], [], [], []
+    first = 1
+    for g in range(n_graphs):
+        shape = g % 2
+        size = int(rng.integers(4, 8))
+        nodes = np.arange(first, first + size)
+        pairs = [(nodes[k], nodes[(k + 1) % size]) for k in range(size)] if shape == 0 else [(nodes[0], v) for v in nodes[1:]]
+        edges += [f"{a}, {b}" for a, b in pairs] + [f"{b}, {a}" for a, b in pairs]
+        indicator += [str(g + 1)] * size
+        codes += [str(2 * shape + int(rng.integers(2)))] * size
+        first += size
+        terms = [f"GO:{shape}{t}" for t in range(8)] + ([f"GO:9{int(rng.integers(3))}"] if rng.random() < 0.5 else [])
+        pretrain.append(f"{g + 1}\t{';'.join(terms)}")
+        if g < n_graphs - 4:  # a few graphs are unlabelled for the task
+            shown = shape if rng.random() < 0.75 else 1 - shape  # noisy, so no arm is perfect
+            task_terms = [("GO:ring", "GO:star")[shown]] + (["GO:any"] if rng.random() < 0.5 else [])
+            finetune.append(f"{g + 1}\t{';'.join(task_terms)}")
+    (root / "ppi_A.txt").write_text("\n".join(edges) + "\n")
+    (root / "ppi_graph_indicator.txt").write_text("\n".join(indicator) + "\n")
+    (root / "ppi_node_labels.txt").write_text("\n".join(codes) + "\n")
+    (root / "go_pretrain.tsv").write_text("\n".join(pretrain) + "\n")
+    (root / "go_finetune.tsv").write_text("\n".join(finetune) + "\n")
+    return root
