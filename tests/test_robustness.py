@@ -414,9 +414,7 @@ def test_ctrl_c_to_the_main_process_alone_stops_the_workers_at_once(tmp_path):
     parent, workers = start_grid(tmp_path)
     start = time.monotonic()
     parent.send_signal(signal.SIGINT)
-    # the running cells sleep 300 s: well under that means they were stopped, not waited for (the
-    # bound is loose because a loaded 2-core machine took over 15 s to tear the pool down)
-    assert parent.wait(timeout=90) == 130 and time.monotonic() - start < 90
+    assert parent.wait(timeout=15) == 130 and time.monotonic() - start < 10
     assert wait_dead(workers[1:], 5)
     assert (tmp_path / "finished").read_text() == "0"
 

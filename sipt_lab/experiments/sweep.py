@@ -37,6 +37,7 @@ import pickle
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -348,18 +349,42 @@ def _local(
         initargs=(os.getpid(),),
     )
     finished, pool_workers = False, []
+    with _deferred_ctrl_c() as interrupted:
+        try:
+            # Every worker starts during these submits (spawned pools start one per submit, up to max_workers).
+            futures = {pool.submit(_run_cell, fn, config, cell_dir): i for i, (config, cell_dir) in enumerate(cells)}
+            pool_workers = [p for p in multiprocessing.active_children() if p not in others]
+            waiting = set(futures)
+            while waiting:
+                done, waiting = concurrent.futures.wait(waiting, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    yield futures[future], future.result
+                if interrupted.is_set():
+                    raise KeyboardInterrupt
+            finished = True
+        finally:
+            if not finished:  # interrupted or abandoned: stop the running cells now instead of waiting for them
+                for process in pool_workers:
+                    process.kill()
+            pool.shutdown(wait=finished, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _deferred_ctrl_c() -> Iterator[threading.Event]:
+    """While a process pool runs, Ctrl-C only sets the yielded event, and the pool's loop raises
+    KeyboardInterrupt itself between waits: a KeyboardInterrupt raised at an arbitrary point can
+    land inside concurrent.futures' lock handling and leave a lock held, so that the pool's exit
+    hook waits forever for the workers (seen as an intermittent hang of the Ctrl-C test). Outside
+    the main thread signals cannot be handled, and the event is never set."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
-        # Every worker starts during these submits (spawned pools start one per submit, up to max_workers).
-        futures = {pool.submit(_run_cell, fn, config, cell_dir): i for i, (config, cell_dir) in enumerate(cells)}
-        pool_workers = [p for p in multiprocessing.active_children() if p not in others]
-        for future in concurrent.futures.as_completed(futures):
-            yield futures[future], future.result
-        finished = True
+        yield interrupted
     finally:
-        if not finished:  # interrupted or abandoned: stop the running cells now instead of waiting for them
-            for process in pool_workers:
-                process.kill()
-        pool.shutdown(wait=finished, cancel_futures=True)
+        signal.signal(signal.SIGINT, previous)
 
 
 def _worker_setup(parent_pid: int) -> None:
