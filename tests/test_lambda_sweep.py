@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
+from sipt_lab.evaluation.splits import link_queries
 from sipt_lab.experiments import lambda_sweep
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.samples import read_samples
@@ -71,13 +72,14 @@ def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lamb
     assert (out / "lambda_sweep.csv").read_text() == table
 
 
-def test_validation_samples_are_linked_seeded_and_leave_enough_behind():
+def test_link_queries_are_linked_seeded_and_leave_enough_behind():
     graph = PretrainingGraph.from_edges(np.array([0, 1, 2, 4]), np.array([1, 2, 3, 5]), 8)  # 6, 7 isolated
-    a = lambda_sweep.validation_samples(graph, 0.5, seed=3)
+    a = link_queries(graph, 0.5, seed=3)
     assert len(a) == 3 and set(a) <= {0, 1, 2, 3, 4, 5}
-    np.testing.assert_array_equal(a, lambda_sweep.validation_samples(graph, 0.5, seed=3))
+    np.testing.assert_array_equal(a, link_queries(graph, 0.5, seed=3))
+    assert set(link_queries(graph, 0.3, seed=3, among=np.array([0, 1, 2, 6, 7]))) <= {0, 1, 2}
     with pytest.raises(lambda_sweep.SiptError, match="--validation"):
-        lambda_sweep.validation_samples(PretrainingGraph.from_edges(np.array([0]), np.array([1]), 3), 0.5, seed=0)
+        link_queries(PretrainingGraph.from_edges(np.array([0]), np.array([1]), 3), 0.5, seed=0)
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -113,3 +113,16 @@ def pretraining_graph(graph: PretrainingGraph, splits: Splits) -> PretrainingGra
     edges = graph.edges()
     keep = ~np.isin(edges, splits.held_out).any(axis=1)
     return PretrainingGraph.from_edges(edges[keep, 0], edges[keep, 1], graph.n_nodes)
+
+
+def link_queries(graph: PretrainingGraph, fraction: float, seed: int, among: np.ndarray | None = None) -> np.ndarray:
+    """``(q,)`` sorted samples held out of pre-training so that their ``G_PT`` links, unseen by any
+    run, choose ``λ_SI``: ``ceil(fraction * m)`` of the ``m`` samples of ``among`` (default: all) that
+    have a neighbour in ``graph``, drawn with ``seed``. At least two linked samples must stay behind."""
+    candidates = np.arange(graph.n_nodes) if among is None else np.asarray(among, dtype=np.int64)
+    linked = candidates[graph.degrees()[candidates] > 0]
+    count = int(np.ceil(fraction * linked.size))
+    if linked.size - count < 2:
+        raise SiptError(f"only {linked.size} samples have a neighbour in G_PT; holding {count} out to choose λ "
+                        f"needs at least {count + 2} (or a smaller fraction: --validation)")
+    return np.sort(np.random.default_rng([seed, 2]).choice(linked, size=count, replace=False))

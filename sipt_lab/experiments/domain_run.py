@@ -43,7 +43,7 @@ from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
-from sipt_lab.evaluation.splits import pretraining_graph, random_splits
+from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
 from sipt_lab.experiments.sweep import read_result, run_grid
@@ -237,8 +237,7 @@ def domain_view(domain: str, task: str, n_samples: int | None, seed: int, data_d
         splits = random_splits(data.tasks[task].samples, seed=seed)
         return DomainView(data, data.tasks[task], splits, np.setdiff1d(everything, splits.held_out), splits.validation)
     corpus = np.setdiff1d(everything, _published_samples(data))
-    linked = corpus[spec.graphs[next(iter(spec.graphs))](data, 0).degrees()[corpus] > 0]
-    queries = np.sort(np.random.default_rng([seed, 2]).choice(linked, int(np.ceil(LINK_QUERY_SHARE * linked.size)), replace=False))
+    queries = link_queries(spec.graphs[next(iter(spec.graphs))](data, 0), LINK_QUERY_SHARE, seed, among=corpus)
     return DomainView(data, data.tasks[task], data.splits[task], np.setdiff1d(corpus, queries), queries)
 
 

@@ -34,6 +34,7 @@ from sipt_lab import fileio, names
 from sipt_lab.config import config_from_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
+from sipt_lab.evaluation.splits import link_queries
 from sipt_lab.experiments.pretraining import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
 from sipt_lab.experiments.sweep import write_results_csv
 from sipt_lab.fileio import write_json_atomic, write_text_atomic
@@ -94,7 +95,7 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = Tr
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
     labels = read_sample_labels(job.labels, samples) if job.labels else None
-    validation = validation_samples(graph, sweep.validation, job.train.seed)
+    validation = link_queries(graph, sweep.validation, job.train.seed)
     train_nodes = np.setdiff1d(np.arange(len(samples)), validation)
     split_job = _write_split(out_dir / "split", samples, graph, labels, train_nodes, validation, job)
 
@@ -124,17 +125,6 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = Tr
         "chosen_lambda_si": outcome.chosen, "model": str(outcome.model_dir), "metric": sweep.metric,
         "n_validation": int(len(validation)), "n_pretraining": int(len(train_nodes)), "rows": rows})
     return outcome
-
-
-def validation_samples(graph: PretrainingGraph, fraction: float, seed: int) -> np.ndarray:
-    """``(v,)`` sorted samples held out to choose ``λ``: ``round(fraction * linked)`` (at least one) of
-    the samples with a neighbour, drawn with ``seed``; at least two linked samples must stay behind."""
-    linked = np.flatnonzero(graph.degrees() > 0)
-    count = max(1, round(fraction * len(linked)))
-    if len(linked) - count < 2:
-        raise SiptError(f"only {len(linked)} samples have a neighbour in G_PT; a λ sweep needs at least "
-                        f"{count + 2} (or a smaller --validation)")
-    return np.sort(np.random.default_rng([seed, 0x1A]).choice(linked, size=count, replace=False))
 
 
 def lambda_dir_name(value: float) -> str:
