@@ -96,7 +96,14 @@ def _checkpoint_config(source: CheckpointInit) -> dict:
 
 def _hidden_size(source: EncoderSource) -> int:
     """The hidden size of the encoder ``source`` will build (char config, or the checkpoint's config.json)."""
-    return source.config.hidden if isinstance(source, (CharInit, ConceptOutputs)) else int(_checkpoint_config(source)["hidden_size"])
+    if isinstance(source, ConceptOutputs):
+        source = source.base
+    return source.config.hidden if isinstance(source, CharInit) else int(_checkpoint_config(source)["hidden_size"])
+
+
+def _vocabulary(tokenizer: Tokenizer) -> dict:
+    """What a teacher must share with the run to read its token ids: the tokenizer less its length."""
+    return {key: value for key, value in tokenizer.to_dict().items() if key != "max_len"}
 
 
 @dataclass(frozen=True)
@@ -128,25 +135,28 @@ class LinkBertRecipe:
 
 @dataclass(frozen=True)
 class ConceptOutputs:
-    """A character encoder whose tied decoder also scores ``n_concepts`` concept outputs (MLSM's
-    ``[MASK-j]`` rows after the vocabulary); the tokenizer is unchanged."""
+    """An encoder whose tied decoder also scores ``n_concepts`` concept outputs (MLSM's ``[MASK-j]``
+    rows, the decoder's last ``n_concepts``); the tokenizer is unchanged. A character encoder is
+    built with them; a Hugging Face checkpoint is loaded and its input embeddings and tied decoder
+    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`)."""
 
-    base: CharInit
+    base: CharInit | CheckpointInit
     n_concepts: int
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
         return self.base.tokenizer(texts, max_len)
 
     def encoder(self, tokenizer: Tokenizer) -> tuple[nn.Module, list[str]]:
-        config = dataclasses.replace(self.base.config, vocab_size=tokenizer.vocab_size + self.n_concepts)
-        return self.base.build(config), [f"{self.n_concepts} concept outputs after the {tokenizer.vocab_size}-token vocabulary"]
+        note = f"{self.n_concepts} concept outputs after the {tokenizer.vocab_size}-token vocabulary"
+        if isinstance(self.base, CharInit):
+            config = dataclasses.replace(self.base.config, vocab_size=tokenizer.vocab_size + self.n_concepts)
+            return self.base.build(config), [note]
+        encoder, notes = self.base.encoder(tokenizer)
+        encoder.add_output_rows(self.n_concepts)
+        return encoder, [*notes, note]
 
     def describe(self) -> dict:
         return {**self.base.describe(), "concept_outputs": self.n_concepts}
-
-    @property
-    def config(self):
-        return self.base.config
 
 
 @dataclass(frozen=True)
@@ -157,17 +167,17 @@ class ConceptRecipe:
     options: ConceptOptions
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
-        char = _char_source(source, "mlsm")
-        return ConceptOutputs(char, self.options.atoms_per_hidden * char.config.hidden)
+        if not isinstance(source, (CharInit, CheckpointInit)):
+            raise SiptError("method mlsm runs on a text encoder (--init char, minilm or a Hugging Face directory)")
+        return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source))
 
     def plan(self, data: RunData) -> Plan:
-        if data.tokenizer.to_dict() != self.teacher.tokenizer.to_dict():
+        if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
             raise SiptError("the teacher's tokenizer differs from the run's; MLSM needs a teacher trained on the same samples with the same tokenizer")
         targets = self.targets(data)
-        vocab = data.tokenizer.vocab_size
-        objectives = [(1.0, ConceptKL(targets, vocab))]
+        objectives = [(1.0, ConceptKL(targets))]
         if self.options.mlm_weight > 0:
-            objectives.append((self.options.mlm_weight, MaskedLM(vocab)))
+            objectives.append((self.options.mlm_weight, MaskedLM(data.tokenizer.vocab_size)))
         return Plan(GraphRecipe().plan(data).sampler, objectives)
 
     def targets(self, data: RunData):
@@ -175,7 +185,7 @@ class ConceptRecipe:
         key = (self.options, data.ids.shape, int(data.lengths.sum()), data.config.seed)
         if key not in self.teacher.cache:
             states = teacher_states(self.teacher.encoder, data.ids, data.lengths, self.options.layer)
-            n_atoms = self.options.atoms_per_hidden * data.source.config.hidden
+            n_atoms = self.options.atoms_per_hidden * _hidden_size(data.source)
             dictionary = learn_dictionary(states, n_atoms, self.options.sparsity, seed=data.config.seed)
             self.teacher.cache[key] = concept_targets(states, data.lengths, dictionary, self.options.sparsity)
         return self.teacher.cache[key]

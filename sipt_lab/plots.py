@@ -291,12 +291,18 @@ def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
 
 def labelled_errorbars(stem: str | Path, series: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
                        names: Sequence[str], *, xlabel: str, ylabel: str, title: str, reference: float = 0.0,
-                       note: str = "") -> list[Path]:
+                       note: str = "", levels: Mapping[str, tuple[float, float]] | None = None) -> list[Path]:
     """One marker per point and series, ``series[label] = (x, y, y_sd)`` (one value per name),
-    each point annotated with ``names[k]``, and a dashed horizontal line at ``reference``."""
+    each point annotated with ``names[k]``, and a dashed horizontal line at ``reference``;
+    ``levels[label] = (y, y_sd)``: values that do not depend on x, drawn as dotted lines with a ± sd band."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 4.6))
         ax.axhline(reference, color="0.3", linestyle="--", linewidth=1, zorder=1)
+        for k, (label, (y, sd)) in enumerate((levels or {}).items()):
+            color = f"C{(k + len(series)) % 10}"
+            ax.axhline(y, color=color, linestyle=":", linewidth=1.2, label=label, zorder=2)
+            if np.isfinite(sd):
+                ax.axhspan(y - sd, y + sd, color=color, alpha=0.12, zorder=1)
         for s, (label, (x, y, sd)) in enumerate(series.items()):
             x, y, sd = _floats(x), _floats(y), np.nan_to_num(_floats(sd))
             ax.errorbar(x, y, yerr=sd, fmt=_MARKERS[s % len(_MARKERS)], capsize=3, label=label, zorder=3)

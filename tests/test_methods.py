@@ -198,10 +198,12 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
     assert ((batch.ids == result.tokenizer.sep_id).sum(1) == 2).all()
 
 
-def test_domain_runs_add_graph_methods_only():
+def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
     from sipt_lab.experiments.domain_run import PRESETS, domain_cells
 
-    cells = domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], init="char", methods=("linkbert",))
-    assert [(c.arm, c.graph) for c in cells] == [("off-the-shelf", None), ("lm", None), ("sipt", "mentions"), ("linkbert", "mentions")]
-    with pytest.raises(SiptError, match="MLSM"):
-        domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], methods=("mlsm",))
+    cells = domain_cells("wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm"))
+    assert [(c.arm, c.graph) for c in cells] == [
+        ("off-the-shelf", None), ("lm", None), ("sipt", "mentions"), ("sipt", "random"), ("linkbert", "mentions"),
+        ("linkbert", "random"), ("lsm", None), ("mlsm", None)]
+    with pytest.raises(SiptError, match="not 'simcse'"):
+        domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], methods=("simcse",))

@@ -58,14 +58,19 @@ def register(subparsers) -> None:
     run.add_argument("--lambdas", type=float, nargs="+", metavar="L", help="SIPT lambda grid, chosen by validation link retrieval (default: the preset's)")
     run.add_argument("--mode", help=f"{' | '.join(FINETUNE_MODES)} (default: the preset's)")
     run.add_argument("--methods", nargs="+", default=[], metavar="NAME",
-                     help="further pre-training methods, one arm per graph: linkbert (lm and sipt always run)")
+                     help="further pre-training methods (lm and sipt always run): linkbert, one arm per graph; "
+                     "mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher")
+    run.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher for every seed: a model directory with the "
+                     "run's tokenizer (default: each seed's lm arm)")
+    run.add_argument("--teacher-layer", type=int, metavar="L", help="teacher layer whose hidden states are coded "
+                     "(0 = embeddings; default: the last)")
     run.add_argument("--init", help="warm start: char, minilm, gin or a model directory (default: the domain's)")
     run.add_argument("--data", metavar="DIR", help="the domain's data directory (proteins, abstracts, networks; "
                      "layouts in docs/domains.md, `sipt-lab data fetch` downloads them)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
     run.add_argument("--out", required=True, metavar="DIR", help="output directory (cells are kept and resumed)")
-    run.set_defaults(func=run_domain)
+    run.set_defaults(func=run_domain, field_flags={"ConceptOptions.layer": "--teacher-layer"})
 
 
 def run_finetune(args: argparse.Namespace) -> int:
@@ -103,8 +108,11 @@ def run_domain(args: argparse.Namespace) -> int:
     if args.steps is not None:
         preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=args.steps), epochs=None)
     check_mode(preset.mode)
+    from sipt_lab.methods import ConceptOptions
+
+    concepts = ConceptOptions(layer=args.teacher_layer)
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
-                         methods=tuple(args.methods), data_dir=args.data)
+                         methods=tuple(args.methods), data_dir=args.data, teacher=args.teacher, concepts=concepts)
     summary = run_domain(cells, out, executor=args.executor)
     if summary is None:  # a torchrun process other than rank 0: rank 0 reports
         return 0

@@ -14,7 +14,20 @@ besides the corpus snowball). From one warm start (``init``, default the domain'
   the paper's ``λ = 0.1`` (arm ``sipt[graph]``) and, for a grid of several values, at the ``λ``
   whose embeddings best retrieve the validation samples' links (MRR), which pre-training never
   saw, so that ``λ`` is chosen without the fine-tuning labels as the paper chose it (arm
-  ``sipt[graph, chosen λ]``).
+  ``sipt[graph, chosen λ]``);
+* further methods (``methods``): ``linkbert`` once per graph (arm ``linkbert[graph]``: it reads
+  ``G_PT``'s links), and the MLSM family ``mlsm``, ``lsm15``, ``lsm`` once per seed (arms named
+  by the method: they never read ``G_PT``), each learning from a teacher.
+
+The MLSM family's teacher is the same seed's ``lm`` arm, or one ``teacher`` model directory for
+every seed. The ``lm`` arms are trained first, as cells of a model store in ``out/teachers``
+(:mod:`~sipt_lab.experiments.model_store`: one run_grid cell per lm configuration, the encoder
+saved beside its result with a digest of its files); then the grid runs, and the ``lm`` cells
+load their encoder from the store instead of training it while the MLSM cells load it as their
+teacher. So a teacher is trained once, whichever executor runs the cells (serial, local processes,
+slurm), before any cell that reads it; a resumed run skips it; and every arm of a seed reads the
+same files (a store entry whose files changed is rebuilt, a changed ``teacher`` directory is an
+error). Runs without the MLSM family train the ``lm`` arm inside its cell and store nothing.
 
 Each arm is scored by a linear probe on frozen embeddings and/or full fine-tuning on the train
 split, evaluated on the test split; SIPT is compared with LM-only (and off-the-shelf) as relative
@@ -36,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+import torch
 import torch.distributed as dist
 
 from sipt_lab import names
@@ -46,14 +60,17 @@ from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_co
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
 from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
+from sipt_lab.experiments.model_store import (STORE_KEYS, directory_digest, drop_damaged, load_model, model_dir, save_model,
+                                              stored_digest)
 from sipt_lab.experiments.sweep import read_result, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
-from sipt_lab.methods import method_recipe, method_train_config
+from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_source
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.stats import mean_sd
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
+from sipt_lab.training.trainer import resolve_device
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 BASELINE_ARM = "lm"
@@ -163,20 +180,49 @@ class DomainCell:
     epochs: float | None = None
 
 
-#: Further pre-training methods a domain run can add, one arm per graph (``linkbert[graph]``).
+@dataclass(frozen=True)
+class ConceptCell(DomainCell):
+    """An arm of the MLSM family (``arm`` mlsm / lsm15 / lsm; no graph): a :class:`DomainCell`
+    with its teacher and concept settings.
+
+    Attributes:
+        teacher: a model directory (absolute) taught by for every seed; None: the seed's ``lm`` arm.
+        teacher_digest: :func:`~sipt_lab.experiments.model_store.directory_digest` of ``teacher``
+            when the run was set up (a changed teacher is refused, not used).
+        concepts: the dictionary's layer, size and sparsity, and the MLM weight.
+    """
+
+    teacher: str | None = None
+    teacher_digest: str | None = None
+    concepts: ConceptOptions = field(default_factory=ConceptOptions)
+
+
+#: Further pre-training methods a domain run can add: one arm per graph (``linkbert[graph]``), and
+#: the MLSM family, one arm per seed (they do not read ``G_PT``), taught by the seed's lm arm.
 GRAPH_METHODS = ("linkbert",)
+CONCEPT_METHODS = tuple(name for name in names.METHODS if get_method(name).needs_teacher)
+#: Where :func:`run_domain` keeps the lm arms that teach the MLSM family (a model store).
+TEACHERS_DIR = "teachers"
 
 
 def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str | None = None,
                  task: str | None = None, device: str = "auto", data_dir: str | Path | None = None,
-                 methods: tuple[str, ...] = ()) -> list[DomainCell]:
-    """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, and each of
-    ``methods`` (:data:`GRAPH_METHODS`) for each graph. ``init`` None is the domain's default warm
-    start; ``data_dir`` the domain's data directory (domains with a ``layout``)."""
-    unknown_methods = [m for m in methods if m not in GRAPH_METHODS]
+                 methods: tuple[str, ...] = (), teacher: str | Path | None = None,
+                 concepts: ConceptOptions = ConceptOptions()) -> list[DomainCell]:
+    """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, each of
+    ``methods`` in :data:`GRAPH_METHODS` for each graph and each in :data:`CONCEPT_METHODS` once
+    (:class:`ConceptCell`, taught by ``teacher``, a model directory, or the seed's lm arm when
+    None). ``init`` None is the domain's default warm start; ``data_dir`` the domain's data
+    directory (domains with a ``layout``)."""
+    known = GRAPH_METHODS + CONCEPT_METHODS
+    unknown_methods = [m for m in methods if m not in known]
     if unknown_methods:
-        raise SiptError(f"domain runs add the methods {', '.join(GRAPH_METHODS)} (lm and sipt are always run), "
-                        f"not {unknown_methods[0]!r}; the MLSM family is not in domain runs yet")
+        raise SiptError(f"domain runs add the methods {', '.join(known)} (lm and sipt are always run), "
+                        f"not {unknown_methods[0]!r}")
+    concept_methods = [m for m in dict.fromkeys(methods) if m in CONCEPT_METHODS]
+    if teacher is not None and not concept_methods:
+        raise SiptError(f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with --methods or drop --teacher")
+    teacher_ref = {} if teacher is None else _teacher_reference(teacher)
     from sipt_lab.domains import get_domain
 
     spec = get_domain(domain)
@@ -199,8 +245,37 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
         cells.append(DomainCell(arm="lm", graph=None, lambda_si=0.0, seed=seed, **base))
         cells += [DomainCell(arm="sipt", graph=g, lambda_si=lam, seed=seed, **base) for g in graphs for lam in preset.lambdas]
-        cells += [DomainCell(arm=m, graph=g, lambda_si=0.0, seed=seed, **base) for m in methods for g in graphs]
+        cells += [DomainCell(arm=m, graph=g, lambda_si=0.0, seed=seed, **base) for m in methods if m in GRAPH_METHODS for g in graphs]
+        cells += [ConceptCell(arm=m, graph=None, lambda_si=0.0, seed=seed, concepts=concepts, **teacher_ref, **base)
+                  for m in concept_methods]
     return cells
+
+
+def _teacher_reference(teacher: str | Path) -> dict:
+    """``teacher`` and ``teacher_digest`` of a :class:`ConceptCell` for a model directory, checked to be one."""
+    path = Path(teacher).resolve()
+    if not path.is_dir():
+        raise SiptError(f"teacher {teacher} is not a directory; pass a model directory written by `sipt-lab pretrain` (its model/ folder)")
+    if not any((path / name).is_file() for name in ("encoder.pt", "config.json")):
+        raise SiptError(f"teacher {teacher} is not an encoder (no encoder.pt or config.json); pass a model directory "
+                        "written by `sipt-lab pretrain` (its model/ folder) or a Hugging Face checkpoint")
+    return {"teacher": str(path), "teacher_digest": directory_digest(path)}
+
+
+def teacher_cell(cell: DomainCell) -> DomainCell:
+    """The ``lm`` cell of ``cell``'s seed (same data, warm start and budget): the MLSM family's default teacher."""
+    common = {f.name: getattr(cell, f.name) for f in dataclasses.fields(DomainCell)}
+    return DomainCell(**{**common, "arm": "lm", "graph": None, "lambda_si": 0.0})
+
+
+def stored_teachers(cells: list[DomainCell]) -> list[DomainCell]:
+    """The lm cells whose encoders teach ``cells``' MLSM arms (those without an explicit teacher)."""
+    teachers = {}
+    for cell in cells:
+        if isinstance(cell, ConceptCell) and cell.teacher is None:
+            lm = teacher_cell(cell)
+            teachers.setdefault(config_hash(lm), lm)
+    return list(teachers.values())
 
 
 @dataclass(frozen=True)
@@ -260,9 +335,11 @@ def _slice(data, graph, task: str, n_samples: int, seed: int) -> np.ndarray:
     return np.union1d(kept, chosen)
 
 
-def domain_cell(cell: DomainCell) -> dict:
+def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
-    test split, and for SIPT the validation samples' link retrieval and the graph's summary."""
+    test split, and for SIPT the validation samples' link retrieval and the graph's summary.
+    ``teachers``: the run's store of lm arms (:data:`TEACHERS_DIR`) when it has MLSM arms: the
+    ``lm`` cell then loads its stored encoder, an MLSM cell its teacher, from there."""
     from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
@@ -274,11 +351,21 @@ def domain_cell(cell: DomainCell) -> dict:
     if cell.arm == "off-the-shelf":
         source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
-        encoder = source.encoder(tokenizer)[0]
+        with torch.random.fork_rng():  # a random init (char) as the seed's pre-training run starts from
+            torch.manual_seed(cell.seed)
+            encoder = source.encoder(tokenizer)[0]
+    elif _stored(cell, teachers):
+        stored = read_result(model_dir(teachers, cell).parent, STORE_KEYS)
+        encoder, tokenizer = _load_teacher(cell, teachers)
+        result |= {"pretrain_final": stored["pretrain_final"], "teacher_digest": stored["digest"]}
     else:
-        graph, trained = pretrain_arm(cell)
+        teacher = _load_teacher(cell, teachers) if isinstance(cell, ConceptCell) else None
+        graph, trained = pretrain_arm(cell, None if teacher is None else Teacher(*teacher))
         encoder, tokenizer = trained.encoder, trained.tokenizer
         result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
+        if "concepts" in trained.objectives:
+            result["concepts"] = dict(trained.objectives["concepts"].targets.stats)
+            result["teacher_digest"] = cell.teacher_digest or stored_digest(teachers, teacher_cell(cell))
     vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
     parts = check_mode(cell.mode)
     scores = {}
@@ -296,8 +383,38 @@ def domain_cell(cell: DomainCell) -> dict:
     return result
 
 
-def pretrain_arm(cell: DomainCell):
-    """``(G_PT, PretrainResult)``: the LM-only, SIPT or further method's pre-training of ``cell`` (not off the shelf)."""
+def _stored(cell: DomainCell, teachers: str | None) -> bool:
+    """Whether ``cell`` is an lm arm whose encoder the run's teacher store holds (trained there)."""
+    return (teachers is not None and cell.arm == BASELINE_ARM and type(cell) is DomainCell
+            and stored_digest(teachers, cell) is not None)
+
+
+def _load_teacher(cell: DomainCell, teachers: str | None):
+    """``(encoder, tokenizer)``: the stored lm arm ``cell`` is, or the teacher of the MLSM cell ``cell``,
+    on the cell's device, its files checked against their digest."""
+    device = resolve_device(cell.pretrain.device)
+    if isinstance(cell, ConceptCell) and cell.teacher is not None:
+        return load_model(cell.teacher, cell.teacher_digest, device)
+    if teachers is None:
+        raise SiptError(f"arm {cell.arm} needs the run's teacher store; run it through run_domain")
+    lm = teacher_cell(cell)
+    digest = stored_digest(teachers, lm)
+    if digest is None:
+        raise SiptError(f"the lm arm teaching {cell.arm} (seed {cell.seed}) is not in {teachers}; "
+                        "re-run the command to train it")
+    return load_model(model_dir(teachers, lm), digest, device)
+
+
+def train_teacher(cell: DomainCell, teachers: str) -> dict:
+    """A cell of the teacher store: pre-train the lm arm ``cell`` and save it beside its result."""
+    _, trained = pretrain_arm(cell)
+    saved = save_model(trained.encoder, trained.tokenizer, model_dir(teachers, cell))
+    return {**saved, "pretrain_final": {name: float(values[-1]) for name, values in trained.history.items()}}
+
+
+def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
+    """``(G_PT, PretrainResult)``: the LM-only, SIPT or further method's pre-training of ``cell``
+    (not off the shelf); ``teacher`` the MLSM family's."""
     from sipt_lab.domains import build_graph, get_domain
 
     view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
@@ -309,12 +426,13 @@ def pretrain_arm(cell: DomainCell):
     if cell.epochs is not None:
         train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
                                                                   train.batch_size, train.grad_accum))
-    method = cell.arm if cell.arm in GRAPH_METHODS else None
+    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS else None
+    recipe = None
     if method is not None:
         train = method_train_config(method, train)
+        recipe = method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
     samples = view.data.samples
-    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False,
-                           method=None if method is None else method_recipe(method))
+    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False, method=recipe)
 
 
 def _encoder_source(cell: DomainCell, data):
@@ -334,19 +452,38 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
     everything, the other ranks pre-train the same cells with it and return None.
     """
     out = Path(out)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from sipt_lab.training.trainer import distributed_context, resolve_device
+    lm_teachers = stored_teachers(cells)
+    teachers = str((out / TEACHERS_DIR).resolve()) if lm_teachers else None
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed:
+        from sipt_lab.training.trainer import distributed_context
 
         place = distributed_context(resolve_device(cells[0].pretrain.device).type)
+        if place.is_main and teachers:
+            drop_damaged(teachers, lm_teachers)
+        dist.barrier()
+        pending_teachers = [c for c in lm_teachers if stored_digest(teachers, c) is None]
         pending = [cell for cell in cells if read_result(out / "cells" / config_hash(cell), RESULT_KEYS) is None]
         dist.barrier()  # every rank has read which cells are finished before rank 0 writes more
         if not place.is_main:
+            for cell in pending_teachers:
+                pretrain_arm(cell)
+            dist.barrier()  # rank 0 has stored the teachers
             for cell in pending:
-                if cell.arm != "off-the-shelf":
-                    pretrain_arm(cell)
+                if cell.arm != "off-the-shelf" and not _stored(cell, teachers):
+                    teacher = _load_teacher(cell, teachers) if isinstance(cell, ConceptCell) else None
+                    pretrain_arm(cell, None if teacher is None else Teacher(*teacher))
             return None
         executor = "serial"
-    results = run_grid(domain_cell, cells, out / "cells", executor=executor, progress=progress, required_keys=RESULT_KEYS)
+    if teachers:
+        if not distributed:
+            drop_damaged(teachers, lm_teachers)
+        run_grid(functools.partial(train_teacher, teachers=teachers), lm_teachers, teachers, executor=executor,
+                 progress=progress, required_keys=STORE_KEYS)
+    if distributed:
+        dist.barrier()
+    results = run_grid(functools.partial(domain_cell, teachers=teachers), cells, out / "cells", executor=executor,
+                       progress=progress, required_keys=RESULT_KEYS)
     summary = summarize_domain([r.result for r in results], cells[0])
     write_json_atomic(out / "summary.json", summary)
     write_comparison_csv(out / "comparison.csv", [Comparison(**c) for c in summary["comparisons"]])
@@ -356,24 +493,29 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
 
 def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
     """Theorem 1 in a real domain: SIPT's relative error reduction over LM-only (mean ± sd over
-    seeds, one series per evaluation) against the task's local consistency over each graph; no figure
-    (``[]``) when no graph has an LC for the task."""
+    seeds, one series per evaluation) against the task's local consistency over each graph, and the
+    MLSM family's (which reads no graph) as levels across LC, from the first evaluation that has
+    them; no figure (``[]``) when no graph has an LC for the task."""
     sipt_arms = [name for name, entry in summary["arms"].items() if entry.get("local_consistency") is not None]
     chosen = [name for name in sipt_arms if "chosen" in name]
     graphs = chosen or sipt_arms
     if not graphs:
         return []
-    series = {}
+    series, levels = {}, {}
     for part in ("probe", "full"):
         found = {c["method"]: c for c in summary["comparisons"]
                  if c["baseline"] == BASELINE_ARM and c["task"].endswith(f"({part})")}
         if all(name in found for name in graphs):
             series[part] = ([summary["arms"][g]["local_consistency"] for g in graphs],
                             [found[g]["rre_mean"] for g in graphs], [found[g]["rre_sd"] for g in graphs])
+        flat = [name for name in CONCEPT_METHODS if name in found]
+        if flat and not levels:
+            levels = {f"{name} ({part})": (found[name]["rre_mean"], found[name]["rre_sd"]) for name in flat}
     return labelled_errorbars(stem, series, [g.removeprefix("sipt[").removesuffix("]").split(",")[0] for g in graphs],
                               xlabel=f"local consistency of {summary['task']} over G_PT",
                               ylabel="relative error reduction vs LM-only", title=f"SIPT on {summary['domain']}: gain vs LC",
-                              note="Theorem 1: the gain should grow with LC and vanish near chance LC")
+                              note="Theorem 1: the gain should grow with LC and vanish near chance LC"
+                              + ("; intra-sample methods (dotted) read no graph" if levels else ""), levels=levels)
 
 
 #: The paper's λ_SI, reported as its own SIPT arm whenever the grid holds it.
@@ -412,6 +554,8 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
             for metric in runs[0]["scores"][part]:
                 mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
                 entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
+        if "concepts" in runs[0]:
+            entry["concept_codes_nonzero_median"] = float(np.mean([r["concepts"]["nonzero_median"] for r in runs]))
         if "graph_summary" in runs[0]:
             lcs = [r["graph_summary"]["local_consistency"] for r in runs]
             entry["local_consistency"] = None if None in lcs else float(np.mean(lcs))

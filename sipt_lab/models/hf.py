@@ -117,10 +117,25 @@ class HFEncoder(nn.Module):
     def _head(self) -> nn.Module | None:
         return None if self._head_name is None else getattr(self.model, self._head_name)
 
-    def hidden_states(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
-        """``(B, L)`` ids (and optional ``(B, L)`` segment ids) -> ``(B, L, H)`` last-layer states."""
-        return self.model.base_model(input_ids=input_ids, attention_mask=self._attention(input_ids),
-                                     token_type_ids=token_types).last_hidden_state
+    def hidden_states(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None,
+                      layer: int | None = None) -> torch.Tensor:
+        """``(B, L)`` ids (and optional ``(B, L)`` segment ids) -> ``(B, L, H)`` states after layer
+        ``layer`` (0: the embeddings' output; None or the layer count: the last layer)."""
+        base = self.model.base_model
+        if layer is None:
+            return base(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types).last_hidden_state
+        n_layers = int(self.model.config.num_hidden_layers)
+        if not 0 <= layer <= n_layers:
+            raise SiptError(f"layer {layer} does not exist; this encoder has layers 0..{n_layers}")
+        return base(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types,
+                    output_hidden_states=True).hidden_states[layer]
+
+    def add_output_rows(self, count: int) -> None:
+        """Append ``count`` freshly initialised rows to the (tied) input embeddings and MLM decoder:
+        token logits then have ``count`` more columns at the end (MLSM's concept outputs)."""
+        with _quiet_transformers():
+            rows = self.model.get_input_embeddings().weight.shape[0]
+            self.model.resize_token_embeddings(rows + count, mean_resizing=False)
 
     def embed(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, H)`` pooled embeddings."""

@@ -142,14 +142,15 @@ def concept_targets(states: np.ndarray, lengths: np.ndarray, dictionary: np.ndar
 def teacher_states(teacher: nn.Module, ids: np.ndarray, lengths: np.ndarray, layer: int | None = None,
                    batch_size: int = 256) -> np.ndarray:
     """``(T, d)`` float32 states of every real token (sample by sample, column order) of the
-    unmasked ``ids`` (``(n, L)``) at ``layer`` (:meth:`TransformerEncoder.hidden_states`'s numbering)."""
+    unmasked ``ids`` (``(n, L)``) at ``layer`` (0: embeddings, None: the last; the char
+    :class:`TransformerEncoder` and a Hugging Face :class:`HFEncoder` number layers alike)."""
     device = next(teacher.parameters()).device
     was_training = teacher.training
     teacher.eval()
     parts = []
     for start in range(0, len(ids), batch_size):
         width = int(lengths[start : start + batch_size].max())
-        states = teacher.hidden_states(torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer)
+        states = teacher.hidden_states(torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer=layer)
         real = torch.as_tensor(np.arange(width)[None, :] < lengths[start : start + batch_size, None], device=device)
         parts.append(states[real].float().cpu().numpy())
     teacher.train(was_training)
@@ -169,18 +170,18 @@ def concept_kl(concept_logits: torch.Tensor, targets: torch.Tensor, count: int |
 
 
 class ConceptKL(Objective):
-    """MLSM's loss over the selected positions; the concept logits are the decoder's outputs after
-    the first ``vocab_size`` (the extra rows :func:`~sipt_lab.methods` adds to the encoder)."""
+    """MLSM's loss over the selected positions; the concept logits are the decoder's last
+    ``targets.n_atoms`` outputs (the extra rows :mod:`sipt_lab.methods` appends to the encoder's
+    decoder, after the vocabulary and any padding rows a checkpoint has)."""
 
     name = "concepts"
     needs_mlm = True
     sharded = True
 
-    def __init__(self, targets: ConceptTargets, vocab_size: int) -> None:
+    def __init__(self, targets: ConceptTargets) -> None:
         super().__init__()
         self.targets = targets
-        self.vocab_size = vocab_size
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
-        logits = inputs.mlm_logits[:, self.vocab_size :]
+        logits = inputs.mlm_logits[:, -self.targets.n_atoms :]
         return concept_kl(logits, self.targets.dense(inputs.mlm_sites, logits.device), inputs.mlm_count)
