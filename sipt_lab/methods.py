@@ -15,8 +15,9 @@ lsm        the same at every token, left visible                             no
 ========== ================================================================ =================
 
 LinkBERT's per-sample embedding is, like every method's, ``[CLS]`` of the sample alone (segment 0).
-The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` uses
-the ``lm`` arm of the same seed). Their settings are :class:`ConceptOptions`.
+The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` and
+domain runs use the ``lm`` arm of the same seed, ``pretrain`` a ``--teacher`` directory); it runs
+on the char encoder and on Hugging Face checkpoints. Their settings are :class:`ConceptOptions`.
 """
 
 from __future__ import annotations

@@ -134,3 +134,24 @@ def test_bad_methods_and_teachers_are_one_line(tmp_path, capsys):
     assert "--methods" in err
     err = _one_error_line(capsys, [*base, "--methods", "lsm", "--teacher-layer", "-1", "--out", str(tmp_path / "e")])
     assert err.endswith("--teacher-layer must be >= 0 or None (the last), got -1")
+
+
+def test_hugging_face_layers_and_concept_rows(tiny_bert):
+    import torch
+
+    from sipt_lab.models import encoder_source
+
+    source = encoder_source(str(tiny_bert))
+    tokenizer = source.tokenizer([], 16)
+    encoder = source.encoder(tokenizer)[0].eval()
+    ids = torch.as_tensor(tokenizer.encode(["the one and the two", "a three of it"])[0])
+    last = encoder.hidden_states(ids)
+    assert torch.allclose(encoder.hidden_states(ids, layer=2), last)
+    assert not torch.allclose(encoder.hidden_states(ids, layer=1), last)
+    assert torch.equal(encoder.hidden_states(ids, layer=0), encoder.model.base_model.embeddings(input_ids=ids))
+    with pytest.raises(SiptError, match="layers 0..2"):
+        encoder.hidden_states(ids, layer=3)
+    before = encoder.token_logits(ids)
+    encoder.add_output_rows(5)  # MLSM's concept outputs: the vocabulary's logits are unchanged
+    after = encoder.token_logits(ids)
+    assert after.shape[-1] == before.shape[-1] + 5 and torch.allclose(after[..., :-5], before)
