@@ -186,7 +186,7 @@ class ConceptCell(DomainCell):
     with its teacher and concept settings.
 
     Attributes:
-        teacher: a model directory (absolute) taught by for every seed; None: the seed's ``lm`` arm.
+        teacher: the model directory (absolute path) that teaches every seed; None: each seed's ``lm`` arm.
         teacher_digest: :func:`~sipt_lab.experiments.model_store.directory_digest` of ``teacher``
             when the run was set up (a changed teacher is refused, not used).
         concepts: the dictionary's layer, size and sparsity, and the MLM weight.
@@ -444,8 +444,9 @@ def _encoder_source(cell: DomainCell, data):
 
 
 def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict | None:
-    """Run the cells (resumable, in ``out/cells``) and write ``summary.json``, ``comparison.csv``
-    and ``arms.csv``; returns the summary.
+    """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
+    seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``,
+    ``comparison.csv`` and ``arms.csv``; returns the summary.
 
     Under ``torchrun`` (``WORLD_SIZE`` > 1) every process takes part in each cell's data-parallel
     pre-training, one cell after another (``executor`` is ignored): rank 0 runs the grid and writes
