@@ -6,16 +6,17 @@ shape; :func:`train_batched_cells` trains all of them at once with
 rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.experiments.sweep.store_cell`),
 so the cells stay what :func:`~sipt_lab.experiments.sweep.run_grid` would have written: finished
 cells are skipped, a re-run resumes per cell, and ``run_grid`` over the same configs afterwards
-only loads them. An interrupted condition is trained again from its first step.
+only loads them. Each condition's training is itself a grid cell (:class:`BatchedCondition`), so
+the grid's executors run conditions side by side (``local``: one per core) or as Slurm jobs. An
+interrupted condition is trained again from its first step.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
@@ -29,7 +30,7 @@ from sipt_lab.experiments.simulate import (
     seed_result,
     with_seed,
 )
-from sipt_lab.experiments.sweep import read_result, store_cell
+from sipt_lab.experiments.sweep import read_result, run_grid, store_cell
 from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training.batched import BatchedRun, pretrain_batched
@@ -53,14 +54,34 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
             for dataset, config in zip(datasets, configs)]
 
 
-def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, progress: bool = True) -> int:
-    """Train the unfinished cells of ``configs`` under ``root``, a condition at a time; returns how many."""
-    pending = [c for c in configs if read_result(Path(root).resolve() / config_hash(c), SEED_RESULT_KEYS) is None]
+@dataclass(frozen=True)
+class BatchedCondition:
+    """One batched training, itself a grid cell: the unfinished seed cells of one condition
+    (configs equal up to the seed), each recorded under ``cells_root`` when the training ends."""
+
+    configs: tuple[SimulationConfig, ...]
+    cells_root: str
+
+
+def train_condition(condition: BatchedCondition) -> dict:
+    """Train ``condition``'s seeds x arms as one batched model and store each seed's cell; the
+    result names the cells it wrote (their config hashes)."""
+    datasets = [build_dataset(config.graph, progress=False) for config in condition.configs]
+    for config, dataset, arms in zip(condition.configs, datasets, run_arms_batched(datasets, condition.configs)):
+        store_cell(config, condition.cells_root, seed_result(config, dataset, arms))
+    return {"cells": [config_hash(config) for config in condition.configs]}
+
+
+def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, executor: str = "serial",
+                        progress: bool = True, **executor_options) -> int:
+    """Train the unfinished cells of ``configs`` under ``root``, one batched training per condition;
+    the conditions are cells of a grid under ``root/batched`` run by ``executor`` (the ``local``
+    executor trains as many conditions at once as the machine has cores). Returns how many cells."""
+    root = Path(root).resolve()
+    pending = [c for c in configs if read_result(root / config_hash(c), SEED_RESULT_KEYS) is None]
     conditions: dict[str, list[SimulationConfig]] = {}
     for config in pending:
         conditions.setdefault(config_hash(with_seed(config, 0)), []).append(config)
-    for group in tqdm(list(conditions.values()), desc="batched conditions", unit="condition", disable=not progress):
-        datasets = [build_dataset(config.graph, progress=False) for config in group]
-        for config, dataset, arms in zip(group, datasets, run_arms_batched(datasets, group, progress=progress)):
-            store_cell(config, root, seed_result(config, dataset, arms))
+    run_grid(train_condition, [BatchedCondition(tuple(group), str(root)) for group in conditions.values()],
+             root / "batched", executor=executor, progress=progress, required_keys=("cells",), **executor_options)
     return len(pending)
