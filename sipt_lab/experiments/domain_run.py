@@ -45,7 +45,7 @@ from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
-from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
+from sipt_lab.experiments.finetuning import check_mode, probe_encoder
 from sipt_lab.experiments.sweep import read_result, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
@@ -283,7 +283,7 @@ def domain_cell(cell: DomainCell) -> dict:
     parts = check_mode(cell.mode)
     scores = {}
     if "probe" in parts:
-        scores["probe"] = probe_embeddings(vectors, view.task, view.splits)
+        scores["probe"] = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors)
     if "full" in parts:
         def load():
             return copy.deepcopy(encoder).train(), tokenizer
