@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+import torch
 import torch.distributed as dist
 
 from sipt_lab import names
@@ -274,7 +275,9 @@ def domain_cell(cell: DomainCell) -> dict:
     if cell.arm == "off-the-shelf":
         source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
-        encoder = source.encoder(tokenizer)[0]
+        with torch.random.fork_rng(devices=[]):  # the warm start pre-training begins from (a random init is seeded as there)
+            torch.manual_seed(cell.seed)
+            encoder = source.encoder(tokenizer)[0]
     else:
         graph, trained = pretrain_arm(cell)
         encoder, tokenizer = trained.encoder, trained.tokenizer
