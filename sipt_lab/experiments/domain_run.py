@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+import torch
 import torch.distributed as dist
 
 from sipt_lab import names
@@ -45,7 +46,7 @@ from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
-from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
+from sipt_lab.experiments.finetuning import check_mode, probe_encoder
 from sipt_lab.experiments.sweep import read_result, run_grid
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
@@ -274,7 +275,9 @@ def domain_cell(cell: DomainCell) -> dict:
     if cell.arm == "off-the-shelf":
         source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
-        encoder = source.encoder(tokenizer)[0]
+        with torch.random.fork_rng(devices=[]):  # the warm start pre-training begins from (a random init is seeded as there)
+            torch.manual_seed(cell.seed)
+            encoder = source.encoder(tokenizer)[0]
     else:
         graph, trained = pretrain_arm(cell)
         encoder, tokenizer = trained.encoder, trained.tokenizer
@@ -283,7 +286,7 @@ def domain_cell(cell: DomainCell) -> dict:
     parts = check_mode(cell.mode)
     scores = {}
     if "probe" in parts:
-        scores["probe"] = probe_embeddings(vectors, view.task, view.splits)
+        scores["probe"] = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors)
     if "full" in parts:
         def load():
             return copy.deepcopy(encoder).train(), tokenizer
