@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from sipt_lab.experiments.simulate import ARMS, simulation_config
+from sipt_lab.models import CharInit
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
@@ -40,7 +41,7 @@ from sipt_lab.training.batched import BatchedRun, pretrain_batched
 
 
 def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:
-    """The K runs of one condition (seeds x arms) and their encoder config."""
+    """The K runs of one condition (seeds x arms) and their encoder source (sizes and vocabulary)."""
     runs, encoder = [], None
     for seed in range(args.seeds):
         config = simulation_config(args.family, seed=seed, steps=args.steps, preset=args.preset,
@@ -49,7 +50,7 @@ def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:
         for arm in ARMS:
             train = dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
             runs.append(BatchedRun(dataset.sentences, dataset.graph, train))
-        encoder = config.encoder
+        encoder = CharInit(config.encoder, config.tokenizer)
     return runs, encoder
 
 
@@ -66,7 +67,7 @@ def vmap_seconds(runs: list[BatchedRun], encoder, steps: int) -> float:
             return self.inner.hidden_states(ids)[:, 0]
 
     vocab = 128
-    models = [Trunk(TransformerEncoder(dataclasses.replace(encoder, vocab_size=vocab))) for _ in runs]
+    models = [Trunk(TransformerEncoder(dataclasses.replace(encoder.config, vocab_size=vocab))) for _ in runs]
     params, buffers = stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
     rows = max(run.config.batch_size for run in runs)
@@ -112,7 +113,8 @@ def main() -> None:
         vmap_seconds(runs, encoder, args.vmap)
         rows.append(("vmap (trunk only)", tuple(t * args.steps / args.vmap for t in _since(clocks))))
     difference = max(np.abs(a.history["loss"] - b.history["loss"]).max() for a, b in zip(separate, batched))
-    print(f"{args.family}, preset {args.preset}, encoder hidden {encoder.hidden} x {encoder.n_layers} layers, "
+    print(f"{args.family}, preset {args.preset}, encoder hidden {encoder.config.hidden} x {encoder.config.n_layers} layers, "
+          f"{encoder.vocabulary.kind} vocabulary, "
           f"batch {runs[0].config.batch_size}, pairs {runs[0].config.pairs}, K = {k} models "
           f"({args.seeds} seeds x {len(ARMS)} arms), {args.steps} steps each, torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} cores")

@@ -7,7 +7,8 @@ probability 0.15, ~1 extra term added), so density is ~2.5 % and edges exist. ``
 
 For ``n <= 10,000`` the reference is plain vectorised numpy in the same process: ``A A^T`` as a
 float32 matrix product in row blocks, ``d = |a_i| + |a_j| - 2 a_i . a_j``; its edge count must equal
-the graph's. Timings are single runs.
+the graph's. Timings are single runs. A second table times the ℓ of the ℓ-prefix filter
+(``networks.PREFIX_SHARED``; 1 is the classic prefix filter) side by side at ``n = 30,000``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 
 import numpy as np
 
+from sipt_lab.domains import networks
 from sipt_lab.domains.networks import hamming_graph
 
 N_LABELS = 500
@@ -66,6 +68,17 @@ def main() -> None:
             assert expected == graph.n_edges, (expected, graph.n_edges)
             reference, ratio = f"{dense_seconds:.2f}", f"{dense_seconds / seconds:.1f}x"
         print(f"| {n:,} | {labels.sum(axis=1).mean():.1f} | {seconds:.2f} | {graph.n_edges:,} | {reference} | {ratio} |")
+    labels = go_like_labels(30_000)
+    chosen = networks.PREFIX_SHARED
+    print(f"\n| ℓ (n = 30,000) | hamming_graph s | edges |\n|---|---|---|")
+    try:
+        for shared in (1, 2, 3):
+            networks.PREFIX_SHARED = shared
+            start = time.perf_counter()
+            graph = hamming_graph(labels, MAX_DISTANCE)
+            print(f"| {shared}{' (default)' if shared == chosen else ''} | {time.perf_counter() - start:.2f} | {graph.n_edges:,} |")
+    finally:
+        networks.PREFIX_SHARED = chosen
 
 
 if __name__ == "__main__":

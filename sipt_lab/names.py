@@ -35,8 +35,11 @@ POOLINGS = ("cls", "mean")
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
 #: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulate.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
+#: Task kinds labelled per token (TAPE's secondary structure): domain tasks only, since ``sipt-lab
+#: finetune --labels`` files hold one label per sample.
+PER_TOKEN_TASK_KINDS = ("token-classification",)
 #: Fine-tuning task kinds (:data:`sipt_lab.evaluation.tasks.TASK_KINDS`).
-TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel")
+TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetuning.MODES`).
 FINETUNE_MODES = ("probe", "full", "both")
 #: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain_run.PRESETS`).

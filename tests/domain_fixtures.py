@@ -10,6 +10,8 @@ import numpy as np
 
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
 MOTIFS = ("KKRR", "WWYF", "DDEE")
+#: The planted per-residue structure: each amino acid's 3-state class (helix / strand / coil formers).
+SS3_OF = {**dict.fromkeys("AELMQKRH", 0), **dict.fromkeys("VIYFWT", 1), **dict.fromkeys("GPSNDC", 2)}
 
 
 def _protein(rng, family: int) -> str:
@@ -17,9 +19,11 @@ def _protein(rng, family: int) -> str:
     return MOTIFS[family] + body + MOTIFS[family]
 
 
-def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, int] = (12, 6, 6), seed: int = 0) -> Path:
-    """``sequences.fasta``, ``interactions.tsv`` (within a family) and TAPE remote_homology (family)
-    and fluorescence (motif-letter count) files."""
+def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, int] = (12, 6, 6), seed: int = 0,
+                   ss_per_split: tuple[int, int, int] = (16, 6, 6)) -> Path:
+    """``sequences.fasta``, ``interactions.tsv`` (within a family) and TAPE remote_homology (family),
+    fluorescence (motif-letter count) and secondary_structure (``ss3`` of each residue by its letter,
+    :data:`SS3_OF`) files."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
     families = np.arange(n_corpus) % 3
@@ -38,6 +42,15 @@ def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, in
                 value = label if field == "fold_label" else [float(sum(sequence.count(c) for c in "KWD")) + 3 * rng.normal()]
                 records.append({"id": f"{task}{k}", "primary": sequence, field: value})
             (root / "tape" / task / f"{task}_{suffix}.json").write_text(json.dumps(records))
+    ss = root / "tape" / "secondary_structure"
+    ss.mkdir(parents=True, exist_ok=True)
+    for suffix, size in zip(("train", "valid", "cb513"), ss_per_split):
+        records = []
+        for k in range(size):
+            sequence = _protein(rng, k % 3)
+            ss3 = [SS3_OF[c] if rng.random() < 0.9 else int(rng.integers(3)) for c in sequence]  # noisy, so no arm is perfect
+            records.append({"id": f"ss{k}", "primary": sequence, "ss3": ss3, "ss8": ss3, "protein_length": len(sequence)})
+        (ss / f"secondary_structure_{suffix}.json").write_text(json.dumps(records))
     return root
 
 

@@ -50,3 +50,32 @@ def test_runs_that_differ_beyond_seed_and_lambda_or_use_dropout_are_refused():
         pretrain_batched([_run(0, 0.0), dataclasses.replace(other, config=dataclasses.replace(other.config, lr=1e-3))], ENCODER)
     with pytest.raises(SiptError, match="dropout 0"):
         pretrain_batched([_run(0, 0.0), _run(1, 0.1)], dataclasses.replace(ENCODER, dropout=0.1), progress=False)
+
+
+def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
+    from sipt_lab.models import TransformerEncoder
+    from sipt_lab.models.stacked import StackedEncoders, _Packing
+
+    torch.manual_seed(0)
+    encoders = [TransformerEncoder(dataclasses.replace(ENCODER, vocab_size=v)) for v in (12, 9)]
+    rng = np.random.default_rng(0)
+    lengths = np.stack([rng.integers(1, 21, 10), rng.integers(1, 21, 10)])
+    lengths[:, 0] = 20
+    ids = torch.zeros((2, 10, 20), dtype=torch.int64)
+    for k, vocab in enumerate((12, 9)):
+        for row, n in enumerate(lengths[k]):
+            ids[k, row, :n] = torch.as_tensor(np.r_[2, rng.integers(3, vocab, n - 1)])
+    positions = torch.tensor([[3, 21, 45, 0], [1, 2, 60, 20]])  # model 1 reads row 0 twice, model 0 pads with a [CLS]
+    stacked = StackedEncoders.stack(encoders)
+    reads = torch.cat([torch.arange(10).expand(2, -1) * 20, positions], 1).numpy()
+    assert len(_Packing.build(lengths, 20, reads, stacked.max_buckets, torch.device("cpu")).buckets) > 1
+    embeddings, logits = stacked(ids, positions, lengths)
+    for k, (encoder, vocab) in enumerate(zip(encoders, (12, 9))):
+        rows = [encoder.embed_and_masked_logits(ids[k, r: r + 1, : lengths[k, r]], torch.zeros(0, dtype=torch.int64))[0]
+                for r in range(10)]
+        torch.testing.assert_close(embeddings[k], torch.cat(rows), rtol=1e-5, atol=1e-6)
+        for m, flat in enumerate(positions[k].tolist()):
+            row, column = divmod(flat, 20)
+            _, want = encoder.embed_and_masked_logits(ids[k, row: row + 1, : lengths[k, row]], torch.tensor([column]))
+            torch.testing.assert_close(logits[k, m, :vocab], want[0], rtol=1e-5, atol=1e-5)
+        assert torch.isinf(logits[k, :, vocab:]).all()

@@ -23,6 +23,7 @@ def test_light_names_are_the_registries_keys():
     from sipt_lab.training.trainer import LR_SCHEDULES
 
     assert tuple(TASK_KINDS) == names.TASK_KINDS  # TaskKind carries its own name
+    assert tuple(k for k, kind in TASK_KINDS.items() if kind.per_token) == names.PER_TOKEN_TASK_KINDS
     for registry, light in ((PRESETS, names.DOMAIN_PRESETS), (MODES, names.FINETUNE_MODES), (ENCODER_PRESETS, names.ENCODER_PRESETS),
                             (STRUCTURE_LOSSES, names.STRUCTURE_LOSSES), (PAIR_MODES, names.PAIR_MODES), (LR_SCHEDULES, names.LR_SCHEDULES)):
         assert tuple(registry) == light

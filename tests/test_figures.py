@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.config import config_from_dict, config_to_dict
+from sipt_lab.config import config_from_dict, config_hash, config_to_dict
 from sipt_lab.corpus import Corpus
 from sipt_lab.experiments.figure_cells import (
     HELDOUT_SCALE_NODES,
@@ -28,6 +28,7 @@ from sipt_lab.experiments.figure_cells import (
     heldout_scale_configs,
     run_figure5_grid,
 )
+from sipt_lab.experiments.batched import plan_trainings, train_batched_cells
 from sipt_lab.experiments.figures import FIGURES
 from sipt_lab.experiments.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
@@ -287,3 +288,22 @@ def test_batched_grid_stores_the_same_cells_as_the_unbatched_one(tmp_path, fake_
     for a, b in zip(separate, batched):
         for arm in ("lm", "sipt"):
             assert abs(a.result["methods"][arm]["final_loss"] - b.result["methods"][arm]["final_loss"]) < 1e-4
+
+
+def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corpus):
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=2, steps=2, preset="paper")
+    configs = figure5_configs(options)
+    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 4
+    trainings = [json.loads((d / "result.json").read_text()) for d in (tmp_path / "batched").iterdir()]
+    assert [sorted(t["cells"]) for t in trainings] == [sorted(config_hash(c) for c in configs)]  # one model for all
+    assert all((tmp_path / config_hash(c) / "result.json").is_file() for c in configs)
+    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 0
+
+
+def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_elsewhere(fake_corpus):
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5, 0.2), seeds=3, preset="paper")
+    configs = figure5_configs(options)
+    local = plan_trainings(configs, "local", {"max_workers": 2})
+    assert sorted(len(t) for t in local) == [4, 5] and sorted(map(config_hash, sum(local, ()))) == sorted(map(config_hash, configs))
+    slurm = plan_trainings(configs, "slurm", {})
+    assert sorted(sorted({c.graph.noise for c in t}) for t in slurm) == [[0.0], [0.2], [0.5]] and all(len(t) == 3 for t in slurm)

@@ -77,3 +77,12 @@ def test_int64_indexed_sparse_input_matches_brute_force_and_is_left_unchanged():
     before = A.toarray().copy()
     assert graph_edges(hamming_graph(A, 9)) == brute_force_edges(labels, 9)
     assert np.array_equal(A.toarray(), before)
+
+
+@pytest.mark.parametrize("shared", [1, 3, 6])
+def test_any_prefix_overlap_gives_the_same_edges(monkeypatch, shared):
+    rng = np.random.default_rng(11)
+    labels = rng.random((6, 60)) < 0.25
+    labels = labels[rng.integers(0, 6, 200)] ^ (rng.random((200, 60)) < 0.04)  # counts ~15: o* reaches 6
+    monkeypatch.setattr(networks, "PREFIX_SHARED", shared)
+    assert graph_edges(hamming_graph(labels, 9)) == brute_force_edges(labels, 9)

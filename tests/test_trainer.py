@@ -11,7 +11,8 @@ from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
 from sipt_lab.models import CharInit
 from sipt_lab.training.batches import KEEP_TOKEN, REPLACE_WITH_MASK
-from sipt_lab.training.trainer import BUCKET_PENALTY, _length_buckets, _Replica, _Step, lr_factor, train_step
+from sipt_lab.models.buckets import BUCKET_PENALTY, length_buckets
+from sipt_lab.training.trainer import _Replica, _Step, lr_factor, train_step
 
 TINY = encoder_preset("paper-small", max_len=24)
 
@@ -211,22 +212,30 @@ def test_last_layer_computed_only_where_read_matches_the_full_pass():
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-def test_length_buckets_split_where_padding_drops_most():
+@pytest.mark.parametrize("power", [1, 2])
+def test_length_buckets_split_where_padding_drops_most(power):
     lengths = np.array([100, 10, 51, 12, 50, 11])
-    assert [b.tolist() for b in _length_buckets(lengths, 3)] == [[1, 5, 3], [4, 2], [0]]
-    assert [b.tolist() for b in _length_buckets(lengths, 1)] == [[0, 1, 2, 3, 4, 5]]
+    assert [b.tolist() for b in length_buckets(lengths, 3, power)] == [[1, 5, 3], [4, 2], [0]]
+    assert [b.tolist() for b in length_buckets(lengths, 1, power)] == [[0, 1, 2, 3, 4, 5]]
     # equal lengths: no second bucket is worth its extra pass
-    assert len(_length_buckets(np.full(9, 40), 4)) == 1
+    assert len(length_buckets(np.full(9, 40), 4, power)) == 1
     rng = np.random.default_rng(0)
     for _ in range(20):  # against brute force over all 1- and 2-group splits
         lengths = rng.integers(2, 300, rng.integers(2, 12))
-        buckets = _length_buckets(lengths, 2)
+        buckets = length_buckets(lengths, 2, power)
         assert sorted(np.concatenate(buckets).tolist()) == list(range(len(lengths)))
-        penalty = BUCKET_PENALTY * lengths.sum()
-        cost = sum(len(b) * lengths[b].max() for b in buckets) + penalty * (len(buckets) - 1)
-        s = np.sort(lengths)
+        cost_of = lengths.astype(float) ** power
+        penalty = BUCKET_PENALTY * cost_of.sum()
+        cost = sum(len(b) * cost_of[b].max() for b in buckets) + penalty * (len(buckets) - 1)
+        s = np.sort(cost_of)
         best = min([len(s) * s[-1]] + [k * s[k - 1] + (len(s) - k) * s[-1] + penalty for k in range(1, len(s))])
         assert cost == pytest.approx(best)
+
+
+def test_length_buckets_quadratic_cost_splits_more_readily_than_linear():
+    lengths = np.array([20] * 20 + [22] * 20)  # 10 % longer: worth a split for scores, not for token slots
+    assert len(length_buckets(lengths, 2, power=1)) == 1
+    assert [len(b) for b in length_buckets(lengths, 2, power=2)] == [20, 20]
 
 
 def _mixed_length_batch(seed: int, n_groups: int, batch_size: int, pairs: str):
@@ -238,7 +247,7 @@ def _mixed_length_batch(seed: int, n_groups: int, batch_size: int, pairs: str):
     ids, lengths = tokenizer.encode(sentences)
     graph = PretrainingGraph.from_groups(np.arange(30) % n_groups)
     batch = GraphBatchSampler(graph, lengths, batch_size, seed=seed - 1, pairs=pairs).batch(0)
-    assert len(_length_buckets(lengths[batch.nodes], 4)) > 1
+    assert len(length_buckets(lengths[batch.nodes], 4)) > 1
     return tokenizer, ids, lengths, batch
 
 

@@ -6,7 +6,7 @@ import argparse
 
 
 from sipt_lab.experiments.sweep import EXECUTORS
-from sipt_lab.names import DOMAIN_PRESETS, FINETUNE_MODES, TASK_KINDS
+from sipt_lab.names import DOMAIN_PRESETS, FINETUNE_MODES, PER_TOKEN_TASK_KINDS, TASK_KINDS
 
 
 def register(subparsers) -> None:
@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     parser.add_argument("--task", metavar="DOMAIN:TASK", help="a registered domain task, e.g. wiki:category")
     parser.add_argument("--samples", metavar="S", help="samples file the labels belong to (with --labels)")
     parser.add_argument("--labels", metavar="L.tsv", help="id<TAB>label per sample")
-    parser.add_argument("--kind", default="classification", choices=sorted(TASK_KINDS), help="task kind of --labels (default: %(default)s)")
+    parser.add_argument("--kind", default="classification", choices=sorted(set(TASK_KINDS) - set(PER_TOKEN_TASK_KINDS)), help="task kind of --labels (default: %(default)s)")
     parser.add_argument("--splits", metavar="SPLITS.tsv", help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)")
     parser.add_argument("--mode", default="both", help=f"{' | '.join(FINETUNE_MODES)} (default: %(default)s)")
     parser.add_argument("--seeds", type=int, default=3, metavar="K", help="full fine-tuning repetitions (default: %(default)s)")

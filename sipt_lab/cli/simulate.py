@@ -109,8 +109,8 @@ def add_preset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", metavar="NAME",
                         help=f"char encoder sizes: {', '.join(ENCODER_PRESETS)} (default: the preset's)")
     parser.add_argument("--batched", action="store_true",
-                        help="train all seeds x arms of a condition as one batched model in this process "
-                        "(same numbers up to float rounding; much faster for small encoders on a CPU)")
+                        help="train all seeds x arms of a condition as one batched model, conditions side by side "
+                        "under --executor (same numbers up to float rounding; faster for small encoders on a CPU)")
 
 
 def parse_loss_params(items: list[str]) -> dict[str, float]:

@@ -73,6 +73,7 @@ DATASETS: dict[str, Dataset] = {dataset.name: dataset for dataset in (
     _tape("remote_homology", "TAPE remote homology (fold classes), JSON splits train/valid/test_*_holdout"),
     _tape("fluorescence", "TAPE fluorescence (GFP log-fluorescence), JSON splits train/valid/test"),
     _tape("stability", "TAPE stability (protein stability score), JSON splits train/valid/test"),
+    _tape("secondary_structure", "TAPE secondary structure (ss3 per residue), JSON splits train/valid/cb513 (+ casp12, ts115)"),
     _scibert("mag", "SciBERT paper field (MAG titles, 7 fields), JSON Lines train/dev/test"),
     _scibert("sci-cite", "SciCite citation intents, JSON Lines train/dev/test"),
     _scibert("acl-arc", "ACL-ARC citation intents, JSON Lines train/dev/test"),

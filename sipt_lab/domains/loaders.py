@@ -6,7 +6,8 @@
 * ``papers``: JSON Lines, ``{"id", "title", "abstract", "citations": [ids]}`` a line -> :class:`Papers`
   (texts and the citation graph, symmetrised);
 * ``tape-task``: a TAPE task's JSON split files (``{task}_train.json``, ``{task}_valid.json``,
-  ``{task}_{test}.json``, each a list of ``{"primary": sequence, <target>: value}``) -> :class:`SplitRecords`;
+  ``{task}_{test}.json``, each a list of ``{"primary": sequence, <target>: value}``, the value a
+  number or, for secondary structure's ``ss3``, one class per residue) -> :class:`SplitRecords`;
 * ``scibert-task``: a SciBERT text-classification task directory (``train.txt``, ``dev.txt``,
   ``test.txt``, JSON Lines ``{"text", "label"}``) -> :class:`SplitRecords`;
 * ``tu-graphs``: a graph dataset in PyTorch Geometric's ``TUDataset`` raw format (``NAME_A.txt``,
@@ -173,28 +174,57 @@ SPLIT_FILE_NAMES = ("train", "validation", "test")
 @dataclass(frozen=True)
 class SplitRecords:
     """A task's published splits. Attributes: ``texts`` and ``labels``, each split name
-    (``train``, ``validation``, ``test``) -> ``(m_s,)`` texts and their raw labels (strings or floats)."""
+    (``train``, ``validation``, ``test``) -> ``(m_s,)`` texts and their raw labels (strings, floats,
+    or per-residue lists of ints)."""
 
     texts: dict[str, list[str]]
     labels: dict[str, list]
 
 
-#: TAPE's per-protein tasks: name -> (target field, value type, test split file suffix).
+#: TAPE's tasks: name -> (target field, value type (:data:`TAPE_VALUES`), test split file suffix).
+#: Secondary structure is tested on CB513 (TAPE also ships ``casp12`` and ``ts115``), its target is
+#: ``ss3``, one 3-state class per residue.
 TAPE_TARGETS = {
     "remote_homology": ("fold_label", "class", "test_fold_holdout"),
     "fluorescence": ("log_fluorescence", "value", "test"),
     "stability": ("stability_score", "value", "test"),
+    "secondary_structure": ("ss3", "per-residue", "cb513"),
+}
+
+
+def _tape_number(value, sequence: str):
+    """A number, or a one-element list of one, as TAPE writes scalar targets; None otherwise."""
+    value = value[0] if isinstance(value, list) and len(value) == 1 else value
+    return None if isinstance(value, bool) or not isinstance(value, (int, float)) else value
+
+
+def _tape_per_residue(value, sequence: str):
+    """A list of non-negative ints, one per residue of ``sequence``; None otherwise."""
+    if not isinstance(value, list) or len(value) != len(sequence) \
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        return None
+    return value
+
+
+#: TAPE value type -> (parser ``(raw target, sequence) -> label or None``, what the target must be,
+#: a template of ``{target}``).
+TAPE_VALUES = {
+    "class": (lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else str(int(n)), "a number '{target}'"),
+    "value": (lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else float(n), "a number '{target}'"),
+    "per-residue": (_tape_per_residue, "a list '{target}' of one non-negative int per residue"),
 }
 
 
 def read_tape_task(directory: str | Path, task: str) -> SplitRecords:
     """TAPE's JSON files of ``task`` (a :data:`TAPE_TARGETS` name) in ``directory``: sequences from
-    ``primary``, labels from the task's target (a number, or a one-element list of one, as TAPE writes
-    them; class targets become strings). SiptError for a missing file, a file that is not a JSON list
-    of objects, or a record without a string ``primary`` or a numeric target."""
+    ``primary``, labels from the task's target: class targets as strings, values as floats (a
+    number, or a one-element list of one), per-residue targets as lists of ints. SiptError for a
+    missing file, a file that is not a JSON list of objects, or a record without a string
+    ``primary`` or with a target that is not of its type."""
     if task not in TAPE_TARGETS:
         raise SiptError(f"unknown TAPE task {task!r}; choose one of: {', '.join(TAPE_TARGETS)}")
     target, value_type, test = TAPE_TARGETS[task]
+    parse, expected = TAPE_VALUES[value_type]
     texts, labels = {}, {}
     for split, suffix in zip(SPLIT_FILE_NAMES, ("train", "valid", test)):
         path = Path(directory) / f"{task}_{suffix}.json"
@@ -206,14 +236,13 @@ def read_tape_task(directory: str | Path, task: str) -> SplitRecords:
             raise SiptError(f"TAPE {task} file {path} must be a non-empty JSON list of records; use TAPE's JSON release")
         texts[split], labels[split] = [], []
         for k, record in enumerate(records):
-            value = record.get(target) if isinstance(record, dict) else None
-            value = value[0] if isinstance(value, list) and len(value) == 1 else value
-            if not isinstance(record, dict) or not isinstance(record.get("primary"), str) or not record["primary"] \
-                    or isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise SiptError(f"TAPE {task} file {path} record {k} needs a non-empty string 'primary' and a number "
-                                f"'{target}'; fix or drop that record")
-            texts[split].append(record["primary"])
-            labels[split].append(str(int(value)) if value_type == "class" else float(value))
+            sequence = record.get("primary") if isinstance(record, dict) else None
+            label = parse(record.get(target), sequence) if isinstance(sequence, str) and sequence else None
+            if label is None:
+                raise SiptError(f"TAPE {task} file {path} record {k} needs a non-empty string 'primary' and "
+                                f"{expected.format(target=target)}; fix or drop that record")
+            texts[split].append(sequence)
+            labels[split].append(label)
     return SplitRecords(texts, labels)
 
 

@@ -6,13 +6,14 @@ all ``n^2`` pairs:
 
 * pairs with ``|a_i| + |a_j| <= D`` are edges whatever their labels (their distance is at most the
   sum), enumerated from the label counts alone;
-* every other edge ``i ~ j``, ``|a_i| <= |a_j|``, shares ``o >= (|a_i| + |a_j| - D) / 2 >= 1``
-  labels, so ``i`` has at most ``D // 2`` labels outside ``j`` and ``j`` at most ``D`` outside ``i``.
-  By the prefix-filter lemma of set-similarity joins (Chaudhuri et al. 2006; Xiao et al. 2011), with
-  the labels ordered rarest first, the ``D // 2 + 1`` rarest labels of ``i`` then meet the ``D + 1``
-  rarest of ``j``. Candidates are the non-zeros of ``S P^T`` (``S``, ``P``: those short and long
-  prefixes, a sparse product in row blocks), cut by ``|a_j| - |a_i| <= D``, and verified by XOR and
-  popcount on bit-packed label rows.
+* every other edge ``i ~ j``, ``s = |a_i| <= t = |a_j| = s + δ``, ``δ <= D``, shares
+  ``o >= ceil((s + t - D) / 2) >= 1`` labels. By the prefix-filter lemma of set-similarity joins
+  (Chaudhuri et al. 2006; Xiao et al. 2011), with the labels ordered rarest first, the
+  ``s - o + 1 <= 1 + (D - δ) // 2`` rarest labels of ``i`` then meet the ``1 + (D + δ) // 2`` rarest
+  of ``j``. Samples are grouped by label count; for each pair of groups ``(s, s + δ)`` the candidates
+  are the non-zeros of ``S P^T`` (``S``, ``P``: those prefixes, a sparse product in row blocks),
+  verified by XOR and popcount on bit-packed label rows. Prefixes that depend on ``δ`` (both 5
+  labels for equal counts at ``D = 9``) keep far fewer candidates than one long prefix of ``D + 1``.
 
 Rare labels are specific (GO terms deep in the ontology), so the prefixes are short lists of rare
 terms and the candidates few; the common terms near the root never enter a prefix of a well
@@ -40,6 +41,10 @@ from sipt_lab.graph import PretrainingGraph
 DEFAULT_MAX_DISTANCE = 9
 _ROW_BLOCK = 4096  # samples whose candidates are found by one sparse product
 _PAIR_CHUNK = 1 << 20  # candidate pairs verified by one XOR / popcount pass
+#: ℓ of the ℓ-prefix filter: candidates share at least this many prefix labels (fewer when the
+#: counts need fewer shared labels). 1 is the classic prefix filter; larger values lengthen the prefixes
+#: (a costlier product) and drop more pairs before verification (benchmarks/bench_hamming.py).
+PREFIX_SHARED = 2
 _BYTE_POPCOUNT = np.array([bin(byte).count("1") for byte in range(256)], dtype=np.uint8)
 
 
@@ -102,34 +107,71 @@ def _small_pairs(counts: np.ndarray, D: int) -> np.ndarray:
 
 
 def _shared_label_pairs(A: sp.csr_array, counts: np.ndarray, D: int) -> np.ndarray:
-    """``(m, 2)`` pairs with ``counts[i] + counts[j] > D`` at Hamming distance ``<= D``, each pair once."""
-    short, long = _rarest_prefixes(A, D // 2 + 1), _rarest_prefixes(A, D + 1).T.tocsr()
+    """``(m, 2)`` pairs with ``counts[i] + counts[j] > D`` at Hamming distance ``<= D``, each pair once.
+
+    Samples are taken in groups of equal label count. Two samples with counts ``s <= t = s + δ``
+    within the distance share ``o >= o* = ceil((s + t - D) / 2)`` labels, so (the ℓ-prefix lemma,
+    ``ℓ = min(PREFIX_SHARED, o*)``) the ``floor((D - δ) / 2) + ℓ`` rarest labels of the smaller and the
+    ``floor((D + δ) / 2) + ℓ`` rarest of the larger share at least ``ℓ``: one sparse product of those
+    prefixes per pair of groups, in row blocks, counts them, and the pairs with ``ℓ`` or more are the
+    candidates, verified on the packed label rows."""
+    order = np.argsort(counts, kind="stable")
+    sorted_counts = counts[order]
+    starts = np.searchsorted(sorted_counts, np.arange(int(sorted_counts.max(initial=0)) + D + 2))  # count s: [starts[s], starts[s + 1])
+    ranked, position = _ranked_labels(A[order])
+    prefixes: dict[int, sp.csr_array] = {}
+
+    def prefix(length: int) -> sp.csr_array:
+        if length not in prefixes:
+            prefixes[length] = _prefix(ranked, position, length)
+        return prefixes[length]
+
     packed = _pack_rows(A)
     found = []
-    for start in range(0, A.shape[0], _ROW_BLOCK):
-        candidates = sp.coo_array(short[start:start + _ROW_BLOCK] @ long)
-        i = candidates.row.astype(np.int64) + start  # the pair's sample with fewer labels (ties: lower index)
-        j = candidates.col.astype(np.int64)
-        smaller = (counts[i] < counts[j]) | ((counts[i] == counts[j]) & (i < j))
-        keep = smaller & (counts[i] + counts[j] > D) & (counts[j] - counts[i] <= D)
-        i, j = i[keep], j[keep]
-        for lo in range(0, i.size, _PAIR_CHUNK):
-            a, b = i[lo:lo + _PAIR_CHUNK], j[lo:lo + _PAIR_CHUNK]
-            close = _popcount_rows(packed[a] ^ packed[b]) <= D
-            found.append(np.stack([a[close], b[close]], axis=1))
+    for delta in range(D + 1):
+        for s in range((D - delta) // 2 + 1, len(starts) - delta - 1):  # 2 s + δ > D
+            rows, columns = (starts[s], starts[s + 1]), (starts[s + delta], starts[s + delta + 1])
+            if rows[0] == rows[1] or columns[0] == columns[1]:
+                continue
+            shared = min(PREFIX_SHARED, -(-(2 * s + delta - D) // 2))
+            short, long = prefix((D - delta) // 2 + shared), prefix((D + delta) // 2 + shared)
+            partners = long[columns[0]:columns[1]].T.tocsr()
+            for lo in range(rows[0], rows[1], _ROW_BLOCK):
+                candidates = sp.coo_array(short[lo:min(lo + _ROW_BLOCK, rows[1])] @ partners)
+                keep = candidates.data >= shared
+                a = candidates.row[keep].astype(np.int64) + lo
+                b = candidates.col[keep].astype(np.int64) + columns[0]
+                if delta == 0:  # one group with itself: each pair once
+                    a, b = a[a < b], b[a < b]
+                found += _verified(packed, order[a], order[b], D)
     return np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
 
 
-def _rarest_prefixes(A: sp.csr_array, length: int) -> sp.csr_array:
-    """``(n, L)`` 0/1 CSR keeping each row's ``length`` rarest labels (ties: lower label index)."""
+def _verified(packed: np.ndarray, a: np.ndarray, b: np.ndarray, D: int) -> list[np.ndarray]:
+    """The candidate pairs ``(a[k], b[k])`` whose packed label rows differ in at most ``D`` bits, as ``(m, 2)`` chunks."""
+    found = []
+    for lo in range(0, a.size, _PAIR_CHUNK):
+        i, j = a[lo:lo + _PAIR_CHUNK], b[lo:lo + _PAIR_CHUNK]
+        close = _popcount_rows(packed[i] ^ packed[j]) <= D
+        found.append(np.stack([i[close], j[close]], axis=1))
+    return found
+
+
+def _ranked_labels(A: sp.csr_array) -> tuple[sp.csr_array, np.ndarray]:
+    """``A`` with labels renumbered by rank, rarest first (ties: lower label index), each row's
+    labels in that order, and ``(nnz,)`` each entry's position within its row."""
     frequency = np.bincount(A.indices, minlength=A.shape[1])
     rank = np.empty(A.shape[1], dtype=np.int64)
     rank[np.lexsort((np.arange(A.shape[1]), frequency))] = np.arange(A.shape[1])
-    ranked = sp.csr_array((A.data, rank[A.indices], A.indptr), shape=A.shape)
-    ranked.sort_indices()  # each row's labels rarest first
-    position = np.arange(A.nnz) - np.repeat(ranked.indptr[:-1], np.diff(ranked.indptr))
-    # a copy of indptr: eliminate_zeros compacts it in place, and ranked shares A's (int64 index arrays are not copied)
-    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices, ranked.indptr.copy()), shape=A.shape)
+    ranked = sp.csr_array((A.data, rank[A.indices], A.indptr.copy()), shape=A.shape)
+    ranked.sort_indices()
+    return ranked, np.arange(A.nnz) - np.repeat(ranked.indptr[:-1], np.diff(ranked.indptr))
+
+
+def _prefix(ranked: sp.csr_array, position: np.ndarray, length: int) -> sp.csr_array:
+    """``(n, L)`` 0/1 CSR keeping each row's ``length`` rarest labels (of :func:`_ranked_labels`)."""
+    # copies of the index arrays: eliminate_zeros compacts them in place, and scipy may share them with A
+    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices.copy(), ranked.indptr.copy()), shape=ranked.shape)
     prefix.eliminate_zeros()
     return prefix
 

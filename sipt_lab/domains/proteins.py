@@ -6,14 +6,17 @@ Data directory (``--data DIR``, details and sources in ``docs/domains.md``):
   headers' first words;
 * ``interactions.tsv``: ``id_a<TAB>id_b`` (or comma-separated) interactions among those ids;
 * ``tape/<task>/``: TAPE's JSON split files of each task present, ``remote_homology`` (accuracy),
-  ``fluorescence`` and ``stability`` (Spearman's rho); at least one.
+  ``fluorescence`` and ``stability`` (Spearman's rho), ``secondary_structure`` (``ss3``, 3 classes
+  per residue, tested on CB513; per-token accuracy); at least one.
 
 Samples: the corpus proteins, then each task's proteins (ids ``task/split/k``), which have no
 interactions; a run pre-trains on the corpus only and fine-tunes on the task's published splits.
 Graph ``interactions``: ``i ~ j`` when the list names the pair. Sequences are texts of amino-acid
 letters, so the ``char`` encoder reads them as they are; a Hugging Face protein LM (``--init DIR``)
 brings its own tokenizer (ProtBERT-style tokenizers expect spaced residues: such a model needs
-``texts`` rewritten, which this domain does not do; ESM-2 reads plain sequences).
+``texts`` rewritten, which this domain does not do; ESM-2 reads plain sequences). Per-residue
+tasks need one token per residue (the ``char`` tokenizer, ESM-2's); fine-tuning checks that and
+rejects other tokenizers with a one-line error.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pa
 from sipt_lab.errors import SiptError
 
 #: TAPE task -> task kind.
-TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression"}
-LAYOUT = "sequences.fasta, interactions.tsv and tape/<task>/ (TAPE JSON: remote_homology, fluorescence, stability)"
+TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression",
+              "secondary_structure": "token-classification"}
+LAYOUT = ("sequences.fasta, interactions.tsv and tape/<task>/ "
+          "(TAPE JSON: remote_homology, fluorescence, stability, secondary_structure)")
 
 
 def load_proteins(directory: Path) -> LinkedData:

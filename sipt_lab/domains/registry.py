@@ -20,7 +20,7 @@ import numpy as np
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.splits import Splits
-from sipt_lab.evaluation.tasks import Task
+from sipt_lab.evaluation.tasks import Task, get_task_kind
 from sipt_lab.graph import PretrainingGraph
 
 
@@ -214,8 +214,9 @@ def add_split_tasks(ids: list[str], texts: list[str], entries: dict[str, tuple[s
     Args:
         entries: task name -> ``(kind, SplitRecords)`` (:class:`~sipt_lab.domains.loaders.SplitRecords`).
     Returns ``(ids, texts, tasks, splits)``: new lists (task samples get ids ``name/split/k``), and per
-    task its :class:`Task` (classification labels coded by ``np.unique`` over all splits, regression
-    targets as floats) and :class:`Splits`.
+    task its :class:`Task` (labels coded by the kind's :attr:`~sipt_lab.evaluation.tasks.TaskKind.code`:
+    classes by ``np.unique`` over all splits, regression targets as floats, per-token classes as
+    arrays) and :class:`Splits`.
     """
     ids, texts, tasks, splits = list(ids), list(texts), {}, {}
     for name, (kind, records) in entries.items():
@@ -225,11 +226,7 @@ def add_split_tasks(ids: list[str], texts: list[str], entries: dict[str, tuple[s
             ids += [f"{name}/{split}/{k}" for k in range(len(split_texts))]
             texts += split_texts
             labels += records.labels[split]
-        if kind == "regression":
-            coded, label_names = np.asarray(labels, dtype=np.float64), ()
-        else:
-            classes, coded = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
-            coded, label_names = coded.ravel(), tuple(classes.tolist())
+        coded, label_names = get_task_kind(kind).code(labels)
         tasks[name] = Task(name, kind, np.arange(first, len(ids), dtype=np.int64), coded, label_names)
         splits[name] = Splits(parts["train"], parts["validation"], parts["test"])
     return ids, texts, tasks, splits

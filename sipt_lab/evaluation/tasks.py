@@ -10,9 +10,12 @@ never a branch in the code that fine-tunes or compares. Each kind knows
 * what makes its training labels unusable (one class only, a constant target ...).
 
 Kinds: ``classification`` (labels ``(n,)`` ints; accuracy, macro-F1; logistic regression over
-``C``), ``classification-f1`` (the same, with macro-F1 primary: SciBERT's tasks), ``regression`` (targets ``(n,)`` floats; Spearman's rho; ridge over ``alpha``) and
+``C``), ``classification-f1`` (the same, with macro-F1 primary: SciBERT's tasks), ``regression`` (targets ``(n,)`` floats; Spearman's rho; ridge over ``alpha``),
 ``multilabel`` (``(n, L)`` 0/1; macro AUROC over the labels with both values present; one-vs-rest
-logistic regression over ``C``).
+logistic regression over ``C``) and ``token-classification`` (per-token classes, e.g. TAPE's
+secondary structure: a task's labels are ``(n,)`` object arrays of ``(len_i,)`` int codes, one per
+residue; the kind's metrics, probe and label checks read them flattened over the scored tokens,
+:func:`flatten_tokens`, so its accuracy is per-token accuracy over real residues).
 
 A :class:`Task` names its kind and labels a subset of a domain's samples; :func:`linear_probe`
 fits a probe on frozen embeddings and scores it on the test split.
@@ -38,6 +41,12 @@ PROBE_GRID = tuple(10.0 ** np.arange(-3, 4))
 _MAX_ITER = 2000
 
 
+def _code_classes(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class labels (any values, compared as strings) -> ``(m,)`` int64 codes of the sorted names."""
+    classes, coded = np.unique(np.asarray(raw, dtype=str), return_inverse=True)
+    return coded.ravel().astype(np.int64), tuple(classes.tolist())
+
+
 @dataclass(frozen=True)
 class TaskKind:
     """One kind of fine-tuning task.
@@ -49,6 +58,11 @@ class TaskKind:
         make_probe: ``strength -> unfitted scikit-learn estimator``.
         predict: ``(fitted estimator, X (n, H)) -> output`` (labels, values or ``(n, L)`` scores).
         train_problem: ``train labels -> None``, or what makes them unusable (a phrase).
+        code: ``raw labels (m,) -> (labels, label names)``: how a loader's raw labels (strings,
+            numbers, per-token lists) become :attr:`Task.labels`.
+        per_token: labels are per-sample sequences of per-token classes; ``metrics``, ``make_probe``,
+            ``predict`` and ``train_problem`` then read ``(N_tokens,)`` flattened labels
+            (:func:`flatten_tokens`) and ``(N_tokens, H)`` per-token states.
     """
 
     name: str
@@ -57,6 +71,8 @@ class TaskKind:
     make_probe: Callable[[float], object]
     predict: Callable[[object, np.ndarray], np.ndarray]
     train_problem: Callable[[np.ndarray], str | None]
+    code: Callable[[list], tuple[np.ndarray, tuple[str, ...]]] = _code_classes
+    per_token: bool = False
 
     def error(self, metrics: dict[str, float]) -> float:
         """The error relative error reductions compare: ``1 - metrics[primary]``."""
@@ -71,8 +87,8 @@ class Task:
         name: the task's name within its domain.
         kind: a :data:`TASK_KINDS` key.
         samples: ``(m,)`` int64 strictly increasing indices of the labelled samples among the domain's ``n``.
-        labels: ``(m,)`` (classification ints, regression floats) or ``(m, L)`` 0/1 (multi-label),
-            row ``k`` labelling sample ``samples[k]``.
+        labels: ``(m,)`` (classification ints, regression floats), ``(m, L)`` 0/1 (multi-label) or
+            ``(m,)`` object array of ``(len_k,)`` int64 codes (per-token), row ``k`` labelling sample ``samples[k]``.
         label_names: the class (or label column) names, code ``c`` is ``label_names[c]``; may be empty.
     """
 
@@ -138,6 +154,28 @@ def _constant_label_column(labels: np.ndarray) -> str | None:
     return f"has label column {constant[0]} constant" if constant.size else None
 
 
+def _code_values(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
+    return np.asarray(raw, dtype=np.float64), ()
+
+
+def _code_token_classes(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per-token integer classes, ``(m,)`` lists -> ``(m,)`` object array of ``(len_k,)`` int64 codes of
+    the sorted distinct values (named by their decimal strings)."""
+    rows = [np.asarray(row, dtype=np.int64) for row in raw]
+    classes = np.unique(np.concatenate(rows)) if rows else np.empty(0, np.int64)
+    labels = np.empty(len(rows), dtype=object)
+    labels[:] = [np.searchsorted(classes, row) for row in rows]
+    return labels, tuple(str(c) for c in classes.tolist())
+
+
+def flatten_tokens(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(sum counts,)`` int64: the first ``counts[k]`` token labels of each row of the per-token
+    ``labels`` ``(m,)`` in row order (the tokens an encoder scored; the rest were truncated away)."""
+    if not len(labels):
+        return np.empty(0, np.int64)
+    return np.concatenate([row[:count] for row, count in zip(labels, np.asarray(counts).tolist())]).astype(np.int64)
+
+
 def _logistic(c: float):
     return LogisticRegression(C=c, max_iter=_MAX_ITER)
 
@@ -153,10 +191,13 @@ TASK_KINDS: dict[str, TaskKind] = {
                  lambda model, X: model.predict(X), _one_class),
         TaskKind("regression", _regression_metrics, "spearman",
                  lambda alpha: make_pipeline(StandardScaler(), Ridge(alpha=alpha)),
-                 lambda model, X: model.predict(X), _constant_target),
+                 lambda model, X: model.predict(X), _constant_target, _code_values),
         TaskKind("multilabel", _multilabel_metrics, "macro_auroc",
                  lambda c: make_pipeline(StandardScaler(), OneVsRestClassifier(_logistic(c))),
                  lambda model, X: model.predict_proba(X), _constant_label_column),
+        TaskKind("token-classification", _classification_metrics, "accuracy",
+                 lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+                 lambda model, X: model.predict(X), _one_class, _code_token_classes, per_token=True),
     )
 }
 

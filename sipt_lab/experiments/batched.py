@@ -1,21 +1,24 @@
 """Grid cells of :func:`~sipt_lab.experiments.simulate.simulate_seed`, trained in batches.
 
 A condition (one :class:`SimulationConfig` up to its seed) trains 2 arms x its seeds of one
-shape; :func:`train_batched_cells` trains all of them at once with
+shape, and a grid's conditions that differ only in edge noise share that shape too;
+:func:`train_batched_cells` trains such cells together with
 :func:`~sipt_lab.training.batched.pretrain_batched` (the same numbers as separate runs, up to float
 rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.experiments.sweep.store_cell`),
 so the cells stay what :func:`~sipt_lab.experiments.sweep.run_grid` would have written: finished
 cells are skipped, a re-run resumes per cell, and ``run_grid`` over the same configs afterwards
-only loads them. An interrupted condition is trained again from its first step.
-"""
+only loads them. Each batched training is itself a grid cell (:class:`BatchedTraining`), so the
+grid's executors run trainings side by side (``local``: one per core) or as Slurm jobs. An
+interrupted training is trained again from its first step."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from sipt_lab.config import config_hash
 from sipt_lab.errors import SiptError
@@ -29,7 +32,7 @@ from sipt_lab.experiments.simulate import (
     seed_result,
     with_seed,
 )
-from sipt_lab.experiments.sweep import read_result, store_cell
+from sipt_lab.experiments.sweep import read_result, run_grid, store_cell
 from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training.batched import BatchedRun, pretrain_batched
@@ -37,8 +40,8 @@ from sipt_lab.training.batched import BatchedRun, pretrain_batched
 
 def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
                      progress: bool = False) -> list[dict[str, ArmOutput]]:
-    """:func:`~sipt_lab.experiments.simulate.run_arms` of every ``(dataset, config)`` pair (one
-    condition: configs equal up to the seed), all arms trained as one batched model. Each arm's
+    """:func:`~sipt_lab.experiments.simulate.run_arms` of every ``(dataset, config)`` pair (configs
+    equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model. Each arm's
     ``seconds`` is its share of the batched training time plus its own embedding time."""
     others = sorted({name for config in configs for name in config.methods} - set(ARMS))
     if others:
@@ -53,14 +56,61 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
             for dataset, config in zip(datasets, configs)]
 
 
-def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, progress: bool = True) -> int:
-    """Train the unfinished cells of ``configs`` under ``root``, a condition at a time; returns how many."""
-    pending = [c for c in configs if read_result(Path(root).resolve() / config_hash(c), SEED_RESULT_KEYS) is None]
-    conditions: dict[str, list[SimulationConfig]] = {}
-    for config in pending:
-        conditions.setdefault(config_hash(with_seed(config, 0)), []).append(config)
-    for group in tqdm(list(conditions.values()), desc="batched conditions", unit="condition", disable=not progress):
-        datasets = [build_dataset(config.graph, progress=False) for config in group]
-        for config, dataset, arms in zip(group, datasets, run_arms_batched(datasets, group, progress=progress)):
-            store_cell(config, root, seed_result(config, dataset, arms))
+@dataclass(frozen=True)
+class BatchedTraining:
+    """One batched training, itself a grid cell: unfinished seed cells that differ only in their
+    dataset and seed (one condition's seeds, or several noise rates'), each recorded under
+    ``cells_root`` when the training ends."""
+
+    configs: tuple[SimulationConfig, ...]
+    cells_root: str
+
+
+def train_batch(training: BatchedTraining) -> dict:
+    """Train ``training``'s cells x arms as one batched model and store each seed's cell; the
+    result names the cells it wrote (their config hashes)."""
+    datasets = [build_dataset(config.graph, progress=False) for config in training.configs]
+    for config, dataset, arms in zip(training.configs, datasets, run_arms_batched(datasets, training.configs)):
+        store_cell(config, training.cells_root, seed_result(config, dataset, arms))
+    return {"cells": [config_hash(config) for config in training.configs]}
+
+
+def batch_key(config: SimulationConfig) -> str:
+    """Cells with one key can train as one batched model: they differ only in seed and edge noise."""
+    seedless = with_seed(config, 0)
+    return config_hash(dataclasses.replace(seedless, graph=dataclasses.replace(seedless.graph, noise=0.0)))
+
+
+#: How many batched trainings an executor runs at once (its options -> count); an executor not
+#: listed (slurm: a job per training) gets one training per condition.
+CONCURRENT_TRAININGS: dict[str, Callable[[dict], int]] = {
+    "serial": lambda options: 1,
+    "local": lambda options: options.get("max_workers") or os.cpu_count() or 1,
+}
+
+
+def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_options: dict) -> list[tuple[SimulationConfig, ...]]:
+    """Deal ``cells`` into batched trainings: cells that can share a model (:func:`batch_key`) into
+    as many trainings as ``executor`` runs at once (:data:`CONCURRENT_TRAININGS`; ``local`` keeps
+    every core busy to the end, where a training per condition would leave cores idle in the last
+    round, and the step cost per model hardly depends on how many models share it,
+    benchmarks/RESULTS.md), or one training per condition for other executors."""
+    concurrent = CONCURRENT_TRAININGS.get(executor)
+    key = batch_key if concurrent else (lambda config: config_hash(with_seed(config, 0)))
+    groups: dict[str, list[SimulationConfig]] = {}
+    for config in cells:
+        groups.setdefault(key(config), []).append(config)
+    share = concurrent(executor_options) if concurrent else 1
+    return [tuple(group[i::share]) for group in groups.values() for i in range(min(share, len(group)))]
+
+
+def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, executor: str = "serial",
+                        progress: bool = True, **executor_options) -> int:
+    """Train the unfinished cells of ``configs`` under ``root`` in batched trainings
+    (:func:`plan_trainings`), cells of a grid under ``root/batched`` run by ``executor``; returns
+    how many cells."""
+    root = Path(root).resolve()
+    pending = [c for c in configs if read_result(root / config_hash(c), SEED_RESULT_KEYS) is None]
+    trainings = [BatchedTraining(cells, str(root)) for cells in plan_trainings(pending, executor, executor_options)]
+    run_grid(train_batch, trainings, root / "batched", executor=executor, progress=progress, required_keys=("cells",), **executor_options)
     return len(pending)

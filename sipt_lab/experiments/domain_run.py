@@ -59,7 +59,7 @@ from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.evaluation.tasks import get_task_kind
-from sipt_lab.experiments.finetuning import check_mode, probe_embeddings
+from sipt_lab.experiments.finetuning import check_mode, probe_encoder
 from sipt_lab.experiments.model_store import (STORE_KEYS, directory_digest, drop_damaged, load_model, model_dir, save_model,
                                               stored_digest)
 from sipt_lab.experiments.sweep import read_result, run_grid
@@ -351,7 +351,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     if cell.arm == "off-the-shelf":
         source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
-        with torch.random.fork_rng():  # a random init (char) as the seed's pre-training run starts from
+        with torch.random.fork_rng(devices=[]):  # the warm start pre-training begins from (a random init is seeded as there)
             torch.manual_seed(cell.seed)
             encoder = source.encoder(tokenizer)[0]
     elif _stored(cell, teachers):
@@ -370,7 +370,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     parts = check_mode(cell.mode)
     scores = {}
     if "probe" in parts:
-        scores["probe"] = probe_embeddings(vectors, view.task, view.splits)
+        scores["probe"] = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors)
     if "full" in parts:
         def load():
             return copy.deepcopy(encoder).train(), tokenizer

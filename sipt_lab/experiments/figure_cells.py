@@ -119,8 +119,9 @@ class FigureOptions:
             ``default`` or ``paper``).
         encoder: char encoder sizes, a name in :data:`~sipt_lab.models.encoder.ENCODER_PRESETS`;
             None: the preset's.
-        batched: train each condition's seeds x arms of the Figure 5 grid, and ``fig5cd`` /
-            ``topology``'s two arms, as one batched model in this process (same cells).
+        batched: train each condition's seeds x arms of the Figure 5 grid as one batched model
+            (conditions side by side under ``executor``), and ``fig5cd`` / ``topology``'s two
+            arms as one batched model in this process (same cells).
     """
 
     seeds: int = 3
@@ -198,7 +199,7 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     prepare_grid_topics([c.graph for c in configs], options)
     try:
         if options.batched:
-            train_batched_cells(configs, cells_root(out_dir, options), progress=options.progress)
+            train_batched_cells(configs, cells_root(out_dir, options), executor=options.executor, progress=options.progress)
         results = run_grid(simulate_seed, configs, cells_root(out_dir, options), executor=options.executor,
                            progress=options.progress, required_keys=SEED_RESULT_KEYS)
     except GridInterrupted as interrupt:  # keep the table of what finished, then stop

@@ -20,7 +20,7 @@ from sipt_lab.config import save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits, read_splits
-from sipt_lab.evaluation.tasks import Task, get_task_kind, linear_probe
+from sipt_lab.evaluation.tasks import Task, flatten_tokens, get_task_kind, linear_probe
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.stats import format_mean_sd
 from sipt_lab.models import encoder_source, load_encoder
@@ -28,7 +28,8 @@ from sipt_lab.models.hf import NAMED_CHECKPOINTS
 from sipt_lab.models.sources import CHAR_INIT
 from sipt_lab.samples import read_sample_labels, read_samples
 from sipt_lab.training import embed
-from sipt_lab.training.finetune import EncoderLoader, FinetuneConfig, finetune
+from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
+from sipt_lab.training.trainer import encoder_inputs, resolve_device
 
 #: Evaluation modes: name -> the parts it runs.
 MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))
@@ -63,13 +64,24 @@ def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoad
 
 def probe(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto",
           max_len: int | None = None) -> dict[str, float]:
-    """Test metrics of a linear probe on the frozen encoder's output embeddings (strength chosen on validation)."""
+    """Test metrics of a linear probe on the frozen encoder's output embeddings (per-token states for a
+    per-token task, :func:`token_probe`), the strength chosen on validation."""
     encoder, tokenizer = load()
     if max_len is not None:
         tokenizer = dataclasses.replace(tokenizer, max_len=max_len)
-    rows = np.concatenate([splits.train, splits.validation, splits.test])
-    vectors = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
-    vectors[rows] = embed(encoder, tokenizer, [texts[i] for i in rows], device=device)
+    return probe_encoder(encoder, tokenizer, texts, task, splits, device)
+
+
+def probe_encoder(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+                  vectors: np.ndarray | None = None) -> dict[str, float]:
+    """:func:`probe` of a loaded encoder: :func:`token_probe` for a per-token task, else
+    :func:`probe_embeddings` on ``vectors`` ``(n, H)`` (the split samples are embedded when None)."""
+    if get_task_kind(task.kind).per_token:
+        return token_probe(encoder, tokenizer, texts, task, splits, device)
+    if vectors is None:
+        rows = np.concatenate([splits.train, splits.validation, splits.test])
+        vectors = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
+        vectors[rows] = embed(encoder, tokenizer, [texts[i] for i in rows], device=device)
     return probe_embeddings(vectors, task, splits)
 
 
@@ -77,6 +89,33 @@ def probe_embeddings(vectors: np.ndarray, task: Task, splits: Splits) -> dict[st
     """:func:`probe` on precomputed ``(n, H)`` embeddings of all samples (only split rows are read)."""
     X = {name: vectors[getattr(splits, name)] for name in ("train", "validation", "test")}
     y = {name: task.labels_of(getattr(splits, name)) for name in X}
+    return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+
+
+#: Most train residues the per-token probe fits on (a seeded random subset): TAPE's secondary structure
+#: has about 2M, too many for scikit-learn's logistic regression at seven strengths.
+PROBE_MAX_TOKENS = 50_000
+
+
+def token_probe(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+                max_tokens: int = PROBE_MAX_TOKENS, seed: int = 0) -> dict[str, float]:
+    """Per-token linear probe: logistic regression from the frozen encoder's last-layer state of each
+    residue it reads (:func:`~sipt_lab.training.finetune.token_states`) to the residue's class, fit on
+    at most ``max_tokens`` train residues (drawn with ``seed``), strength chosen on validation; returns
+    the per-token test metrics. SiptError when the tokenizer is not one token per residue."""
+    device = resolve_device(device)
+    encoder = encoder.to(device)
+    X, y = {}, {}
+    for name in SPLIT_NAMES:
+        rows = getattr(splits, name)
+        split_texts = [texts[i] for i in rows]
+        inputs = encoder_inputs(tokenizer, split_texts, device)
+        counts = token_counts(tokenizer, split_texts, inputs)
+        X[name] = read_out(encoder, inputs, Readout(True, counts), batch_size=64).numpy()
+        y[name] = flatten_tokens(task.labels_of(rows), counts)
+    if len(y["train"]) > max_tokens:
+        keep = np.sort(np.random.default_rng(seed).choice(len(y["train"]), max_tokens, replace=False))
+        X["train"], y["train"] = X["train"][keep], y["train"][keep]
     return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
 
 

@@ -350,7 +350,7 @@ def simulate(
 ) -> dict[str, Any]:
     """Run seeds ``config.graph.seed .. + n_seeds - 1`` and aggregate them.
 
-    ``batched`` trains every seed's two arms as one batched model in this process
+    ``batched`` trains every seed's two arms as one batched model, a cell run by ``executor``
     (:func:`sipt_lab.experiments.batched.train_batched_cells`; same cells, same numbers up to float
     rounding); otherwise each seed is a cell run by ``executor``.
 
@@ -378,7 +378,7 @@ def simulate(
         if batched:
             from sipt_lab.experiments.batched import train_batched_cells  # it builds on this module
 
-            train_batched_cells(cells, out / "cells", progress=progress)
+            train_batched_cells(cells, out / "cells", executor=executor, progress=progress)
         results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress,
                            required_keys=SEED_RESULT_KEYS)
     except GridInterrupted as interrupt:  # keep what finished, then stop

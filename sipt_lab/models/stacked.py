@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.errors import SiptError
-from sipt_lab.models.encoder import TransformerEncoder, _Queries
-from sipt_lab.models.tokenizer import PAD_ID
+from sipt_lab.models.buckets import length_buckets
+from sipt_lab.models.encoder import TransformerEncoder
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
 _VOCAB_PARAMETERS = ("tokens.weight", "mlm_decoder.weight", "mlm_decoder.bias")
@@ -37,7 +39,7 @@ class StackedEncoders(nn.Module):
     Build it with :meth:`stack`, train it, and copy the weights back with :meth:`unstack`.
     """
 
-    def __init__(self, encoders: Sequence[TransformerEncoder]) -> None:
+    def __init__(self, encoders: Sequence[TransformerEncoder], max_buckets: int = 4) -> None:
         super().__init__()
         configs = {_shared_config(encoder) for encoder in encoders}
         if len(configs) != 1:
@@ -59,6 +61,11 @@ class StackedEncoders(nn.Module):
             self.weights.append(nn.Parameter(torch.stack(tensors)))
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
+        # -inf logits beyond a model's own vocabulary: its softmax then ignores the zero-padded tokens
+        foreign = torch.arange(vocab) >= torch.tensor(self.vocab_sizes).unsqueeze(1)
+        self.register_buffer("vocab_bias", torch.zeros(foreign.shape).masked_fill(foreign, float("-inf")).unsqueeze(1),
+                             persistent=False)
+        self.max_buckets = max_buckets
 
     @classmethod
     def stack(cls, encoders: Sequence[TransformerEncoder]) -> StackedEncoders:
@@ -91,56 +98,172 @@ class StackedEncoders(nn.Module):
         x = x + self._linear(attended, f"{block}.out")
         return x + self._linear(F.gelu(self._linear(self._norm(x, f"{block}.norm2"), f"{block}.ffn.0")), f"{block}.ffn.2")
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """All K models' pre-training pass.
 
         Args:
-            input_ids: ``(K, B, L)`` ids (already masked); model k reads ``input_ids[k]``; every
-                row must hold at least one real token.
+            input_ids: ``(K, B, L)`` ids (already masked), right-padded; model k reads
+                ``input_ids[k]``.
             positions: ``(K, M)`` int64 flat indices into ``B * L`` where MLM logits are wanted
-                (pad a model's short list with other rows' [CLS] slots, ``r * L``, spread over the
-                rows: the last layer's query grid is as wide as the most positions any row holds).
+                (pad a model's short list with any real token's index, e.g. a row's [CLS], ``r * L``).
+            lengths: ``(K, B)`` tokens of each row (at least 1: its [CLS]); the rest is padding
+                (the ids there are not read).
 
         Returns:
             ``(K, B, H)`` [CLS] embeddings and ``(K, M, V)`` MLM logits (``V`` the largest vocabulary;
-            model k's logits beyond its own vocabulary are meaningless).
+            model k's logits beyond its own vocabulary are ``-inf``, so a softmax over all ``V``
+            is its own).
         """
         n_models, batch, length = input_ids.shape
-        hidden, heads = self.config.hidden, self.config.n_heads
+        hidden = self.config.hidden
         if length > self.config.max_len:
             raise SiptError(f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
                             "truncate with the tokenizer's max_len")
-        tokens = self._w("tokens.weight")
-        offsets = torch.arange(n_models, device=input_ids.device).view(-1, 1, 1) * tokens.shape[1]
-        x = tokens.reshape(-1, hidden)[input_ids + offsets] + self._w("positions.weight")[:, None, :length]
-        x = x.reshape(n_models, batch * length, hidden)
-        key_mask = (input_ids != PAD_ID).reshape(n_models * batch, 1, 1, length)
-        split = (heads, hidden // heads)
+        reads = torch.cat([torch.arange(batch, device=positions.device).expand(n_models, -1) * length, positions], dim=1)
+        packing = _Packing.build(lengths, length, reads.cpu().numpy(), self.max_buckets, input_ids.device)
+        tokens, table = self._w("tokens.weight"), self._w("positions.weight")
+        ids = torch.gather(input_ids.reshape(n_models, -1), 1, packing.tokens)
+        x = _lookup(tokens, ids) + _lookup(table, packing.offsets)
         for b in range(self.config.n_layers - 1):
             block = f"blocks.{b}"
             qkv = self._linear(self._norm(x, f"{block}.norm1"), f"{block}.qkv")
-            q, k, v = qkv.view(n_models * batch, length, 3, *split).permute(2, 0, 3, 1, 4)
-            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
-            x = self._feed_forward(x, attended.transpose(1, 2).reshape(n_models, batch * length, hidden), f"blocks.{b}")
+            attended = packing.attend(qkv.reshape(-1, 3 * hidden), self.config.n_heads)
+            x = self._feed_forward(x, attended.view(n_models, -1, hidden), block)
         # the last block only where it is read: each row's [CLS], then the masked positions
         block = f"blocks.{self.config.n_layers - 1}"
-        reads = torch.cat([torch.arange(batch, device=x.device).expand(n_models, -1) * length, positions], dim=1)
         normed = self._norm(x, f"{block}.norm1")
         weight, bias = self._w(f"{block}.qkv.weight"), self._w(f"{block}.qkv.bias")
         kv = torch.baddbmm(bias[:, hidden:].unsqueeze(1), normed, weight[:, hidden:].transpose(1, 2))
-        k, v = kv.view(n_models * batch, length, 2, *split).permute(2, 0, 3, 1, 4)
-        wanted = torch.baddbmm(bias[:, :hidden].unsqueeze(1), _rows(normed, reads), weight[:, :hidden].transpose(1, 2))
-        offsets = torch.arange(n_models, device=x.device).unsqueeze(1) * (batch * length)
-        queries = _Queries.build((reads + offsets).reshape(-1), n_models * batch, length)
-        grid = wanted.new_zeros(n_models * batch * queries.width, hidden).index_copy(0, queries.slots, wanted.reshape(-1, hidden))
-        q = grid.view(n_models * batch, queries.width, *split).transpose(1, 2)
-        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask).transpose(1, 2).reshape(-1, hidden)
-        x = self._norm(self._feed_forward(_rows(x, reads), attended[queries.slots].view(n_models, -1, hidden), block), "norm")
+        read = packing.reads
+        queries = torch.baddbmm(bias[:, :hidden].unsqueeze(1), _rows(normed, read), weight[:, :hidden].transpose(1, 2))
+        attended = packing.attend_reads(queries.reshape(-1, hidden), kv.reshape(-1, 2 * hidden), self.config.n_heads)
+        x = self._norm(self._feed_forward(_rows(x, read), attended.view(n_models, -1, hidden), block), "norm")
         embeddings, masked = x[:, :batch], x[:, batch:]
         transformed = self._norm(F.gelu(self._linear(masked, "mlm_transform.0")), "mlm_transform.2")
         decoder = tokens if self.config.tie_mlm_head else self._w("mlm_decoder.weight")
-        logits = torch.baddbmm(self._w("mlm_decoder.bias").unsqueeze(1), transformed, decoder.transpose(1, 2))
+        logits = torch.baddbmm(self._w("mlm_decoder.bias").unsqueeze(1) + self.vocab_bias, transformed, decoder.transpose(1, 2))
         return embeddings, logits
+
+
+@dataclass(frozen=True)
+class _Bucket:
+    """Sequences of similar length, padded to the longest: where they sit in the gathered rows."""
+
+    start: int  # first gathered row (padded token slot) of the bucket
+    sequences: int
+    width: int  # padded length
+    key_mask: torch.Tensor  # (sequences, 1, 1, width) bool, True at real tokens
+    query_start: int = 0  # first slot of its query grid (last layer)
+    query_width: int = 0  # most reads of any of its sequences
+
+
+@dataclass(frozen=True)
+class _Packing:
+    """K models' rows packed tight, without padding, and the attention buckets that read them.
+
+    Model k's real tokens, row after row, fill the first ``count[k]`` of its ``T`` packed slots
+    (``T`` the most any model has; the rest is filler that nothing reads), so every per-token layer
+    runs on ``(K, T, H)`` instead of ``(K, B * L, H)``. Attention alone needs sequences: the K * B
+    sequences are split by length into a few buckets (:func:`~sipt_lab.models.buckets.length_buckets`,
+    quadratic cost), each padded to its own longest, with gathers from and to the packed slots.
+
+    Attributes:
+        tokens: ``(K, T)`` int64 index into ``B * L`` of each packed slot's token (filler: 0).
+        offsets: ``(K, T)`` int64 position of each packed slot's token in its row (filler: 0).
+        gather: ``(S,)`` int64 packed slot (into ``K * T``) of every padded bucket slot, bucket after
+            bucket (a padding slot repeats its sequence's first token; the key mask hides it).
+        scatter: ``(K * T,)`` int64 padded bucket slot of each packed slot (filler: 0).
+        reads: ``(K, R)`` int64 packed slots (into ``T``) of each model's read positions.
+        read_slots: ``(K * R,)`` int64 slot of each read in the buckets' concatenated query grids.
+        buckets: the attention buckets.
+    """
+
+    tokens: torch.Tensor
+    offsets: torch.Tensor
+    gather: torch.Tensor
+    scatter: torch.Tensor
+    reads: torch.Tensor
+    read_slots: torch.Tensor
+    buckets: tuple[_Bucket, ...]
+
+    @classmethod
+    def build(cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, device: torch.device) -> _Packing:
+        """From ``(K, B)`` tokens per row, the padded row length ``L`` and ``(K, R)`` read positions
+        (flat indices into ``B * L``)."""
+        n_models, batch = lengths.shape
+        width = int(lengths.sum(1).max())
+        sequence_length = lengths.ravel()
+        first = (np.arange(n_models)[:, None] * width + np.cumsum(lengths, axis=1) - lengths).ravel()  # packed slot of token 0
+        sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every real token
+        within = np.arange(len(sequence)) - np.repeat(np.cumsum(sequence_length) - sequence_length, sequence_length)
+        slots = first[sequence] + within
+        tokens, offsets = np.zeros(n_models * width, np.int64), np.zeros(n_models * width, np.int64)
+        tokens[slots], offsets[slots] = sequence % batch * length + within, within
+        read_sequence = np.arange(n_models)[:, None] * batch + reads // length
+        read_packed = first[read_sequence] + reads % length
+        reads_per_sequence = np.bincount(read_sequence.ravel(), minlength=n_models * batch)
+        read_order = np.argsort(read_sequence.ravel(), kind="stable")
+        read_rank = np.empty(read_sequence.size, np.int64)
+        read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(np.cumsum(reads_per_sequence) - reads_per_sequence,
+                                                                          reads_per_sequence)
+        gather, buckets = [], []
+        padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
+        start = query_start = 0
+        for members in length_buckets(sequence_length, max_buckets, power=2):
+            member_lengths = sequence_length[members]
+            longest, query_width = int(member_lengths.max()), int(reads_per_sequence[members].max())
+            columns = np.arange(longest)
+            gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
+            padded_slot[members] = start + np.arange(len(members)) * longest
+            query_slot[members] = query_start + np.arange(len(members)) * query_width
+            key_mask = torch.as_tensor(columns < member_lengths[:, None], device=device).view(len(members), 1, 1, longest)
+            buckets.append(_Bucket(start, len(members), longest, key_mask, query_start, query_width))
+            start += len(members) * longest
+            query_start += len(members) * query_width
+        scatter = np.zeros(n_models * width, np.int64)
+        scatter[slots] = padded_slot[sequence] + within
+
+        def tensor(array: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(array, device=device)
+
+        return cls(tensor(tokens.reshape(n_models, width)), tensor(offsets.reshape(n_models, width)),
+                   tensor(np.concatenate(gather)), tensor(scatter),
+                   tensor(read_packed - np.arange(n_models)[:, None] * width),
+                   tensor(query_slot[read_sequence.ravel()] + read_rank), tuple(buckets))
+
+    def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
+        """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
+        ``(K * T, H)`` outputs (filler slots: arbitrary)."""
+        hidden = qkv.shape[1] // 3
+        padded = qkv[self.gather]
+        outputs = []
+        for bucket in self.buckets:
+            rows = padded[bucket.start: bucket.start + bucket.sequences * bucket.width]
+            q, k, v = rows.view(bucket.sequences, bucket.width, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            outputs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=bucket.key_mask).transpose(1, 2).reshape(-1, hidden))
+        return torch.cat(outputs)[self.scatter]
+
+    def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
+        """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
+        packed keys and values -> ``(K * R, H)``."""
+        hidden = queries.shape[1]
+        split = (heads, hidden // heads)
+        padded = kv[self.gather]
+        grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(0, self.read_slots, queries)
+        outputs = []
+        for bucket in self.buckets:
+            rows = padded[bucket.start: bucket.start + bucket.sequences * bucket.width]
+            k, v = rows.view(bucket.sequences, bucket.width, 2, *split).permute(2, 0, 3, 1, 4)
+            q = grid[bucket.query_start: bucket.query_start + bucket.sequences * bucket.query_width]
+            q = q.view(bucket.sequences, bucket.query_width, *split).transpose(1, 2)
+            outputs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=bucket.key_mask).transpose(1, 2).reshape(-1, hidden))
+        return torch.cat(outputs)[self.read_slots]
+
+
+def _lookup(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows of K stacked ``(K, N, H)`` tables at ``(K, T)`` per-model indices -> ``(K, T, H)``."""
+    offsets = torch.arange(table.shape[0], device=index.device).unsqueeze(1) * table.shape[1]
+    return table.reshape(-1, table.shape[-1])[index + offsets]
 
 
 def _rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to
 (tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
 
 Per step, run ``k``'s encoded rows and masked positions are padded to the largest run's (extra
-rows repeat its first row; extra positions read some row's [CLS]) and dropped before its objectives.
+rows are one [PAD] token long; extra positions read some row's [CLS]) and dropped before its objectives.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -27,6 +28,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.stacked import StackedEncoders
+from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.recipe import GraphRecipe, RunData
 from sipt_lab.training.trainer import (
     PretrainResult,
@@ -70,6 +72,7 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     check_batchable([run.config for run in runs])
     config = runs[0].config
     device = resolve_device(config.device)
+    retain_freed_memory()
     amp_dtype = autocast_dtype(config.precision, device)
     source = encoder if isinstance(encoder, CharInit) else CharInit(encoder)
     steps, samplers, models, tokenizers = [], [], [], []
@@ -129,13 +132,14 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
     width = max(int(step.lengths[nodes].max()) for step, (_, _, nodes, _, _) in zip(steps, layouts))
     ids = torch.zeros((len(steps), n_rows, width), dtype=torch.int64, device=device)
+    lengths = np.ones((len(steps), n_rows), dtype=np.int64)
     masked = []
     for k, (step, (_, _, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
         own = int(step.lengths[nodes].max())
         inputs = step.inputs.batch(nodes)
         positions, targets = step.mask_inputs(inputs, mask[:, :own], replacement[:, :own]) if step.needs_mlm else (None, None)
         ids[k, : len(nodes), :own] = inputs
-        ids[k, len(nodes):, :own] = inputs[0]
+        lengths[k, : len(nodes)] = step.lengths[nodes]
         if positions is not None:  # flat positions in the run's own (rows, own) grid -> the shared (n_rows, width)
             positions = positions // own * width + positions % own
         masked.append((positions, targets))
@@ -146,9 +150,14 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
         if positions is not None:
             flat[k, : len(positions)] = positions
     with steps[0].autocast():
-        embeddings, logits = stacked(ids, flat)
+        embeddings, logits = stacked(ids, flat, lengths)
+    # each run's rows as one split of the flat logits (one concatenation in the backward pass, where
+    # slicing per run would back-propagate K zero-filled (K, M, V) gradients); its logits beyond its
+    # vocabulary are -inf, so the MLM softmax over all V columns is its own
+    counts = [0 if positions is None else len(positions) for positions, _ in masked]
+    pieces = logits.reshape(-1, logits.shape[-1]).split([size for n in counts for size in (n, count - n)])
     out = []
-    for k, (step, batch, (_, _, nodes, _, _), (positions, targets)) in enumerate(zip(steps, batches, layouts, masked)):
-        run_logits = None if positions is None else logits[k, : len(positions), : stacked.vocab_sizes[k]]
-        out.append(step.combine(batch, embeddings[k, : len(nodes)], run_logits, targets))
+    for step, batch, (_, _, nodes, _, _), (positions, targets), run_embeddings, run_logits in zip(
+            steps, batches, layouts, masked, embeddings.unbind(0), pieces[::2]):
+        out.append(step.combine(batch, run_embeddings[: len(nodes)], None if positions is None else run_logits, targets))
     return out

@@ -34,6 +34,7 @@ import numpy as np
 from sipt_lab import names
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models.tokenizer import PAD_ID
 
 _PERMUTATION, _PAIRS, _MASKS, _REPLACEMENTS = range(4)
 #: Codes of :attr:`PretrainBatch.replacement` (any code >= 0 is the id of a random token).
@@ -97,10 +98,12 @@ def mask_only(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int)
 
 def bert_replacement(rng: np.random.Generator, shape: tuple[int, int], vocab_size: int) -> np.ndarray:
     """BERT's 80/10/10: of the masked tokens, 80 % become ``[MASK]``, 10 % a token drawn uniformly
-    from the whole vocabulary (as Hugging Face's ``DataCollatorForLanguageModeling`` draws it), 10 %
-    stay as they are; all are predicted. Returns a ``shape`` array of replacement codes."""
+    from the vocabulary but ``[PAD]`` (Hugging Face's ``DataCollatorForLanguageModeling`` draws from
+    all of it, but its models read padding from a separate attention mask; sipt-lab's encoders take
+    ``[PAD]`` ids for padding, so a drawn ``[PAD]`` would hide the token), 10 % stay as they are; all
+    are predicted. Returns a ``shape`` array of replacement codes."""
     kind = rng.random(shape)
-    random_ids = rng.integers(0, vocab_size, size=shape)
+    random_ids = rng.integers(PAD_ID + 1, vocab_size, size=shape)
     return np.where(kind < 0.8, REPLACE_WITH_MASK, np.where(kind < 0.9, random_ids, KEEP_TOKEN))
 
 

@@ -1,4 +1,5 @@
-"""Full fine-tuning: a linear head on the pooled embedding, trained with the encoder end to end.
+"""Full fine-tuning: a linear head on the pooled embedding (or, for a per-token task kind, on each
+residue's last-layer state), trained with the encoder end to end.
 
 For each learning rate of a small grid, a fresh copy of the encoder gets a linear head (classes,
 one value, or one logit per label, by :data:`HEADS`) and trains with AdamW (linear warm-up over
@@ -7,6 +8,11 @@ scoring validation after each; training stops after ``patience`` passes without 
 validation score. The result is the test score at the best validation pass of the best learning
 rate. Everything random (head init, dropout, shuffling) comes from ``seed``, so seeds are the
 repetitions the paper's t-tests run over.
+
+Per-token kinds (:attr:`~sipt_lab.evaluation.tasks.TaskKind.per_token`, TAPE's secondary
+structure) read the states after ``[CLS]``, token ``1 + r`` for residue ``r``: the tokenizer must make
+one token per character (:func:`token_counts` checks it); residues beyond ``max_len`` are neither
+trained on nor scored.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from torch import nn
 
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.splits import Splits
-from sipt_lab.evaluation.tasks import Task, check_train_labels, get_task_kind
+from sipt_lab.evaluation.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
-from sipt_lab.training.trainer import encoder_inputs, resolve_device
+from sipt_lab.training.trainer import TokenRows, encoder_inputs, resolve_device
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]
@@ -52,6 +58,7 @@ _CLASSES = HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
 HEADS: dict[str, HeadSpec] = {
     "classification": _CLASSES,
     "classification-f1": _CLASSES,
+    "token-classification": _CLASSES,
     "regression": HeadSpec(lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t),
                            _standardised, lambda out: out.squeeze(1).numpy()),
     "multilabel": HeadSpec(lambda y: y.shape[1], F.binary_cross_entropy_with_logits,
@@ -100,6 +107,69 @@ class FinetuneResult:
     epochs: int
 
 
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+def token_counts(tokenizer: Tokenizer, texts: list[str], inputs) -> np.ndarray:
+    """``(n,)`` residues of each text that the encoder reads, one token each after ``[CLS]``:
+    ``min(len(text), max_len - 1 - suffix_tokens)``. ``inputs`` are the texts' encoder inputs.
+
+    SiptError (one line) when the inputs are not token rows (a graph encoder) or when some text's
+    token count is not its character count (a subword or word tokenizer: ProtBERT-style
+    tokenizers want spaced residues), since residue labels could not be aligned to the tokens.
+    """
+    if not isinstance(inputs, TokenRows):
+        raise SiptError("per-token tasks need a text encoder whose tokens are the sequence's residues; "
+                        f"{type(inputs).__name__} inputs have no per-residue tokens")
+    suffix = tokenizer.suffix_tokens
+    counts = np.asarray(inputs.lengths, dtype=np.int64) - 1 - suffix
+    expected = np.minimum([len(text) for text in texts], tokenizer.max_len - 1 - suffix)
+    wrong = np.flatnonzero(counts != expected)
+    if wrong.size:
+        k = int(wrong[0])
+        raise SiptError(f"the tokenizer makes {counts[k]} tokens of a {len(texts[k])}-residue sequence, so residue "
+                        "labels cannot be aligned; per-token tasks need one token per residue (--init char, or an "
+                        "ESM-style checkpoint)")
+    return counts
+
+
+def token_states(encoder: nn.Module, ids: torch.Tensor, counts: np.ndarray) -> torch.Tensor:
+    """``(sum counts, H)`` last-layer states of residues ``1..counts[b]`` of each row of ``ids``
+    ``(B, T)`` (``counts`` ``(B,)``), row after row, residue order."""
+    states = encoder.hidden_states(ids)
+    positions = torch.arange(states.shape[1], device=states.device)
+    keep = (positions >= 1) & (positions <= torch.as_tensor(counts, device=states.device)[:, None])
+    return states[keep]
+
+
+def segments(sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Flat indices of the segments of ``rows`` ``(k,)``, in ``rows`` order, within the
+    concatenation of every sample's segment (sample ``i`` has ``sizes[i]`` entries)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = (np.cumsum(sizes) - sizes)[rows]
+    lengths = np.asarray(sizes)[rows]
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+
+
+@dataclass(frozen=True)
+class Readout:
+    """What the head reads of one split: the pooled embedding (``sizes`` all 1) or, for a per-token
+    kind, the states of the ``sizes[i]`` scored residues of each sample ``i``."""
+
+    per_token: bool
+    sizes: np.ndarray
+
+    def features(self, encoder: nn.Module, inputs, rows: np.ndarray) -> torch.Tensor:
+        """``(sizes[rows].sum(), H)``: the features of ``rows``, sample after sample."""
+        batch = inputs.batch(rows)
+        return token_states(encoder, batch, self.sizes[rows]) if self.per_token else encoder.embed(batch)
+
+
+def _readouts(per_token: bool, tokenizer: Tokenizer, split_texts: dict[str, list[str]], inputs: dict) -> dict[str, Readout]:
+    return {name: Readout(per_token, token_counts(tokenizer, split_texts[name], inputs[name]) if per_token
+                           else np.ones(len(split_texts[name]), dtype=np.int64)) for name in inputs}
+
+
 def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, config: FinetuneConfig, seed: int = 0) -> FinetuneResult:
     """Fine-tune the encoder that ``load`` gives on ``task`` (see the module docstring).
 
@@ -108,9 +178,8 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
         texts: all ``n`` samples' texts; ``splits`` index into them and ``task`` labels them.
     """
     kind, head_spec = get_task_kind(task.kind), HEADS[task.kind]
-    labels = {name: task.labels_of(getattr(splits, name)) for name in ("train", "validation", "test")}
-    check_train_labels(task.name, task.kind, labels["train"])
-    targets = head_spec.target(labels["train"], labels["train"])
+    raw = {name: task.labels_of(getattr(splits, name)) for name in SPLIT_NAMES}
+    split_texts = {name: [texts[i] for i in getattr(splits, name)] for name in SPLIT_NAMES}
     device = resolve_device(config.device)
     best: FinetuneResult | None = None
     for lr in config.lrs:
@@ -119,33 +188,39 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
             encoder, tokenizer = load()
             if config.max_len is not None:
                 tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
-            inputs = {name: encoder_inputs(tokenizer, [texts[i] for i in getattr(splits, name)], device) for name in labels}
+            inputs = {name: encoder_inputs(tokenizer, split_texts[name], device) for name in SPLIT_NAMES}
+            readouts = _readouts(kind.per_token, tokenizer, split_texts, inputs)
+            labels = {name: flatten_tokens(raw[name], readouts[name].sizes) if kind.per_token else raw[name] for name in raw}
+            check_train_labels(task.name, task.kind, labels["train"])
+            targets = head_spec.target(labels["train"], labels["train"])
             head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
-            result = _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr, seed, device)
+            result = _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device)
         if best is None or result.validation[kind.primary] > best.validation[kind.primary]:
             best = result
     return best
 
 
-def _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr, seed, device) -> FinetuneResult:
+def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device) -> FinetuneResult:
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=config.weight_decay)
     per_epoch = math.ceil(len(inputs["train"].lengths) / config.batch_size)
     total = per_epoch * config.epochs
     warmup = max(1, round(0.1 * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(total - s, 0) / max(total - warmup, 1)))
     rng = np.random.default_rng([seed, 7])
+    train = readouts["train"]
     best, stale, epochs = None, 0, 0
     for epoch in range(config.epochs):
         model.train()
         for rows in np.array_split(rng.permutation(len(inputs["train"].lengths)), per_epoch):
-            loss = head_spec.loss(model["head"](model["encoder"].embed(inputs["train"].batch(rows))).float(), targets[rows].to(device))
+            outputs = model["head"](train.features(model["encoder"], inputs["train"], rows)).float()
+            loss = head_spec.loss(outputs, targets[segments(train.sizes, rows)].to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             schedule.step()
         epochs = epoch + 1
-        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], config.batch_size)))
+        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], readouts[name], config.batch_size)))
                   for name in ("validation", "test")}
         if not np.isfinite(loss.item()):
             raise SiptError(f"fine-tuning loss became non-finite at lr {lr}; lower the learning rates")
@@ -158,14 +233,22 @@ def _train_one_rate(model, inputs, labels, targets, kind, head_spec, config, lr,
     return dataclasses.replace(best, epochs=epochs)
 
 
-def _outputs(model: nn.ModuleDict, inputs, batch_size: int) -> torch.Tensor:
-    """``(n, outputs)`` head outputs of the :class:`~sipt_lab.models.EncoderInputs` ``inputs``, on CPU,
-    in eval mode, batched by length."""
-    model.eval()
+def _outputs(model: nn.ModuleDict, inputs, readout: Readout, batch_size: int) -> torch.Tensor:
+    """``(sizes.sum(), outputs)`` head outputs of ``inputs`` (one row per sample, or per scored residue)."""
+    return read_out(model["encoder"], inputs, readout, batch_size * 4, head=model["head"])
+
+
+def read_out(encoder: nn.Module, inputs, readout: Readout, batch_size: int, head: nn.Module | None = None) -> torch.Tensor:
+    """``(sizes.sum(), H)`` features of the :class:`~sipt_lab.models.EncoderInputs` ``inputs`` that
+    ``readout`` reads (``(sizes.sum(), outputs)`` through ``head`` when given), sample after sample,
+    float32 on CPU; eval mode, no gradients, batched by length."""
+    encoder.eval()
+    if head is not None:
+        head.eval()
     order = np.argsort(inputs.lengths, kind="stable")
     chunks = []
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size * 4):
-            rows = order[start : start + batch_size * 4]
-            chunks.append(model["head"](model["encoder"].embed(inputs.batch(rows))).float().cpu())
-    return torch.cat(chunks)[torch.as_tensor(np.argsort(order))]
+        for start in range(0, len(order), batch_size):
+            features = readout.features(encoder, inputs, order[start : start + batch_size])
+            chunks.append((features if head is None else head(features)).float().cpu())
+    return torch.cat(chunks)[torch.as_tensor(np.argsort(segments(readout.sizes, order)))]

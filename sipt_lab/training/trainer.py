@@ -40,8 +40,10 @@ from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
+from sipt_lab.models.buckets import length_buckets
 from sipt_lab.objectives import Objective, ObjectiveInputs, check_loss_params
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
+from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.batches import (
     KEEP_TOKEN,
     MASK_REPLACEMENTS,
@@ -279,6 +281,7 @@ def pretrain(
     recipe = method or GraphRecipe()
     source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
     device = resolve_device(config.device)
+    retain_freed_memory()
     place = distributed_context(device.type)
     if place.world > 1 and device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -359,10 +362,6 @@ def train_step(replica: nn.Module, optimizer: torch.optim.Optimizer, scaler: tor
     return reported
 
 
-#: An extra length bucket must save more than this share of a step's real tokens in padding.
-BUCKET_PENALTY = 0.05
-
-
 class _Replica(nn.Module):
     """The encoder and the objectives' own parameters, whose ``forward(batch)`` is one
     micro-batch's loss (so ``DistributedDataParallel`` can wrap the whole differentiable step)."""
@@ -383,7 +382,7 @@ class _Step:
     Turning the share's rows into encoder inputs, masked positions and their targets is the
     featurisation seam, an :class:`~sipt_lab.models.EncoderInputs` (``inputs``). Token-id rows
     (:class:`TokenRows`, text encoders) are encoded here, in up to ``max_buckets`` sub-batches of
-    similar length (see :func:`_length_buckets`), each padded only to its own longest member; every
+    similar length (see :func:`~sipt_lab.models.buckets.length_buckets`), each padded only to its own longest member; every
     sample is encoded alone in its row, so the result is that of one pass over the whole batch padded
     to its longest (bar dropout draws and float rounding), at a fraction of the padding. Any other
     inputs (a PyG ``Batch`` of masked graphs for a GIN) encode themselves (``inputs.encode``).
@@ -419,7 +418,7 @@ class _Step:
         own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
         all_ids, index = (self.inputs.ids, nodes) if own is None else (torch.as_tensor(own.ids), rows)
         lengths = self.row_lengths(batch, rows, nodes)
-        buckets = _length_buckets(lengths, self.max_buckets)
+        buckets = length_buckets(lengths, self.max_buckets)
         with self.autocast():
             embeddings, logits, targets, sites = [], [], [], []
             for bucket in buckets:
@@ -529,44 +528,6 @@ class _Step:
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, device=self.device)
-
-
-def _length_buckets(lengths: np.ndarray, max_buckets: int) -> list[np.ndarray]:
-    """Split samples into at most ``max_buckets`` groups of consecutive lengths, minimising padding.
-
-    Padding a group to its longest costs ``size × longest`` token slots; the split minimises the
-    total slots plus :data:`BUCKET_PENALTY` × (real tokens) per group (each group is one more pass
-    through the model), exactly, by dynamic programming over the sorted lengths.
-
-    Args:
-        lengths: ``(U,)`` tokens per sample.
-
-    Returns:
-        Index arrays into ``lengths``, shortest group first, each sorted by length; together a
-        permutation of ``0..U-1``. A single group is ``[0..U-1]`` in order.
-    """
-    order = np.argsort(lengths, kind="stable")
-    if max_buckets <= 1 or len(order) < 2:
-        return [np.arange(len(order))]
-    ends = np.arange(len(order) + 1)
-    longest = lengths[order][np.maximum(ends - 1, 0)].astype(np.float64)
-    # slots[i, j]: a group of sorted samples i..j-1, padded to the last (longest) of them
-    slots = np.where(ends[:, None] < ends[None, :], (ends[None, :] - ends[:, None]) * longest[None, :], np.inf)
-    cost, cuts = slots[0], []
-    best_groups, best_cost = 1, cost[-1]
-    for groups in range(2, max_buckets + 1):
-        totals = cost[:, None] + slots
-        cuts.append(totals.argmin(axis=0))
-        cost = totals.min(axis=0)
-        if cost[-1] + BUCKET_PENALTY * lengths.sum() * (groups - 1) < best_cost:
-            best_groups, best_cost = groups, cost[-1] + BUCKET_PENALTY * lengths.sum() * (groups - 1)
-    if best_groups == 1:
-        return [np.arange(len(order))]
-    bounds = [len(order)]
-    for group in range(best_groups - 1, 0, -1):
-        bounds.append(int(cuts[group - 1][bounds[-1]]))
-    bounds.append(0)
-    return [order[start:stop] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
 
 
 class TokenRows:
