@@ -22,7 +22,7 @@ def _cells(out: Path) -> dict[str, dict]:
 def test_two_gloo_processes_run_the_cells_once_and_match_one_process(tmp_path, capsys):
     data = write_proteins(tmp_path / "proteins")
     args = ["domain", "run", "proteins", "--data", str(data), "--init", "char", "--seeds", "1", "--steps", "3",
-            "--mode", "probe", "--device", "cpu"]
+            "--mode", "probe", "--device", "cpu", "--methods", "lsm"]
     assert main([*args, "--executor", "serial", "--out", str(tmp_path / "one")]) == 0
     capsys.readouterr()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
@@ -33,7 +33,9 @@ def test_two_gloo_processes_run_the_cells_once_and_match_one_process(tmp_path, c
     assert two.stdout.count("summary: ") == 1  # rank 0 alone reports; the other rank returns quietly
 
     one, both = _cells(tmp_path / "one"), _cells(tmp_path / "two")
-    assert sorted(both) == sorted(one) and len(one) == 3  # the same cells (config hashes): off-the-shelf, lm, sipt
+    assert sorted(both) == sorted(one) and len(one) == 4  # the same cells (config hashes): off-the-shelf, lm, sipt, lsm
+    # the lm arm, trained by both ranks together, stored once by rank 0 and read by the lm and lsm cells
+    assert len(list((tmp_path / "two" / "teachers").glob("*/model"))) == 1
     assert not [p for p in (tmp_path / "two").rglob("*") if p.name.startswith(".")]  # no stray temporary files
     for name, result in one.items():
         other = both[name]
@@ -46,5 +48,5 @@ def test_two_gloo_processes_run_the_cells_once_and_match_one_process(tmp_path, c
             assert set(other["scores"]["probe"]) == {"accuracy", "macro_f1"}
             assert all(0.0 <= v <= 1.0 for v in other["scores"]["probe"].values())
     summary = json.loads((tmp_path / "two" / "summary.json").read_text())
-    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[interactions]"}
+    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[interactions]", "lsm"}
     assert (tmp_path / "two" / "comparison.csv").read_text().count("\n") == 1 + len(summary["comparisons"])
