@@ -9,6 +9,11 @@ Each way trains every model for ``--steps`` steps, in this process, with the sam
 
 * ``per-model``: :func:`sipt_lab.training.pretrain` once per model (what a grid cell runs);
 * ``batched``: :func:`sipt_lab.training.batched.pretrain_batched` on all K at once;
+* ``batched, K = n`` (``--sizes n ...``): :func:`pretrain_batched` on the first ``n`` of the runs
+  (needs ``n`` <= 2 x seeds), to show how the cost per model-step depends on how many models share
+  a step (what :func:`sipt_lab.experiments.batched.plan_trainings` relies on);
+* ``--profile N``: the torch profiler over N steps of the batched training, the ops taking the
+  most CPU time, as shares of the step (where the remaining time goes);
 * ``vmap`` (``--vmap N``): ``torch.func.vmap`` over ``functional_call`` of K stacked encoders, N
   forward and backward passes of the encoder trunk only (no MLM head, objectives or optimiser: a
   lower bound on a vmap trainer's step), at the batched trainer's shapes; its time per step is
@@ -83,6 +88,20 @@ def vmap_seconds(runs: list[BatchedRun], encoder, steps: int) -> float:
     return time.perf_counter() - start
 
 
+def print_profile(runs: list[BatchedRun], encoder, steps: int, top: int = 10) -> None:
+    """The ``top`` ops by self CPU time over a ``steps``-step batched training, as shares of it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    short = [dataclasses.replace(run, config=dataclasses.replace(run.config, steps=steps)) for run in runs]
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        pretrain_batched(short, encoder, progress=False)
+    events = sorted(profiler.key_averages(), key=lambda event: event.self_cpu_time_total, reverse=True)
+    total = sum(event.self_cpu_time_total for event in events)
+    print(f"profile of {steps} batched steps (setup included), share of self CPU time:")
+    for event in events[:top]:
+        print(f"  {event.key[:60]:<60} {100 * event.self_cpu_time_total / total:5.1f} %")
+
+
 def _since(clocks: tuple[float, float]) -> tuple[float, float]:
     """(wall, CPU) seconds since ``clocks`` = (perf_counter, process_time)."""
     return time.perf_counter() - clocks[0], time.process_time() - clocks[1]
@@ -98,6 +117,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads for every way (default 1: a grid's local workers use one each)")
     parser.add_argument("--vmap", type=int, default=0, metavar="N", help="also time N steps of the vmap variant")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N batched steps")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[], metavar="K",
+                        help="also time batched trainings of the first K runs (K <= 2 x seeds)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     runs, encoder = condition_runs(args)
@@ -108,6 +130,12 @@ def main() -> None:
     clocks = time.perf_counter(), time.process_time()
     batched = pretrain_batched(runs, encoder, progress=False)
     rows = [("per-model", per_model), ("batched", _since(clocks))]
+    for size in args.sizes:
+        if not 1 <= size <= k:
+            parser.error(f"--sizes {size}: use 1..{k} (2 x --seeds)")
+        clocks = time.perf_counter(), time.process_time()
+        pretrain_batched(runs[:size], encoder, progress=False)
+        rows.append((f"batched, K = {size}", tuple(t * k / size for t in _since(clocks))))
     if args.vmap:
         clocks = time.perf_counter(), time.process_time()
         vmap_seconds(runs, encoder, args.vmap)
@@ -123,8 +151,11 @@ def main() -> None:
     for name, (wall, cpu) in rows:
         print(f"{name:<20} {wall:8.1f} {cpu:8.1f} {1000 * wall / (k * args.steps):21.2f} {1000 * cpu / (k * args.steps):20.2f} "
               f"{per_model[0] / wall:13.2f} {per_model[1] / cpu:12.2f}")
-    print(f"ratio = per-model time / this way's time; largest |loss, batched - per-model| over every step "
+    print(f"'batched, K = n' rows are scaled to K = {k} models (time x {k} / n); "
+          f"ratio = per-model time / this way's time; largest |loss, batched - per-model| over every step "
           f"of the {k} models: {difference:.2e}")
+    if args.profile:
+        print_profile(runs, encoder, args.profile)
     print(f"one condition at 8,000 steps (linear in steps), CPU time: batched {rows[1][1][1] / args.steps * 8000:.0f} s, "
           f"per-model {per_model[1] / args.steps * 8000:.0f} s")
 

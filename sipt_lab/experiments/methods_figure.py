@@ -7,7 +7,8 @@ intra-sample ones (LM, MLSM, LSM15, LSM) do not. Cells are :func:`simulate_seed`
 :class:`SimulationConfig` per (family, seed) holding all methods, under ``<cells_dir>/methods``.
 
 Budget: :data:`METHODS_FAMILIES` at :data:`METHODS_STEPS` steps per method (``--steps`` overrides),
-so that the default 3 seeds finish in about 20 minutes on 2 CPU cores.
+sized so that the default 3 seeds finish within 20 minutes on 2 CPU cores (measured in
+benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
