@@ -2,9 +2,10 @@
 
 :class:`StackedEncoders` holds K :class:`~sipt_lab.models.encoder.TransformerEncoder` of one
 :class:`EncoderConfig` (vocabularies may differ: each token table is zero-padded to the largest)
-and computes all K forward passes at once with batched matmuls (``baddbmm`` on ``(K, N, H)``
-activations against ``(K, H, H')`` weights) and one attention call over ``K * B`` sequences. On a
-CPU a tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
+and computes all K forward passes at once with batched matmuls (``baddbmm`` on ``(K, T, H)``
+activations against ``(K, H, H')`` weights, over each model's real tokens packed without padding)
+and one attention call per length bucket of all ``K * B`` sequences (:class:`_Packing`). On a CPU a
+tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
 launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
 ([CLS] and the masked tokens).
