@@ -79,3 +79,21 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
             _, want = encoder.embed_and_masked_logits(ids[k, row: row + 1, : lengths[k, row]], torch.tensor([column]))
             torch.testing.assert_close(logits[k, m, :vocab], want[0], rtol=1e-5, atol=1e-5)
         assert torch.isinf(logits[k, :, vocab:]).all()
+
+
+def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_runs(monkeypatch):
+    import sipt_lab.training.batched as batched
+
+    base = _run(0, 0.0)
+    noisy = dataclasses.replace(base, graph=PretrainingGraph.from_groups(np.arange(24) % 3))  # other links, same texts
+    sipt = _run(0, 0.1)
+    stacks = []
+    monkeypatch.setattr(batched.StackedEncoders, "stack", classmethod(lambda cls, encoders: stacks.append(len(encoders)) or cls(encoders)))
+    results = pretrain_batched([base, sipt, noisy], ENCODER, progress=False)
+    assert stacks == [2]  # the two LM runs are one model; SIPT reads its graph and is its own
+    assert results[0].encoder is not results[2].encoder and results[2].config == noisy.config
+    for run, result in zip([base, sipt, noisy], results):
+        alone = pretrain(run.texts, run.graph, run.config, ENCODER, progress=False)
+        np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=1e-4, atol=1e-5)
+        for mine, theirs in zip(result.encoder.parameters(), alone.encoder.parameters()):
+            torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=1e-4)

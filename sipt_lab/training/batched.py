@@ -10,12 +10,20 @@ combination, and the shared lr schedule; the models are initialised as :func:`pr
 them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to float rounding
 (tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
 
+Runs that read no graph pairs (the LM arm, ``λ_SI = 0``) with equal texts and configs are one
+computation (their seeds and masks depend on the seed and the token lengths only): they are
+trained once, and each gets its own copy of the result; a figure's LM arms of one seed at
+several noise rates are such runs.
+
 Per step, run ``k``'s encoded rows and masked positions are padded to the largest run's (extra
 rows are one [PAD] token long; extra positions read some row's [CLS]) and dropped before its objectives.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,16 +83,23 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     retain_freed_memory()
     amp_dtype = autocast_dtype(config.precision, device)
     source = encoder if isinstance(encoder, CharInit) else CharInit(encoder)
-    steps, samplers, models, tokenizers = [], [], [], []
-    for run in runs:
+    steps, samplers, models, tokenizers, owners, trained = [], [], [], [], [], {}
+    for index, run in enumerate(runs):
         tokenizer = source.tokenizer(list(run.texts), config.max_len)
         ids, lengths = tokenizer.encode(list(run.texts))
         plan = GraphRecipe().plan(RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source))
-        samplers.append(plan.sampler)
         objectives = plan.objectives
         if any(any(True for _ in objective.parameters()) for _, objective in objectives):
             raise SiptError("batched training supports objectives without parameters (MLM, L_SI) only; train separately")
-        steps.append(_Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id))
+        step = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id)
+        # a run that reads no pairs (LM: λ = 0) never reads its graph: seeds and masks come from its
+        # seed and lengths alone, so runs with its texts and config are one computation, trained once
+        key = ("graph-free", tuple(run.texts), json.dumps(config_to_dict(run.config), sort_keys=True)) if not step.needs_pairs else index
+        owners.append(trained.setdefault(key, len(steps)))
+        if owners[-1] < len(steps):
+            continue
+        steps.append(step)
+        samplers.append(plan.sampler)
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(run.config.seed)  # as pretrain() initialises it
             model, _ = source.encoder(tokenizer)
@@ -95,7 +110,7 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     names = [["loss"] + [objective.name for _, objective in step.objectives] + ["lr"] for step in steps]
     history = [torch.full((config.steps, len(n)), float("nan"), device=device) for n in names]
     checked = 0
-    with tqdm(total=config.steps, disable=not progress, desc=f"pretrain x{len(runs)}", unit="step") as bar:
+    with tqdm(total=config.steps, disable=not progress, desc=f"pretrain x{len(models)}", unit="step") as bar:
         for step in range(config.steps):
             rate = config.lr * lr_factor(config, step)
             for group in optimizer.param_groups:
@@ -118,12 +133,16 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
                 checked = done
     stacked.unstack(models)
     results = []
-    for run, model, tokenizer, table, run_names in zip(runs, models, tokenizers, history, names):
+    for model, tokenizer, table, run_names in zip(models, tokenizers, history, names):
         model.eval()
         values = table.cpu().double().numpy()
         results.append(PretrainResult(model, tokenizer, {name: values[:, k] for k, name in enumerate(run_names)},
-                                      run.config, source.describe()))
-    return results
+                                      config, source.describe()))
+    out, handed = [], set()
+    for run, owner in zip(runs, owners):  # each run its own result: a copy where it shared a training
+        out.append(dataclasses.replace(copy.deepcopy(results[owner]) if owner in handed else results[owner], config=run.config))
+        handed.add(owner)
+    return out
 
 
 def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
