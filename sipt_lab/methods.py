@@ -33,7 +33,7 @@ from torch import nn
 
 from sipt_lab import names
 from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer
+from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, evaluating
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
@@ -270,22 +270,20 @@ def relation_accuracy(encoder: nn.Module, relation: DocumentRelation, sampler: S
         whose links carry no signal gives).
     """
     device = next(encoder.parameters()).device
-    was_training = encoder.training
-    encoder.eval()
-    hits, linked_hits, linked_total, total = 0, 0, 0, 0
-    for step in range(first_step, first_step + steps):
-        own = sampler.batch(step).inputs
-        ids, types = (torch.as_tensor(a, device=device) for a in (own.ids, own.token_types))
-        logits = relation.logits(encoder.embed(ids, token_types=types)).float().cpu().numpy()
-        truth = own.relations
-        hits += int((logits.argmax(1) == truth).sum())
-        total += len(truth)
-        pair = truth != RELATIONS.index("contiguous")
-        random_code, linked_code = RELATIONS.index("random"), RELATIONS.index("linked")
-        says_linked = logits[pair, linked_code] > logits[pair, random_code]
-        linked_hits += int((says_linked == (truth[pair] == linked_code)).sum())
-        linked_total += int(pair.sum())
-    encoder.train(was_training)
+    with evaluating(encoder):
+        hits, linked_hits, linked_total, total = 0, 0, 0, 0
+        for step in range(first_step, first_step + steps):
+            own = sampler.batch(step).inputs
+            ids, types = (torch.as_tensor(a, device=device) for a in (own.ids, own.token_types))
+            logits = relation.logits(encoder.embed(ids, token_types=types)).float().cpu().numpy()
+            truth = own.relations
+            hits += int((logits.argmax(1) == truth).sum())
+            total += len(truth)
+            pair = truth != RELATIONS.index("contiguous")
+            random_code, linked_code = RELATIONS.index("random"), RELATIONS.index("linked")
+            says_linked = logits[pair, linked_code] > logits[pair, random_code]
+            linked_hits += int((says_linked == (truth[pair] == linked_code)).sum())
+            linked_total += int(pair.sum())
     return {"accuracy": hits / max(total, 1), "linked_vs_random": linked_hits / max(linked_total, 1)}
 
 

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sipt_lab.models import evaluating
+
 
 @torch.inference_mode()
 def masked_logits(encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask: np.ndarray, mask_id: int,
@@ -20,17 +22,15 @@ def masked_logits(encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask
     """``(M, V')`` decoder logits at the ``True`` places of ``mask`` (``(n, L)``, row-major order),
     each replaced by ``mask_id`` in the input."""
     device = next(encoder.parameters()).device
-    was_training = encoder.training
-    encoder.eval()
     parts = []
-    for start in range(0, len(ids), batch_size):
-        width = int(lengths[start : start + batch_size].max())
-        rows, cols = np.nonzero(mask[start : start + batch_size, :width])
-        batch = torch.as_tensor(ids[start : start + batch_size, :width].copy(), device=device)
-        positions = torch.as_tensor(rows * width + cols, device=device)
-        batch.view(-1)[positions] = mask_id
-        parts.append(encoder.embed_and_masked_logits(batch, positions)[1].float().cpu())
-    encoder.train(was_training)
+    with evaluating(encoder):
+        for start in range(0, len(ids), batch_size):
+            width = int(lengths[start : start + batch_size].max())
+            rows, cols = np.nonzero(mask[start : start + batch_size, :width])
+            batch = torch.as_tensor(ids[start : start + batch_size, :width].copy(), device=device)
+            positions = torch.as_tensor(rows * width + cols, device=device)
+            batch.view(-1)[positions] = mask_id
+            parts.append(encoder.embed_and_masked_logits(batch, positions)[1].float().cpu())
     return torch.cat(parts)
 
 

@@ -9,6 +9,8 @@ use :mod:`sipt_lab.models.graph_encoder` (a GIN; imported on demand, PyTorch Geo
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -33,6 +35,17 @@ from sipt_lab.models.sources import (
 )
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig
 from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Tokenizer
+
+
+@contextlib.contextmanager
+def evaluating(module: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """``module`` in eval mode for the block, its train/eval mode restored afterwards (also on error)."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was_training)
 
 
 @runtime_checkable

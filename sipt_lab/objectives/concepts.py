@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.errors import SiptError
+from sipt_lab.models import evaluating
 from sipt_lab.objectives import Objective, ObjectiveInputs
 
 
@@ -145,15 +146,13 @@ def teacher_states(teacher: nn.Module, ids: np.ndarray, lengths: np.ndarray, lay
     unmasked ``ids`` (``(n, L)``) at ``layer`` (0: embeddings, None: the last; the char
     :class:`TransformerEncoder` and a Hugging Face :class:`HFEncoder` number layers alike)."""
     device = next(teacher.parameters()).device
-    was_training = teacher.training
-    teacher.eval()
     parts = []
-    for start in range(0, len(ids), batch_size):
-        width = int(lengths[start : start + batch_size].max())
-        states = teacher.hidden_states(torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer=layer)
-        real = torch.as_tensor(np.arange(width)[None, :] < lengths[start : start + batch_size, None], device=device)
-        parts.append(states[real].float().cpu().numpy())
-    teacher.train(was_training)
+    with evaluating(teacher):
+        for start in range(0, len(ids), batch_size):
+            width = int(lengths[start : start + batch_size].max())
+            states = teacher.hidden_states(torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer=layer)
+            real = torch.as_tensor(np.arange(width)[None, :] < lengths[start : start + batch_size, None], device=device)
+            parts.append(states[real].float().cpu().numpy())
     return np.concatenate(parts)
 
 

@@ -39,7 +39,7 @@ from sipt_lab.config import config_to_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.graph import PretrainingGraph
-from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, save_encoder
+from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, evaluating, save_encoder
 from sipt_lab.models.buckets import length_buckets
 from sipt_lab.objectives import Objective, ObjectiveInputs, check_loss_params
 from sipt_lab.objectives.structure import STRUCTURE_LOSSES
@@ -670,14 +670,9 @@ def embed(
     vectors = getattr(encoder, "output_embeddings", encoder.embed)
     inputs = encoder_inputs(tokenizer, list(texts), device)
     order = np.argsort(inputs.lengths, kind="stable")
-    was_training = encoder.training
-    encoder.eval()
     out = np.empty((len(texts), encoder.hidden_size), dtype=np.float32)
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                out[rows] = vectors(inputs.batch(rows)).float().cpu().numpy()
-    finally:
-        encoder.train(was_training)
+    with evaluating(encoder), torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            out[rows] = vectors(inputs.batch(rows)).float().cpu().numpy()
     return out
