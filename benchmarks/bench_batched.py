@@ -1,6 +1,6 @@
 """Batched training (K models as one stacked model) against K separate runs, side by side.
 
-Run as ``python benchmarks/bench_batched.py [--preset paper] [--family cliques] [--seeds 3] [--steps 200]``.
+Run as ``python benchmarks/bench_batched.py [--preset paper] [--family cliques] [--seeds 3] [--steps 200] [--repeats 3]``.
 
 One condition of a figure grid: ``--seeds`` datasets of ``--family`` (noise ``--noise``) under
 ``--preset``, each trained as two arms (LM, λ = 0, and SIPT), so K = 2 x seeds models of one shape.
@@ -16,13 +16,17 @@ Each way trains every model for ``--steps`` steps, in this process, with the sam
   most CPU time, as shares of the step (where the remaining time goes);
 * ``vmap`` (``--vmap N``): ``torch.func.vmap`` over ``functional_call`` of K stacked encoders, N
   forward and backward passes of the encoder trunk only (no MLM head, objectives or optimiser: a
-  lower bound on a vmap trainer's step), at the batched trainer's shapes; its time per step is
-  scaled to ``--steps`` in the table.
+  lower bound on a vmap trainer's step), at the batched trainer's shapes; its row is the time of
+  one such pass per model (no set-up).
 
-Prints a table of the time per model-step (time / (K x steps), setup included), as wall time and as
-this process's CPU time (on a shared machine the wall clock measures the other jobs too; with one
-thread the CPU time is the work done), and the ratio per-model / batched (target for the ``paper``
-preset: >= 3x), and the largest difference of the losses between the two ways over every step.
+Prints a table of the time per model-step, as wall time and as this process's CPU time (on a
+shared machine the wall clock measures the other jobs too; with one thread the CPU time is the work
+done): the marginal cost of a step, ``(time of N steps - time of 1 step) / (N - 1)`` per model, which
+leaves out the set-up that a run pays once (tokenizers, datasets, initialisation) and is what a run
+of thousands of steps pays per step, and beside it the whole N-step run's time per model-step, set-up
+included. ``--repeats R`` measures every way R times, interleaved, and reports the median (these
+machines are noisy). Then the ratio per-model / batched of the marginal step (target for the
+``paper`` preset: >= 3x), and the largest difference of the losses between the two ways over every step.
 """
 
 from __future__ import annotations
@@ -102,9 +106,15 @@ def print_profile(runs: list[BatchedRun], encoder, steps: int, top: int = 10) ->
         print(f"  {event.key[:60]:<60} {100 * event.self_cpu_time_total / total:5.1f} %")
 
 
-def _since(clocks: tuple[float, float]) -> tuple[float, float]:
-    """(wall, CPU) seconds since ``clocks`` = (perf_counter, process_time)."""
-    return time.perf_counter() - clocks[0], time.process_time() - clocks[1]
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _timed(train, runs: list[BatchedRun], steps: int):
+    """``train(runs with steps)``'s result and its (wall, CPU) seconds."""
+    start = _clocks()
+    result = train([dataclasses.replace(run, config=dataclasses.replace(run.config, steps=steps)) for run in runs])
+    return result, tuple(now - then for now, then in zip(_clocks(), start))
 
 
 def main() -> None:
@@ -114,6 +124,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.0)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=1, help="measure every way this many times, interleaved; report medians")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads for every way (default 1: a grid's local workers use one each)")
     parser.add_argument("--vmap", type=int, default=0, metavar="N", help="also time N steps of the vmap variant")
@@ -121,43 +132,51 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[], metavar="K",
                         help="also time batched trainings of the first K runs (K <= 2 x seeds)")
     args = parser.parse_args()
+    if args.steps < 2:
+        parser.error("--steps must be at least 2 (the marginal step is measured against a 1-step run)")
     torch.set_num_threads(args.threads)
     runs, encoder = condition_runs(args)
     k = len(runs)
-    clocks = time.perf_counter(), time.process_time()
-    separate = [pretrain(run.texts, run.graph, run.config, encoder, progress=False) for run in runs]
-    per_model = _since(clocks)
-    clocks = time.perf_counter(), time.process_time()
-    batched = pretrain_batched(runs, encoder, progress=False)
-    rows = [("per-model", per_model), ("batched", _since(clocks))]
     for size in args.sizes:
         if not 1 <= size <= k:
             parser.error(f"--sizes {size}: use 1..{k} (2 x --seeds)")
-        clocks = time.perf_counter(), time.process_time()
-        pretrain_batched(runs[:size], encoder, progress=False)
-        rows.append((f"batched, K = {size}", tuple(t * k / size for t in _since(clocks))))
+    ways = {"per-model": (runs, lambda rs: [pretrain(r.texts, r.graph, r.config, encoder, progress=False) for r in rs]),
+            "batched": (runs, lambda rs: pretrain_batched(rs, encoder, progress=False))}
+    ways.update({f"batched, K = {size}": (runs[:size], ways["batched"][1]) for size in args.sizes})
+    pretrain_batched(runs[:1], encoder, progress=False)  # one-off warm-up (kernels, thread pools) outside every timing
+    times = {name: [] for name in ways}  # per repeat: (marginal wall, marginal CPU, whole wall, whole CPU) per model-step
+    results = {}
+    for _ in range(args.repeats):
+        for name, (way_runs, train) in ways.items():
+            _, one = _timed(train, way_runs, 1)
+            results[name], whole = _timed(train, way_runs, args.steps)
+            models = len(way_runs)
+            times[name].append([(w - o) / (models * (args.steps - 1)) for w, o in zip(whole, one)]
+                               + [t / (models * args.steps) for t in whole])
+    median = {name: np.median(np.array(values), axis=0) * 1000 for name, values in times.items()}
     if args.vmap:
-        clocks = time.perf_counter(), time.process_time()
+        start = _clocks()
         vmap_seconds(runs, encoder, args.vmap)
-        rows.append(("vmap (trunk only)", tuple(t * args.steps / args.vmap for t in _since(clocks))))
-    difference = max(np.abs(a.history["loss"] - b.history["loss"]).max() for a, b in zip(separate, batched))
+        median["vmap (trunk only)"] = np.array([(now - then) / (k * args.vmap) * 1000 for now, then in zip(_clocks(), start)] * 2)
+    difference = max(np.abs(a.history["loss"] - b.history["loss"]).max() for a, b in zip(results["per-model"], results["batched"]))
     print(f"{args.family}, preset {args.preset}, encoder hidden {encoder.config.hidden} x {encoder.config.n_layers} layers, "
           f"{encoder.vocabulary.kind} vocabulary, "
           f"batch {runs[0].config.batch_size}, pairs {runs[0].config.pairs}, K = {k} models "
           f"({args.seeds} seeds x {len(ARMS)} arms), {args.steps} steps each, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} cores")
-    print(f"{'way':<20} {'wall s':>8} {'CPU s':>8} {'wall ms / model-step':>21} {'CPU ms / model-step':>20} "
-          f"{'ratio (wall)':>13} {'ratio (CPU)':>12}")
-    for name, (wall, cpu) in rows:
-        print(f"{name:<20} {wall:8.1f} {cpu:8.1f} {1000 * wall / (k * args.steps):21.2f} {1000 * cpu / (k * args.steps):20.2f} "
-              f"{per_model[0] / wall:13.2f} {per_model[1] / cpu:12.2f}")
-    print(f"'batched, K = n' rows are scaled to K = {k} models (time x {k} / n); "
-          f"ratio = per-model time / this way's time; largest |loss, batched - per-model| over every step "
-          f"of the {k} models: {difference:.2e}")
+          f"{os.cpu_count()} cores, median of {args.repeats} repeat(s)")
+    print(f"{'way':<20} {'step wall ms':>13} {'step CPU ms':>12} {'ratio (wall)':>13} {'ratio (CPU)':>12} "
+          f"{'run wall ms':>12} {'run CPU ms':>11}")
+    base = median["per-model"]
+    for name, (step_wall, step_cpu, run_wall, run_cpu) in median.items():
+        print(f"{name:<20} {step_wall:13.2f} {step_cpu:12.2f} {base[0] / step_wall:13.2f} {base[1] / step_cpu:12.2f} "
+              f"{run_wall:12.2f} {run_cpu:11.2f}")
+    print(f"per model-step; step = marginal cost of one more step ((N-step run - 1-step run) / (N - 1)); run = the "
+          f"{args.steps}-step run / steps, set-up included; ratio = per-model step / this way's step; 'vmap' times "
+          f"{args.vmap} trunk passes only; largest |loss, batched - per-model| over every step of the {k} models: {difference:.2e}")
     if args.profile:
         print_profile(runs, encoder, args.profile)
-    print(f"one condition at 8,000 steps (linear in steps), CPU time: batched {rows[1][1][1] / args.steps * 8000:.0f} s, "
-          f"per-model {per_model[1] / args.steps * 8000:.0f} s")
+    print(f"one condition at 8,000 steps (linear in steps), CPU time: batched {median['batched'][1] * k * 8:.0f} s, "
+          f"per-model {base[1] * k * 8:.0f} s")
 
 
 if __name__ == "__main__":

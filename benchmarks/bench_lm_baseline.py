@@ -1,6 +1,6 @@
 """A faithful LM baseline on CLIQUES: does the masked LM learn, and what does its embedding score?
 
-Run as ``python benchmarks/bench_lm_baseline.py [--steps 8000] [--seeds 3] [--options ...] [--base paper|default] [--executor local]``.
+Run as ``python benchmarks/bench_lm_baseline.py [--steps 8000] [--seeds 3] [--options ...] [--base paper|default] [--executor local] [--batched]``.
 
 Every row is the paper's CLIQUES setting (``paper-small`` encoder: hidden 10, 2 layers; the whole
 graph of 50 sentences per step; AdamW lr 3e-4, constant; the paper's sampled pairs and µ+ = 0;
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sipt_lab.experiments.batched import train_batched_cells
 from sipt_lab.experiments.paper_values import FAMILY_AUROC
 from sipt_lab.experiments.simulate import SimulationConfig, aggregate, simulate_seed, simulation_config
 from sipt_lab.experiments.sweep import run_grid
@@ -70,12 +71,16 @@ def main() -> None:
     parser.add_argument("--base", choices=("paper", "default"), default="paper",
                         help="the paper's CLIQUES settings, or sipt-lab's CLIQUES defaults (what simulate and figures run)")
     parser.add_argument("--options", nargs="+", default=list(OPTIONS), choices=list(OPTIONS))
+    parser.add_argument("--batched", action="store_true",
+                        help="train each option's seeds x arms as one batched model (same numbers up to float rounding)")
     args = parser.parse_args()
 
     # seed-major order: a partial run has every option's first seed
     steps = PAPER_STEPS if args.steps is None and args.base == "paper" else args.steps
     configs = {(option, seed): option_config(option, seed, steps, args.base) for seed in range(args.seeds) for option in args.options}
     start = time.perf_counter()
+    if args.batched:  # trains the cells that run_grid below then only loads
+        train_batched_cells(list(configs.values()), args.cells, executor=args.executor)
     results = dict(zip(configs, run_grid(simulate_seed, list(configs.values()), args.cells, executor=args.executor)))
     seconds = time.perf_counter() - start
     failed = [key for key, cell in results.items() if cell.status == "failed"]

@@ -305,5 +305,7 @@ def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_else
     configs = figure5_configs(options)
     local = plan_trainings(configs, "local", {"max_workers": 2})
     assert sorted(len(t) for t in local) == [4, 5] and sorted(map(config_hash, sum(local, ()))) == sorted(map(config_hash, configs))
+    # runs of seeds: a seed's noise rates share their LM arm's model, so only one seed is split
+    assert sum(len({c.train.seed for c in t}) for t in local) == 4
     slurm = plan_trainings(configs, "slurm", {})
     assert sorted(sorted({c.graph.noise for c in t}) for t in slurm) == [[0.0], [0.2], [0.5]] and all(len(t) == 3 for t in slurm)

@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -220,15 +222,18 @@ def test_length_buckets_split_where_padding_drops_most(power):
     # equal lengths: no second bucket is worth its extra pass
     assert len(length_buckets(np.full(9, 40), 4, power)) == 1
     rng = np.random.default_rng(0)
-    for _ in range(20):  # against brute force over all 1- and 2-group splits
-        lengths = rng.integers(2, 300, rng.integers(2, 12))
-        buckets = length_buckets(lengths, 2, power)
+    for trial in range(40):  # against brute force over all splits into 1 to 3 groups, with and without ties
+        lengths = rng.integers(2, 300 if trial % 2 else 8, rng.integers(2, 12))
+        buckets = length_buckets(lengths, 3, power)
         assert sorted(np.concatenate(buckets).tolist()) == list(range(len(lengths)))
+        assert all(np.all(np.diff(lengths[b]) >= 0) for b in buckets)
         cost_of = lengths.astype(float) ** power
         penalty = BUCKET_PENALTY * cost_of.sum()
         cost = sum(len(b) * cost_of[b].max() for b in buckets) + penalty * (len(buckets) - 1)
         s = np.sort(cost_of)
-        best = min([len(s) * s[-1]] + [k * s[k - 1] + (len(s) - k) * s[-1] + penalty for k in range(1, len(s))])
+        splits = [(len(s),)] + [cut + (len(s),) for groups in (1, 2) for cut in itertools.combinations(range(1, len(s)), groups)]
+        best = min(sum((stop - start) * s[stop - 1] for start, stop in zip((0,) + split[:-1], split)) + penalty * (len(split) - 1)
+                   for split in splits)
         assert cost == pytest.approx(best)
 
 

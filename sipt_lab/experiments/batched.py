@@ -94,14 +94,24 @@ def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_op
     as many trainings as ``executor`` runs at once (:data:`CONCURRENT_TRAININGS`; ``local`` keeps
     every core busy to the end, where a training per condition would leave cores idle in the last
     round, and the step cost per model hardly depends on how many models share it,
-    benchmarks/RESULTS.md), or one training per condition for other executors."""
+    benchmarks/RESULTS.md), or one training per condition for other executors.
+
+    A group is dealt in runs of consecutive seeds: one seed's cells (its noise rates) share one
+    dataset's texts, so their LM arms are one model in a training (:func:`pretrain_batched`), a
+    model that every training holding one of those cells trains again."""
     concurrent = CONCURRENT_TRAININGS.get(executor)
     key = batch_key if concurrent else (lambda config: config_hash(with_seed(config, 0)))
     groups: dict[str, list[SimulationConfig]] = {}
     for config in cells:
         groups.setdefault(key(config), []).append(config)
     share = concurrent(executor_options) if concurrent else 1
-    return [tuple(group[i::share]) for group in groups.values() for i in range(min(share, len(group)))]
+    trainings = []
+    for group in groups.values():
+        by_seed = sorted(group, key=lambda config: config.train.seed)
+        parts = min(share, len(group))
+        bounds = [len(group) * i // parts for i in range(parts + 1)]
+        trainings += [tuple(by_seed[start:stop]) for start, stop in zip(bounds, bounds[1:])]
+    return trainings
 
 
 def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, executor: str = "serial",

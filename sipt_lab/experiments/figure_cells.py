@@ -530,8 +530,6 @@ def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
     return result
 
 
-
-
 def heldout_scale_tables(out_dir: str | Path, options: FigureOptions) -> tuple[list[HeldoutScaleConfig], list[CellResult], list[dict[str, Any]]]:
     """Run (or load) the ``heldout_scale`` cells; returns the configs, the cells and one row per
     (family, size): steps, passes, batch, held-out size and :func:`seed_summary` of :data:`SCALE_METRICS`."""

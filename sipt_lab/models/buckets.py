@@ -32,10 +32,14 @@ def length_buckets(lengths: np.ndarray, max_buckets: int, power: int = 1) -> lis
     order = np.argsort(lengths, kind="stable")
     if max_buckets <= 1 or len(order) < 2:
         return [np.arange(len(order))]
-    ends = np.arange(len(order) + 1)
-    longest = lengths[order][np.maximum(ends - 1, 0)].astype(np.float64) ** power
-    # slots[i, j]: the cost of a group of sorted sequences i..j-1, padded to the last (longest) of them
-    slots = np.where(ends[:, None] < ends[None, :], (ends[None, :] - ends[:, None]) * longest[None, :], np.inf)
+    # cut only between distinct lengths: moving a group's members of its lower neighbour's longest
+    # length down to that neighbour never costs more, so the split over distinct lengths is optimal
+    distinct, counts = np.unique(lengths, return_counts=True)
+    ends = np.concatenate([[0], np.cumsum(counts)])  # sequences before each distinct length
+    longest = np.concatenate([[0.0], distinct.astype(np.float64) ** power])
+    index = np.arange(len(ends))
+    # slots[i, j]: the cost of a group of the sequences with distinct lengths i..j-1, padded to the last
+    slots = np.where(index[:, None] < index[None, :], (ends[None, :] - ends[:, None]) * longest[None, :], np.inf)
     penalty = BUCKET_PENALTY * float((lengths.astype(np.float64) ** power).sum())
     cost, cuts = slots[0], []
     best_groups, best_cost = 1, cost[-1]
@@ -47,8 +51,8 @@ def length_buckets(lengths: np.ndarray, max_buckets: int, power: int = 1) -> lis
             best_groups, best_cost = groups, cost[-1] + penalty * (groups - 1)
     if best_groups == 1:
         return [np.arange(len(order))]
-    bounds = [len(order)]
+    bounds = [len(distinct)]
     for group in range(best_groups - 1, 0, -1):
         bounds.append(int(cuts[group - 1][bounds[-1]]))
     bounds.append(0)
-    return [order[start:stop] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
+    return [order[ends[start]:ends[stop]] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
