@@ -290,10 +290,11 @@ def test_batched_grid_stores_the_same_cells_as_the_unbatched_one(tmp_path, fake_
             assert abs(a.result["methods"][arm]["final_loss"] - b.result["methods"][arm]["final_loss"]) < 1e-4
 
 
-def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corpus):
+def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corpus, capfd):
     options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=2, steps=2, preset="paper")
     configs = figure5_configs(options)
-    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 4
+    assert train_batched_cells(configs, tmp_path, executor="serial", progress=True) == 4
+    assert "pretrain x6" in capfd.readouterr().err  # the training's own step bar (2 seeds' LM arms + 4 SIPT arms)
     trainings = [json.loads((d / "result.json").read_text()) for d in (tmp_path / "batched").iterdir()]
     assert [sorted(t["cells"]) for t in trainings] == [sorted(config_hash(c) for c in configs)]  # one model for all
     assert all((tmp_path / config_hash(c) / "result.json").is_file() for c in configs)

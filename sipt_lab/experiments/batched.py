@@ -39,10 +39,11 @@ from sipt_lab.training.batched import BatchedRun, pretrain_batched
 
 
 def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
-                     progress: bool = False) -> list[dict[str, ArmOutput]]:
+                     progress: bool = False, position: int | None = None) -> list[dict[str, ArmOutput]]:
     """:func:`~sipt_lab.experiments.simulate.run_arms` of every ``(dataset, config)`` pair (configs
-    equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model. Each arm's
-    ``seconds`` is its share of the batched training time plus its own embedding time."""
+    equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
+    bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
+    batched training time plus its own embedding time."""
     others = sorted({name for config in configs for name in config.methods} - set(ARMS))
     if others:
         raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
@@ -50,7 +51,7 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
     runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
             for dataset, config in zip(datasets, configs) for arm in config.methods]
     start = time.perf_counter()
-    results = iter(pretrain_batched(runs, CharInit(configs[0].encoder, configs[0].tokenizer), progress=progress))
+    results = iter(pretrain_batched(runs, CharInit(configs[0].encoder, configs[0].tokenizer), progress=progress, position=position))
     share = (time.perf_counter() - start) / len(runs)
     return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
             for dataset, config in zip(datasets, configs)]
@@ -60,17 +61,21 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
 class BatchedTraining:
     """One batched training, itself a grid cell: unfinished seed cells that differ only in their
     dataset and seed (one condition's seeds, or several noise rates'), each recorded under
-    ``cells_root`` when the training ends."""
+    ``cells_root`` when the training ends; its steps show on line ``progress_line`` of the terminal
+    (trainings run side by side in ``local`` workers, each on its own line below the grid's bar)."""
 
     configs: tuple[SimulationConfig, ...]
     cells_root: str
+    progress_line: int | None = None  # terminal line of its step bar (None: no bar)
 
 
 def train_batch(training: BatchedTraining) -> dict:
     """Train ``training``'s cells x arms as one batched model and store each seed's cell; the
     result names the cells it wrote (their config hashes)."""
     datasets = [build_dataset(config.graph, progress=False) for config in training.configs]
-    for config, dataset, arms in zip(training.configs, datasets, run_arms_batched(datasets, training.configs)):
+    arms_per_cell = run_arms_batched(datasets, training.configs, progress=training.progress_line is not None,
+                                     position=training.progress_line)
+    for config, dataset, arms in zip(training.configs, datasets, arms_per_cell):
         store_cell(config, training.cells_root, seed_result(config, dataset, arms))
     return {"cells": [config_hash(config) for config in training.configs]}
 
@@ -118,9 +123,10 @@ def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *
                         progress: bool = True, **executor_options) -> int:
     """Train the unfinished cells of ``configs`` under ``root`` in batched trainings
     (:func:`plan_trainings`), cells of a grid under ``root/batched`` run by ``executor``; returns
-    how many cells."""
+    how many cells. With ``progress``, each training shows its steps on a line of its own."""
     root = Path(root).resolve()
     pending = [c for c in configs if read_result(root / config_hash(c), SEED_RESULT_KEYS) is None]
-    trainings = [BatchedTraining(cells, str(root)) for cells in plan_trainings(pending, executor, executor_options)]
+    trainings = [BatchedTraining(cells, str(root), 1 + index if progress else None)
+                 for index, cells in enumerate(plan_trainings(pending, executor, executor_options))]
     run_grid(train_batch, trainings, root / "batched", executor=executor, progress=progress, required_keys=("cells",), **executor_options)
     return len(pending)

@@ -72,9 +72,11 @@ def check_batchable(configs: Sequence[TrainConfig]) -> None:
                         f"they differ in {', '.join(differing)}")
 
 
-def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, *, progress: bool = True) -> list[PretrainResult]:
+def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, *, progress: bool = True,
+                     position: int | None = None) -> list[PretrainResult]:
     """Pre-train one fresh char encoder per run, all at once; results in run order. ``encoder`` is
-    its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary kind)."""
+    its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary kind). ``position``:
+    the terminal line of the step bar, for trainings that run side by side (tqdm's ``position``)."""
     if not runs:
         raise SiptError("no runs to train; give at least one")
     check_batchable([run.config for run in runs])
@@ -110,7 +112,7 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     names = [["loss"] + [objective.name for _, objective in step.objectives] + ["lr"] for step in steps]
     history = [torch.full((config.steps, len(n)), float("nan"), device=device) for n in names]
     checked = 0
-    with tqdm(total=config.steps, disable=not progress, desc=f"pretrain x{len(models)}", unit="step") as bar:
+    with tqdm(total=config.steps, disable=not progress, desc=f"pretrain x{len(models)}", unit="step", position=position) as bar:
         for step in range(config.steps):
             rate = config.lr * lr_factor(config, step)
             for group in optimizer.param_groups:
