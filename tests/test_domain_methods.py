@@ -9,9 +9,10 @@ import pytest
 
 import sipt_lab.experiments.domain_run as domain_run
 from sipt_lab.cli.main import main
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.experiments.domain_run import PRESETS, TEACHERS_DIR, ConceptCell, domain_cells, run_domain
 from sipt_lab.experiments.model_store import directory_digest, load_model
+from sipt_lab.methods import ConceptOptions
 
 PRESET = dataclasses.replace(
     PRESETS["cpu"], n_samples=60, lambdas=(0.1,), mode="probe",
@@ -134,6 +135,25 @@ def test_bad_methods_and_teachers_are_one_line(tmp_path, capsys):
     assert "--methods" in err
     err = _one_error_line(capsys, [*base, "--methods", "lsm", "--teacher-layer", "-1", "--out", str(tmp_path / "e")])
     assert err.endswith("--teacher-layer must be >= 0 or None (the last), got -1")
+    # a layer the teacher lacks is refused before any teacher trains (the default char encoder has 2 layers)
+    err = _one_error_line(capsys, [*base, "--methods", "lsm", "--teacher-layer", "3", "--out", str(tmp_path / "f")])
+    assert err.endswith("--teacher-layer is 3 but the teacher has layers 0..2 (0 = embeddings, 2 = the last); choose one of those")
+    assert not any((tmp_path / "f").iterdir())  # nothing trained or written
+
+
+def test_teacher_layers_are_read_from_the_model_without_loading_it(tiny_bert, tmp_path):
+    from sipt_lab.models import CharInit, EncoderConfig
+    from sipt_lab.models.sources import CheckpointInit, layer_count
+
+    hf_layers = json.loads((tiny_bert / "config.json").read_text())["num_hidden_layers"]
+    assert layer_count(tiny_bert) == layer_count(CheckpointInit(str(tiny_bert))) == hf_layers
+    assert layer_count(CharInit(EncoderConfig(n_layers=3))) == 3
+    assert layer_count(tmp_path) is None  # no config: unknown, so nothing is refused
+    with pytest.raises(ConfigError, match=f"teacher has layers 0..{hf_layers}"):
+        domain_cells("wiki", None, 1, PRESETS["cpu"], init="char", methods=("mlsm",), teacher=tiny_bert,
+                     concepts=ConceptOptions(layer=hf_layers + 1))
+    assert domain_cells("wiki", None, 1, PRESETS["cpu"], init="char", methods=("mlsm",), teacher=tiny_bert,
+                        concepts=ConceptOptions(layer=hf_layers))
 
 
 def test_hugging_face_layers_and_concept_rows(tiny_bert):

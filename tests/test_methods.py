@@ -208,3 +208,13 @@ def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
         ("linkbert", "random"), ("lsm", None), ("mlsm", None)]
     with pytest.raises(SiptError, match="not 'simcse'"):
         domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], methods=("simcse",))
+
+
+def test_a_teacher_layer_beyond_the_lm_arm_is_refused_when_the_simulation_is_configured():
+    from sipt_lab.errors import ConfigError
+    from sipt_lab.experiments.simulate import simulation_config
+
+    two_layers = EncoderConfig(hidden=8, n_heads=2, n_layers=2)
+    assert simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=2))
+    with pytest.raises(ConfigError, match=r"ConceptOptions.layer is 3 but the teacher \(the lm arm\) has layers 0..2"):
+        simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=3))

@@ -10,6 +10,7 @@ package), or a local Hugging Face checkpoint directory.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
@@ -93,6 +94,27 @@ def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooli
         raise SiptError(f"encoder sizes apply to --init char only; --init {init} brings its own")
     path = named_checkpoint(init) if init in NAMED_CHECKPOINTS else Path(init)
     return CheckpointInit(str(path), pooling)
+
+
+def layer_count(model: str | Path | EncoderSource) -> int | None:
+    """The transformer layers of a model directory (sipt-lab's char format: ``encoder_config.json``;
+    Hugging Face: ``config.json``'s ``num_hidden_layers``) or of an encoder source (:class:`CharInit`
+    its config's, :class:`CheckpointInit` its directory's), read without loading weights; None when
+    unknown (another source, a GIN, an unreadable config)."""
+    if isinstance(model, CharInit):
+        return model.config.n_layers
+    if isinstance(model, CheckpointInit):
+        model = model.path
+    if not isinstance(model, (str, Path)):
+        return None
+    for name, key in (("encoder_config.json", "n_layers"), ("config.json", "num_hidden_layers")):
+        try:
+            value = json.loads((Path(model) / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path) -> Path:
