@@ -71,6 +71,13 @@ class ConceptOptions:
         if self.mlm_weight < 0:
             raise ConfigError("ConceptOptions.mlm_weight", f"must be >= 0, got {self.mlm_weight}")
 
+    def check_layer(self, teacher_layers: int) -> None:
+        """ConfigError when :attr:`layer` is beyond a teacher of ``teacher_layers`` transformer layers
+        (checked when the run is set up, before any teacher trains)."""
+        if self.layer is not None and self.layer > teacher_layers:
+            raise ConfigError("ConceptOptions.layer", f"is {self.layer} but the teacher has layers 0..{teacher_layers} "
+                                                      f"(0 = embeddings, {teacher_layers} = the last); choose one of those")
+
 
 @dataclass(frozen=True)
 class Teacher:

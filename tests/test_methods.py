@@ -216,5 +216,5 @@ def test_a_teacher_layer_beyond_the_lm_arm_is_refused_when_the_simulation_is_con
 
     two_layers = EncoderConfig(hidden=8, n_heads=2, n_layers=2)
     assert simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=2))
-    with pytest.raises(ConfigError, match=r"ConceptOptions.layer is 3 but the teacher \(the lm arm\) has layers 0..2"):
+    with pytest.raises(ConfigError, match=r"ConceptOptions.layer is 3 but the teacher has layers 0..2"):
         simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=3))

@@ -54,7 +54,7 @@ import torch.distributed as dist
 
 from sipt_lab import names
 from sipt_lab.config import config_hash
-from sipt_lab.errors import ConfigError, SiptError
+from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
@@ -229,11 +229,12 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     spec = get_domain(domain)
     if concept_methods and concepts.layer is not None:  # refused now, not after the teachers have trained
         # the default teacher, a seed's lm arm, has the warm start's layers (a domain's own builder: unknown)
-        model = teacher if teacher is not None else None if spec.encoder_source is not None else encoder_source(init or spec.default_init)
-        depth = None if model is None else layer_count(model)
-        if depth is not None and concepts.layer > depth:
-            raise ConfigError("ConceptOptions.layer", f"is {concepts.layer} but the teacher has layers 0..{depth} "
-                                                      f"(0 = embeddings, {depth} = the last); choose one of those")
+        if teacher is not None:
+            depth = layer_count(teacher)
+        else:
+            depth = layer_count(encoder_source(init or spec.default_init)) if spec.encoder_source is None else None
+        if depth is not None:
+            concepts.check_layer(depth)
     if bool(spec.layout) != (data_dir is not None):
         spec.read(data_dir)  # the one-line error: a needed directory missing, or one the domain does not read
     data = None if data_dir is None else str(Path(data_dir).resolve())

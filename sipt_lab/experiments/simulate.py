@@ -173,9 +173,7 @@ class SimulationConfig:
                 method_train_config(name, self.train)
             except SiptError as error:
                 raise ConfigError("SimulationConfig.methods", str(error)) from None
-        if self.concepts.layer is not None and self.concepts.layer > self.encoder.n_layers:  # the teacher is the lm arm
-            raise ConfigError("ConceptOptions.layer", f"is {self.concepts.layer} but the teacher (the lm arm) has layers "
-                                                      f"0..{self.encoder.n_layers}; choose one of those")
+        self.concepts.check_layer(self.encoder.n_layers)  # the teacher is the lm arm, of this encoder
 
 
 def simulation_config(
