@@ -4,11 +4,16 @@
 :class:`EncoderConfig` (vocabularies may differ: each token table is zero-padded to the largest)
 and computes all K forward passes at once with batched matmuls (``baddbmm`` on ``(K, T, H)``
 activations against ``(K, H, H')`` weights, over each model's real tokens packed without padding)
-and one attention call per length bucket of all ``K * B`` sequences (:class:`_Packing`). On a CPU a
+and one attention per length bucket of all ``K * B`` sequences (:class:`_Packing`). On a CPU a
 tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
 launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
-([CLS] and the masked tokens).
+([CLS] and the masked tokens), and MLM logits over its own vocabulary at its own masked tokens.
+
+Attention is written out (:func:`_attention`: ``baddbmm`` scores, softmax, ``bmm``) rather than
+``F.scaled_dot_product_attention``: with 5-wide heads (``paper-small``) PyTorch's CPU flash kernel
+pays per sequence and head, and on a bucket of a few hundred sequences two batched matmuls over all
+of them are cheaper forward and backward (benchmarks/RESULTS.md, "Batched training").
 
 ``torch.func.vmap`` over ``functional_call`` was measured as the alternative: PyTorch has no
 batching rule for the CPU flash-attention kernel and falls back to a per-model loop, and
@@ -28,6 +33,7 @@ from torch import nn
 
 from sipt_lab.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
+from sipt_lab.models.matmul import matmul
 from sipt_lab.models.encoder import TransformerEncoder
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
@@ -62,10 +68,6 @@ class StackedEncoders(nn.Module):
             self.weights.append(nn.Parameter(torch.stack(tensors)))
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
-        # -inf logits beyond a model's own vocabulary: its softmax then ignores the zero-padded tokens
-        foreign = torch.arange(vocab) >= torch.tensor(self.vocab_sizes).unsqueeze(1)
-        self.register_buffer("vocab_bias", torch.zeros(foreign.shape).masked_fill(foreign, float("-inf")).unsqueeze(1),
-                             persistent=False)
         self.max_buckets = max_buckets
 
     @classmethod
@@ -86,7 +88,23 @@ class StackedEncoders(nn.Module):
 
     def _linear(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         """``(K, N, in)`` -> ``(K, N, out)`` with model k's ``prefix`` Linear."""
-        return torch.baddbmm(self._w(f"{prefix}.bias").unsqueeze(1), x, self._w(f"{prefix}.weight").transpose(1, 2))
+        return _affine(x, self._w(f"{prefix}.weight"), self._w(f"{prefix}.bias"))
+
+    def _standardize(self, x: torch.Tensor) -> torch.Tensor:
+        """LayerNorm over the last axis of ``(K, N, H)`` without its affine (see :meth:`_folded`)."""
+        return F.layer_norm(x, x.shape[-1:], eps=self.eps)
+
+    def _folded(self, norm: str, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K, out, H)`` weight and ``(K, out)`` bias of a linear map after LayerNorm ``norm``'s
+        affine, folded into one: ``W (x * g + b) + c = (W g) x + (W b + c)``. On ``(K, N, H)``
+        activations this spares two elementwise passes and their gradients per LayerNorm; the
+        folding itself is on the weights (N-independent)."""
+        gain, shift = self._w(f"{norm}.weight"), self._w(f"{norm}.bias")
+        return weight * gain.unsqueeze(1), torch.baddbmm(bias.unsqueeze(-1), weight, shift.unsqueeze(-1)).squeeze(-1)
+
+    def _normed_linear(self, x: torch.Tensor, norm: str, linear: str) -> torch.Tensor:
+        """``linear(norm(x))`` on ``(K, N, H)``, the LayerNorm's affine folded into the linear map."""
+        return _affine(self._standardize(x), *self._folded(norm, self._w(f"{linear}.weight"), self._w(f"{linear}.bias")))
 
     def _norm(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         """LayerNorm over the last axis of ``(K, N, H)`` with model k's affine ``prefix``."""
@@ -97,9 +115,10 @@ class StackedEncoders(nn.Module):
         """The rest of a pre-LN block after attention: ``x + out(attended)``, then ``+ FFN(LN(.))``;
         both ``(K, N, H)``."""
         x = x + self._linear(attended, f"{block}.out")
-        return x + self._linear(F.gelu(self._linear(self._norm(x, f"{block}.norm2"), f"{block}.ffn.0")), f"{block}.ffn.2")
+        return x + self._linear(F.gelu(self._normed_linear(x, f"{block}.norm2", f"{block}.ffn.0")), f"{block}.ffn.2")
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray,
+                counts: Sequence[int]) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """All K models' pre-training pass.
 
         Args:
@@ -109,11 +128,11 @@ class StackedEncoders(nn.Module):
                 (pad a model's short list with any real token's index, e.g. a row's [CLS], ``r * L``).
             lengths: ``(K, B)`` tokens of each row (at least 1: its [CLS]); the rest is padding
                 (the ids there are not read).
+            counts: model k's real positions, the first ``counts[k]`` of ``positions[k]``.
 
         Returns:
-            ``(K, B, H)`` [CLS] embeddings and ``(K, M, V)`` MLM logits (``V`` the largest vocabulary;
-            model k's logits beyond its own vocabulary are ``-inf``, so a softmax over all ``V``
-            is its own).
+            ``(K, B, H)`` [CLS] embeddings and, per model, ``(counts[k], V_k)`` MLM logits over its
+            own vocabulary of ``V_k`` tokens.
         """
         n_models, batch, length = input_ids.shape
         hidden = self.config.hidden
@@ -121,28 +140,32 @@ class StackedEncoders(nn.Module):
             raise SiptError(f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
                             "truncate with the tokenizer's max_len")
         reads = torch.cat([torch.arange(batch, device=positions.device).expand(n_models, -1) * length, positions], dim=1)
-        packing = _Packing.build(lengths, length, reads.cpu().numpy(), self.max_buckets, input_ids.device)
+        packing = _Packing.build(lengths, length, reads.cpu().numpy(), self.max_buckets, self.config.n_heads, input_ids.device)
         tokens, table = self._w("tokens.weight"), self._w("positions.weight")
         ids = torch.gather(input_ids.reshape(n_models, -1), 1, packing.tokens)
         x = _lookup(tokens, ids) + _lookup(table, packing.offsets)
         for b in range(self.config.n_layers - 1):
             block = f"blocks.{b}"
-            qkv = self._linear(self._norm(x, f"{block}.norm1"), f"{block}.qkv")
+            qkv = self._normed_linear(x, f"{block}.norm1", f"{block}.qkv")
             attended = packing.attend(qkv.reshape(-1, 3 * hidden), self.config.n_heads)
             x = self._feed_forward(x, attended.view(n_models, -1, hidden), block)
         # the last block only where it is read: each row's [CLS], then the masked positions
         block = f"blocks.{self.config.n_layers - 1}"
-        normed = self._norm(x, f"{block}.norm1")
-        weight, bias = self._w(f"{block}.qkv.weight"), self._w(f"{block}.qkv.bias")
-        kv = torch.baddbmm(bias[:, hidden:].unsqueeze(1), normed, weight[:, hidden:].transpose(1, 2))
+        normed = self._standardize(x)
+        weight, bias = self._folded(f"{block}.norm1", self._w(f"{block}.qkv.weight"), self._w(f"{block}.qkv.bias"))
+        kv = _affine(normed, weight[:, hidden:], bias[:, hidden:])
         read = packing.reads
-        queries = torch.baddbmm(bias[:, :hidden].unsqueeze(1), _rows(normed, read), weight[:, :hidden].transpose(1, 2))
+        queries = _affine(_rows(normed, read), weight[:, :hidden], bias[:, :hidden])
         attended = packing.attend_reads(queries.reshape(-1, hidden), kv.reshape(-1, 2 * hidden), self.config.n_heads)
         x = self._norm(self._feed_forward(_rows(x, read), attended.view(n_models, -1, hidden), block), "norm")
         embeddings, masked = x[:, :batch], x[:, batch:]
-        transformed = self._norm(F.gelu(self._linear(masked, "mlm_transform.0")), "mlm_transform.2")
+        transformed = self._standardize(F.gelu(self._linear(masked, "mlm_transform.0")))
         decoder = tokens if self.config.tie_mlm_head else self._w("mlm_decoder.weight")
-        logits = torch.baddbmm(self._w("mlm_decoder.bias").unsqueeze(1) + self.vocab_bias, transformed, decoder.transpose(1, 2))
+        decoder, decoder_bias = self._folded("mlm_transform.2", decoder, self._w("mlm_decoder.bias"))
+        # one matmul per model over its own rows and vocabulary: no padded logits to compute, split or
+        # back-propagate zeros through (unbind's backward stacks the K small weight gradients)
+        logits = [matmul(rows[:count], weight[:vocab].T, bias[:vocab]) for rows, weight, bias, count, vocab in
+                  zip(transformed.unbind(0), decoder.unbind(0), decoder_bias.unbind(0), counts, self.vocab_sizes)]
         return embeddings, logits
 
 
@@ -150,12 +173,10 @@ class StackedEncoders(nn.Module):
 class _Bucket:
     """Sequences of similar length, padded to the longest: where they sit in the gathered rows."""
 
-    start: int  # first gathered row (padded token slot) of the bucket
     sequences: int
     width: int  # padded length
-    key_mask: torch.Tensor  # (sequences, 1, 1, width) bool, True at real tokens
-    query_start: int = 0  # first slot of its query grid (last layer)
-    query_width: int = 0  # most reads of any of its sequences
+    key_bias: torch.Tensor  # (sequences * heads, 1, width) float: 0 at real tokens, -inf at padding
+    query_width: int  # most reads of any of its sequences (its query grid's width, last layer)
 
 
 @dataclass(frozen=True)
@@ -188,9 +209,10 @@ class _Packing:
     buckets: tuple[_Bucket, ...]
 
     @classmethod
-    def build(cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, device: torch.device) -> _Packing:
-        """From ``(K, B)`` tokens per row, the padded row length ``L`` and ``(K, R)`` read positions
-        (flat indices into ``B * L``)."""
+    def build(cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, heads: int,
+              device: torch.device) -> _Packing:
+        """From ``(K, B)`` tokens per row, the padded row length ``L``, ``(K, R)`` read positions
+        (flat indices into ``B * L``) and the attention heads."""
         n_models, batch = lengths.shape
         width = int(lengths.sum(1).max())
         sequence_length = lengths.ravel()
@@ -217,8 +239,9 @@ class _Packing:
             gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
             padded_slot[members] = start + np.arange(len(members)) * longest
             query_slot[members] = query_start + np.arange(len(members)) * query_width
-            key_mask = torch.as_tensor(columns < member_lengths[:, None], device=device).view(len(members), 1, 1, longest)
-            buckets.append(_Bucket(start, len(members), longest, key_mask, query_start, query_width))
+            padding = np.repeat(columns >= member_lengths[:, None], heads, axis=0)[:, None]
+            key_bias = torch.zeros(padding.shape, device=device).masked_fill(torch.as_tensor(padding, device=device), float("-inf"))
+            buckets.append(_Bucket(len(members), longest, key_bias, query_width))
             start += len(members) * longest
             query_start += len(members) * query_width
         scatter = np.zeros(n_models * width, np.int64)
@@ -236,29 +259,56 @@ class _Packing:
         """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
         ``(K * T, H)`` outputs (filler slots: arbitrary)."""
         hidden = qkv.shape[1] // 3
-        padded = qkv[self.gather]
         outputs = []
-        for bucket in self.buckets:
-            rows = padded[bucket.start: bucket.start + bucket.sequences * bucket.width]
-            q, k, v = rows.view(bucket.sequences, bucket.width, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
-            outputs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=bucket.key_mask).transpose(1, 2).reshape(-1, hidden))
+        for bucket, rows in zip(self.buckets, self._bucket_rows(qkv[self.gather])):
+            q, k, v = _heads(rows, bucket.sequences, 3, heads)
+            outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
         return torch.cat(outputs)[self.scatter]
 
     def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
         """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
         packed keys and values -> ``(K * R, H)``."""
         hidden = queries.shape[1]
-        split = (heads, hidden // heads)
-        padded = kv[self.gather]
         grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(0, self.read_slots, queries)
         outputs = []
-        for bucket in self.buckets:
-            rows = padded[bucket.start: bucket.start + bucket.sequences * bucket.width]
-            k, v = rows.view(bucket.sequences, bucket.width, 2, *split).permute(2, 0, 3, 1, 4)
-            q = grid[bucket.query_start: bucket.query_start + bucket.sequences * bucket.query_width]
-            q = q.view(bucket.sequences, bucket.query_width, *split).transpose(1, 2)
-            outputs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=bucket.key_mask).transpose(1, 2).reshape(-1, hidden))
+        query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
+        for bucket, rows, bucket_queries in zip(self.buckets, self._bucket_rows(kv[self.gather]), query_rows):
+            k, v = _heads(rows, bucket.sequences, 2, heads)
+            (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
+            outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
         return torch.cat(outputs)[self.read_slots]
+
+    def _bucket_rows(self, padded: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The gathered ``(S, ...)`` padded rows cut into each bucket's: a split, whose backward is
+        one concatenation (slices would each back-propagate a zero-filled full-size gradient)."""
+        return padded.split([bucket.sequences * bucket.width for bucket in self.buckets])
+
+
+def _heads(rows: torch.Tensor, sequences: int, parts: int, heads: int) -> torch.Tensor:
+    """``(S * W, parts * H)`` rows of S sequences of width W -> ``(parts, S * heads, W, H / heads)``
+    (one copy), sequence-major, as :func:`_attention` takes them."""
+    width = len(rows) // sequences
+    size = rows.shape[1] // (parts * heads)
+    return rows.view(sequences, width, parts, heads, size).permute(2, 0, 3, 1, 4).reshape(parts, sequences * heads, width, size)
+
+
+def _merge_heads(outputs: torch.Tensor, sequences: int, heads: int) -> torch.Tensor:
+    """``(S * heads, W, size)`` -> ``(S * W, heads * size)``, the inverse of :func:`_heads`."""
+    _, width, size = outputs.shape
+    return outputs.view(sequences, heads, width, size).transpose(1, 2).reshape(-1, heads * size)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d) + key_bias) v`` of ``(N, Q, d)`` queries against ``(N, W, d)`` keys
+    and values, with a ``(N, 1, W)`` additive key bias (-inf hides a key) -> ``(N, Q, d)``."""
+    scores = matmul(q * q.shape[-1] ** -0.5, k.transpose(1, 2), key_bias)
+    return matmul(scores.softmax(-1), v)
+
+
+def _affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``(K, N, in)`` -> ``(K, N, out)``: ``x @ weight[k].T + bias[k]`` per model, for ``(K, out, in)``
+    weights and ``(K, out)`` biases."""
+    return matmul(x, weight.transpose(1, 2), bias.unsqueeze(1))
 
 
 def _lookup(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

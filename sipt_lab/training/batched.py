@@ -46,6 +46,7 @@ from sipt_lab.training.trainer import (
     _Step,
     autocast_dtype,
     lr_factor,
+    replace_masked,
     resolve_device,
 )
 
@@ -154,31 +155,31 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     width = max(int(step.lengths[nodes].max()) for step, (_, _, nodes, _, _) in zip(steps, layouts))
     ids = torch.zeros((len(steps), n_rows, width), dtype=torch.int64, device=device)
     lengths = np.ones((len(steps), n_rows), dtype=np.int64)
-    masked = []
-    for k, (step, (_, _, nodes, mask, replacement)) in enumerate(zip(steps, layouts)):
+    mask = np.zeros(ids.shape, dtype=bool)
+    replacement = np.zeros(ids.shape, dtype=np.int64)
+    for k, (step, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(steps, layouts)):
         own = int(step.lengths[nodes].max())
-        inputs = step.inputs.batch(nodes)
-        positions, targets = step.mask_inputs(inputs, mask[:, :own], replacement[:, :own]) if step.needs_mlm else (None, None)
-        ids[k, : len(nodes), :own] = inputs
+        ids[k, : len(nodes), :own] = step.inputs.batch(nodes)
         lengths[k, : len(nodes)] = step.lengths[nodes]
-        if positions is not None:  # flat positions in the run's own (rows, own) grid -> the shared (n_rows, width)
-            positions = positions // own * width + positions % own
-        masked.append((positions, targets))
-    count = max(len(p) if p is not None else 0 for p, _ in masked)
+        if step.needs_mlm:
+            mask[k, : len(nodes), :own] = run_mask[:, :own]
+            replacement[k, : len(nodes), :own] = run_replacement[:, :own]
+    # every run's masking at once, in each run's own row-major order of its masked positions
+    model, rows, columns = np.nonzero(mask)
+    counts = np.bincount(model, minlength=len(steps))
+    mask_ids = torch.as_tensor(np.array([step.mask_id for step in steps])[model], device=device)
+    within = rows * width + columns  # flat index into the run's (n_rows, width) grid
+    targets = replace_masked(ids, torch.as_tensor(model * n_rows * width + within, device=device),
+                             torch.as_tensor(replacement[model, rows, columns], device=device), mask_ids).split(counts.tolist())
+    count = int(counts.max(initial=0))
     # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
-    flat = (torch.arange(count, device=device) % n_rows * width).repeat(len(steps), 1)
-    for k, (positions, _) in enumerate(masked):
-        if positions is not None:
-            flat[k, : len(positions)] = positions
+    flat = np.tile(np.arange(count) % n_rows * width, (len(steps), 1))
+    flat[model, np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)] = within
     with steps[0].autocast():
-        embeddings, logits = stacked(ids, flat, lengths)
-    # each run's rows as one split of the flat logits (one concatenation in the backward pass, where
-    # slicing per run would back-propagate K zero-filled (K, M, V) gradients); its logits beyond its
-    # vocabulary are -inf, so the MLM softmax over all V columns is its own
-    counts = [0 if positions is None else len(positions) for positions, _ in masked]
-    pieces = logits.reshape(-1, logits.shape[-1]).split([size for n in counts for size in (n, count - n)])
+        embeddings, logits = stacked(ids, torch.as_tensor(flat, device=device), lengths, counts.tolist())
     out = []
-    for step, batch, (_, _, nodes, _, _), (positions, targets), run_embeddings, run_logits in zip(
-            steps, batches, layouts, masked, embeddings.unbind(0), pieces[::2]):
-        out.append(step.combine(batch, run_embeddings[: len(nodes)], None if positions is None else run_logits, targets))
+    for step, batch, (_, _, nodes, _, _), run_targets, run_embeddings, run_logits in zip(
+            steps, batches, layouts, targets, embeddings.unbind(0), logits):
+        mlm = step.needs_mlm
+        out.append(step.combine(batch, run_embeddings[: len(nodes)], run_logits if mlm else None, run_targets if mlm else None))
     return out

@@ -485,11 +485,7 @@ class _Step:
         width = inputs.shape[1]
         masked_rows, masked_cols = np.nonzero(mask)
         positions = self._tensor(masked_rows * width + masked_cols)
-        original = inputs.view(-1)[positions]
-        codes = self._tensor(replacement[masked_rows, masked_cols])
-        inputs.view(-1)[positions] = torch.where(
-            codes == REPLACE_WITH_MASK, self.mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
-        return positions, original
+        return positions, replace_masked(inputs, positions, self._tensor(replacement[masked_rows, masked_cols]), self.mask_id)
 
     def combine(self, batch: PretrainBatch, embeddings: torch.Tensor, logits: torch.Tensor | None,
                 targets: torch.Tensor | None, sites: np.ndarray | None = None,
@@ -528,6 +524,17 @@ class _Step:
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, device=self.device)
+
+
+def replace_masked(inputs: torch.Tensor, positions: torch.Tensor, codes: torch.Tensor, mask_id: int | torch.Tensor) -> torch.Tensor:
+    """Replace the tokens of ``inputs`` at its ``(M,)`` flat ``positions`` in place, as their ``(M,)``
+    replacement ``codes`` say (:data:`~sipt_lab.training.batches.REPLACE_WITH_MASK`: ``mask_id``, an
+    int or ``(M,)`` ids; :data:`~sipt_lab.training.batches.KEEP_TOKEN`: unchanged; else that token
+    id); returns the ``(M,)`` original ids there (the MLM targets)."""
+    flat = inputs.view(-1)
+    original = flat[positions]
+    flat[positions] = torch.where(codes == REPLACE_WITH_MASK, mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
+    return original
 
 
 class TokenRows:

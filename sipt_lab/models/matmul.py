@@ -1,0 +1,53 @@
+"""Batched matrix products in whichever of two equivalent layouts BLAS computes faster.
+
+``A @ B`` equals ``(Bᵀ @ Aᵀ)ᵀ``. On the CPUs measured here (MKL on AMD EPYC, one thread), a product
+whose result has few columns is several times slower than the same product computed transposed, as a
+result with few rows: ``(364, 27, 27) @ (364, 27, 5)`` takes 446 µs, ``(364, 5, 27) @ (364, 27, 27)``
+142 µs; a ``(1870, 30) @ (30, 10)`` linear-layer gradient 1,007 µs against 214 µs
+(benchmarks/RESULTS.md, "Batched training"). Tiny models are full of such products: 5-wide attention
+heads, 10-wide hidden states, and the gradients of every linear layer. :func:`matmul` computes the
+forward product and both gradients each in its faster layout; the result is the same up to float
+rounding, and may be a transposed (non-contiguous) view.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: A result at most this many columns wide (and with more rows than columns) is computed transposed.
+#: Measured: 5- and 10-column results gain 3-5x; a 30-column one ~1.3x alone, but a batched step with
+#: 16 ran faster than with 32 (the transposed result is a non-contiguous view, which costs a copy
+#: where it is reshaped) and faster than with 8 (benchmarks/RESULTS.md).
+NARROW = 16
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for ``(..., M, K)`` and ``(..., K, N)``, transposed when the result is narrow."""
+    rows, columns = a.shape[-2], b.shape[-1]
+    if columns <= NARROW and columns < rows:
+        return (b.mT @ a.mT).mT
+    return a @ b
+
+
+class _Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        ctx.bias_shape = None if bias is None else bias.shape
+        out = _product(a, b)
+        return out if bias is None else out.add_(bias)  # in place: the product is ours, a fresh tensor
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        a, b = ctx.saved_tensors
+        grad_a = _product(grad, b.mT) if ctx.needs_input_grad[0] else None
+        grad_b = _product(a.mT, grad) if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum_to_size(ctx.bias_shape) if ctx.needs_input_grad[2] else None
+        return grad_a, grad_b, grad_bias
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``a @ b + bias`` (``(..., M, K)`` by ``(..., K, N)``, equal batch shapes; ``bias`` broadcast to
+    the ``(..., M, N)`` result and added in place, without a second result-sized tensor) with the
+    product and both gradients each computed in the faster of its two layouts."""
+    return _Matmul.apply(a, b, bias)
