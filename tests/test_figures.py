@@ -28,7 +28,7 @@ from sipt_lab.experiments.figure_cells import (
     heldout_scale_configs,
     run_figure5_grid,
 )
-from sipt_lab.experiments.batched import plan_trainings, train_batched_cells
+from sipt_lab.experiments.batched import arm_record, plan_trainings, train_batched_cells
 from sipt_lab.experiments.figures import FIGURES
 from sipt_lab.experiments.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
@@ -296,17 +296,43 @@ def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corp
     assert train_batched_cells(configs, tmp_path, executor="serial", progress=True) == 4
     assert "pretrain x6" in capfd.readouterr().err  # the training's own step bar (2 seeds' LM arms + 4 SIPT arms)
     trainings = [json.loads((d / "result.json").read_text()) for d in (tmp_path / "batched").iterdir()]
-    assert [sorted(t["cells"]) for t in trainings] == [sorted(config_hash(c) for c in configs)]  # one model for all
+    # one training; each seed's LM model evaluated on both its noise rates' cells
+    assert [sorted(t["arms"]) for t in trainings] == [sorted(str(arm_record(tmp_path, c, arm)) for c in configs for arm in ("lm", "sipt"))]
     assert all((tmp_path / config_hash(c) / "result.json").is_file() for c in configs)
     assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 0
+
+
+def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_recorded(tmp_path, fake_corpus, monkeypatch):
+    import sipt_lab.experiments.batched as batched
+
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=1, steps=3, preset="paper")
+    configs = figure5_configs(options)
+    monkeypatch.setitem(batched.CONCURRENT_TRAININGS, "serial", lambda options: 2)  # two trainings, one after the other
+    plan = plan_trainings(configs, "serial", {})
+    assert [[(job.arm, len(job.cells)) for job in jobs] for jobs in plan] == [[("lm", 2)], [("sipt", 1), ("sipt", 1)]]
+    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 2
+    alone = run_figure5_grid(tmp_path / "alone", options)
+    for config, cell in zip(configs, alone):
+        stored = json.loads((tmp_path / config_hash(config) / "result.json").read_text())
+        assert stored["noise"] == config.graph.noise and stored["local_consistency"] == cell.result["local_consistency"]
+        for arm in ("lm", "sipt"):
+            assert abs(stored["methods"][arm]["final_loss"] - cell.result["methods"][arm]["final_loss"]) < 1e-4
+    # a run stopped after its trainings recorded the arms stores the cells without training again
+    (tmp_path / config_hash(configs[0]) / "result.json").unlink()
+    monkeypatch.setattr(batched, "pretrain_batched", lambda *args, **kwargs: pytest.fail("trained again"))
+    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 1
+    assert (tmp_path / config_hash(configs[0]) / "result.json").is_file()
 
 
 def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_elsewhere(fake_corpus):
     options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5, 0.2), seeds=3, preset="paper")
     configs = figure5_configs(options)
     local = plan_trainings(configs, "local", {"max_workers": 2})
-    assert sorted(len(t) for t in local) == [4, 5] and sorted(map(config_hash, sum(local, ()))) == sorted(map(config_hash, configs))
-    # runs of seeds: a seed's noise rates share their LM arm's model, so only one seed is split
-    assert sum(len({c.train.seed for c in t}) for t in local) == 4
+    # 3 LM models (one per seed, serving its 3 noise rates) + 9 SIPT models, each trained once, 6 per core
+    assert [len(jobs) for jobs in local] == [6, 6]
+    served = sorted((config_hash(cell), job.arm) for jobs in local for job in jobs for cell in job.cells)
+    assert served == sorted((config_hash(c), arm) for c in configs for arm in ("lm", "sipt"))
+    assert sorted(len(job.cells) for jobs in local for job in jobs if job.arm == "lm") == [3, 3, 3]
     slurm = plan_trainings(configs, "slurm", {})
-    assert sorted(sorted({c.graph.noise for c in t}) for t in slurm) == [[0.0], [0.2], [0.5]] and all(len(t) == 3 for t in slurm)
+    assert sorted(sorted({cell.graph.noise for job in jobs for cell in job.cells}) for jobs in slurm) == [[0.0], [0.2], [0.5]]
+    assert all(len(jobs) == 6 and all(len(job.cells) == 1 for job in jobs) for jobs in slurm)

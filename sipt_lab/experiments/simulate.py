@@ -328,6 +328,11 @@ def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
 
 def seed_result(config: SimulationConfig, dataset: SyntheticDataset, arms: dict[str, ArmOutput]) -> dict[str, Any]:
     """A seed's JSON-able cell result: the dataset's sizes and LC, and each arm's metrics."""
+    return {**seed_fields(config, dataset), "methods": {arm: output.metrics for arm, output in arms.items()}}
+
+
+def seed_fields(config: SimulationConfig, dataset: SyntheticDataset) -> dict[str, Any]:
+    """What a seed's cell result says besides its arms' metrics: the condition, the dataset's sizes and LC."""
     return {
         "graph": config.graph.family,
         "seed": config.graph.seed,
@@ -336,7 +341,6 @@ def seed_result(config: SimulationConfig, dataset: SyntheticDataset, arms: dict[
         "n_nodes": dataset.graph.n_nodes,
         "n_edges": dataset.graph.n_edges,
         "n_classes": int(np.unique(dataset.labels).size),
-        "methods": {arm: output.metrics for arm, output in arms.items()},
     }
 
 

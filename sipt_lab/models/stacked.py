@@ -2,18 +2,20 @@
 
 :class:`StackedEncoders` holds K :class:`~sipt_lab.models.encoder.TransformerEncoder` of one
 :class:`EncoderConfig` (vocabularies may differ: each token table is zero-padded to the largest)
-and computes all K forward passes at once with batched matmuls (``baddbmm`` on ``(K, T, H)``
-activations against ``(K, H, H')`` weights, over each model's real tokens packed without padding)
+and computes all K forward passes at once with batched matmuls (:func:`~sipt_lab.models.matmul.matmul`
+on ``(K, T, H)`` activations against ``(K, H, H')`` weights, over each model's real tokens packed
+without padding)
 and one attention per length bucket of all ``K * B`` sequences (:class:`_Packing`). On a CPU a
 tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
 launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
 ([CLS] and the masked tokens), and MLM logits over its own vocabulary at its own masked tokens.
 
-Attention is written out (:func:`_attention`: ``baddbmm`` scores, softmax, ``bmm``) rather than
+Attention is written out (:func:`_attention`: two batched matmuls and a softmax) rather than
 ``F.scaled_dot_product_attention``: with 5-wide heads (``paper-small``) PyTorch's CPU flash kernel
 pays per sequence and head, and on a bucket of a few hundred sequences two batched matmuls over all
-of them are cheaper forward and backward (benchmarks/RESULTS.md, "Batched training").
+of them are cheaper forward and backward, the more so with each product and gradient computed in
+its faster layout (:mod:`sipt_lab.models.matmul`; benchmarks/RESULTS.md, "Batched training").
 
 ``torch.func.vmap`` over ``functional_call`` was measured as the alternative: PyTorch has no
 batching rule for the CPU flash-attention kernel and falls back to a per-model loop, and

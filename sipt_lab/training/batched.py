@@ -109,7 +109,8 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
         models.append(model.to(device))
         tokenizers.append(tokenizer)
     stacked = StackedEncoders.stack(models)
-    optimizer = _make_optimizer(stacked.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
+    on_cuda = device.type == "cuda"
+    optimizer = _make_optimizer(stacked.parameters(), config.lr, config.weight_decay, fused=on_cuda, foreach=not on_cuda)
     names = [["loss"] + [objective.name for _, objective in step.objectives] + ["lr"] for step in steps]
     history = [torch.full((config.steps, len(n)), float("nan"), device=device) for n in names]
     checked = 0
