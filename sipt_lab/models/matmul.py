@@ -2,9 +2,9 @@
 
 ``A @ B`` equals ``(Bᵀ @ Aᵀ)ᵀ``. On the CPUs measured here (MKL on AMD EPYC, one thread), a product
 whose result has few columns is several times slower than the same product computed transposed, as a
-result with few rows: ``(364, 27, 27) @ (364, 27, 5)`` takes 446 µs, ``(364, 5, 27) @ (364, 27, 27)``
-142 µs; a ``(1870, 30) @ (30, 10)`` linear-layer gradient 1,007 µs against 214 µs
-(benchmarks/RESULTS.md, "Batched training"). Tiny models are full of such products: 5-wide attention
+result with few rows: ``(364, 27, 27) @ (364, 27, 5)`` takes 421 µs, ``(364, 5, 27) @ (364, 27, 27)``
+136 µs; a linear layer's input gradient ``(10, 1870, 30) @ (10, 30, 10)`` 913 µs against 212 µs
+(``python benchmarks/bench_matmul.py``, numbers in benchmarks/RESULTS.md, "Batched training"). Tiny models are full of such products: 5-wide attention
 heads, 10-wide hidden states, and the gradients of every linear layer. :func:`matmul` computes the
 forward product and both gradients each in its faster layout; the result is the same up to float
 rounding, and may be a transposed (non-contiguous) view.

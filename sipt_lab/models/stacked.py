@@ -4,10 +4,9 @@
 :class:`EncoderConfig` (vocabularies may differ: each token table is zero-padded to the largest)
 and computes all K forward passes at once with batched matmuls (:func:`~sipt_lab.models.matmul.matmul`
 on ``(K, T, H)`` activations against ``(K, H, H')`` weights, over each model's real tokens packed
-without padding)
-and one attention per length bucket of all ``K * B`` sequences (:class:`_Packing`). On a CPU a
-tiny model is overhead-bound (one small kernel per op), so K models cost about as many kernel
-launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
+without padding) and one attention per length bucket of all ``K * B`` sequences (:class:`_Packing`).
+On a CPU a tiny model is overhead-bound (one small kernel per op), so K models cost about as many
+kernel launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
 ([CLS] and the masked tokens), and MLM logits over its own vocabulary at its own masked tokens.
 
@@ -35,8 +34,8 @@ from torch import nn
 
 from sipt_lab.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
-from sipt_lab.models.matmul import matmul
 from sipt_lab.models.encoder import TransformerEncoder
+from sipt_lab.models.matmul import matmul
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
 _VOCAB_PARAMETERS = ("tokens.weight", "mlm_decoder.weight", "mlm_decoder.bias")
@@ -195,7 +194,7 @@ class _Packing:
         tokens: ``(K, T)`` int64 index into ``B * L`` of each packed slot's token (filler: 0).
         offsets: ``(K, T)`` int64 position of each packed slot's token in its row (filler: 0).
         gather: ``(S,)`` int64 packed slot (into ``K * T``) of every padded bucket slot, bucket after
-            bucket (a padding slot repeats its sequence's first token; the key mask hides it).
+            bucket (a padding slot repeats its sequence's first token; its key bias hides it).
         scatter: ``(K * T,)`` int64 padded bucket slot of each packed slot (filler: 0).
         reads: ``(K, R)`` int64 packed slots (into ``T``) of each model's read positions.
         read_slots: ``(K * R,)`` int64 slot of each read in the buckets' concatenated query grids.
