@@ -27,3 +27,16 @@ def test_matmul_equals_torch_in_value_and_gradients(a_shape, b_shape, bias_shape
     for mine, theirs in zip(torch.autograd.grad(out, inputs, grad), torch.autograd.grad(want, inputs, grad)):
         torch.testing.assert_close(mine, theirs)
     assert torch.autograd.gradcheck(lambda *xs: matmul(*xs[:2], *xs[2:]), inputs)
+
+
+def test_matmul_under_autocast_computes_in_its_dtype_and_returns_gradients_in_the_inputs():
+    torch.manual_seed(0)
+    a, b, bias = (torch.randn(shape, requires_grad=True) for shape in ((2, 30, 6), (2, 6, 4), (2, 1, 4)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = matmul(a, b, bias)
+    assert out.dtype == torch.bfloat16
+    grads = torch.autograd.grad(out.float().square().sum(), (a, b, bias))
+    want = torch.autograd.grad((a @ b + bias).square().sum(), (a, b, bias))
+    for mine, theirs in zip(grads, want):
+        assert mine.dtype == torch.float32
+        torch.testing.assert_close(mine, theirs, rtol=0.05, atol=0.2)

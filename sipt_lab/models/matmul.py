@@ -32,17 +32,26 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class _Matmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        ctx.save_for_backward(a, b)
+        # under autocast the product runs in its dtype, as torch.matmul's would, and so do the
+        # gradients (autocast is off in the backward pass); each gradient leaves in its input's dtype
+        device = a.device.type
+        ctx.dtypes = (a.dtype, b.dtype, None if bias is None else bias.dtype)
         ctx.bias_shape = None if bias is None else bias.shape
+        if torch.is_autocast_enabled(device):
+            dtype = torch.get_autocast_dtype(device)
+            a, b = a.to(dtype), b.to(dtype)
+        ctx.save_for_backward(a, b)
         out = _product(a, b)
         return out if bias is None else out.add_(bias)  # in place: the product is ours, a fresh tensor
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         a, b = ctx.saved_tensors
-        grad_a = _product(grad, b.mT) if ctx.needs_input_grad[0] else None
-        grad_b = _product(a.mT, grad) if ctx.needs_input_grad[1] else None
-        grad_bias = grad.sum_to_size(ctx.bias_shape) if ctx.needs_input_grad[2] else None
+        a_dtype, b_dtype, bias_dtype = ctx.dtypes
+        grad = grad.to(a.dtype)
+        grad_a = _product(grad, b.mT).to(a_dtype) if ctx.needs_input_grad[0] else None
+        grad_b = _product(a.mT, grad).to(b_dtype) if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum_to_size(ctx.bias_shape).to(bias_dtype) if ctx.needs_input_grad[2] else None
         return grad_a, grad_b, grad_bias
 
 
