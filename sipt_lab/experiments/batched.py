@@ -49,17 +49,29 @@ def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[Sim
     equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
     bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
     batched training time plus its own embedding time."""
-    others = sorted({name for config in configs for name in config.methods} - set(ARMS))
+    _check_methods(name for config in configs for name in config.methods)
+    runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
+            for dataset, config in zip(datasets, configs) for arm in config.methods]
+    results, share = _train(runs, configs[0], progress, position)
+    results = iter(results)
+    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
+            for dataset, config in zip(datasets, configs)]
+
+
+def _check_methods(arms) -> None:
+    """SiptError naming the methods a batched training cannot run (all but :data:`ARMS`)."""
+    others = sorted(set(arms) - set(ARMS))
     if others:
         raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
                         "drop --batched to train them")
-    runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
-            for dataset, config in zip(datasets, configs) for arm in config.methods]
+
+
+def _train(runs: list[BatchedRun], config: SimulationConfig, progress: bool, position: int | None) -> tuple[list, float]:
+    """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder: the results and each run's
+    share of the training time (seconds)."""
     start = time.perf_counter()
-    results = iter(pretrain_batched(runs, CharInit(configs[0].encoder, configs[0].tokenizer), progress=progress, position=position))
-    share = (time.perf_counter() - start) / len(runs)
-    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
-            for dataset, config in zip(datasets, configs)]
+    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), progress=progress, position=position)
+    return results, (time.perf_counter() - start) / len(runs)
 
 
 @dataclass(frozen=True)
@@ -92,11 +104,7 @@ def train_batch(training: BatchedTraining) -> dict:
     cell it serves (``<cells_root>/<cell hash>/arms/<arm>.json``); the result names those records."""
     cells = {config_hash(cell): cell for job in training.jobs for cell in (job.source, *job.cells)}
     datasets = {key: build_dataset(cell.graph, progress=False) for key, cell in cells.items()}
-    first = training.jobs[0].source
-    others = sorted({job.arm for job in training.jobs} - set(ARMS))
-    if others:
-        raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
-                        "drop --batched to train them")
+    _check_methods(job.arm for job in training.jobs)
     runs = []
     for job in training.jobs:
         source = datasets[config_hash(job.source)]
@@ -104,10 +112,7 @@ def train_batch(training: BatchedTraining) -> dict:
             raise SiptError(f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
                             "train them without --batched")
         runs.append(BatchedRun(source.sentences, source.graph, arm_config(job.source, job.arm)))
-    start = time.perf_counter()
-    results = pretrain_batched(runs, CharInit(first.encoder, first.tokenizer), progress=training.progress_line is not None,
-                               position=training.progress_line)
-    share = (time.perf_counter() - start) / len(runs)
+    results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)
     written = []
     for job, result in zip(training.jobs, results):
         for cell in job.cells:

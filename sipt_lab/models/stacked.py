@@ -112,8 +112,7 @@ class StackedEncoders(nn.Module):
 
     def _norm(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         """LayerNorm over the last axis of ``(K, N, H)`` with model k's affine ``prefix``."""
-        normed = F.layer_norm(x, x.shape[-1:], eps=self.eps)
-        return normed * self._w(f"{prefix}.weight").unsqueeze(1) + self._w(f"{prefix}.bias").unsqueeze(1)
+        return self._standardize(x) * self._w(f"{prefix}.weight").unsqueeze(1) + self._w(f"{prefix}.bias").unsqueeze(1)
 
     def _feed_forward(self, x: torch.Tensor, attended: torch.Tensor, block: str) -> torch.Tensor:
         """The rest of a pre-LN block after attention: ``x + out(attended)``, then ``+ FFN(LN(.))``;
