@@ -54,7 +54,7 @@ def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:
     runs, encoder = [], None
     for seed in range(args.seeds):
         config = simulation_config(args.family, seed=seed, steps=args.steps, preset=args.preset,
-                                   graph_options={"noise": args.noise}, train_options={"device": "cpu"})
+                                   graph_options={"noise": args.noise}, train_options={"device": args.device})
         dataset = build_dataset(config.graph, progress=False)
         for arm in ARMS:
             train = dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
@@ -127,6 +127,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="measure every way this many times, interleaved; report medians")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads for every way (default 1: a grid's local workers use one each)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu; on cuda the CPU-time columns count the host's share)")
     parser.add_argument("--vmap", type=int, default=0, metavar="N", help="also time N steps of the vmap variant")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N batched steps")
     parser.add_argument("--sizes", type=int, nargs="*", default=[], metavar="K",
@@ -166,7 +167,7 @@ def main() -> None:
           f"{encoder.vocabulary.kind} vocabulary, "
           f"batch {runs[0].config.batch_size}, pairs {runs[0].config.pairs}, K = {k} models "
           f"({args.seeds} seeds x {len(ARMS)} arms), {args.steps} steps each, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} cores, median of {args.repeats} repeat(s)")
+          f"{os.cpu_count()} cores, device {args.device}, median of {args.repeats} repeat(s)")
     print(f"{'way':<20} {'step wall ms':>13} {'step CPU ms':>12} {'ratio (wall)':>13} {'ratio (CPU)':>12} "
           f"{'run wall ms':>12} {'run CPU ms':>11}")
     base = median["per-model"]
@@ -178,8 +179,8 @@ def main() -> None:
           f"{args.vmap} trunk passes only; largest |loss, batched - per-model| over every step of the {k} models: {difference:.2e}")
     if args.profile:
         print_profile(runs, encoder, args.profile)
-    print(f"one condition at 8,000 steps (linear in steps), CPU time: batched {median['batched'][1] * k * 8:.0f} s, "
-          f"per-model {base[1] * k * 8:.0f} s")
+    print(f"one condition at 8,000 steps (linear in steps), wall / CPU time: batched {median['batched'][0] * k * 8:.0f} / "
+          f"{median['batched'][1] * k * 8:.0f} s, per-model {base[0] * k * 8:.0f} / {base[1] * k * 8:.0f} s")
 
 
 if __name__ == "__main__":

@@ -336,3 +336,14 @@ def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_else
     slurm = plan_trainings(configs, "slurm", {})
     assert sorted(sorted({cell.graph.noise for job in jobs for cell in job.cells}) for jobs in slurm) == [[0.0], [0.2], [0.5]]
     assert all(len(jobs) == 6 and all(len(job.cells) == 1 for job in jobs) for jobs in slurm)
+
+def test_figures_help_states_the_figure_options_defaults():
+    import argparse
+
+    from sipt_lab.cli.figures import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    actions = {a.dest: a for sub in parser._subparsers._group_actions[0].choices.values() for a in sub._actions}
+    assert f"(default: {FigureOptions().seeds})" in actions["seeds"].help
+    assert f"(default: {FigureOptions().executor})" in actions["executor"].help

@@ -521,3 +521,33 @@ def test_figures_refuse_absurd_sizes(tmp_path, capsys, args, message):
 def test_loss_param_must_be_finite(tmp_path, capsys, value):
     fails(capsys, ["simulate", "--graph", "cliques", "--loss-param", f"pos_margin={value}", "--out", str(tmp_path)],
           "--loss-param needs a finite number")
+
+
+def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, monkeypatch):
+    import torch
+
+    def no_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.10 GiB. GPU 0 has a total capacity of 79.18 GiB\nmore")
+
+    monkeypatch.setattr("sipt_lab.experiments.pretraining.run_pretraining", no_memory)
+    samples, edges = tmp_path / "s.tsv", tmp_path / "e.tsv"
+    samples.write_text("id\ttext\na\tone two\nb\tthree four\n")
+    edges.write_text("a\tb\n")
+    assert main(["pretrain", "--samples", str(samples), "--edges", str(edges), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sipt-lab: error: the GPU ran out of memory (CUDA out of memory."), err
+    assert "--grad-accum" in err and "Traceback" not in err
+
+    monkeypatch.setattr("sipt_lab.experiments.pretraining.run_pretraining", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="other"):  # any other runtime error is a bug: its traceback stays
+        main(["pretrain", "--samples", str(samples), "--edges", str(edges), "--out", str(tmp_path / "p")])
+
+
+def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkeypatch):
+    captured = {}
+    monkeypatch.setattr("sipt_lab.experiments.domain_run.run_domain", lambda cells, out, executor: captured.setdefault("cells", cells))
+    monkeypatch.setattr("sipt_lab.experiments.domain_run.format_domain_summary", lambda summary: "")
+    base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]
+    assert main([*base, "--grad-accum", "4", "--out", str(tmp_path / "a")]) == 0
+    assert {(cell.pretrain.batch_size, cell.pretrain.grad_accum) for cell in captured["cells"]} == {(4, 4)}  # the cpu preset's 16 seeds per step, in 4 micro-batches
+    fails(capsys, [*base, "--grad-accum", "3", "--out", str(tmp_path / "b")], "--grad-accum must divide the 16 seeds of a step")

@@ -30,9 +30,9 @@ def register(subparsers) -> None:
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="make only these figures (default: all)")
     parser.add_argument("--seeds", type=int, metavar="K",
-                        help="seeds 0..K-1 per experiment (default: FigureOptions', 3)")
+                        help="seeds 0..K-1 per experiment (default: 3)")
     parser.add_argument("--executor", metavar="NAME",
-                        help=f"where grid cells run: {', '.join(EXECUTORS)} (default: FigureOptions', local)")
+                        help=f"where grid cells run: {', '.join(EXECUTORS)} (default: local)")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output directory (default: %(default)s)")
     parser.add_argument("--steps", type=int, metavar="N", help="pre-training steps per arm (default: each family's)")
     parser.add_argument("--nodes", type=int, metavar="N",

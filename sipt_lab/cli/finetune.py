@@ -34,7 +34,7 @@ def register(subparsers) -> None:
     parser.add_argument("--max-length", type=int, metavar="T", help="tokens per sample (default: the model's)")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.set_defaults(func=run_finetune)
+    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length")
 
     domain = subparsers.add_parser(
         "domain",
@@ -68,9 +68,13 @@ def register(subparsers) -> None:
     run.add_argument("--data", metavar="DIR", help="the domain's data directory (proteins, abstracts, networks; "
                      "layouts in docs/domains.md, `sipt-lab data fetch` downloads them)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    run.add_argument("--grad-accum", type=int, metavar="K", help="split each pre-training step's batch into K micro-batches "
+                     "(the same effective batch in less GPU memory; default: the preset's)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
     run.add_argument("--out", required=True, metavar="DIR", help="output directory (cells are kept and resumed)")
-    run.set_defaults(func=run_domain, field_flags={"ConceptOptions.layer": "--teacher-layer"})
+    run.set_defaults(func=run_domain, field_flags={"ConceptOptions.layer": "--teacher-layer", "TrainConfig.grad_accum": "--grad-accum"},
+                     memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
+                     "or run under torchrun on more GPUs")
 
 
 def run_finetune(args: argparse.Namespace) -> int:
@@ -99,6 +103,7 @@ def run_domain(args: argparse.Namespace) -> int:
 
     from sipt_lab import fileio
     from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
+    from sipt_lab.training.trainer import split_batch
     from sipt_lab.experiments.finetuning import check_mode
 
     out = fileio.prepare_output_dir(args.out)
@@ -107,6 +112,8 @@ def run_domain(args: argparse.Namespace) -> int:
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
     if args.steps is not None:
         preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=args.steps), epochs=None)
+    if args.grad_accum is not None:
+        preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, args.grad_accum))
     check_mode(preset.mode)
     from sipt_lab.methods import ConceptOptions
 

@@ -5,7 +5,9 @@ which adds its parser and sets ``func`` (a callable taking the parsed namespace 
 exit status) and, where it builds configs, ``field_flags`` (config field -> the flag that sets it,
 e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that turns a
 :class:`~sipt_lab.errors.SiptError` into a one-line message and exit status 2; a
-:class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field.
+:class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
+that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
+to make a step smaller) where it sets one.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     except SiptError as error:
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2
+    except RuntimeError as error:
+        torch = sys.modules.get("torch")  # imported by every command that can run out of GPU memory
+        if torch is None or not isinstance(error, torch.OutOfMemoryError):
+            raise
+        hint = getattr(args, "memory_hint", "use smaller batches or shorter samples")
+        print(f"sipt-lab: error: the GPU ran out of memory ({str(error).splitlines()[0][:120]}); {hint}; "
+              "finished results are kept", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("sipt-lab: interrupted; finished results are kept, run the same command again to resume",
               file=sys.stderr)

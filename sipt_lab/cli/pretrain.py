@@ -29,6 +29,9 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
     ("mask_replacement", "--mask-replacement"),
     ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs", "PretrainJob.method": "--method", "PretrainJob.teacher": "--teacher"}
+#: What to do when a pre-training step does not fit in GPU memory (the CLI's out-of-memory message).
+PRETRAIN_MEMORY_HINT = ("lower --batch-size and raise --grad-accum by the same factor (the same effective batch), "
+                        "lower --max-length, or use --precision bf16")
 SWEEP_FLAGS = {"LambdaSweep.lambdas": "--lambdas", "LambdaSweep.validation": "--validation", "LambdaSweep.metric": "--select-by"}
 
 
@@ -54,7 +57,7 @@ def register(subparsers) -> None:
                         help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS)
+    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS, memory_hint=PRETRAIN_MEMORY_HINT)
 
     sweep = subparsers.add_parser(
         "lambda-sweep",
@@ -73,7 +76,7 @@ def register(subparsers) -> None:
                        help="fraction of the linked samples held out to choose lambda (default: %(default)s)")
     sweep.add_argument("--select-by", default="mrr", choices=RETRIEVAL_METRICS,
                        help="validation retrieval metric that chooses (default: %(default)s)")
-    sweep.set_defaults(func=run_lambda_sweep, field_flags=FIELD_FLAGS | SWEEP_FLAGS)
+    sweep.set_defaults(func=run_lambda_sweep, field_flags=FIELD_FLAGS | SWEEP_FLAGS, memory_hint=PRETRAIN_MEMORY_HINT)
 
     embed = subparsers.add_parser(
         "embed",
@@ -86,7 +89,7 @@ def register(subparsers) -> None:
     embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
     embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
     embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"})
+    embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"}, memory_hint="lower --batch-size")
 
 
 def add_training_arguments(parser) -> None:

@@ -23,7 +23,7 @@ import io
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -168,6 +168,15 @@ def lr_factor(config: TrainConfig, step: int) -> float:
     if step < warmup_steps:
         return (step + 1) / warmup_steps
     return LR_SCHEDULES[config.schedule]((step - warmup_steps) / max(config.steps - warmup_steps, 1))
+
+
+def split_batch(config: TrainConfig, micro_batches: int) -> TrainConfig:
+    """``config`` with each step's ``batch_size x grad_accum`` seeds split into ``micro_batches``
+    micro-batches: the same effective batch (and steps per epoch) in less memory per micro-batch."""
+    effective = config.batch_size * config.grad_accum
+    if micro_batches < 1 or effective % micro_batches:
+        raise ConfigError("TrainConfig.grad_accum", f"must divide the {effective} seeds of a step into equal micro-batches, got {micro_batches}")
+    return replace(config, batch_size=effective // micro_batches, grad_accum=micro_batches)
 
 
 def steps_for_epochs(epochs: float, n_samples: int, batch_size: int, grad_accum: int = 1) -> int:

