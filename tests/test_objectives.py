@@ -15,6 +15,7 @@ from sipt_lab.objectives import (
     build_objectives,
     combine,
     contrastive_loss,
+    get_structure_loss,
     loss_parameters,
     masked_lm_loss,
     multi_similarity_loss,
@@ -175,3 +176,34 @@ def test_infonce_never_pushes_a_linked_sample_away():
     assert torch.stack(naive).mean().item() > loss.item()
     with pytest.raises(SiptError, match="temperature"):
         infonce_loss(z, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], temperature=0.0)
+
+
+def test_grouped_contrastive_is_each_groups_contrastive_loss():
+    from sipt_lab.objectives.structure import grouped_contrastive_loss
+
+    z, (a1, p, a2, n) = _random_pairs()
+    positive_groups, negative_groups = _t(0, 0, 2, 2, 0, 2, 2), _t(2, 0, 0, 2, 2)  # group 1 has no pairs
+    z_grouped = z.clone().requires_grad_()
+    grouped = grouped_contrastive_loss(z_grouped, a1, p, a2, n, positive_groups, negative_groups, 3, pos_margin=0.5, neg_margin=4.0)
+    z_alone = z.clone().requires_grad_()
+    alone = torch.stack([contrastive_loss(z_alone, a1[positive_groups == g], p[positive_groups == g], a2[negative_groups == g],
+                                          n[negative_groups == g], pos_margin=0.5, neg_margin=4.0) for g in range(3)])
+    torch.testing.assert_close(grouped, alone)
+    assert grouped[1] == 0
+    (grouped * torch.tensor([1.0, 2.0, 3.0], dtype=z.dtype)).sum().backward()
+    (alone * torch.tensor([1.0, 2.0, 3.0], dtype=z.dtype)).sum().backward()
+    torch.testing.assert_close(z_grouped.grad, z_alone.grad)
+
+
+@pytest.mark.parametrize("loss", ["contrastive", "multisim", "infonce"])
+def test_structure_objective_per_run_equals_each_run(loss):
+    objective = StructureInducing(loss)
+    stacked = torch.randn(3, 12, 5, dtype=torch.float64) * 2
+    rng = np.random.default_rng(0)
+    positives = [rng.integers(0, 12, (k, 2)) for k in (4, 0, 6)]
+    negatives = [rng.integers(0, 12, (k, 2)) for k in (5, 3, 0)]
+    per_run = objective.per_run(stacked, positives, negatives)
+    alone = [objective(ObjectiveInputs(run, torch.as_tensor(pos).reshape(-1, 2), torch.as_tensor(neg).reshape(-1, 2)))
+             for run, pos, neg in zip(stacked, positives, negatives)]
+    torch.testing.assert_close(per_run, torch.stack(alone))
+    assert (objective.grouped_loss is None) == (loss != "contrastive") and get_structure_loss(loss) is objective.loss

@@ -263,10 +263,10 @@ class _Packing:
         ``(K * T, H)`` outputs (filler slots: arbitrary)."""
         hidden = qkv.shape[1] // 3
         outputs = []
-        for bucket, rows in zip(self.buckets, self._bucket_rows(qkv[self.gather])):
+        for bucket, rows in zip(self.buckets, self._bucket_rows(qkv.index_select(0, self.gather))):
             q, k, v = _heads(rows, bucket.sequences, 3, heads)
             outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
-        return torch.cat(outputs)[self.scatter]
+        return torch.cat(outputs).index_select(0, self.scatter)
 
     def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
         """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
@@ -275,11 +275,11 @@ class _Packing:
         grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(0, self.read_slots, queries)
         outputs = []
         query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
-        for bucket, rows, bucket_queries in zip(self.buckets, self._bucket_rows(kv[self.gather]), query_rows):
+        for bucket, rows, bucket_queries in zip(self.buckets, self._bucket_rows(kv.index_select(0, self.gather)), query_rows):
             k, v = _heads(rows, bucket.sequences, 2, heads)
             (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
             outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
-        return torch.cat(outputs)[self.read_slots]
+        return torch.cat(outputs).index_select(0, self.read_slots)
 
     def _bucket_rows(self, padded: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The gathered ``(S, ...)`` padded rows cut into each bucket's: a split, whose backward is
@@ -315,9 +315,12 @@ def _affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.
 
 
 def _lookup(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Rows of K stacked ``(K, N, H)`` tables at ``(K, T)`` per-model indices -> ``(K, T, H)``."""
+    """Rows of K stacked ``(K, N, H)`` tables at ``(K, T)`` per-model indices -> ``(K, T, H)``.
+
+    Row gathers here are ``index_select``: on a CPU it copies whole rows, 5x faster than advanced
+    indexing's element loop for ``(20000, 30)`` rows (and 1.8x with the backward)."""
     offsets = torch.arange(table.shape[0], device=index.device).unsqueeze(1) * table.shape[1]
-    return table.reshape(-1, table.shape[-1])[index + offsets]
+    return table.reshape(-1, table.shape[-1]).index_select(0, (index + offsets).ravel()).view(*index.shape, -1)
 
 
 def _rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -19,6 +19,7 @@ from torch import nn
 from sipt_lab.errors import SiptError
 from sipt_lab.objectives.mlm import masked_lm_loss
 from sipt_lab.objectives.structure import (
+    GROUPED_STRUCTURE_LOSSES,
     STRUCTURE_LOSSES,
     check_loss_params,
     contrastive_loss,
@@ -99,12 +100,32 @@ class StructureInducing(Objective):
     def __init__(self, loss: str = "contrastive", **params: float) -> None:
         super().__init__()
         self.loss = get_structure_loss(loss)
+        self.grouped_loss = GROUPED_STRUCTURE_LOSSES.get(loss)
         check_loss_params(loss, params)
         self.params = params
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
         positive, negative = inputs.positive_pairs, inputs.negative_pairs
         return self.loss(inputs.embeddings, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **self.params)
+
+    def per_run(self, embeddings: torch.Tensor, positive_pairs: list[np.ndarray], negative_pairs: list[np.ndarray]) -> torch.Tensor:
+        """The term of each of K runs from their stacked ``(K, R, H)`` embeddings and each run's
+        ``(P_k, 2)`` / ``(N_k, 2)`` numpy pairs of its rows: ``(K,)``, in one pass where the loss
+        has a grouped form (the contrastive loss), else one call per run."""
+        runs, rows = embeddings.shape[:2]
+        if self.grouped_loss is None:
+            return torch.stack([self(ObjectiveInputs(run, torch.as_tensor(pos, device=run.device), torch.as_tensor(neg, device=run.device)))
+                                for run, pos, neg in zip(embeddings.unbind(0), positive_pairs, negative_pairs)])
+
+        def flat(pairs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+            offsets = np.repeat(np.arange(runs) * rows, [len(p) for p in pairs])
+            joined = np.concatenate(pairs).reshape(-1, 2) + offsets[:, None]
+            groups = np.repeat(np.arange(runs), [len(p) for p in pairs])
+            return torch.as_tensor(joined, device=embeddings.device), torch.as_tensor(groups, device=embeddings.device)
+
+        (positive, positive_groups), (negative, negative_groups) = flat(positive_pairs), flat(negative_pairs)
+        return self.grouped_loss(embeddings.reshape(runs * rows, -1), positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1],
+                                 positive_groups, negative_groups, runs, **self.params)
 
 
 def build_objectives(lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None) -> list[tuple[float, Objective]]:

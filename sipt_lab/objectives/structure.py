@@ -38,10 +38,45 @@ def contrastive_loss(
         embeddings: ``(U, H)``.
         a1, p: ``(P,)`` int64 rows of the positive pairs; a2, n: ``(N,)`` rows of the negative pairs.
     """
+    pos, neg = _contrastive_hinges(embeddings, a1, p, a2, n, pos_margin, neg_margin)
+    return pos.sum() / max(len(pos), 1) + neg.sum() / max(len(neg), 1)
+
+
+def grouped_contrastive_loss(
+    embeddings: torch.Tensor,
+    a1: torch.Tensor,
+    p: torch.Tensor,
+    a2: torch.Tensor,
+    n: torch.Tensor,
+    positive_groups: torch.Tensor,
+    negative_groups: torch.Tensor,
+    n_groups: int,
+    pos_margin: float = 0.0,
+    neg_margin: float = 10.0,
+) -> torch.Tensor:
+    """:func:`contrastive_loss` of ``n_groups`` pair sets at once (the runs of a batched training,
+    their rows side by side in ``embeddings``): ``(n_groups,)``, entry ``g`` the loss of the pairs
+    whose ``positive_groups`` / ``negative_groups`` entry is ``g``; one pass instead of one per group.
+
+    Args:
+        positive_groups: ``(P,)`` int64 group of each positive pair; negative_groups: ``(N,)``.
+    """
+    pos, neg = _contrastive_hinges(embeddings, a1, p, a2, n, pos_margin, neg_margin)
+    return _group_mean(pos, positive_groups, n_groups) + _group_mean(neg, negative_groups, n_groups)
+
+
+def _contrastive_hinges(embeddings, a1, p, a2, n, pos_margin: float, neg_margin: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(P,)`` positive and ``(N,)`` negative hinge terms of the contrastive loss."""
     z = _at_least_float32(embeddings)
     pos = F.relu(torch.linalg.vector_norm(z[a1] - z[p], dim=1) - pos_margin)
     neg = F.relu(neg_margin - torch.linalg.vector_norm(z[a2] - z[n], dim=1))
-    return pos.sum() / max(len(pos), 1) + neg.sum() / max(len(neg), 1)
+    return pos, neg
+
+
+def _group_mean(values: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """``(n_groups,)`` mean of ``values`` per group (0 for an empty group)."""
+    sums = values.new_zeros(n_groups).index_add(0, groups, values)
+    return sums / torch.bincount(groups, minlength=n_groups).clamp(min=1).to(values.dtype)
 
 
 def multi_similarity_loss(
@@ -123,6 +158,9 @@ def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) ->
 
 #: Registry of structure-inducing losses: name -> pair loss taking ``(embeddings, a1, p, a2, n, **params)``.
 STRUCTURE_LOSSES: dict[str, PairLoss] = dict(zip(names.STRUCTURE_LOSSES, (contrastive_loss, multi_similarity_loss, infonce_loss), strict=True))
+#: Losses with a one-pass form over several pair sets (:func:`grouped_contrastive_loss`'s signature);
+#: the others are computed once per pair set.
+GROUPED_STRUCTURE_LOSSES: dict[str, PairLoss] = {"contrastive": grouped_contrastive_loss}
 
 
 def loss_parameters(name: str) -> dict[str, float]:

@@ -9,6 +9,9 @@ seed, batches and masks), objectives (its ``λ_SI``), its :class:`_Step`'s maski
 combination, and the shared lr schedule; the models are initialised as :func:`pretrain` initialises
 them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to float rounding
 (tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
+One exception: a run without ``L_M`` (λ = 1) never reads its MLM head, which :func:`pretrain` then
+leaves untouched, while here the stacked head's weight decay still shrinks it (its losses and
+embeddings are unaffected).
 
 Runs that read no graph pairs (the LM arm, ``λ_SI = 0``) with equal texts and configs are one
 computation (their seeds and masks depend on the seed and the token lengths only): they are
@@ -36,6 +39,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.stacked import StackedEncoders
+from sipt_lab.objectives import MaskedLM, StructureInducing, masked_lm_loss
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.recipe import GraphRecipe, RunData
 from sipt_lab.training.trainer import (
@@ -92,8 +96,9 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
         ids, lengths = tokenizer.encode(list(run.texts))
         plan = GraphRecipe().plan(RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source))
         objectives = plan.objectives
-        if any(any(True for _ in objective.parameters()) for _, objective in objectives):
-            raise SiptError("batched training supports objectives without parameters (MLM, L_SI) only; train separately")
+        if not all(isinstance(objective, StructureInducing) or (isinstance(objective, MaskedLM) and objective.vocab_size is None)
+                   for _, objective in objectives):
+            raise SiptError("batched training supports the LM and SIPT objectives (MLM, L_SI) only; train separately")
         step = _Step(torch.as_tensor(ids, device=device), lengths, objectives, device, amp_dtype, tokenizer.mask_id)
         # a run that reads no pairs (LM: λ = 0) never reads its graph: seeds and masks come from its
         # seed and lengths alone, so runs with its texts and config are one computation, trained once
@@ -122,9 +127,9 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
             optimizer.zero_grad(set_to_none=True)
             for micro in range(config.grad_accum):
                 batches = [sampler.batch(step * config.grad_accum + micro) for sampler in samplers]
-                losses = _losses(stacked, steps, batches, device)
-                sum(loss for loss, _ in losses).div(config.grad_accum).backward()
-                for table, (_, values) in zip(history, losses):
+                total, run_values = _losses(stacked, steps, batches, device)
+                total.div(config.grad_accum).backward()
+                for table, values in zip(history, run_values):
                     table[step, :-1] = values / config.grad_accum if micro == 0 else table[step, :-1] + values / config.grad_accum
             optimizer.step()
             for table in history:
@@ -149,8 +154,9 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     return out
 
 
-def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Every run's ``(loss, (1 + terms,) values)`` of one micro-batch, through one stacked forward pass."""
+def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence, device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """One micro-batch of every run through one stacked forward pass: ``(sum of the runs' losses,
+    per run (1 + terms,) detached values)`` (:func:`_objective_terms`)."""
     layouts = [step.layout(batch) for step, batch in zip(steps, batches)]
     n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
     width = max(int(step.lengths[nodes].max()) for step, (_, _, nodes, _, _) in zip(steps, layouts))
@@ -178,9 +184,32 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     flat[model, np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)] = within
     with steps[0].autocast():
         embeddings, logits = stacked(ids, torch.as_tensor(flat, device=device), lengths, counts.tolist())
-    out = []
-    for step, batch, (_, _, nodes, _, _), run_targets, run_embeddings, run_logits in zip(
-            steps, batches, layouts, targets, embeddings.unbind(0), logits):
-        mlm = step.needs_mlm
-        out.append(step.combine(batch, run_embeddings[: len(nodes)], run_logits if mlm else None, run_targets if mlm else None))
-    return out
+        return _objective_terms(steps, batches, embeddings, logits, targets)
+
+
+def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torch.Tensor, logits: list[torch.Tensor],
+                     targets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Every run's objectives on the stacked pass: ``(sum of the runs' losses, per run (1 + terms,)
+    detached values)``, as :meth:`_Step.combine` gives them run by run. A term computed for several
+    runs is computed for all of them at once (``L_SI``: :meth:`StructureInducing.per_run`; ``L_M``:
+    one cross-entropy per run, over its own vocabulary), so the objectives cost a few ops, not a few per run."""
+    terms = torch.full((len(steps), 2), float("nan"), device=embeddings.device)  # columns: MaskedLM, StructureInducing
+    weights = torch.zeros_like(terms)
+    total = terms.new_zeros(())
+    for column, kind in enumerate((MaskedLM, StructureInducing)):
+        runs = [(k, weight, objective) for k, step in enumerate(steps) for weight, objective in step.objectives if isinstance(objective, kind)]
+        if not runs:
+            continue
+        index = [k for k, _, _ in runs]
+        if kind is MaskedLM:
+            values = torch.stack([masked_lm_loss(logits[k], targets[k]) for k in index])
+        else:
+            values = runs[0][2].per_run(embeddings[index], [batches[k].positive_pairs for k in index],
+                                        [batches[k].negative_pairs for k in index])
+        run_weights = torch.tensor([weight for _, weight, _ in runs], device=values.device)
+        total = total + (run_weights * values).sum()
+        terms[index, column] = values.detach().float()
+        weights[index, column] = run_weights
+    table = torch.cat([(weights * torch.where(weights > 0, terms, 0.0)).sum(1, keepdim=True), terms], 1)
+    columns = [[0] + [1 + (isinstance(objective, StructureInducing)) for _, objective in step.objectives] for step in steps]
+    return total, [row[run_columns] for row, run_columns in zip(table, columns)]
