@@ -64,3 +64,22 @@ def write_tiny_roberta(directory: Path, words: list[str]) -> Path:
                                      intermediate_size=64, max_position_embeddings=70, pad_token_id=1, bos_token_id=0,
                                      eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).save_pretrained(directory)
     return directory
+
+
+#: ESM-2's tokens (its tokenizer reads a protein as one token per residue).
+ESM_TOKENS = ["<cls>", "<pad>", "<eos>", "<unk>", *"LAGVSERTIDPKQNFYMHWCXBUZO.-", "<null_1>", "<mask>"]
+
+
+def write_tiny_esm(directory: Path) -> Path:
+    """A random 2-layer ESM (rotary positions) with ESM-2's tokenizer: a Hugging Face protein LM."""
+    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
+
+    directory.mkdir(parents=True)
+    (directory / "vocab.txt").write_text("\n".join(ESM_TOKENS) + "\n")
+    EsmTokenizer(str(directory / "vocab.txt")).save_pretrained(directory)
+    torch.manual_seed(0)
+    EsmForMaskedLM(EsmConfig(vocab_size=len(ESM_TOKENS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=64, max_position_embeddings=66, pad_token_id=1, mask_token_id=len(ESM_TOKENS) - 1,
+                             position_embedding_type="rotary", token_dropout=False, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0)).save_pretrained(directory)
+    return directory

@@ -128,3 +128,18 @@ def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit:  # per-sample label files cannot hold per-token labels
         main(["finetune", "--model", "char", "--samples", "s", "--labels", "l", "--kind", "token-classification", "--out", str(tmp_path / "f")])
     assert exit.value.code == 2 and "invalid choice: 'token-classification'" in capsys.readouterr().err
+
+
+def test_an_esm_checkpoint_reads_residues_and_runs_secondary_structure(proteins, tmp_path, capsys):
+    from hf_fakes import write_tiny_esm
+
+    esm = write_tiny_esm(tmp_path / "esm")
+    texts = ["MKTAYIAKQR", "GAVL"]
+    tokenizer = encoder_source(str(esm)).tokenizer([], 16)
+    assert token_counts(tokenizer, texts, encoder_inputs(tokenizer, texts, torch.device("cpu"))).tolist() == [10, 4]
+    out = tmp_path / "run"
+    argv = ["domain", "run", "proteins", "--data", str(proteins), "--task", "secondary_structure", "--seeds", "1",
+            "--steps", "2", "--init", str(esm), "--device", "cpu", "--executor", "serial", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0.0 < summary["arms"]["sipt[interactions]"]["full.accuracy"]["mean"] <= 1.0
