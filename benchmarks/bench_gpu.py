@@ -31,6 +31,7 @@ import dataclasses
 import gc
 import tempfile
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,23 +43,11 @@ from sipt_lab.models import encoder_source
 from sipt_lab.models.graph_encoder import GINConfig, GraphInit
 from sipt_lab.training import pretrain
 
-ESM_TOKENS = ["<cls>", "<pad>", "<eos>", "<unk>", *"LAGVSERTIDPKQNFYMHWCXBUZO.-", "<null_1>", "<mask>"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from hf_fakes import write_esm  # noqa: E402  (the tests' random ESM, here at TAPE BERT's size)
+
 #: Paper corpus sizes and epochs (Methods, "Real-world datasets") for the projected run time.
 PAPER_RUNS = {"proteins": (1_500_000, 1.0), "abstracts": (650_000, 4.0), "networks": (70_000, 100.0)}
-
-
-def esm_checkpoint(directory: Path) -> Path:
-    """A random ESM of TAPE BERT's size (12 x 768, 12 heads) with ESM-2's tokenizer."""
-    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
-
-    directory.mkdir(parents=True)
-    (directory / "vocab.txt").write_text("\n".join(ESM_TOKENS) + "\n")
-    EsmTokenizer(str(directory / "vocab.txt")).save_pretrained(directory)
-    config = EsmConfig(vocab_size=len(ESM_TOKENS), hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                       intermediate_size=3072, max_position_embeddings=1026, pad_token_id=1, mask_token_id=len(ESM_TOKENS) - 1,
-                       position_embedding_type="rotary", token_dropout=False)
-    EsmForMaskedLM(config).save_pretrained(directory)
-    return directory
 
 
 def bert_base_checkpoint(directory: Path, vocab_file: Path) -> Path:
@@ -83,7 +72,8 @@ def domain_inputs(domain: str, n: int, workdir: Path):
     rng = np.random.default_rng(0)
     if domain == "proteins":
         residues = np.array(list("LAGVSERTIDPKQNFYMHWC"))
-        return ["".join(rng.choice(residues, 600)) for _ in range(n)], encoder_source(str(esm_checkpoint(workdir / "esm"))), "ESM 12x768, random", "full"
+        esm = write_esm(workdir / "esm", hidden=768, layers=12, heads=12, ffn=3072, positions=1026, dropout=0.1)  # TAPE BERT's
+        return ["".join(rng.choice(residues, 600)) for _ in range(n)], encoder_source(str(esm)), "ESM 12x768, random", "full"
     if domain == "abstracts":
         vocab_file = named_checkpoint("minilm") / "vocab.txt"
         words = [w for w in vocab_file.read_text().splitlines() if w.isalpha()]

@@ -70,16 +70,17 @@ def write_tiny_roberta(directory: Path, words: list[str]) -> Path:
 ESM_TOKENS = ["<cls>", "<pad>", "<eos>", "<unk>", *"LAGVSERTIDPKQNFYMHWCXBUZO.-", "<null_1>", "<mask>"]
 
 
-def write_tiny_esm(directory: Path) -> Path:
-    """A random 2-layer ESM (rotary positions) with ESM-2's tokenizer: a Hugging Face protein LM."""
+def write_esm(directory: Path, hidden: int = 32, layers: int = 2, heads: int = 2, ffn: int = 64, positions: int = 66,
+              dropout: float = 0.0) -> Path:
+    """A random ESM (rotary positions; tiny by default) with ESM-2's tokenizer: a Hugging Face protein LM."""
     from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
 
     directory.mkdir(parents=True)
     (directory / "vocab.txt").write_text("\n".join(ESM_TOKENS) + "\n")
     EsmTokenizer(str(directory / "vocab.txt")).save_pretrained(directory)
     torch.manual_seed(0)
-    EsmForMaskedLM(EsmConfig(vocab_size=len(ESM_TOKENS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                             intermediate_size=64, max_position_embeddings=66, pad_token_id=1, mask_token_id=len(ESM_TOKENS) - 1,
-                             position_embedding_type="rotary", token_dropout=False, hidden_dropout_prob=0.0,
-                             attention_probs_dropout_prob=0.0)).save_pretrained(directory)
+    EsmForMaskedLM(EsmConfig(vocab_size=len(ESM_TOKENS), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                             intermediate_size=ffn, max_position_embeddings=positions, pad_token_id=1, mask_token_id=len(ESM_TOKENS) - 1,
+                             position_embedding_type="rotary", token_dropout=False, hidden_dropout_prob=dropout,
+                             attention_probs_dropout_prob=dropout)).save_pretrained(directory)
     return directory

@@ -131,9 +131,9 @@ def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
 
 
 def test_an_esm_checkpoint_reads_residues_and_runs_secondary_structure(proteins, tmp_path, capsys):
-    from hf_fakes import write_tiny_esm
+    from hf_fakes import write_esm
 
-    esm = write_tiny_esm(tmp_path / "esm")
+    esm = write_esm(tmp_path / "esm")
     texts = ["MKTAYIAKQR", "GAVL"]
     tokenizer = encoder_source(str(esm)).tokenizer([], 16)
     assert token_counts(tokenizer, texts, encoder_inputs(tokenizer, texts, torch.device("cpu"))).tolist() == [10, 4]

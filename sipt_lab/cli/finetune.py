@@ -103,8 +103,8 @@ def run_domain(args: argparse.Namespace) -> int:
 
     from sipt_lab import fileio
     from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
-    from sipt_lab.training.trainer import split_batch
     from sipt_lab.experiments.finetuning import check_mode
+    from sipt_lab.training.trainer import split_batch
 
     out = fileio.prepare_output_dir(args.out)
     preset = preset_for(args.name, args.preset)

@@ -54,6 +54,8 @@ from sipt_lab.training.trainer import (
     resolve_device,
 )
 
+#: The objectives a batched training computes, in the order of a run's terms (build_objectives').
+_TERM_KINDS = (MaskedLM, StructureInducing)
 #: TrainConfig fields that may differ between the runs of one batched training.
 PER_RUN_FIELDS = ("seed", "lambda_si")
 
@@ -193,10 +195,10 @@ def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torc
     detached values)``, as :meth:`_Step.combine` gives them run by run. A term computed for several
     runs is computed for all of them at once (``L_SI``: :meth:`StructureInducing.per_run`; ``L_M``:
     one cross-entropy per run, over its own vocabulary), so the objectives cost a few ops, not a few per run."""
-    terms = torch.full((len(steps), 2), float("nan"), device=embeddings.device)  # columns: MaskedLM, StructureInducing
+    terms = torch.zeros((len(steps), len(_TERM_KINDS)), device=embeddings.device)
     weights = torch.zeros_like(terms)
     total = terms.new_zeros(())
-    for column, kind in enumerate((MaskedLM, StructureInducing)):
+    for column, kind in enumerate(_TERM_KINDS):
         runs = [(k, weight, objective) for k, step in enumerate(steps) for weight, objective in step.objectives if isinstance(objective, kind)]
         if not runs:
             continue
@@ -210,6 +212,6 @@ def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torc
         total = total + (run_weights * values).sum()
         terms[index, column] = values.detach().float()
         weights[index, column] = run_weights
-    table = torch.cat([(weights * torch.where(weights > 0, terms, 0.0)).sum(1, keepdim=True), terms], 1)
-    columns = [[0] + [1 + (isinstance(objective, StructureInducing)) for _, objective in step.objectives] for step in steps]
+    table = torch.cat([(weights * terms).sum(1, keepdim=True), terms], 1)  # a run's absent terms are 0 and not kept
+    columns = [[0] + [1 + _TERM_KINDS.index(type(objective)) for _, objective in step.objectives] for step in steps]
     return total, [row[run_columns] for row, run_columns in zip(table, columns)]
