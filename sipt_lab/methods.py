@@ -38,7 +38,7 @@ from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.recipe import GraphRecipe, Plan, Recipe, RunData
+from sipt_lab.training.recipe import Plan, Recipe, RunData, graph_sampler
 from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
 
 
@@ -186,7 +186,7 @@ class ConceptRecipe:
         objectives = [(1.0, ConceptKL(targets))]
         if self.options.mlm_weight > 0:
             objectives.append((self.options.mlm_weight, MaskedLM(data.tokenizer.vocab_size)))
-        return Plan(GraphRecipe().plan(data).sampler, objectives)
+        return Plan(graph_sampler(data, objectives), objectives)
 
     def targets(self, data: RunData):
         """The concept targets of ``data``'s tokens (computed once per teacher and settings)."""

@@ -78,7 +78,8 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
     reads = torch.cat([torch.arange(10).expand(2, -1) * 20, positions], 1).numpy()
     assert len(_Packing.build(lengths, 20, reads, stacked.max_buckets, ENCODER.n_heads, torch.device("cpu")).buckets) > 1
     counts = [3, 4]
-    embeddings, logits = stacked(ids, positions, lengths, counts)
+    embeddings, heads = stacked(ids, positions, lengths, counts)
+    logits = [head.logits() for head in heads]
     for k, (encoder, vocab, count) in enumerate(zip(encoders, (12, 9), counts)):
         rows = [encoder.embed_and_masked_logits(ids[k, r: r + 1, : lengths[k, r]], torch.zeros(0, dtype=torch.int64))[0]
                 for r in range(10)]

@@ -102,6 +102,20 @@ def test_deterministic_and_independent_of_the_graph():
     assert not np.array_equal(a.batch(0).nodes, other_seed.batch(0).nodes)
 
 
+def test_a_run_without_pairs_gets_its_seeds_masks_and_replacements_alone():
+    lengths = np.random.default_rng(0).integers(2, 20, 30)
+    paired = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4, mask_replacement="bert", vocab_size=50)
+    alone = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4, mask_replacement="bert", vocab_size=50, reads_pairs=False)
+    for step in (0, 5):
+        x, y = paired.batch(step), alone.batch(step)
+        assert len(x.nodes) > x.n_seeds and len(x.positive_pairs)  # the paired run has partners and pairs
+        np.testing.assert_array_equal(y.nodes, x.nodes[: x.n_seeds])
+        assert y.n_seeds == x.n_seeds and (y.positives == -1).all() and (y.negatives == -1).all()
+        assert y.positive_pairs.shape == y.negative_pairs.shape == (0, 2)
+        np.testing.assert_array_equal(y.mask, x.mask)
+        np.testing.assert_array_equal(y.replacement, x.replacement)
+
+
 def test_masks_avoid_cls_and_padding_at_the_requested_rate():
     graph = PretrainingGraph.from_groups(np.arange(200) % 10)
     lengths = np.random.default_rng(0).integers(1, 60, 200)

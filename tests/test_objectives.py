@@ -20,6 +20,7 @@ from sipt_lab.objectives import (
     masked_lm_loss,
     multi_similarity_loss,
 )
+from sipt_lab.objectives.mlm import linear_masked_lm_loss
 
 
 def _t(*values):
@@ -115,6 +116,51 @@ def test_masked_lm_is_cross_entropy_and_zero_when_nothing_masked():
     assert masked_lm_loss(logits, _t(0, 1)).item() == pytest.approx(expected)
     empty = masked_lm_loss(torch.zeros(0, 3, requires_grad=True), _t())
     assert empty.item() == 0.0 and empty.requires_grad
+
+
+def _decoder_inputs(seed=0, rows=7, hidden=4, vocab=11):
+    gen = torch.Generator().manual_seed(seed)
+    tensors = [torch.randn(rows, hidden, generator=gen) * 3, torch.randn(vocab, hidden, generator=gen), torch.randn(vocab, generator=gen)]
+    return [t.requires_grad_() for t in tensors], torch.randint(0, vocab, (rows,), generator=gen)
+
+
+@pytest.mark.parametrize("count", [None, 20])
+def test_fused_decoder_loss_equals_cross_entropy_of_the_logits_with_its_gradients(count):
+    (hidden, weight, bias), targets = _decoder_inputs()
+    fused = linear_masked_lm_loss(hidden, weight, bias, targets, count)
+    (fused * 3).backward()  # an upstream factor, which the saved gradients must be scaled by
+    got = [t.grad.clone() for t in (hidden, weight, bias)]
+    for t in (hidden, weight, bias):
+        t.grad = None
+    expected = masked_lm_loss(torch.addmm(bias, hidden, weight.T), targets, count)
+    (expected * 3).backward()
+    assert fused.item() == pytest.approx(expected.item(), rel=1e-6)
+    for grad, t in zip(got, (hidden, weight, bias)):
+        torch.testing.assert_close(grad, t.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_decoder_loss_is_stable_for_far_apart_logits_and_zero_when_nothing_is_masked():
+    hidden, weight, bias = torch.tensor([[1.0]]), torch.tensor([[200.0], [-200.0], [0.0]]), torch.zeros(3)
+    for target, expected in ((0, 0.0), (1, 400.0)):  # exp(-400) underflows: the loss must not be inf
+        assert linear_masked_lm_loss(hidden, weight, bias, _t(target)).item() == pytest.approx(expected, abs=1e-4)
+    (hidden, weight, bias), _ = _decoder_inputs()
+    empty = linear_masked_lm_loss(hidden[:0], weight, bias, _t())
+    empty.backward()
+    assert empty.item() == 0.0 and (weight.grad == 0).all()
+
+
+def test_fused_decoder_loss_under_autocast_follows_fp32():
+    (hidden, weight, bias), targets = _decoder_inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = linear_masked_lm_loss(hidden, weight, bias, targets)
+    low.backward()
+    assert low.dtype == torch.float32 and weight.grad.dtype == torch.float32
+    low_grad = weight.grad.clone()
+    weight.grad = None
+    full = linear_masked_lm_loss(hidden, weight, bias, targets)
+    full.backward()
+    assert low.item() == pytest.approx(full.item(), rel=0.05)
+    torch.testing.assert_close(low_grad, weight.grad, rtol=0.1, atol=0.05)
 
 
 def test_weights_follow_lambda_and_zero_terms_are_not_built():

@@ -21,8 +21,9 @@ import torch
 NARROW = 16
 
 
-def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for ``(..., M, K)`` and ``(..., K, N)``, transposed when the result is narrow."""
+def product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for ``(..., M, K)`` and ``(..., K, N)``, computed transposed when the result is narrow
+    (no autograd of its own: for gradients computed by hand; :func:`matmul` differentiates)."""
     rows, columns = a.shape[-2], b.shape[-1]
     if columns <= NARROW and columns < rows:
         return (b.mT @ a.mT).mT
@@ -41,7 +42,7 @@ class _Matmul(torch.autograd.Function):
             dtype = torch.get_autocast_dtype(device)
             a, b = a.to(dtype), b.to(dtype)
         ctx.save_for_backward(a, b)
-        out = _product(a, b)
+        out = product(a, b)
         return out if bias is None else out.add_(bias)  # in place: the product is ours, a fresh tensor
 
     @staticmethod
@@ -49,8 +50,8 @@ class _Matmul(torch.autograd.Function):
         a, b = ctx.saved_tensors
         a_dtype, b_dtype, bias_dtype = ctx.dtypes
         grad = grad.to(a.dtype)
-        grad_a = _product(grad, b.mT).to(a_dtype) if ctx.needs_input_grad[0] else None
-        grad_b = _product(a.mT, grad).to(b_dtype) if ctx.needs_input_grad[1] else None
+        grad_a = product(grad, b.mT).to(a_dtype) if ctx.needs_input_grad[0] else None
+        grad_b = product(a.mT, grad).to(b_dtype) if ctx.needs_input_grad[1] else None
         grad_bias = grad.sum_to_size(ctx.bias_shape).to(bias_dtype) if ctx.needs_input_grad[2] else None
         return grad_a, grad_b, grad_bias
 

@@ -8,7 +8,8 @@ without padding) and one attention per length bucket of all ``K * B`` sequences 
 On a CPU a tiny model is overhead-bound (one small kernel per op), so K models cost about as many
 kernel launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
-([CLS] and the masked tokens), and MLM logits over its own vocabulary at its own masked tokens.
+([CLS] and the masked tokens), and its MLM decoder over its own vocabulary at its own masked tokens
+(as a :class:`MaskedHead`, whose logits the loss makes and drops itself).
 
 Attention is written out (:func:`_attention`: two batched matmuls and a softmax) rather than
 ``F.scaled_dot_product_attention``: with 5-wide heads (``paper-small``) PyTorch's CPU flash kernel
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -124,7 +126,7 @@ class StackedEncoders(nn.Module):
         return x + self._linear(F.gelu(self._normed_linear(x, f"{block}.norm2", f"{block}.ffn.0")), f"{block}.ffn.2")
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray,
-                counts: Sequence[int]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+                counts: Sequence[int]) -> tuple[torch.Tensor, list[MaskedHead]]:
         """All K models' pre-training pass.
 
         Args:
@@ -137,8 +139,8 @@ class StackedEncoders(nn.Module):
             counts: model k's real positions, the first ``counts[k]`` of ``positions[k]``.
 
         Returns:
-            ``(K, B, H)`` [CLS] embeddings and, per model, ``(counts[k], V_k)`` MLM logits over its
-            own vocabulary of ``V_k`` tokens.
+            ``(K, B, H)`` [CLS] embeddings and, per model, its :class:`MaskedHead` at its
+            ``counts[k]`` masked positions over its own vocabulary of ``V_k`` tokens.
         """
         n_models, batch, length = input_ids.shape
         hidden = self.config.hidden
@@ -168,11 +170,24 @@ class StackedEncoders(nn.Module):
         transformed = self._standardize(F.gelu(self._linear(masked, "mlm_transform.0")))
         decoder = tokens if self.config.tie_mlm_head else self._w("mlm_decoder.weight")
         decoder, decoder_bias = self._folded("mlm_transform.2", decoder, self._w("mlm_decoder.bias"))
-        # one matmul per model over its own rows and vocabulary: no padded logits to compute, split or
-        # back-propagate zeros through (unbind's backward stacks the K small weight gradients)
-        logits = [matmul(rows[:count], weight[:vocab].T, bias[:vocab]) for rows, weight, bias, count, vocab in
-                  zip(transformed.unbind(0), decoder.unbind(0), decoder_bias.unbind(0), counts, self.vocab_sizes)]
-        return embeddings, logits
+        # each model's own rows and vocabulary: no padded logits (unbind's backward stacks the K small gradients)
+        heads = [MaskedHead(rows[:count], weight[:vocab], bias[:vocab]) for rows, weight, bias, count, vocab in
+                 zip(transformed.unbind(0), decoder.unbind(0), decoder_bias.unbind(0), counts, self.vocab_sizes)]
+        return embeddings, heads
+
+
+class MaskedHead(NamedTuple):
+    """One model's MLM decoder at its masked positions, before the logits: those are
+    ``hidden @ weight.T + bias``, ``(M, V)``, which :func:`~sipt_lab.objectives.mlm.linear_masked_lm_loss`
+    turns into ``L_M`` without keeping them."""
+
+    hidden: torch.Tensor  # (M, H) the MLM transform's output
+    weight: torch.Tensor  # (V, H) decoder weight, with the MLM transform's LayerNorm affine folded in
+    bias: torch.Tensor  # (V,)
+
+    def logits(self) -> torch.Tensor:
+        """``(M, V)`` MLM logits."""
+        return torch.addmm(self.bias, self.hidden, self.weight.T)
 
 
 @dataclass(frozen=True)
@@ -246,7 +261,7 @@ class _Packing:
             padded_slot[members] = start + np.arange(len(members)) * longest
             query_slot[members] = query_start + np.arange(len(members)) * query_width
             padding = np.repeat(columns >= member_lengths[:, None], heads, axis=0)[:, None]
-            key_bias = torch.zeros(padding.shape, device=device).masked_fill(torch.as_tensor(padding, device=device), float("-inf"))
+            key_bias = torch.as_tensor(np.where(padding, np.float32(-np.inf), np.float32(0)), device=device)
             buckets.append(_Bucket(len(members), longest, key_bias, query_width))
             start += len(members) * longest
             query_start += len(members) * query_width

@@ -38,8 +38,9 @@ from sipt_lab.config import config_to_dict
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
-from sipt_lab.models.stacked import StackedEncoders
-from sipt_lab.objectives import MaskedLM, StructureInducing, masked_lm_loss
+from sipt_lab.models.stacked import MaskedHead, StackedEncoders
+from sipt_lab.objectives import MaskedLM, StructureInducing
+from sipt_lab.objectives.mlm import linear_masked_lm_loss
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.recipe import GraphRecipe, RunData
 from sipt_lab.training.trainer import (
@@ -185,16 +186,17 @@ def _losses(stacked: StackedEncoders, steps: Sequence[_Step], batches: Sequence,
     flat = np.tile(np.arange(count) % n_rows * width, (len(steps), 1))
     flat[model, np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)] = within
     with steps[0].autocast():
-        embeddings, logits = stacked(ids, torch.as_tensor(flat, device=device), lengths, counts.tolist())
-        return _objective_terms(steps, batches, embeddings, logits, targets)
+        embeddings, heads = stacked(ids, torch.as_tensor(flat, device=device), lengths, counts.tolist())
+        return _objective_terms(steps, batches, embeddings, heads, targets)
 
 
-def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torch.Tensor, logits: list[torch.Tensor],
+def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torch.Tensor, heads: Sequence[MaskedHead],
                      targets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Every run's objectives on the stacked pass: ``(sum of the runs' losses, per run (1 + terms,)
     detached values)``, as :meth:`_Step.combine` gives them run by run. A term computed for several
     runs is computed for all of them at once (``L_SI``: :meth:`StructureInducing.per_run`; ``L_M``:
-    one cross-entropy per run, over its own vocabulary), so the objectives cost a few ops, not a few per run."""
+    one fused decoder + cross-entropy per run, over its own vocabulary, :func:`linear_masked_lm_loss`),
+    so the objectives cost a few ops, not a few per run."""
     terms = torch.zeros((len(steps), len(_TERM_KINDS)), device=embeddings.device)
     weights = torch.zeros_like(terms)
     total = terms.new_zeros(())
@@ -204,7 +206,7 @@ def _objective_terms(steps: Sequence[_Step], batches: Sequence, embeddings: torc
             continue
         index = [k for k, _, _ in runs]
         if kind is MaskedLM:
-            values = torch.stack([masked_lm_loss(logits[k], targets[k]) for k in index])
+            values = torch.stack([linear_masked_lm_loss(*heads[k], targets[k]) for k in index])
         else:
             values = runs[0][2].per_run(embeddings[index], [batches[k].positive_pairs for k in index],
                                         [batches[k].negative_pairs for k in index])

@@ -260,6 +260,9 @@ class GraphBatchSampler:
         units: ``(n, L >= max(lengths))`` int64 masking unit of each token (:data:`MASK_UNITS`):
             the tokens of a row that share a unit are masked together, each unit with probability
             ``mask_prob``; -1 is never masked. None: every token is its own unit.
+        reads_pairs: whether the run reads graph pairs (``L_SI``). False (the LM arm): batches hold
+            the seeds only, with no partners and no pairs, and sampling skips the graph; seeds, masks
+            and replacements are those of a run that reads pairs (each has its own random stream).
     """
 
     def __init__(
@@ -275,6 +278,7 @@ class GraphBatchSampler:
         mask_replacement: str = "mask",
         vocab_size: int = 0,
         units: np.ndarray | None = None,
+        reads_pairs: bool = True,
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if units is not None and (units.shape[0] != len(lengths) or units.shape[1] < lengths.max(initial=0)):
@@ -303,6 +307,7 @@ class GraphBatchSampler:
         self.replace = MASK_REPLACEMENTS[mask_replacement]
         self.vocab_size = vocab_size
         self.units = units
+        self.reads_pairs = reads_pairs
         self.steps_per_epoch = graph.n_nodes // self.batch_size
         self._epoch, self._permutation = -1, np.empty(0, dtype=np.int64)
 
@@ -316,19 +321,6 @@ class GraphBatchSampler:
 
     def batch(self, step: int) -> PretrainBatch:
         seeds = self.seeds(step)
-        pair_rng = np.random.default_rng([self.seed, _PAIRS, step])
-        positives = self.graph.sample_positives(seeds, pair_rng)
-        negatives = self.sample_negatives(self.graph, seeds, pair_rng)
-        partners = np.concatenate([positives, negatives])
-        extra = np.setdiff1d(partners[partners >= 0], seeds)
-        nodes = np.concatenate([seeds, extra])
-
-        order = np.argsort(nodes, kind="stable")
-        sorted_nodes = nodes[order]
-
-        def rows(ids: np.ndarray) -> np.ndarray:
-            return np.where(ids >= 0, order[np.searchsorted(sorted_nodes, ids)], -1)
-
         seed_lengths = self.lengths[seeds]
         columns = np.arange(seed_lengths.max())
         draws = np.random.default_rng([self.seed, _MASKS, step]).random((len(seeds), len(columns)))
@@ -338,9 +330,28 @@ class GraphBatchSampler:
             chosen = np.take_along_axis(chosen, np.maximum(units, 0), axis=1) & (units >= 0)
         mask = chosen & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
         replacement = self.replace(np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.vocab_size)
-        positive_rows, negative_rows = rows(positives), rows(negatives)
+        if not self.reads_pairs:
+            unpaired, no_pairs = np.full(len(seeds), -1, dtype=np.int64), np.empty((0, 2), dtype=np.int64)
+            return PretrainBatch(seeds, len(seeds), unpaired, unpaired, mask, no_pairs, no_pairs, replacement)
+        nodes, positive_rows, negative_rows = self._partners(seeds, step)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
         return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs, replacement)
+
+    def _partners(self, seeds: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``step``'s batch nodes (the seeds, then their partners that are not seeds) and each seed's
+        positive and negative as rows of them (-1: none)."""
+        pair_rng = np.random.default_rng([self.seed, _PAIRS, step])
+        positives = self.graph.sample_positives(seeds, pair_rng)
+        negatives = self.sample_negatives(self.graph, seeds, pair_rng)
+        partners = np.concatenate([positives, negatives])
+        nodes = np.concatenate([seeds, np.setdiff1d(partners[partners >= 0], seeds)])
+        order = np.argsort(nodes, kind="stable")
+        sorted_nodes = nodes[order]
+
+        def rows(ids: np.ndarray) -> np.ndarray:
+            return np.where(ids >= 0, order[np.searchsorted(sorted_nodes, ids)], -1)
+
+        return nodes, rows(positives), rows(negatives)
 
 
 def check_negatives(name: str) -> None:

@@ -76,12 +76,20 @@ class GraphRecipe:
         return source
 
     def plan(self, data: RunData) -> Plan:
-        config, tokenizer = data.config, data.tokenizer
-        sampler = GraphBatchSampler(data.graph, data.lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                                    suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
-                                    mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
-                                    units=MASK_UNITS[config.mask_unit](tokenizer, data.texts))
-        return Plan(sampler, build_objectives(config.lambda_si, config.loss, config.loss_params))
+        config = data.config
+        objectives = build_objectives(config.lambda_si, config.loss, config.loss_params)
+        return Plan(graph_sampler(data, objectives), objectives)
 
     def describe(self) -> dict:
         return {"recipe": "graph"}
+
+
+def graph_sampler(data: RunData, objectives: list[tuple[float, Objective]]) -> GraphBatchSampler:
+    """The run's :class:`GraphBatchSampler` (its config's batches and masking), sampling graph
+    partners and pairs only when one of ``objectives`` reads them."""
+    config, tokenizer = data.config, data.tokenizer
+    return GraphBatchSampler(data.graph, data.lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
+                             suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
+                             mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
+                             units=MASK_UNITS[config.mask_unit](tokenizer, data.texts),
+                             reads_pairs=any(objective.needs_pairs for _, objective in objectives))
