@@ -16,11 +16,11 @@ from sipt_lab.objectives import (
     combine,
     contrastive_loss,
     get_structure_loss,
+    linear_masked_lm_loss,
     loss_parameters,
     masked_lm_loss,
     multi_similarity_loss,
 )
-from sipt_lab.objectives.mlm import linear_masked_lm_loss
 
 
 def _t(*values):

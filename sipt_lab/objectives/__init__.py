@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from sipt_lab.errors import SiptError
-from sipt_lab.objectives.mlm import masked_lm_loss
+from sipt_lab.objectives.mlm import linear_masked_lm_loss, masked_lm_loss
 from sipt_lab.objectives.structure import (
     GROUPED_STRUCTURE_LOSSES,
     STRUCTURE_LOSSES,
@@ -155,6 +155,7 @@ __all__ = [
     "combine",
     "contrastive_loss",
     "get_structure_loss",
+    "linear_masked_lm_loss",
     "loss_parameters",
     "masked_lm_loss",
     "multi_similarity_loss",

@@ -39,8 +39,7 @@ from sipt_lab.errors import SiptError
 from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.stacked import MaskedHead, StackedEncoders
-from sipt_lab.objectives import MaskedLM, StructureInducing
-from sipt_lab.objectives.mlm import linear_masked_lm_loss
+from sipt_lab.objectives import MaskedLM, StructureInducing, linear_masked_lm_loss
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.recipe import GraphRecipe, RunData
 from sipt_lab.training.trainer import (
