@@ -26,7 +26,18 @@ def product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     (no autograd of its own: for gradients computed by hand; :func:`matmul` differentiates)."""
     rows, columns = a.shape[-2], b.shape[-1]
     if columns <= NARROW and columns < rows:
-        return (b.mT @ a.mT).mT
+        return _multiply(b.mT, a.mT).mT
+    return _multiply(a, b)
+
+
+def _multiply(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b``, by ``torch.mm`` / ``torch.bmm`` for 2-D / 3-D operands: ``@`` first expands and
+    reshapes its operands for broadcasting: a few view ops per call, which a tiny model's step makes
+    hundreds of (benchmarks/RESULTS.md, "Batched training")."""
+    if a.dim() == b.dim() == 3:
+        return torch.bmm(a, b)
+    if a.dim() == b.dim() == 2:
+        return torch.mm(a, b)
     return a @ b
 
 
