@@ -84,6 +84,11 @@ class StackedEncoders(nn.Module):
         """A stacked copy of ``encoders`` (on their device); the encoders themselves are not changed."""
         return cls(encoders)
 
+    def mlm_head_parameters(self) -> list[nn.Parameter]:
+        """The stacked parameters that only the MLM head reads (its transform and decoder; a tied
+        decoder weight is the token table, which the encoder reads too)."""
+        return [self._w(name) for name in self.names if name.startswith(("mlm_transform.", "mlm_decoder."))]
+
     def unstack(self, encoders: Sequence[TransformerEncoder]) -> None:
         """Copy each model's trained weights back into ``encoders`` (the ones it was stacked from)."""
         with torch.no_grad():

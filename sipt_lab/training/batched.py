@@ -9,9 +9,6 @@ seed, batches and masks), objectives (its ``λ_SI``), its :class:`_Step`'s maski
 combination, and the shared lr schedule; the models are initialised as :func:`pretrain` initialises
 them. Run ``k`` ends with the numbers :func:`pretrain` gives for it alone, up to float rounding
 (tests check losses and parameters), but without checkpoints: a batched run is one unit of work.
-One exception: a run without ``L_M`` (λ = 1) never reads its MLM head, which :func:`pretrain` then
-leaves untouched, while here the stacked head's weight decay still shrinks it (its losses and
-embeddings are unaffected).
 
 Runs that read no graph pairs (the LM arm, ``λ_SI = 0``) with equal texts and configs are one
 computation (their seeds and masks depend on the seed and the token lengths only): they are
@@ -118,6 +115,10 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     stacked = StackedEncoders.stack(models)
     on_cuda = device.type == "cuda"
     optimizer = _make_optimizer(stacked.parameters(), config.lr, config.weight_decay, fused=on_cuda, foreach=not on_cuda)
+    # a run without L_M (λ = 1) never reads its MLM head: pretrain() leaves it untouched (no gradient,
+    # so AdamW skips it), while its stacked slices get zero gradients, which AdamW would still decay
+    headless = torch.as_tensor([k for k, step in enumerate(steps) if not step.needs_mlm], dtype=torch.int64, device=device)
+    idle = stacked.mlm_head_parameters() if len(headless) else []
     names = [["loss"] + [objective.name for _, objective in step.objectives] + ["lr"] for step in steps]
     history = [torch.full((config.steps, len(n)), float("nan"), device=device) for n in names]
     checked = 0
@@ -133,7 +134,11 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
                 total.div(config.grad_accum).backward()
                 for table, values in zip(history, run_values):
                     table[step, :-1] = values / config.grad_accum if micro == 0 else table[step, :-1] + values / config.grad_accum
+            kept = [parameter[headless].clone() for parameter in idle]
             optimizer.step()
+            with torch.no_grad():
+                for parameter, values in zip(idle, kept):
+                    parameter[headless] = values
             for table in history:
                 table[step, -1] = rate
             bar.update()
