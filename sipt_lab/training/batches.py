@@ -330,9 +330,9 @@ class GraphBatchSampler:
             chosen = np.take_along_axis(chosen, np.maximum(units, 0), axis=1) & (units >= 0)
         mask = chosen & (columns >= 1) & (columns < seed_lengths[:, None] - self.suffix_tokens)
         replacement = self.replace(np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.vocab_size)
-        if not self.reads_pairs:
-            unpaired, no_pairs = np.full(len(seeds), -1, dtype=np.int64), np.empty((0, 2), dtype=np.int64)
-            return PretrainBatch(seeds, len(seeds), unpaired, unpaired, mask, no_pairs, no_pairs, replacement)
+        if not self.reads_pairs:  # seeds copied: it is a view of the epoch's permutation
+            partners, pairs = np.full((2, len(seeds)), -1, dtype=np.int64), np.empty((2, 0, 2), dtype=np.int64)
+            return PretrainBatch(seeds.copy(), len(seeds), *partners, mask, *pairs, replacement)
         nodes, positive_rows, negative_rows = self._partners(seeds, step)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
         return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs, replacement)
