@@ -134,9 +134,9 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
                 total.div(config.grad_accum).backward()
                 for table, values in zip(history, run_values):
                     table[step, :-1] = values / config.grad_accum if micro == 0 else table[step, :-1] + values / config.grad_accum
-            kept = [parameter[headless].clone() for parameter in idle]
-            optimizer.step()
             with torch.no_grad():
+                kept = [parameter[headless] for parameter in idle]  # advanced indexing: a copy
+                optimizer.step()
                 for parameter, values in zip(idle, kept):
                     parameter[headless] = values
             for table in history:
