@@ -166,6 +166,10 @@ class ConceptOutputs:
     def describe(self) -> dict:
         return {**self.base.describe(), "concept_outputs": self.n_concepts}
 
+    @property
+    def normalizes(self) -> bool:
+        return self.base.normalizes
+
 
 @dataclass(frozen=True)
 class ConceptRecipe:

@@ -4,6 +4,8 @@ The CLI's parsers list them (``sipt-lab --help`` stays fast), and the registries
 (``dict(zip(NAMES, entries, strict=True))``), so each list is written once.
 """
 
+#: ``--init`` of a fresh character transformer (:class:`sipt_lab.models.CharInit`).
+CHAR_INIT = "char"
 #: Structure-inducing losses (:data:`sipt_lab.objectives.structure.STRUCTURE_LOSSES`).
 STRUCTURE_LOSSES = ("contrastive", "multisim", "infonce")
 #: How a seed's non-neighbour is drawn (:data:`sipt_lab.training.batches.NEGATIVE_SAMPLERS`).

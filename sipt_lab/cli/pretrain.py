@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.simulate import parse_loss_params
+from sipt_lab.defaults import default_help
 from sipt_lab.names import (
     ENCODER_PRESETS,
     LAMBDA_GRID,
@@ -28,7 +29,8 @@ FIELD_FLAGS = {f"TrainConfig.{field}": flag for field, flag in (
     ("steps", "--steps"), ("batch_size", "--batch-size"), ("grad_accum", "--grad-accum"), ("lr", "--lr"),
     ("lambda_si", "--lambda-si"), ("loss", "--loss"), ("pairs", "--pairs"), ("negatives", "--negatives"), ("precision", "--precision"),
     ("mask_replacement", "--mask-replacement"),
-    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"))} | {"PretrainJob.epochs": "--epochs", "PretrainJob.method": "--method", "PretrainJob.teacher": "--teacher"}
+    ("checkpoint_every", "--save-every"), ("max_len", "--max-length"), ("schedule", "--schedule"), ("warmup", "--warmup"),
+    ("head_warmup", "--head-warmup"), ("head_lr", "--head-lr"))} | {"PretrainJob.epochs": "--epochs", "PretrainJob.method": "--method", "PretrainJob.teacher": "--teacher"}
 #: What to do when a pre-training step does not fit in GPU memory (the CLI's out-of-memory message).
 PRETRAIN_MEMORY_HINT = ("lower --batch-size and raise --grad-accum by the same factor (the same effective batch), "
                         "lower --max-length, or use --precision bf16")
@@ -54,7 +56,7 @@ def register(subparsers) -> None:
                         "linkbert and the MLSM family need --init char)")
     parser.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher: an LM-trained model directory on the same samples")
     parser.add_argument("--lambda-si", type=float, metavar="L",
-                        help="weight of L_SI in [0, 1]; 0 = continued LM pre-training (default: TrainConfig's, the paper's 0.1)")
+                        help=f"weight of L_SI in [0, 1]; 0 = continued LM pre-training {default_help('lambda_si')}")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS, memory_hint=PRETRAIN_MEMORY_HINT)
@@ -100,22 +102,29 @@ def add_training_arguments(parser) -> None:
     parser.add_argument("--labels", metavar="L.tsv", help="id<TAB>label per sample, only for the before/after report")
     parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
-    parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else cls)")
-    parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES), help="structure-inducing loss (default: TrainConfig's, contrastive)")
-    parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of that loss, repeatable")
-    parser.add_argument("--pairs", default="batch", choices=sorted(PAIR_MODES), help="pairs L_SI scores (default: %(default)s)")
+    parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)")
+    parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES),
+                        help=f"structure-inducing loss, trained on the vector the encoder outputs (L2-normalised when the checkpoint normalises) {default_help('loss')}")
+    parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
+                        help=f"a parameter of that loss, repeatable {default_help('loss_params')}")
+    parser.add_argument("--pairs", choices=sorted(PAIR_MODES), help=f"pairs L_SI scores {default_help('pairs')}")
     parser.add_argument("--negatives", default="uniform", choices=sorted(NEGATIVE_SAMPLERS),
                         help="each seed's non-neighbour: uniform, two-hop (hard) or same-component (default: %(default)s)")
-    parser.add_argument("--mask-replacement", default="bert", choices=MASK_REPLACEMENTS,
-                        help="what a masked token becomes: bert (80 %% [MASK], 10 %% random, 10 %% kept) or mask (always [MASK]) (default: %(default)s)")
+    parser.add_argument("--mask-replacement", choices=MASK_REPLACEMENTS,
+                        help="what a masked token becomes: bert (80 %% [MASK], 10 %% random, 10 %% kept) or mask (always [MASK]) "
+                        f"{default_help('mask_replacement')}")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
     length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
     parser.add_argument("--batch-size", type=int, metavar="B", help="samples per micro-batch (default: TrainConfig's)")
     parser.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimiser step (default: %(default)s)")
-    parser.add_argument("--lr", type=float, default=5e-5, help="peak AdamW learning rate (default: %(default)s)")
-    parser.add_argument("--warmup", type=float, default=0.1, metavar="F", help="fraction of steps of linear warm-up (default: %(default)s)")
-    parser.add_argument("--schedule", default="linear", choices=sorted(LR_SCHEDULES), help="decay after warm-up (default: %(default)s)")
+    parser.add_argument("--lr", type=float, help=f"peak AdamW learning rate {default_help('lr')}")
+    parser.add_argument("--warmup", type=float, metavar="F", help=f"fraction of steps of linear warm-up {default_help('warmup')}")
+    parser.add_argument("--schedule", choices=sorted(LR_SCHEDULES), help=f"decay after warm-up {default_help('schedule')}")
+    parser.add_argument("--head-warmup", type=int, metavar="N",
+                        help="steps that fit a checkpoint's new MLM head (one without its own) with the encoder frozen, "
+                        f"before training; 0 = none {default_help('head_warmup')}")
+    parser.add_argument("--head-lr", type=float, metavar="LR", help=f"learning rate of the head warm-up {default_help('head_lr')}")
     parser.add_argument("--max-length", type=int, metavar="T", help="tokens per sample (default: the checkpoint's, 256 for minilm)")
     parser.add_argument("--seed", type=int, default=0, help="seed of init, batches, masks and dropout (default: %(default)s)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
@@ -126,18 +135,18 @@ def add_training_arguments(parser) -> None:
 
 
 def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options):
-    """The :class:`PretrainJob` the shared flags describe (``lambda_si`` None: TrainConfig's),
-    with ``job_options`` (``method``, ``teacher``) set."""
+    """The :class:`PretrainJob` the shared flags describe (a flag left out, or ``lambda_si`` None:
+    the init kind's default, :data:`~sipt_lab.defaults.INIT_DEFAULTS`), with ``job_options``
+    (``method``, ``teacher``) set."""
     from sipt_lab.experiments.pretraining import PretrainJob
-    from sipt_lab.training import TrainConfig
+    from sipt_lab.defaults import init_kind, train_config
 
-    library_defaults = {"batch_size": args.batch_size, "lambda_si": lambda_si, "loss": args.loss}  # None: TrainConfig's
-    train = TrainConfig(
-        steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
-        **{name: value for name, value in library_defaults.items() if value is not None},
-        loss_params=parse_loss_params(args.loss_param), pairs=args.pairs, negatives=args.negatives,
-        mask_replacement=args.mask_replacement, seed=args.seed, device=args.device, precision=args.precision, checkpoint_every=args.save_every,
-        max_len=args.max_length, schedule=args.schedule, warmup=args.warmup,
+    train = train_config(
+        init_kind(args.init), steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
+        batch_size=args.batch_size, lambda_si=lambda_si, loss=args.loss, loss_params=parse_loss_params(args.loss_param),
+        pairs=args.pairs, negatives=args.negatives, mask_replacement=args.mask_replacement, seed=args.seed, device=args.device,
+        precision=args.precision, checkpoint_every=args.save_every, max_len=args.max_length, schedule=args.schedule,
+        warmup=args.warmup, head_warmup=args.head_warmup, head_lr=args.head_lr,
     )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
     return PretrainJob(samples=args.samples, edges=args.edges, labels=args.labels, init=args.init,
@@ -157,6 +166,9 @@ def run_pretrain(args: argparse.Namespace) -> int:
             dist.destroy_process_group()
     if outcome.report.get("before") is not None:
         print(theorem1_message(outcome.report))
+    else:
+        for warning in outcome.report["warnings"]:
+            print(f"warning: {warning}")
     print(f"model: {outcome.out_dir / 'model'}   history: {outcome.out_dir / 'history.csv'}")
     return 0
 

@@ -54,6 +54,7 @@ import torch.distributed as dist
 
 from sipt_lab import names
 from sipt_lab.config import config_hash
+from sipt_lab.defaults import train_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -101,20 +102,19 @@ class DomainPreset:
 
 
 #: ``cpu``: what 2 CPU cores finish in about half an hour with MiniLM (benchmarks/RESULTS.md);
-#: ``full``: the paper's scale for a GPU.
+#: ``full``: the paper's scale for a GPU. The objective (loss, λ, head warm-up) is a checkpoint's
+#: default (:data:`sipt_lab.defaults.INIT_DEFAULTS`); the presets set the budget.
 PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
     DomainPreset(
         n_samples=1000,
-        pretrain=TrainConfig(steps=40, batch_size=16, lr=1e-4, warmup=0.1, schedule="linear", pairs="batch",
-                             loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=32, log_every=5),
+        pretrain=train_config("checkpoint", steps=40, batch_size=16, lr=1e-4, max_len=32, log_every=5),
         finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
         lambdas=(0.1,),
         mode="both",
     ),
     DomainPreset(
         n_samples=None,
-        pretrain=TrainConfig(steps=2000, batch_size=64, lr=5e-5, warmup=0.1, schedule="linear", pairs="batch",
-                             loss_params={"pos_margin": 3.0, "neg_margin": 6.0}, max_len=128, checkpoint_every=500),
+        pretrain=train_config("checkpoint", steps=2000, batch_size=64, max_len=128, checkpoint_every=500),
         finetune=FinetuneConfig(lrs=(2e-5, 5e-5, 1e-4), epochs=3, patience=1, batch_size=32, max_len=128),
         lambdas=(0.05, 0.1, 0.3),
         mode="both",
@@ -132,24 +132,22 @@ PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
 DOMAIN_PRESETS: dict[tuple[str, str], DomainPreset] = {
     ("proteins", "full"): DomainPreset(
         n_samples=None,
-        pretrain=TrainConfig(batch_size=64, lr=2e-5, warmup=0.05, schedule="linear", max_len=512, precision="auto",
-                             checkpoint_every=1000, log_every=100),
+        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
         finetune=FinetuneConfig(lrs=(1e-5, 5e-5, 1e-4), epochs=10, patience=2, batch_size=32, max_len=512),
         lambdas=(0.05, 0.1, 0.3), mode="both", epochs=1.0),
     ("abstracts", "full"): DomainPreset(
         n_samples=None,
-        pretrain=TrainConfig(batch_size=64, lr=2e-5, warmup=0.05, schedule="linear", max_len=512, precision="auto",
-                             checkpoint_every=1000, log_every=100),
+        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
         finetune=FinetuneConfig(lrs=(5e-6, 1e-5, 2e-5, 5e-5), epochs=4, patience=4, batch_size=32, max_len=512),
         lambdas=(0.05, 0.1, 0.3), mode="both", epochs=4.0),
     ("networks", "cpu"): DomainPreset(
         n_samples=600,
-        pretrain=TrainConfig(steps=60, batch_size=64, lr=1e-3, log_every=10),
+        pretrain=train_config("graph", steps=60, batch_size=64, log_every=10),
         finetune=FinetuneConfig(lrs=(1e-3,), epochs=5, patience=2, batch_size=32),
         lambdas=(0.1,), mode="both"),
     ("networks", "full"): DomainPreset(
         n_samples=None,
-        pretrain=TrainConfig(batch_size=1024, lr=1e-2, precision="auto", checkpoint_every=500, log_every=50),
+        pretrain=train_config("graph", batch_size=1024, lr=1e-2, checkpoint_every=500, log_every=50),
         finetune=FinetuneConfig(lrs=(1e-3,), epochs=50, patience=10, batch_size=32),
         lambdas=(0.1,), mode="both", epochs=100.0),
 }

@@ -26,13 +26,14 @@ import dataclasses
 import io
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from sipt_lab.config import save_config
+from sipt_lab.defaults import init_kind, train_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
@@ -43,7 +44,8 @@ from sipt_lab.methods import Teacher, get_method, method_recipe, method_train_co
 from sipt_lab.models import encoder_preset, encoder_source, load_encoder
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
-from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, check_structure_geometry, distributed_context, resolve_device
 
 #: Files a pretrain run writes into its output directory (``--overwrite`` removes only these).
 RUN_FILES = ("config.json", CHECKPOINT_NAME, "model", "history.csv", "result.json")
@@ -66,7 +68,8 @@ class PretrainJob:
         pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
         encoder: size preset of the ``char`` encoder (ignored otherwise).
         epochs: passes over the samples; when set, ``train.steps`` is derived from it.
-        train: the trainer's settings, with ``steps`` resolved.
+        train: the trainer's settings, with ``steps`` resolved (None: the init kind's defaults,
+            :func:`sipt_lab.defaults.train_config`).
         method: a pre-training method of :data:`sipt_lab.methods.METHODS` (its fixed settings
             replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
         teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
@@ -79,11 +82,13 @@ class PretrainJob:
     pooling: str | None = None
     encoder: str = "default"
     epochs: float | None = None
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: TrainConfig | None = None
     method: str | None = None
     teacher: str | None = None
 
     def __post_init__(self) -> None:
+        if self.train is None:
+            object.__setattr__(self, "train", train_config(init_kind(self.init)))
         if self.epochs is not None and self.epochs <= 0:
             raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
         if self.method is not None:
@@ -116,6 +121,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
     source = job_source(job)
+    check_structure_geometry(job.train, source)
     if job.epochs is not None:
         job = dataclasses.replace(job, train=dataclasses.replace(
             job.train, steps=steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)))
@@ -141,6 +147,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
         for note in result.notes:
             log(f"note: {note}")
     report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
+              "warnings": history_warnings(result.history, job.train),
               "final": {name: float(values[-1]) for name, values in result.history.items()}}
     if labels is not None:
         after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
@@ -165,9 +172,18 @@ def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels:
     return metrics
 
 
+def history_warnings(history: dict[str, np.ndarray], config: TrainConfig) -> list[str]:
+    """What :mod:`~sipt_lab.training.diagnostics` finds wrong with a run's loss history (the warnings
+    the trainer logged), for the report."""
+    checked = guard_step(config.steps)
+    warning = stalled_structure_loss(history["si"][:checked], config) if "si" in history and checked else None
+    return [warning] if warning else []
+
+
 def theorem1_message(report: dict) -> str:
-    """One paragraph reading a report with labels as Theorem 1 does."""
+    """One paragraph reading a report with labels as Theorem 1 does (and its warnings, if any)."""
     lc, before, after = report["local_consistency"], report["before"], report["after"]
+    warnings = "".join(f"\nwarning: {warning}" for warning in report.get("warnings", ()))
     return (
         f"local consistency of your labels over G_PT: {lc:.3f}. Theorem 1: an optimal SIPT embedder's "
         f"nearest-neighbour accuracy tends to at least {lc:.3f} as the graph grows, so SIPT on this graph can "
@@ -177,7 +193,7 @@ def theorem1_message(report: dict) -> str:
         f"{after['radius_nn_accuracy']:.3f} (recovery F1 {before['radius_f1']:.3f} -> {after['radius_f1']:.3f}), "
         f"AUROC {before['loo_3nn_auroc']:.3f} -> {after['loo_3nn_auroc']:.3f}; "
         f"link MRR {before['link_mrr']:.3f} -> {after['link_mrr']:.3f}"
-    )
+    ) + warnings
 
 
 def check_output_dir(out: str | Path | None, *, resume: bool = False, overwrite: bool = False) -> Path:

@@ -23,6 +23,7 @@ import numpy as np
 
 from sipt_lab import names
 from sipt_lab.config import config_hash, config_to_dict, save_config
+from sipt_lab.defaults import init_defaults
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
@@ -38,17 +39,19 @@ from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe,
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
 from sipt_lab.training.trainer import PretrainResult, steps_for_epochs
 
+#: The defaults of the character transformer every experiment trains.
+CHAR_DEFAULTS = init_defaults("char")
 #: The default methods (arms) of an experiment; any of :data:`sipt_lab.methods.METHODS` may be run.
 ARMS = ("lm", "sipt")
 
 
 #: ``L_SI`` parameters of the experiments, per loss, where they differ from the loss's own defaults
-#: (the original code's). The contrastive loss keeps µ− = 10 but lets linked samples sit up to
-#: µ+ = 5 apart instead of pulling them onto one point: with µ+ = 0 no embedding satisfies both
-#: hinges on a radius graph (a node's neighbours are often not each other's), and the compromise
-#: blurs the neighbourhoods; with µ+ = µ−/2 the surface itself, scaled, has zero loss (measured on
-#: the manifolds by benchmarks/bench_margins.py, numbers in benchmarks/RESULTS.md).
-LOSS_PARAMS: dict[str, dict[str, float]] = {"contrastive": {"pos_margin": 5.0}}
+#: (the original code's): the char init's (:data:`sipt_lab.defaults.INIT_DEFAULTS`). The contrastive
+#: loss keeps µ− = 10 but lets linked samples sit up to µ+ = 5 apart instead of pulling them onto one
+#: point: with µ+ = 0 no embedding satisfies both hinges on a radius graph (a node's neighbours are
+#: often not each other's), and the compromise blurs the neighbourhoods; with µ+ = µ−/2 the surface
+#: itself, scaled, has zero loss (measured on the manifolds by benchmarks/bench_margins.py).
+LOSS_PARAMS: dict[str, dict[str, float]] = {CHAR_DEFAULTS.loss: CHAR_DEFAULTS.loss_params}
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,10 @@ class FamilyTraining:
     steps: int = 600
     epochs: float | None = None
     batch_size: int | None = 32
-    lr: float = 5e-4
-    pairs: str = "batch"
-    schedule: str = "linear"
-    warmup: float = 0.0
+    lr: float = CHAR_DEFAULTS.lr
+    pairs: str = CHAR_DEFAULTS.pairs
+    schedule: str = CHAR_DEFAULTS.schedule
+    warmup: float = CHAR_DEFAULTS.warmup
     max_len: int | None = 64
     loss_params: dict[str, dict[str, float]] = dataclasses.field(default_factory=lambda: LOSS_PARAMS)
 
@@ -218,7 +221,7 @@ def simulation_config(
         batch_size = graph.n_nodes if defaults.batch_size is None else defaults.batch_size
     if steps is None:
         steps = defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
-    train = TrainConfig(steps=steps, batch_size=batch_size, seed=seed, **train_options)
+    train = TrainConfig(**{**CHAR_DEFAULTS.train_options(), "steps": steps, "batch_size": batch_size, "seed": seed, **train_options})
     encoder = defaults.encoder if encoder is None else ENCODER_PRESETS[encoder] if isinstance(encoder, str) else encoder
     return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries,
                             tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,

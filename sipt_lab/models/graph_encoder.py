@@ -211,3 +211,5 @@ class GraphInit:
 
     def describe(self) -> dict:
         return {"init": GRAPH_INIT, "encoder": config_to_dict(self.config)}
+
+    normalizes = False

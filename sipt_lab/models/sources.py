@@ -18,14 +18,15 @@ from typing import Callable, Protocol
 import torch
 from torch import nn
 
+from sipt_lab import names
 from sipt_lab.config import config_to_dict
 from sipt_lab.errors import SiptError
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
-from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint
+from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint, read_pipeline
 from sipt_lab.models.subword import TokenizerConfig, build_tokenizer
 from sipt_lab.models.tokenizer import Tokenizer
 
-CHAR_INIT = "char"
+CHAR_INIT = names.CHAR_INIT
 
 
 class EncoderSource(Protocol):
@@ -37,6 +38,10 @@ class EncoderSource(Protocol):
 
     def describe(self) -> dict:
         """JSON that identifies the source (saved with the run, compared on resume)."""
+
+    @property
+    def normalizes(self) -> bool:
+        """Whether the encoder's output vector is L2-normalised (the geometry ``L_SI`` trains in)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class CharInit:
     def describe(self) -> dict:
         return {"init": CHAR_INIT, "encoder": config_to_dict(self.config), "vocabulary": config_to_dict(self.vocabulary)}
 
+    normalizes = False
+
 
 @dataclass(frozen=True)
 class CheckpointInit:
@@ -81,6 +88,10 @@ class CheckpointInit:
 
     def describe(self) -> dict:
         return {"init": self.path, "pooling": self.pooling}
+
+    @property
+    def normalizes(self) -> bool:
+        return read_pipeline(self.path).normalize
 
 
 def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooling: str | None = None) -> EncoderSource:

@@ -175,6 +175,24 @@ def get_structure_loss(name: str) -> PairLoss:
     return STRUCTURE_LOSSES[name]
 
 
+#: Largest Euclidean distance between two L2-normalised vectors.
+UNIT_SPHERE_DIAMETER = 2.0
+
+
+def check_geometry(name: str, params: dict[str, float], normalized: bool) -> None:
+    """Raise SiptError when loss ``name`` with ``params`` (over its defaults) cannot be satisfied on
+    the embeddings it will see: on L2-normalised vectors distances lie in [0, 2], so a contrastive
+    negative margin above 2 keeps every negative pair's hinge active whatever the encoder does."""
+    if name != "contrastive" or not normalized:
+        return
+    margin = {**loss_parameters(name), **params}["neg_margin"]
+    if margin > UNIT_SPHERE_DIAMETER:
+        raise SiptError(
+            f"contrastive neg_margin {margin:g} cannot be met: this encoder's output vectors are L2-normalised, so distances "
+            f"lie in [0, {UNIT_SPHERE_DIAMETER:g}]; use a margin in (0, 2] (e.g. neg_margin=1) or the infonce loss"
+        )
+
+
 def check_loss_params(name: str, params: dict[str, float]) -> None:
     """Raise SiptError naming any key of ``params`` that loss ``name`` does not take."""
     known = loss_parameters(name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
@@ -42,8 +44,9 @@ from sipt_lab.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, evaluating, save_encoder
 from sipt_lab.models.buckets import length_buckets
 from sipt_lab.objectives import Objective, ObjectiveInputs, check_loss_params
-from sipt_lab.objectives.structure import STRUCTURE_LOSSES
+from sipt_lab.objectives.structure import STRUCTURE_LOSSES, check_geometry
 from sipt_lab.training.allocator import retain_freed_memory
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.batches import (
     KEEP_TOKEN,
     MASK_REPLACEMENTS,
@@ -55,6 +58,8 @@ from sipt_lab.training.batches import (
     check_mask,
 )
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
@@ -102,6 +107,9 @@ class TrainConfig:
         schedule: learning-rate schedule, a name in :data:`LR_SCHEDULES` (``"constant"``, the
             paper's; ``"linear"`` or ``"cosine"`` decay to 0 at the last step).
         warmup: fraction of the steps over which the rate rises linearly from 0 (any schedule).
+        head_warmup: steps that fit a new MLM head (an init without one of its own) with the
+            encoder frozen, before the first training step; 0: none.
+        head_lr: the head warm-up's constant AdamW learning rate.
     """
 
     steps: int = 1000
@@ -125,16 +133,20 @@ class TrainConfig:
     max_len: int | None = None
     schedule: str = "constant"
     warmup: float = 0.0
+    head_warmup: int = 0
+    head_lr: float = 1e-3
 
     def __post_init__(self) -> None:
         for name, low, high in (("steps", 1, MAX_STEPS), ("batch_size", 1, None), ("grad_accum", 1, None),
-                                ("log_every", 1, None), ("checkpoint_every", 0, None)):
+                                ("log_every", 1, None), ("checkpoint_every", 0, None),
+                                ("head_warmup", 0, MAX_STEPS)):
             value = getattr(self, name)
             if value < low or (high is not None and value > high):
                 bound = f"in [{low}, {high:,}]" if high is not None else f">= {low}"
                 raise ConfigError(f"TrainConfig.{name}", f"must be {bound}, got {value:,}")
-        if self.lr <= 0:
-            raise ConfigError("TrainConfig.lr", f"must be > 0, got {self.lr}")
+        for name in ("lr", "head_lr"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"TrainConfig.{name}", f"must be > 0, got {getattr(self, name)}")
         if self.weight_decay < 0:
             raise ConfigError("TrainConfig.weight_decay", f"must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.lambda_si <= 1.0:
@@ -159,6 +171,13 @@ LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES,
     lambda t: 1.0 - t,
     lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
 ), strict=True))
+
+
+def check_structure_geometry(config: TrainConfig, source: EncoderSource) -> None:
+    """SiptError, before anything trains, when ``config``'s ``L_SI`` cannot be satisfied on the
+    vectors ``source``'s encoder outputs (:func:`~sipt_lab.objectives.structure.check_geometry`)."""
+    if config.lambda_si > 0:
+        check_geometry(config.loss, dict(config.loss_params), source.normalizes)
 
 
 def lr_factor(config: TrainConfig, step: int) -> float:
@@ -289,6 +308,7 @@ def pretrain(
     """
     recipe = method or GraphRecipe()
     source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
+    check_structure_geometry(config, source)
     device = resolve_device(config.device)
     retain_freed_memory()
     place = distributed_context(device.type)
@@ -305,7 +325,7 @@ def pretrain(
     sampler, objectives = plan.sampler, plan.objectives
     described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
     names = ["loss"] + [objective.name for _, objective in objectives] + ["lr"]
-    step_fn = _Step(inputs, None, objectives, device, amp_dtype, place=place)
+    step_fn = _Step(inputs, None, objectives, device, amp_dtype, place=place, normalize=source.normalizes)
 
     cuda_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda_devices):
@@ -323,6 +343,10 @@ def pretrain(
         checkpoint = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
         state = _State(replica, optimizer, scaler, history, config, described, tokenizer, cuda_devices)
         start = state.load(checkpoint) if checkpoint is not None and checkpoint.is_file() else 0
+        if start == 0 and config.head_warmup and getattr(model, "fresh_head", False):
+            mlm = [(1.0, objective) for _, objective in objectives if objective.needs_mlm and not objective.needs_pairs]
+            if mlm:
+                notes.append(warm_up_head(model, _Replica(model, _Step(inputs, None, mlm, device, amp_dtype)), sampler, config))
 
         replica.train()
         checked = start
@@ -342,12 +366,37 @@ def pretrain(
                     values = _check_finite(history, checked, done, names)
                     checked = done
                     bar.set_postfix({name: f"{value:.4g}" for name, value in zip(names, values[-1])}, refresh=False)
+                if done == guard_step(config.steps) and "si" in names and place.is_main:
+                    warning = stalled_structure_loss(history[:done, names.index("si")].cpu().double().numpy(), config)
+                    if warning:
+                        logger.warning(warning)
                 if save_now and place.is_main:
                     state.save(checkpoint, done)
     model.eval()
     table = history.cpu().double().numpy()
     return PretrainResult(model, tokenizer, {name: table[:, k] for k, name in enumerate(names)}, config, described, notes,
                           {objective.name: objective.eval() for _, objective in objectives})
+
+
+def warm_up_head(encoder: nn.Module, replica: nn.Module, sampler, config: TrainConfig) -> str:
+    """Fit ``encoder``'s new MLM head (``encoder.new_head_parameters()``) for ``config.head_warmup``
+    steps at the constant ``config.head_lr`` with every other parameter frozen, on the sampler's
+    first batches (their seeds' masks: the same for every λ, so LM and SIPT arms start from the
+    same state). ``replica`` computes the MLM loss of a batch. Returns a note for the log."""
+    head = encoder.new_head_parameters()
+    frozen = [p for p in replica.parameters() if p.requires_grad and all(p is not q for q in head)]
+    for parameter in frozen:
+        parameter.requires_grad_(False)
+    optimizer = _make_optimizer(head, config.head_lr, config.weight_decay, fused=False)
+    scaler = torch.amp.GradScaler(enabled=False)
+    try:
+        replica.train()
+        losses = [float(train_step(replica, optimizer, scaler, [sampler.batch(k)])[0]) for k in range(config.head_warmup)]
+    finally:
+        for parameter in frozen:
+            parameter.requires_grad_(True)
+    return (f"new MLM head fitted for {config.head_warmup} steps with the encoder frozen: "
+            f"MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats")
 
 
 def train_step(replica: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, batches: list[PretrainBatch]) -> torch.Tensor:
@@ -396,11 +445,13 @@ class _Step:
     to its longest (bar dropout draws and float rounding), at a fraction of the padding. Any other
     inputs (a PyG ``Batch`` of masked graphs for a GIN) encode themselves (``inputs.encode``).
     ``inputs`` may also be the text encoders' ``(n, T)`` token id tensor, with ``lengths`` ``(n,)``
-    and ``mask_id``, which make its :class:`TokenRows`.
+    and ``mask_id``, which make its :class:`TokenRows`. With ``normalize`` the objectives see the
+    L2-normalised embeddings: the vector an encoder whose output is normalised writes.
     """
 
     def __init__(self, inputs, lengths: np.ndarray | None, objectives: list[tuple[float, Objective]], device: torch.device,
-                 amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = Distributed(), max_buckets: int = 4) -> None:
+                 amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = Distributed(), max_buckets: int = 4,
+                 normalize: bool = False) -> None:
         self.inputs = TokenRows(inputs, lengths, mask_id) if isinstance(inputs, torch.Tensor) else inputs
         self.tokens = isinstance(self.inputs, TokenRows)
         self.lengths = self.inputs.lengths
@@ -410,6 +461,7 @@ class _Step:
         self.device = device
         self.amp_dtype = amp_dtype
         self.place = place
+        self.normalize = normalize
         self.needs_pairs = any(objective.needs_pairs for _, objective in objectives)
         self.needs_mlm = any(objective.needs_mlm for _, objective in objectives)
 
@@ -502,6 +554,8 @@ class _Step:
         """The objectives on one step's ``(n_rows, H)`` embeddings and ``(M, V)`` MLM logits at the
         ``(M,)`` targets (``(M, 2)`` ``sites``: sample and column of each; ``relations``: the seeds'
         pair relations): ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
+        if self.normalize:
+            embeddings = F.normalize(embeddings.float(), dim=-1)
         inputs = ObjectiveInputs(embeddings, self._tensor(batch.positive_pairs), self._tensor(batch.negative_pairs),
                                  logits, targets, int(batch.mask.sum()), sites, relations, batch.n_seeds)
         with self.autocast():

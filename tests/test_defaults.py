@@ -1,0 +1,164 @@
+"""Defaults per init kind, the loss geometry, the head warm-up and the stalled-L_SI guard."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sipt_lab.cli.main import main
+from sipt_lab.defaults import INIT_DEFAULTS, init_kind, train_config
+from sipt_lab.experiments.domain_run import PRESETS
+from sipt_lab.experiments.pretraining import PretrainJob, run_pretraining
+from sipt_lab.experiments.simulate import simulation_config
+from sipt_lab.models import encoder_source
+from sipt_lab.models.hf import is_untrained
+from sipt_lab.objectives import ObjectiveInputs, Objective
+from sipt_lab.samples import read_sample_graph, read_samples
+from sipt_lab.training import TrainConfig, pretrain
+from sipt_lab.training.diagnostics import stalled_structure_loss
+from sipt_lab.training.trainer import _Step
+
+from hf_fakes import WORDS, write_tiny_bert
+
+
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory):
+    """An untrained sentence-transformers checkpoint without an MLM head (mean pooling + Normalize)."""
+    return write_tiny_bert(tmp_path_factory.mktemp("st") / "tiny-st", WORDS, with_head=False, st_pooling="mean")
+
+
+@pytest.fixture()
+def files(tmp_path):
+    """24 random word texts in 3 label cliques."""
+    rng = np.random.default_rng(0)
+    ids = [f"s{i}" for i in range(24)]
+    (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{' '.join(rng.choice(WORDS, 6))}\n" for i in ids))
+    (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{k % 3}\n" for k, i in enumerate(ids)))
+    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for j, a in enumerate(ids) for k, b in enumerate(ids) if j < k and j % 3 == k % 3))
+    return tmp_path
+
+
+# ---------------------------------------------------------------- one table, every command
+def test_init_kinds_follow_the_weights(tiny_bert, tmp_path):
+    assert init_kind("char") == "char" and init_kind("minilm") == "checkpoint"
+    assert init_kind(str(tiny_bert)) == "fresh" and is_untrained(tiny_bert)
+    trained = write_tiny_bert(tmp_path / "trained", WORDS)
+    from transformers import BertForMaskedLM
+
+    model = BertForMaskedLM.from_pretrained(trained)
+    with torch.no_grad():
+        model.bert.embeddings.LayerNorm.weight.mul_(1.01)
+    model.save_pretrained(trained)
+    assert init_kind(str(trained)) == "checkpoint"
+
+
+def test_commands_take_their_defaults_from_the_table():
+    char = INIT_DEFAULTS["char"]
+    train = simulation_config("torus").train
+    assert (train.lr, train.lambda_si, train.loss, train.mask_replacement) == (char.lr, char.lambda_si, char.loss, char.mask_replacement)
+    assert train.loss_params["pos_margin"] == char.loss_params["pos_margin"]
+    checkpoint = INIT_DEFAULTS["checkpoint"]
+    for preset in PRESETS.values():
+        assert (preset.pretrain.loss, preset.pretrain.loss_params, preset.pretrain.head_warmup) == (
+            checkpoint.loss, checkpoint.loss_params, checkpoint.head_warmup)
+    assert train_config("checkpoint", loss="contrastive").loss_params == {}  # another loss drops the default's parameters
+    help_text = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--help"], capture_output=True, text=True,
+                               env={**os.environ, "COLUMNS": "1000"}).stdout
+    assert f"{checkpoint.lr} for a checkpoint" in help_text and f"{char.lr} for --init char" in help_text
+
+
+# ---------------------------------------------------------------- geometry
+def test_structure_loss_sees_the_normalised_vector_the_encoder_outputs():
+    seen = []
+
+    class Capture(Objective):
+        name, needs_pairs = "si", True
+
+        def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
+            seen.append(inputs.embeddings)
+            return inputs.embeddings.sum() * 0
+
+    from sipt_lab.training.batches import PretrainBatch
+
+    batch = PretrainBatch(np.arange(2), 2, np.array([1, 0]), np.array([-1, -1]), np.zeros((2, 1), bool),
+                          np.array([[0, 1]]), np.empty((0, 2), np.int64), None)
+    for normalize in (False, True):
+        step = _Step(torch.zeros(2, 3, dtype=torch.long), np.array([3, 3]), [(1.0, Capture())], torch.device("cpu"), normalize=normalize)
+        step.combine(batch, torch.tensor([[3.0, 4.0], [0.0, 2.0]]), None, None)
+    np.testing.assert_allclose(seen[0].norm(dim=1).numpy(), [5.0, 2.0])
+    np.testing.assert_allclose(seen[1].norm(dim=1).numpy(), [1.0, 1.0], rtol=1e-6)
+
+
+def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_training(files, tiny_st, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["pretrain", "--samples", str(files / "samples.tsv"), "--edges", str(files / "edges.tsv"), "--init", str(tiny_st),
+                 "--loss", "contrastive", "--loss-param", "neg_margin=3", "--steps", "2", "--out", str(out), "--quiet"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and len(error.splitlines()) == 1 and "neg_margin 3 cannot be met" in error and "[0, 2]" in error
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- head warm-up
+def test_head_warm_up_fits_the_new_head_and_leaves_the_encoder(files, tiny_st):
+    samples = read_samples(files / "samples.tsv")
+    graph = read_sample_graph(files / "edges.tsv", samples)
+    source = encoder_source(str(tiny_st))
+    config = train_config("checkpoint", steps=1, lr=1e-12, batch_size=8, head_warmup=6, device="cpu")
+    result = pretrain(list(samples.texts), graph, config, source, progress=False)
+    assert any("new MLM head fitted for 6 steps with the encoder frozen" in note for note in result.notes)
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        initial, _ = source.encoder(source.tokenizer([], None))
+    trained_base, initial_base = dict(result.encoder.model.base_model.named_parameters()), dict(initial.model.base_model.named_parameters())
+    for name, parameter in initial_base.items():
+        torch.testing.assert_close(trained_base[name], parameter, atol=1e-8, rtol=0, msg=name)
+    head = {id(p) for p in result.encoder.new_head_parameters()}
+    moved = [name for name, p in result.encoder.model.named_parameters() if id(p) in head
+             and not torch.equal(p, dict(initial.model.named_parameters())[name])]
+    assert moved, "the warm-up left the new head untouched"
+
+
+# ---------------------------------------------------------------- the guard
+def test_guard_compares_the_first_and_last_tenth():
+    config = TrainConfig(loss="contrastive", lr=5e-5)
+    assert stalled_structure_loss(np.linspace(10.0, 5.0, 40), config) is None
+    warning = stalled_structure_loss(np.full(40, 9.9), config)
+    assert "L_SI did not fall over the first 40 steps" in warning and "neg_margin=10" in warning and "lr 5e-05" in warning
+    assert stalled_structure_loss(np.full(10, 9.9), config) is None  # too short to judge
+
+
+def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(files, tmp_path, caplog):
+    train = train_config("char", steps=20, batch_size=8, device="cpu", loss_params={"neg_margin": 1e4}, max_len=24)
+    job = PretrainJob(samples=str(files / "samples.tsv"), edges=str(files / "edges.tsv"), labels=str(files / "labels.tsv"),
+                      init="char", train=train)
+    with caplog.at_level(logging.WARNING, logger="sipt_lab"):
+        outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
+    assert any("L_SI did not fall" in record.getMessage() for record in caplog.records)
+    assert len(outcome.report["warnings"]) == 1 and "margins may not fit" in outcome.report["warnings"][0]
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["warnings"] == outcome.report["warnings"]
+    from sipt_lab.experiments.pretraining import theorem1_message
+
+    assert theorem1_message(outcome.report).endswith(outcome.report["warnings"][0])
+
+
+# ---------------------------------------------------------------- output
+def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(files, tiny_st, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(files / "samples.tsv"),
+                          "--edges", str(files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
+                          "--head-warmup", "2", "--out", str(tmp_path / "run"), "--quiet"],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert run.returncode == 0, run.stderr
+    assert "Writing" not in run.stderr and "Loading" not in run.stderr and "%|" not in run.stderr, run.stderr
+    assert run.stdout.endswith("\n") and "model:" in run.stdout.splitlines()[-1]
+
+
+def test_a_checkpoint_without_a_pooling_of_its_own_is_mean_pooled(tiny_bert):
+    source = encoder_source(str(tiny_bert))
+    encoder, _ = source.encoder(source.tokenizer([], None))
+    assert encoder.pooling == "mean" and not encoder.normalize
