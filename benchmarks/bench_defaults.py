@@ -18,7 +18,7 @@ random graph SIPT's AUROC rises by no more than the LM-only arm's (same steps: w
 fresh model) plus the seed noise (2 sd of the paired differences). Then MiniLM on an
 inductive split (``--inductive``): pre-train on some articles, and score 3-NN accuracy and a
 logistic-regression probe's macro-F1 on never-seen articles (references / probe fitted on other
-never-seen articles): SIPT with the defaults against the untouched init.
+never-seen articles): SIPT and LM-only with the defaults against the untouched init.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def tiny_bert(directory: Path) -> str:
 
 
 #: TrainConfig fields set by ``--set NAME=VALUE`` (to measure an alternative to a default).
-OVERRIDES: dict[str, object] = {}
+OVERRIDES: dict[str, object] = {"device": "cpu"}
 #: ``--pooling`` of the Hugging Face inits (None: each one's own).
 POOLING: dict[str, str | None] = {}
 
@@ -123,7 +123,7 @@ def job(task: dict[str, str], init: str, steps: int, seed: int, lambda_si: float
     """What ``sipt-lab pretrain --samples --edges --labels --init --steps --batch-size 16 --max-length 64 --seed
     [--lambda-si]`` runs."""
     options = {**OVERRIDES, **({} if lambda_si is None else {"lambda_si": lambda_si})}
-    train = train_config(init_kind(init), steps=steps, batch_size=16, max_len=64, seed=seed, device="cpu", **options)
+    train = train_config(init_kind(init), steps=steps, batch_size=16, max_len=64, seed=seed, **options)
     return PretrainJob(samples=task["samples"], edges=task["edges"], labels=task["labels"], init=init, train=train, pooling=None if init == "char" else POOLING.get("checkpoints"))
 
 
@@ -178,10 +178,13 @@ def print_report_table(rows: list[dict]) -> None:
     print("\n" + "\n".join(verdicts))
 
 
-def inductive(root: Path, steps: int, seeds: int, per_category: int) -> None:
-    """MiniLM on never-seen articles: the untouched init vs SIPT with the defaults (see the module docstring)."""
+def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str) -> None:
+    """MiniLM on never-seen articles: the untouched init vs LM-only and SIPT with the defaults (see the
+    module docstring); the probe is a logistic regression on standardised embeddings."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     rng = np.random.default_rng(1)
     texts, labels = category_articles(3 * per_category, rng)
@@ -193,16 +196,18 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int) -> None:
 
     def scores(vectors: np.ndarray) -> tuple[float, float]:
         knn = heldout_knn(vectors[train], labels[train], vectors[test], labels[test], 3)
-        probe = LogisticRegression(max_iter=2000).fit(vectors[train], labels[train])
+        probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)).fit(vectors[train], labels[train])
         return knn.accuracy, f1_score(labels[test], probe.predict(vectors[test]), average="macro")
 
-    results = {"init": [], "SIPT": []}
+    results = {"init": [], "LM only": [], "SIPT": []}
     for seed in range(seeds):
-        run = job(task, "minilm", steps, seed)
+        run = job(task, minilm, steps, seed)
         source = job_source(run)
         results["init"].append(scores(initial_embeddings(texts, run.train, source, source.tokenizer(texts, 64))))
-        outcome = run_pretraining(run, root / "runs" / f"inductive-{seed}", progress=False, log=lambda _: None)
-        results["SIPT"].append(scores(embed(outcome.result.encoder, outcome.result.tokenizer, texts)))
+        for arm, lambda_si in (("LM only", 0.0), ("SIPT", None)):
+            outcome = run_pretraining(job(task, minilm, steps, seed, lambda_si), root / "runs" / f"inductive-{arm[:2]}-{seed}",
+                                      progress=False, log=lambda _: None)
+            results[arm].append(scores(embed(outcome.result.encoder, outcome.result.tokenizer, texts, device=run.train.device)))
     print(f"\nMiniLM on never-seen articles ({len(pretraining)} pre-training, {len(train)} FT train, {len(test)} test, {seeds} seeds):")
     print("| arm | 3-NN accuracy | probe macro-F1 |\n|---|---|---|")
     for arm, values in results.items():
@@ -222,19 +227,23 @@ def main() -> None:
     parser.add_argument("--graphs", nargs="+", default=["wiki-categories", "topic-cliques", "random"])
     parser.add_argument("--inductive", action="store_true", help="also the MiniLM inductive split")
     parser.add_argument("--pooling", choices=("cls", "mean"), help="pooling of the Hugging Face inits (default: each one's own)")
+    parser.add_argument("--device", default="cpu", help="where every run trains and embeds (default: %(default)s)")
+    parser.add_argument("--minilm", metavar="DIR", help="a local copy of all-MiniLM-L6-v2 to use as the minilm init (default: the package's)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
                         help="TrainConfig fields instead of the defaults, e.g. lambda_si=0.5 or loss_params={...} (Python literals)")
     args = parser.parse_args()
     POOLING["checkpoints"] = args.pooling
+    OVERRIDES["device"] = args.device
     OVERRIDES.update({name: ast.literal_eval(value) for name, _, value in (item.partition("=") for item in args.set)})
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         graphs = {name: task for name, task in tasks(root, args.per_category, args.cliques_nodes).items() if name in args.graphs}
-        inits = {name: tiny_bert(root / "tiny-bert") if name == "tiny-bert" else name for name in args.inits}
+        paths = {"tiny-bert": lambda: tiny_bert(root / "tiny-bert"), "minilm": lambda: args.minilm or "minilm", "char": lambda: "char"}
+        inits = {name: paths[name]() for name in args.inits}
         rows = report_rows(root, graphs, inits, args.seeds, args.steps)
         print_report_table(rows)
         if args.inductive:
-            inductive(root, args.steps, args.seeds, args.per_category)
+            inductive(root, args.steps, args.seeds, args.per_category, inits.get("minilm", args.minilm or "minilm"))
 
 
 if __name__ == "__main__":
