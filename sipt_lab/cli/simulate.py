@@ -7,6 +7,7 @@ import json
 import math
 
 from sipt_lab.cli.graph import GRAPH_FLAGS
+from sipt_lab.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
@@ -47,9 +48,9 @@ def register(subparsers) -> None:
     parser.add_argument("--methods", nargs="+", default=["lm", "sipt"], metavar="NAME",
                         help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(METHODS)} "
                         "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)")
-    parser.add_argument("--lambda-si", type=float, default=0.1, metavar="L",
+    parser.add_argument("--lambda-si", type=float, default=PAPER_LAMBDA_SI, metavar="L",
                         help="weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)")
-    parser.add_argument("--loss", default="contrastive", metavar="LOSS",
+    parser.add_argument("--loss", default=INIT_DEFAULTS["char"].loss, metavar="LOSS",
                         help=f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)")
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the structure-inducing loss, repeatable (contrastive: "

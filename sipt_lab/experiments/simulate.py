@@ -23,7 +23,7 @@ import numpy as np
 
 from sipt_lab import names
 from sipt_lab.config import config_hash, config_to_dict, save_config
-from sipt_lab.defaults import init_defaults
+from sipt_lab.defaults import PAPER_LAMBDA_SI, init_defaults
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
@@ -39,8 +39,9 @@ from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe,
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
 from sipt_lab.training.trainer import PretrainResult, steps_for_epochs
 
-#: The defaults of the character transformer every experiment trains.
-CHAR_DEFAULTS = init_defaults("char")
+#: The defaults of the character transformer every experiment trains; the SIPT arm's λ is the
+#: paper's protocol (0.1), not the char init's default for a user's short run.
+CHAR_DEFAULTS = dataclasses.replace(init_defaults("char"), lambda_si=PAPER_LAMBDA_SI)
 #: The default methods (arms) of an experiment; any of :data:`sipt_lab.methods.METHODS` may be run.
 ARMS = ("lm", "sipt")
 
