@@ -119,7 +119,7 @@ def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> 
 def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = "stream",
                            chunk_edges: int | None = None, edge_columns=("u", "v"),
                            label_columns=("node", "label"), scheduler: str | None = None,
-                           workers: int = 2, spill_dir=None):
+                           workers: int = 2, spill_dir=None, connect_timeout: float = 10.0):
     """:func:`consistency_report` of a labelled graph too large for memory, read from files.
 
     ``edges``: a Parquet file or directory (columns ``edge_columns``), or a text file, ``.tsv`` /
@@ -127,7 +127,8 @@ def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = 
     ``label_columns`` (``node``, ``label``). ``engine="stream"`` reads the edges in chunks of
     ``chunk_edges`` on this machine (:mod:`sipt_lab.consistency_stream`, memory bound there);
     ``"dask"`` runs the same computation on a Dask cluster at ``scheduler`` (a ``LocalCluster``
-    of ``workers`` workers when None; :mod:`sipt_lab.consistency_dask`). The result equals
+    of ``workers`` workers when None, giving up on an unreachable one after ``connect_timeout``
+    seconds; :mod:`sipt_lab.consistency_dask`). The result equals
     :func:`consistency_report` of the same graph read in memory, ties included; self-loops and
     duplicate edges are dropped and counted as there. Returns a
     :class:`~sipt_lab.consistency_stream.FileConsistency`.
@@ -143,7 +144,7 @@ def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = 
 
         return dask_consistency(edges, labels, ties, scheduler=scheduler, workers=workers,
                                 chunk_edges=chunk_edges, edge_columns=edge_columns,
-                                label_columns=label_columns)
+                                label_columns=label_columns, connect_timeout=connect_timeout)
     raise SiptError(f"unknown engine {engine!r}; use stream or dask")
 
 

@@ -69,16 +69,22 @@ class EdgeTally:
     unknown: int = 0
     first_unknown: tuple[int, str] | None = None
 
-    def merge(self, other: EdgeTally) -> EdgeTally:
-        first = min((t.first_unknown for t in (self, other) if t.first_unknown), default=None)
-        return EdgeTally(self.rows + other.rows, self.self_loops + other.self_loops,
-                         self.unknown + other.unknown, first)
+    def add(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Count the rows with node numbers ``u``, ``v`` (``(m,)`` int64, -1 where unlabelled);
+        returns the ``(m,)`` bool mask of the edges to keep (labelled ends, not a self-loop)."""
+        unknown = (u < 0) | (v < 0)
+        loops = ~unknown & (u == v)
+        self.rows += int(u.size)
+        self.unknown += int(unknown.sum())
+        self.self_loops += int(loops.sum())
+        return ~unknown & ~loops
 
     def check(self, edges, labels) -> None:
         """SiptError naming the first edge with an unlabelled node, as the in-memory reader does."""
         if self.unknown:
-            row, name = self.first_unknown
-            raise SiptError(f"{edges}: edge {row}: node {name!r} has no label in {labels}; add it to "
+            row, name = self.first_unknown or (None, "?")
+            where = f"{edges}: edge {row}" if row else f"{edges}"
+            raise SiptError(f"{where}: node {name!r} has no label in {labels}; add it to "
                             f"the labels file or remove the edge ({self.unknown} such edge(s))")
 
 
@@ -129,22 +135,21 @@ def stream_consistency(edges, labels, ties: str = "split", *, chunk_edges: int |
 
 
 def directed_keys(u_ids, v_ids, index: NodeIndex, tally: EdgeTally) -> np.ndarray:
-    """``(2k,)`` int64 records ``src * n + dst`` of both directions of the ``k`` edges of a chunk
-    (id arrays ``u_ids``, ``v_ids``) that join two distinct labelled nodes; ``tally`` counts the
-    chunk's rows, self-loops and edges with an unlabelled end."""
+    """:func:`pair_keys` of the edges of a chunk (id arrays ``u_ids``, ``v_ids``) that join two
+    distinct labelled nodes; ``tally`` counts the chunk's rows, self-loops and unlabelled ends."""
     u, v = index.lookup(u_ids), index.lookup(v_ids)
-    unknown = (u < 0) | (v < 0)
-    if unknown.any():
-        k = int(np.flatnonzero(unknown)[0])
-        name = str(as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py())
-        tally.first_unknown = tally.first_unknown or (tally.rows + k + 1, name)
-        tally.unknown += int(unknown.sum())
-    loops = ~unknown & (u == v)
-    tally.self_loops += int(loops.sum())
-    tally.rows += int(u.size)
-    keep = ~unknown & ~loops
-    u, v = u[keep], v[keep]
-    n = np.int64(index.n_nodes)
+    rows = tally.rows
+    keep = tally.add(u, v)
+    if tally.unknown and tally.first_unknown is None:
+        k = int(np.flatnonzero((u < 0) | (v < 0))[0])
+        tally.first_unknown = (rows + k + 1, str(as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py()))
+    return pair_keys(u[keep], v[keep], index.n_nodes)
+
+
+def pair_keys(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """``(2k,)`` int64 directed records ``src * n + dst`` of both directions of the ``k`` edges
+    ``(u, v)`` (node numbers, ``u != v``)."""
+    n = np.int64(n)
     return np.concatenate([u * n + v, v * n + u])
 
 

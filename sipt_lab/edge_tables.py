@@ -111,7 +111,7 @@ def edge_chunks(path, chunk_edges: int, columns=("u", "v")) -> Iterator[tuple[pa
     check_chunk_edges(chunk_edges)
     n_rows = 0
     if is_parquet(path):
-        dataset = _parquet_dataset(path, "edges", columns)
+        dataset = parquet_dataset(path, "edges", columns)
         batches = dataset.to_batches(columns=list(columns), batch_size=chunk_edges,
                                      batch_readahead=1, fragment_readahead=1)
     else:
@@ -136,7 +136,7 @@ def check_chunk_edges(chunk_edges) -> int:
 def estimate_edges(path) -> int:
     """Number of edges in ``path``: exact for Parquet (its metadata), estimated from the size for text."""
     if is_parquet(path):
-        return int(_parquet_dataset(path, "edges", None).count_rows())
+        return int(parquet_dataset(path, "edges", None).count_rows())
     size = os.path.getsize(path)
     return max(1, size * (4 if str(path).endswith(".gz") else 1) // TEXT_BYTES_PER_EDGE)
 
@@ -149,7 +149,7 @@ def block_bytes(chunk_edges: int) -> int:
 def read_table(path, what: str, columns) -> pa.Table:
     """The whole two-column table of a labels or edges file (``what`` names it in errors)."""
     if is_parquet(path):
-        return _parquet_dataset(path, what, columns).to_table(columns=list(columns))
+        return parquet_dataset(path, what, columns).to_table(columns=list(columns))
     return pa.Table.from_batches(list(_text_batches(path, what, MAX_BLOCK_BYTES)), schema=_TEXT_SCHEMA)
 
 
@@ -255,7 +255,9 @@ def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([u, v], schema=_TEXT_SCHEMA)
 
 
-def _parquet_dataset(path, what: str, columns) -> pads.Dataset:
+def parquet_dataset(path, what: str, columns) -> pads.Dataset:
+    """The Parquet file or directory ``path`` as an Arrow dataset; a one-line SiptError when it
+    cannot be read or lacks one of ``columns`` (naming the columns it has)."""
     if not os.path.exists(path):
         raise SiptError(f"{what} file {path} does not exist; check the path")
     try:
