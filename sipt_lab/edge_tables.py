@@ -225,7 +225,12 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
     try:
         if isinstance(source, (str, os.PathLike)) and not os.path.isfile(source):
             raise SiptError(f"{what} file {source} does not exist or is not a file; check the path")
-        reader = pacsv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert)
+        try:
+            reader = pacsv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert)
+        except pa.ArrowInvalid as error:
+            if "Empty CSV file" in str(error):
+                return  # the caller says the file has no data lines
+            raise
         for batch in reader:
             if batch.num_rows:
                 yield _clean_text_batch(batch, name)
