@@ -37,7 +37,7 @@ from sipt_lab.edge_tables import NodeIndex, as_arrow, check_chunk_edges, edge_ch
 from sipt_lab.errors import SiptError
 
 #: Default number of edges per chunk.
-DEFAULT_CHUNK_EDGES = 1 << 22
+DEFAULT_CHUNK_EDGES = 1 << 21
 #: Most spill files open at once (one per partition).
 MAX_PARTITIONS = 256
 #: Records per partition, in chunks: a larger partition is re-split before it is loaded.

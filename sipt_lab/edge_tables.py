@@ -77,6 +77,8 @@ class NodeIndex:
             keys = values if _is_string(values.type) else pc.cast(values, pa.string())
             return _fill(pc.index_in(keys, value_set=self.ids))
         ints, valid = int_keys(values)
+        if self.table is not None and valid.all() and ints.size and ints.min() >= 0 and ints.max() < self.table.size:
+            return self.table[ints].astype(np.int64)  # the common case: every id is in the table's range
         if self.table is None:
             found = _fill(pc.index_in(pa.array(ints), value_set=self.ids))
             return np.where(valid, found, -1)
