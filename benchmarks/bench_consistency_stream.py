@@ -93,6 +93,7 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
         values = (report.local_consistency, report.node_homophily, report.edge_homophily, report.n_edges)
     else:
         con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         con.execute("SET threads = 2")
         con.execute("SET memory_limit = '8GB'")
         con.execute(f"SET temp_directory = '{Path(edges).parent / 'duckdb-tmp'}'")
@@ -122,14 +123,14 @@ def run_child(method: str, fmt: str, graph: dict, timeout: float) -> dict | None
     """:func:`measure` in a fresh interpreter (so that its peak RSS is its own); None on timeout."""
     code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
             f"import bench_consistency_stream as b; "
-            f"print(json.dumps(b.measure({method!r}, {fmt!r}, {graph[fmt]!r}, {graph['labels']!r})))")
+            f"print('RESULT', json.dumps(b.measure({method!r}, {fmt!r}, {graph[fmt]!r}, {graph['labels']!r})))")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
     if done.returncode:
         raise RuntimeError(f"{method}/{fmt} failed: {done.stderr.strip().splitlines()[-1]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
 def main() -> None:

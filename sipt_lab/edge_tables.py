@@ -47,7 +47,8 @@ class NodeIndex:
     """The labelled nodes and their label codes, with a vectorised id -> node number lookup.
 
     ``ids``: ``(n,)`` int64 or string Arrow array of node ids (each once, labels-file order);
-    ``codes``: ``(n,)`` int64 label codes into ``label_names`` (the sorted distinct label strings);
+    ``codes``: ``(n,)`` label codes into ``label_names`` (the sorted distinct label strings), in the
+    smallest unsigned dtype that holds them (the counting kernel's dtype, so it never converts them);
     ``table``: for small non-negative integer ids, the ``(max id + 1,)`` int array of node numbers
     (-1 where no node) that :meth:`lookup` gathers through; None otherwise.
     """
@@ -104,6 +105,7 @@ def read_node_index(path, columns=("node", "label")) -> NodeIndex:
     ids, labels = _drop_repeated_nodes(ids, labels, path)
     label_names = pc.unique(labels).sort().to_pylist()
     codes = _fill(pc.index_in(labels, value_set=pa.array(label_names, pa.string())))
+    codes = codes.astype(np.min_scalar_type(max(len(label_names) - 1, 0)))
     return NodeIndex(ids, codes, label_names, _dense_table(ids))
 
 
