@@ -46,43 +46,38 @@ _POW10 = 10 ** np.arange(1, _MAX_INT_DIGITS + 1, dtype=np.int64)
 class NodeIndex:
     """The labelled nodes and their label codes, with a vectorised id -> node number lookup.
 
-    ``ids``: ``(n,)`` int64 or string Arrow array of node ids (each once, labels-file order);
     ``codes``: ``(n,)`` label codes into ``label_names`` (the sorted distinct label strings), in the
     smallest unsigned dtype that holds them (the counting kernel's dtype, so it never converts them);
-    ``table``: for small non-negative integer ids, the ``(max id + 1,)`` int array of node numbers
-    (-1 where no node) that :meth:`lookup` gathers through; None otherwise.
+    ``table``: for small non-negative integer ids, the ``(max id + 1,)`` int32 (int64 past 2^31
+    nodes) array of node numbers, -1 where no node, that :meth:`lookup` gathers through; None
+    otherwise, and then ``ids``: the ``(n,)`` int64 or string Arrow array of node ids (each once).
     """
 
-    ids: pa.Array
     codes: np.ndarray
     label_names: list[str]
     table: np.ndarray | None
+    ids: pa.Array | None = None
 
     @property
     def n_nodes(self) -> int:
-        return len(self.ids)
+        return int(self.codes.size)
 
     @property
     def n_classes(self) -> int:
         return len(self.label_names)
 
-    @property
-    def int_ids(self) -> bool:
-        return pa.types.is_integer(self.ids.type)
-
     def lookup(self, values) -> np.ndarray:
         """``(m,)`` int64 node numbers of the Arrow (or numpy/pandas) ids ``values``; -1 where an id
         is not a labelled node."""
         values = as_arrow(values)
-        if not self.int_ids:
+        if self.table is None and not pa.types.is_integer(self.ids.type):
             keys = values if _is_string(values.type) else pc.cast(values, pa.string())
             return _fill(pc.index_in(keys, value_set=self.ids))
         ints, valid = int_keys(values)
-        if self.table is not None and valid.all() and ints.size and ints.min() >= 0 and ints.max() < self.table.size:
-            return self.table[ints].astype(np.int64)  # the common case: every id is in the table's range
         if self.table is None:
-            found = _fill(pc.index_in(pa.array(ints), value_set=self.ids))
-            return np.where(valid, found, -1)
+            return np.where(valid, _fill(pc.index_in(pa.array(ints), value_set=self.ids)), -1)
+        if valid.all() and ints.size and ints.min() >= 0 and ints.max() < self.table.size:
+            return self.table[ints].astype(np.int64)  # the common case: every id is in the table's range
         inside = valid & (ints >= 0) & (ints < self.table.size)
         return np.where(inside, self.table[np.where(inside, ints, 0)], -1).astype(np.int64, copy=False)
 
@@ -91,22 +86,31 @@ def read_node_index(path, columns=("node", "label")) -> NodeIndex:
     """:class:`NodeIndex` of a labels file (``node``, ``label`` per row, formats as in the module doc).
 
     A node listed twice with the same label is kept once; with two labels it is an error naming the
-    node. Labels are compared as strings (an integer Parquet column as its decimal strings).
+    node. Labels are compared as strings (an integer Parquet column as its decimal strings). Memory:
+    the file's two columns plus about 30 bytes per node, converted block by block.
     """
     table = read_table(path, "labels", columns)
     if table.num_rows == 0:
         raise SiptError(f"labels file {path} is empty (no data lines); expected one node<TAB>label pair per line")
-    ids, labels = table.column(0).combine_chunks(), table.column(1).combine_chunks()
+    ids, labels = table.column(0), table.column(1)
+    del table
     labels = labels if _is_string(labels.type) else pc.cast(labels, pa.string())
     if not _is_string(ids.type) and not pa.types.is_integer(ids.type):
         raise SiptError(f"labels file {path}: node ids are {ids.type}; use integer or string ids")
-    ints, valid = int_keys(ids)
-    ids = pa.array(ints) if valid.all() else (ids if _is_string(ids.type) else pc.cast(ids, pa.string()))
-    ids, labels = _drop_repeated_nodes(ids, labels, path)
     label_names = pc.unique(labels).sort().to_pylist()
-    codes = _fill(pc.index_in(labels, value_set=pa.array(label_names, pa.string())))
-    codes = codes.astype(np.min_scalar_type(max(len(label_names) - 1, 0)))
-    return NodeIndex(ids, codes, label_names, _dense_table(ids))
+    label_set = pa.array(label_names, pa.string())
+    dtype = np.min_scalar_type(max(len(label_names) - 1, 0))
+    codes = np.concatenate([_fill(pc.index_in(chunk, value_set=label_set)).astype(dtype) for chunk in labels.chunks])
+    del labels
+    ints, valid = map(np.concatenate, zip(*(int_keys(chunk) for chunk in ids.chunks)))
+    if valid.all() and ints.min() >= 0 and ints.max() < 4 * ints.size + 1024:
+        del ids
+        return _dense_index(ints, codes, label_names, path)
+    ids = pa.array(ints) if valid.all() else ids.combine_chunks()
+    del ints, valid
+    ids = ids if _is_string(ids.type) or pa.types.is_integer(ids.type) else pc.cast(ids, pa.string())
+    ids, codes = _drop_repeated_nodes(ids, codes, label_names, path)
+    return NodeIndex(codes, label_names, None, ids)
 
 
 def edge_chunks(path, chunk_edges: int, columns=("u", "v")) -> Iterator[tuple[pa.Array, pa.Array]]:
@@ -283,34 +287,48 @@ def parquet_dataset(path, what: str, columns) -> pads.Dataset:
     return dataset
 
 
-def _drop_repeated_nodes(ids: pa.Array, labels: pa.Array, path) -> tuple[pa.Array, pa.Array]:
-    """Keep each node's first row; a node with two different labels is a SiptError."""
+def _drop_repeated_nodes(ids: pa.Array, codes: np.ndarray, label_names, path) -> tuple[pa.Array, np.ndarray]:
+    """Keep each node's first row (by a stable sort of the ids); two labels for a node is a SiptError."""
     order = pc.sort_indices(ids)  # stable: repeats stay in file order
-    sorted_ids, sorted_labels = ids.take(order), labels.take(order)
+    sorted_ids = ids.take(order)
+    order = _to_numpy(order)
     repeat = _fill_bool(pc.equal(sorted_ids.slice(1), sorted_ids.slice(0, len(ids) - 1)))
     if not repeat.any():
-        return ids, labels
-    clash = repeat & ~_fill_bool(pc.equal(sorted_labels.slice(1), sorted_labels.slice(0, len(ids) - 1)))
+        return ids, codes
+    first = np.flatnonzero(~np.concatenate([[False], repeat]))  # first row of each run of equal ids
+    winner = order[first[np.searchsorted(first, np.arange(len(ids)), side="right") - 1]]
+    _check_one_label(order, winner, codes, label_names, lambda k: sorted_ids[k].as_py(), path)
+    keep = np.zeros(len(ids), bool)
+    keep[order[first]] = True
+    return ids.filter(pa.array(keep)), codes[keep]
+
+
+def _dense_index(ints: np.ndarray, codes: np.ndarray, label_names, path) -> NodeIndex:
+    """:class:`NodeIndex` of small non-negative integer ids through a lookup table; a node listed
+    on several rows is kept once (from one of them), and they must give it one label."""
+    n = ints.size
+    dtype = np.int32 if n < 2**31 else np.int64
+    rows = np.arange(n, dtype=dtype)
+    table = np.full(int(ints.max()) + 1, -1, dtype)
+    table[ints] = rows  # of an id's rows, one is written last: its winner
+    winner = table[ints]
+    if (winner != rows).any():
+        _check_one_label(rows, winner, codes, label_names, lambda k: int(ints[k]), path)
+        keep = winner == rows
+        codes = codes[keep]
+        table[ints[keep]] = np.arange(int(keep.sum()), dtype=dtype)
+    return NodeIndex(codes, label_names, table)
+
+
+def _check_one_label(rows, winner, codes, label_names, name_of, path) -> None:
+    """SiptError if a row's label differs from its node's kept row ``winner`` (both ``(n,)``, as
+    positions of ``rows``; ``name_of(k)`` names the node of position ``k``)."""
+    clash = codes[rows] != codes[winner]
     if clash.any():
         k = int(np.flatnonzero(clash)[0])
-        raise SiptError(f"{path}: node {str(sorted_ids[k + 1].as_py())!r} has labels {sorted_labels[k].as_py()!r} "
-                        f"and {sorted_labels[k + 1].as_py()!r}; give each node one label")
-    keep = np.ones(len(ids), bool)
-    keep[_to_numpy(order)[1:][repeat]] = False
-    mask = pa.array(keep)
-    return ids.filter(mask), labels.filter(mask)
-
-
-def _dense_table(ids: pa.Array) -> np.ndarray | None:
-    """Lookup table id -> node number for integer ids in ``[0, 4n + 1024)``, else None."""
-    if not pa.types.is_integer(ids.type) or len(ids) == 0:
-        return None
-    ints = _to_numpy(ids)
-    if ints.min() < 0 or ints.max() >= 4 * ints.size + 1024:
-        return None
-    table = np.full(int(ints.max()) + 1, -1, np.int32 if ints.size < 2**31 else np.int64)
-    table[ints] = np.arange(ints.size)
-    return table
+        first, second = label_names[codes[winner[k]]], label_names[codes[rows[k]]]
+        raise SiptError(f"{path}: node {str(name_of(k))!r} has labels {first!r} and {second!r}; "
+                        "give each node one label")
 
 
 def as_arrow(values) -> pa.Array:

@@ -120,6 +120,30 @@ def test_ids_are_matched_as_strings(tmp_path):
         consistency_from_files(tmp_path / "edges.tsv", tmp_path / "int-labels.tsv")
 
 
+@pytest.mark.parametrize("base", [0, 10**15, "x"])  # lookup table, integer hash join, string hash join
+def test_repeated_label_rows(tmp_path, base):
+    name = (lambda k: f"x{k}") if base == "x" else (lambda k: str(base + k))
+    (tmp_path / "labels.tsv").write_text("".join(f"{name(k)}\t{c}\n" for k, c in [(1, "a"), (2, "b"), (1, "a"), (3, "b"), (2, "b")]))
+    (tmp_path / "edges.tsv").write_text(f"{name(1)}\t{name(2)}\n{name(2)}\t{name(3)}\n{name(3)}\t{name(1)}\n")
+    read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    got = consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    assert got.report == consistency_report(read.graph, read.labels) and got.report.n_nodes == 3
+    with open(tmp_path / "labels.tsv", "a") as labels:
+        labels.write(f"{name(3)}\ta\n")
+    with pytest.raises(SiptError, match=f"node '{name(3)}' has labels '[ab]' and '[ab]'"):
+        consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+
+
+def test_text_conventions_of_the_in_memory_reader(tmp_path):
+    # byte-order mark, CRLF, blank and space-only lines, comments (one holding a tab), padded fields
+    (tmp_path / "labels.tsv").write_bytes(b"\xef\xbb\xbfa\tx\r\nb\ty\r\n c \t x \r\nd\ty\n")
+    (tmp_path / "edges.tsv").write_bytes(b"\xef\xbb\xbfa\tb\r\n# a\tc\r\n\r\n  \r\n b\t c\n  # x\nc\ta\nd\tc\n")
+    read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    expected = FileConsistency(consistency_report(read.graph, read.labels), 0, 0)
+    assert read.graph.n_edges == 4
+    assert consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=2) == expected
+
+
 def test_parquet_labels_and_named_columns(tmp_path):
     u, v, labels = random_graph(np.random.default_rng(4), 50, 200, 2)
     expected = in_memory(tmp_path, u, v, labels, "strict", prefix="")
@@ -202,8 +226,10 @@ def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
     for k, rows in enumerate(np.array_split(np.arange(u.size), 3)):
         pq.write_table(pa.table({"u": [f"n{a}" for a in u[rows]], "v": [f"n{b}" for b in v[rows]]}),
                        parts / f"part-{k}.parquet")
-    for source in (edges, parts):  # a text file in 8 byte ranges; a directory of 3 Parquet files
-        got = consistency_from_files(source, labels_file, engine="dask", workers=2, chunk_edges=100)
+    int_edges, int_labels = write_graph(tmp_path, u, v, labels, "parquet", prefix="", name="int")
+    # a text file in 8 byte ranges; a directory of 3 Parquet files; integer ids
+    for source, labels_source in ((edges, labels_file), (parts, labels_file), (int_edges, int_labels)):
+        got = consistency_from_files(source, labels_source, engine="dask", workers=2, chunk_edges=100)
         assert got == expected
 
 
