@@ -5,8 +5,9 @@ Run as ``python benchmarks/bench_consistency_stream.py [--sizes 1e7 3e7 1e8] [--
 Each size ``m`` is a random graph of ``m`` integer-id edges over ``m / 10`` labelled nodes and 10
 classes (a few self-loops and repeats included), written once as Parquet and as TSV edges plus a
 TSV labels file (writing is not timed). Every measurement runs in a fresh child process, which
-reports its seconds (reading included) and peak RSS; the table gives edges per second and each
-method's time as a ratio to the streamed engine on the same input. Methods:
+reports its wall and CPU seconds (reading included, imports not) and peak RSS; the table gives
+edges per second and each method's time as a ratio to the streamed engine on the same input.
+Methods:
 
 * ``stream``: :func:`sipt_lab.consistency.consistency_from_files` (default chunk size);
 * ``memory``: from TSV, today's path (``load_graph_tsv`` + ``consistency_report``); from Parquet,
@@ -84,7 +85,7 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
 
     from sipt_lab.consistency import consistency_from_files
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     if method == "stream":
         report = consistency_from_files(edges, labels).report
         values = (report.local_consistency, report.node_homophily, report.edge_homophily, report.n_edges)
@@ -101,8 +102,14 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
                   f"read_csv('{edges}', delim='\\t', header=false, columns={{'u': 'BIGINT', 'v': 'BIGINT'}})")
         label_source = f"read_csv('{labels}', delim='\\t', header=false, columns={{'node': 'BIGINT', 'label': 'VARCHAR'}})"
         values = con.execute(SQL.format(edges=source, labels=label_source)).fetchone()
-    return {"seconds": time.perf_counter() - start, "values": [float(x) for x in values],
+    return {"seconds": time.perf_counter() - start, "cpu_seconds": _cpu_seconds() - cpu, "values": [float(x) for x in values],
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _in_memory(fmt: str, edges: str, labels: str):
@@ -171,22 +178,25 @@ def _rows(m: int, n: int, fmt: str, results: dict) -> list[tuple]:
     rows = []
     for method, result in results.items():
         if result is None:
-            rows.append((m, n, fmt, method, None, None, None, "-", "timed out"))
+            rows.append((m, n, fmt, method, None, None, None, None, "-", "timed out"))
             continue
         ratio = f"{result['seconds'] / stream['seconds']:.2f}x" if stream else "-"
         check = "-"
         if stream and method != "stream":
             same = np.allclose(result["values"], stream["values"], rtol=1e-9, atol=0)
             check = "equal" if same else f"DIFFERENT {result['values']} vs {stream['values']}"
-        rows.append((m, n, fmt, method, result["seconds"], m / result["seconds"], result["peak_rss_gib"], ratio, check))
+        rows.append((m, n, fmt, method, result["seconds"], result["cpu_seconds"], m / result["seconds"],
+                     result["peak_rss_gib"], ratio, check))
     return rows
 
 
 def _format(rows: list[tuple], header: bool = False) -> str:
-    names = ("edges", "nodes", "input", "method", "seconds", "edges/s", "peak RSS GiB", "time / stream", "LC, homophilies")
+    names = ("edges", "nodes", "input", "method", "seconds", "CPU s", "edges/s", "peak RSS GiB", "time / stream",
+             "LC, homophilies")
     lines = [names] if header else []
-    for m, n, fmt, method, seconds, rate, rss, ratio, check in rows:
+    for m, n, fmt, method, seconds, cpu, rate, rss, ratio, check in rows:
         lines.append((f"{m:,}", f"{n:,}", fmt, method, "-" if seconds is None else f"{seconds:.1f}",
+                      "-" if cpu is None else f"{cpu:.1f}",
                       "-" if rate is None else f"{rate / 1e6:.2f} M", "-" if rss is None else f"{rss:.2f}", ratio, check))
     widths = [max(len(line[k]) for line in lines) for k in range(len(names))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in lines)

@@ -50,8 +50,8 @@ def register(subparsers) -> None:
                        "Dask cluster (default: stream for Parquet/CSV edges or with --chunk-size, "
                        "else memory); all give the same numbers")
     scale.add_argument("--chunk-size", type=int, metavar="EDGES",
-                       help="edges per chunk of the stream engine, and text bytes per Dask partition "
-                       "/ 12 (default: 2097152); memory grows with it")
+                       help="edges per chunk of the stream engine (default: 2097152), and about per "
+                       "Dask partition of a text file; memory grows with it")
     scale.add_argument("--edge-columns", default="u,v", metavar="U,V",
                        help="the two node columns of a Parquet edges file (default: %(default)s)")
     scale.add_argument("--label-columns", default="node,label", metavar="NODE,LABEL",
