@@ -38,6 +38,8 @@ from sipt_lab.errors import SiptError
 TEXT_BYTES_PER_EDGE = 12
 #: Text block size bounds of the CSV reader, in bytes.
 MIN_BLOCK_BYTES, MAX_BLOCK_BYTES = 1 << 16, 1 << 26
+#: Rows per block when reading a labels file.
+LABEL_BLOCK_ROWS = 1 << 20
 _MAX_INT_DIGITS = 18
 _POW10 = 10 ** np.arange(1, _MAX_INT_DIGITS + 1, dtype=np.int64)
 
@@ -86,31 +88,12 @@ def read_node_index(path, columns=("node", "label")) -> NodeIndex:
     """:class:`NodeIndex` of a labels file (``node``, ``label`` per row, formats as in the module doc).
 
     A node listed twice with the same label is kept once; with two labels it is an error naming the
-    node. Labels are compared as strings (an integer Parquet column as its decimal strings). Memory:
-    the file's two columns plus about 30 bytes per node, converted block by block.
+    node. Labels are compared as strings (an integer Parquet column as its decimal strings). The
+    file is read block by block, each block's ids turned into integers and its labels into codes at
+    once, so memory is about 25 bytes per node (a second pass keeps the ids as strings when they are
+    not all integers).
     """
-    table = read_table(path, "labels", columns)
-    if table.num_rows == 0:
-        raise SiptError(f"labels file {path} is empty (no data lines); expected one node<TAB>label pair per line")
-    ids, labels = table.column(0), table.column(1)
-    del table
-    labels = labels if _is_string(labels.type) else pc.cast(labels, pa.string())
-    if not _is_string(ids.type) and not pa.types.is_integer(ids.type):
-        raise SiptError(f"labels file {path}: node ids are {ids.type}; use integer or string ids")
-    label_names = pc.unique(labels).sort().to_pylist()
-    label_set = pa.array(label_names, pa.string())
-    dtype = np.min_scalar_type(max(len(label_names) - 1, 0))
-    codes = np.concatenate([_fill(pc.index_in(chunk, value_set=label_set)).astype(dtype) for chunk in labels.chunks])
-    del labels
-    ints, valid = map(np.concatenate, zip(*(int_keys(chunk) for chunk in ids.chunks)))
-    if valid.all() and ints.min() >= 0 and ints.max() < 4 * ints.size + 1024:
-        del ids
-        return _dense_index(ints, codes, label_names, path)
-    ids = pa.array(ints) if valid.all() else ids.combine_chunks()
-    del ints, valid
-    ids = ids if _is_string(ids.type) or pa.types.is_integer(ids.type) else pc.cast(ids, pa.string())
-    ids, codes = _drop_repeated_nodes(ids, codes, label_names, path)
-    return NodeIndex(codes, label_names, None, ids)
+    return _read_labels(path, columns, int_ids=True) or _read_labels(path, columns, int_ids=False)
 
 
 def edge_chunks(path, chunk_edges: int, columns=("u", "v")) -> Iterator[tuple[pa.Array, pa.Array]]:
@@ -118,19 +101,24 @@ def edge_chunks(path, chunk_edges: int, columns=("u", "v")) -> Iterator[tuple[pa
     lazily (memory: one chunk plus one reader block); raises SiptError if there are none."""
     check_chunk_edges(chunk_edges)
     n_rows = 0
-    if is_parquet(path):
-        dataset = parquet_dataset(path, "edges", columns)
-        batches = dataset.to_batches(columns=list(columns), batch_size=chunk_edges,
-                                     batch_readahead=1, fragment_readahead=1)
-    else:
-        batches = _text_batches(path, "edges", block_bytes(chunk_edges))
-    for batch in batches:
+    for batch in column_batches(path, "edges", columns, chunk_edges):
         for start in range(0, batch.num_rows, chunk_edges):
             part = batch.slice(start, chunk_edges)
             n_rows += part.num_rows
             yield part.column(0), part.column(1)
     if n_rows == 0:
         raise SiptError(f"edges file {path} is empty (no data lines); expected one u<TAB>v pair per line")
+
+
+def column_batches(path, what: str, columns, rows: int) -> Iterator[pa.RecordBatch]:
+    """The two ``columns`` of a Parquet file, or the two fields of a text file, in batches of about
+    ``rows`` rows (text: blocks of :func:`block_bytes`), read lazily."""
+    if not is_parquet(path):
+        return _text_batches(path, what, block_bytes(rows))
+    # Without pre_buffer=False, Arrow keeps every column chunk it read until the scan ends.
+    return parquet_dataset(path, what, columns).to_batches(
+        columns=list(columns), batch_size=rows, batch_readahead=1, fragment_readahead=1,
+        fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=False))
 
 
 def check_chunk_edges(chunk_edges) -> int:
@@ -285,6 +273,44 @@ def parquet_dataset(path, what: str, columns) -> pads.Dataset:
             raise SiptError(f"{what} file {path} has no column {', '.join(map(repr, missing))} (its columns: "
                             f"{', '.join(dataset.schema.names) or 'none'}); name the two columns with {flag}")
     return dataset
+
+
+def _read_labels(path, columns, int_ids: bool) -> NodeIndex | None:
+    """:func:`read_node_index` keeping the ids as integers (None at the first id that is not one)
+    or as strings."""
+    ids, codes, names = [], [], {}  # names: label -> provisional code, in order of appearance
+    for batch in column_batches(path, "labels", columns, LABEL_BLOCK_ROWS):
+        node, label = batch.column(0), batch.column(1)
+        if node.null_count or label.null_count:
+            raise SiptError(f"labels file {path} has empty node ids or labels; give every node an id and a label")
+        if not _is_string(node.type) and not pa.types.is_integer(node.type):
+            raise SiptError(f"labels file {path}: node ids are {node.type}; use integer or string ids")
+        if int_ids:
+            ints, valid = int_keys(node)
+            if not valid.all():
+                return None
+            ids.append(ints)
+        else:
+            ids.append(node if _is_string(node.type) else pc.cast(node, pa.string()))
+        encoded = pc.dictionary_encode(label if _is_string(label.type) else pc.cast(label, pa.string()))
+        provisional = np.array([names.setdefault(x, len(names)) for x in encoded.dictionary.to_pylist()], np.uint32)
+        codes.append(provisional[_to_numpy(encoded.indices)])
+    if not ids:
+        raise SiptError(f"labels file {path} is empty (no data lines); expected one node<TAB>label pair per line")
+    label_names = sorted(names)  # code point order, as the in-memory reader's np.unique
+    rank = np.empty(len(names), np.min_scalar_type(max(len(names) - 1, 0)))
+    rank[[names[name] for name in label_names]] = np.arange(len(names))
+    codes = rank[np.concatenate(codes)]
+    if int_ids:
+        ints = np.concatenate(ids)
+        del ids
+        if ints.min() >= 0 and ints.max() < 4 * ints.size + 1024:
+            return _dense_index(ints, codes, label_names, path)
+        ids = pa.array(ints)
+    else:
+        ids = pa.chunked_array(ids).combine_chunks()
+    ids, codes = _drop_repeated_nodes(ids, codes, label_names, path)
+    return NodeIndex(codes, label_names, None, ids)
 
 
 def _drop_repeated_nodes(ids: pa.Array, codes: np.ndarray, label_names, path) -> tuple[pa.Array, np.ndarray]:
