@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from sipt_lab.errors import SiptError
 
@@ -115,10 +116,7 @@ def column_batches(path, what: str, columns, rows: int) -> Iterator[pa.RecordBat
     ``rows`` rows (text: blocks of :func:`block_bytes`), read lazily."""
     if not is_parquet(path):
         return _text_batches(path, what, block_bytes(rows))
-    # Without pre_buffer=False, Arrow keeps every column chunk it read until the scan ends.
-    return parquet_dataset(path, what, columns).to_batches(
-        columns=list(columns), batch_size=rows, batch_readahead=1, fragment_readahead=1,
-        fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=False))
+    return _parquet_batches(parquet_dataset(path, what, columns).files, columns, rows)
 
 
 def check_chunk_edges(chunk_edges) -> int:
@@ -254,6 +252,14 @@ def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
         raise SiptError(f"{name}: a line has an empty field ({u[k].as_py()!r}, {v[k].as_py()!r}); "
                         "give both fields of every line")
     return pa.RecordBatch.from_arrays([u, v], schema=_TEXT_SCHEMA)
+
+
+def _parquet_batches(files, columns, rows: int) -> Iterator[pa.RecordBatch]:
+    # One file at a time, without pre-buffering: Arrow's dataset scanner reads ahead, and a
+    # pre-buffering reader keeps every column chunk it read until it is closed.
+    for file in files:
+        with pq.ParquetFile(file, pre_buffer=False) as reader:
+            yield from reader.iter_batches(batch_size=rows, columns=list(columns))
 
 
 def parquet_dataset(path, what: str, columns) -> pads.Dataset:
