@@ -14,12 +14,13 @@ computed from those ``(n,)`` arrays by the same code as in memory, so the number
 ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
 an unlabelled node is an error naming the first such edge and counting them all.
 
-Memory bound, for ``n`` labelled nodes and chunks of ``c`` edges: ``O(n)`` for the labels and the
-per-node counts (about 50 bytes per node), plus ``O(c)`` for one chunk in flight (about 100 bytes
-per edge, Arrow's reader block included), plus one partition: partitions are sized to hold about
-``4c`` records (a larger one is re-split by node range before it is loaded), so at most
-``max(4c, largest degree)`` records of 8 bytes, about three times over while sorted. Spill files
-take 16 bytes per edge on disk and are deleted at the end.
+Memory bound, for ``n`` labelled nodes and chunks of ``c`` edges: ``O(n)`` for the labels, the
+per-node counts and the report (about 55 bytes per node at the peak), plus ``O(c)`` for one chunk
+in flight (about 100 bytes per edge, Arrow's reader block included), plus one partition:
+partitions are sized to hold about ``4c`` records and one over ``8c`` is re-split by node range
+before it is loaded, so at most ``max(8c, largest degree)`` records of 8 bytes, about five times
+over while sorted and split. Never ``O(edges)``. Spill files take 16 bytes per edge on disk and
+are deleted at the end.
 """
 
 from __future__ import annotations

@@ -52,6 +52,12 @@ def random_graph(rng, n, m, n_classes):
     return np.concatenate([u, v[repeat]]), np.concatenate([v, u[repeat]]), rng.integers(0, n_classes, n)
 
 
+def random_case(directory, seed, n, m, n_classes, fmt="tsv"):
+    """``(u, v, labels, in-memory result, edges file, labels file)`` of a :func:`random_graph`."""
+    u, v, labels = random_graph(np.random.default_rng(seed), n, m, n_classes)
+    return (u, v, labels, in_memory(directory, u, v, labels, "split"), *write_graph(directory, u, v, labels, fmt))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), m=st.integers(1, 120), n_classes=st.integers(1, 4),
        chunk=st.integers(1, 50), fmt=st.sampled_from(FORMATS), int_ids=st.booleans(),
@@ -94,9 +100,7 @@ def test_chunks_that_split_a_node_and_repeats_across_chunks(tmp_path):
 
 
 def test_oversized_partitions_are_re_split_and_spill_files_removed(tmp_path):
-    u, v, labels = random_graph(np.random.default_rng(3), 200, 3000, 3)
-    expected = in_memory(tmp_path, u, v, labels, "split")
-    edges, labels_file = write_graph(tmp_path, u, v, labels, "parquet")
+    u, v, labels, expected, edges, labels_file = random_case(tmp_path, 3, 200, 3000, 3, "parquet")
     spill = tmp_path / "spill"
     spill.mkdir()
     # Parquet knows its row count, so the partitions are sized right; a text file's estimate is
@@ -173,8 +177,7 @@ def test_streamed_memory_is_bounded_by_the_chunk(tmp_path):
 
 
 def test_cli_stream_engine_equals_memory(tmp_path, capsys):
-    u, v, labels = random_graph(np.random.default_rng(7), 60, 300, 3)
-    edges, labels_file = write_graph(tmp_path, u, v, labels, "tsv")
+    *_, edges, labels_file = random_case(tmp_path, 7, 60, 300, 3)
     runs = []
     for extra in ([], ["--chunk-size", "7"], ["--engine", "stream"]):
         assert main(["consistency", "--edges", str(edges), "--labels", str(labels_file), "--json", *extra]) == 0
@@ -218,9 +221,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
 
 # ---------------------------------------------------------------------- Dask (the test extra installs it)
 def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
-    u, v, labels = random_graph(np.random.default_rng(8), 80, 600, 3)
-    expected = in_memory(tmp_path, u, v, labels, "split")
-    edges, labels_file = write_graph(tmp_path, u, v, labels, "tsv")
+    u, v, labels, expected, edges, labels_file = random_case(tmp_path, 8, 80, 600, 3)
     parts = tmp_path / "parts"
     parts.mkdir()
     for k, rows in enumerate(np.array_split(np.arange(u.size), 3)):
