@@ -23,10 +23,24 @@ import numpy as np
 import pandas as pd
 
 from sipt_lab.consistency import _check_ties
-from sipt_lab.consistency_stream import (DEFAULT_CHUNK_EDGES, PARTITION_CHUNKS, EdgeTally, FileConsistency,
-                                         NodeCounts, node_counts)
-from sipt_lab.edge_tables import (TEXT_BYTES_PER_EDGE, NodeIndex, check_chunk_edges, estimate_edges, is_parquet,
-                                  parquet_dataset, read_node_index, read_text_range)
+from sipt_lab.consistency_stream import (
+    DEFAULT_CHUNK_EDGES,
+    PARTITION_CHUNKS,
+    EdgeTally,
+    FileConsistency,
+    NodeCounts,
+    node_counts,
+)
+from sipt_lab.edge_tables import (
+    TEXT_BYTES_PER_EDGE,
+    NodeIndex,
+    check_chunk_edges,
+    estimate_edges,
+    is_parquet,
+    parquet_dataset,
+    read_node_index,
+    read_text_range,
+)
 from sipt_lab.errors import SiptError
 
 #: Seconds to wait for a Dask scheduler before giving up.

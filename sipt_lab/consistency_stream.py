@@ -28,13 +28,26 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
-from sipt_lab.consistency import ConsistencyReport, _check_ties, _report, _row_label_counts, _scores
-from sipt_lab.edge_tables import NodeIndex, as_arrow, check_chunk_edges, edge_chunks, estimate_edges, read_node_index
+from sipt_lab.consistency import (
+    ConsistencyReport,
+    _check_ties,
+    _report,
+    _row_label_counts,
+    _scores,
+)
+from sipt_lab.edge_tables import (
+    NodeIndex,
+    as_arrow,
+    check_chunk_edges,
+    edge_chunks,
+    estimate_edges,
+    read_node_index,
+)
 from sipt_lab.errors import SiptError
 
 #: Default number of edges per chunk.
@@ -180,7 +193,7 @@ class Spill:
         self.bounds = lo + (hi - lo) * np.arange(n_parts + 1, dtype=np.int64) // n_parts
         own = tempfile.mkdtemp(prefix="spill-", dir=directory)
         self.paths = [os.path.join(own, f"part-{k}.i64") for k in range(n_parts)]
-        self.handles = [open(path, "wb") for path in self.paths]
+        self.handles = [open(path, "wb") for path in self.paths]  # noqa: SIM115 (closed by close())
 
     def add(self, keys: np.ndarray) -> None:
         part = np.searchsorted(self.bounds[1:-1] * np.int64(self.n), keys, side="right")

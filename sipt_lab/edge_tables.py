@@ -22,9 +22,9 @@ table of the ``n`` labelled ids is rebuilt per chunk, so chunks should not be mu
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa

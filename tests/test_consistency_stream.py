@@ -13,7 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sipt_lab.cli.main import main
-from sipt_lab.consistency import TIE_POLICIES, consistency_from_files, consistency_report
+from sipt_lab.consistency import (
+    TIE_POLICIES,
+    consistency_from_files,
+    consistency_report,
+)
 from sipt_lab.consistency_stream import FileConsistency
 from sipt_lab.errors import SiptError
 from sipt_lab.graph import load_graph_tsv
@@ -107,8 +111,8 @@ def test_oversized_partitions_are_re_split_and_spill_files_removed(tmp_path):
     # too low when its lines are long, and its partitions are re-split before they are loaded.
     (tmp_path / "long.tsv").write_text("".join(f"{'x' * 40}{a}\t{'x' * 40}{b}\n" for a, b in zip(u, v)))
     (tmp_path / "long-labels.tsv").write_text("".join(f"{'x' * 40}{k}\tc{c}\n" for k, c in enumerate(labels)))
-    for edges, labels_file in ((edges, labels_file), (tmp_path / "long.tsv", tmp_path / "long-labels.tsv")):
-        assert consistency_from_files(edges, labels_file, chunk_edges=5, spill_dir=spill) == expected
+    for source, labels_source in ((edges, labels_file), (tmp_path / "long.tsv", tmp_path / "long-labels.tsv")):
+        assert consistency_from_files(source, labels_source, chunk_edges=5, spill_dir=spill) == expected
         assert list(spill.iterdir()) == []
 
 
