@@ -111,8 +111,9 @@ def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
 
     if args.chunk_size is not None and args.chunk_size < 1:
         raise SiptError(f"--chunk-size must be a positive number of edges, got {args.chunk_size}; pass e.g. 4000000")
-    text_tsv = not any(is_parquet(f) or str(f).lower().removesuffix(".gz").endswith(".csv")
-                       for f in (edges_file, labels_file))
+    # A directory of edges is Parquet parts; a directory given as labels stays an error of the TSV reader.
+    text_tsv = not (is_parquet(edges_file) or any(
+        str(f).lower().removesuffix(".gz").endswith((".csv", ".parquet", ".pq")) for f in (edges_file, labels_file)))
     engine = args.engine or ("memory" if text_tsv and args.chunk_size is None else "stream")
     if engine == "memory" and not text_tsv:
         raise SiptError("--engine memory reads TSV files only; use --engine stream for Parquet or CSV files")
