@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import logging
 import time
 import tracemalloc
 
@@ -9,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from distributed import LocalCluster
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -236,6 +238,9 @@ def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
     for source, labels_source in ((edges, labels_file), (parts, labels_file), (int_edges, int_labels)):
         got = consistency_from_files(source, labels_source, engine="dask", workers=2, chunk_edges=100)
         assert got == expected
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        got = consistency_from_files(parts, labels_file, engine="dask", scheduler=cluster.scheduler_address)
+    assert got == expected
 
 
 def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
