@@ -123,7 +123,7 @@ def check_chunk_edges(chunk_edges) -> int:
     """``chunk_edges`` as an int if it is a positive whole number, else a one-line SiptError."""
     if isinstance(chunk_edges, bool) or not isinstance(chunk_edges, (int, np.integer)) or chunk_edges < 1:
         raise SiptError(f"the chunk size must be a positive number of edges, got {chunk_edges!r}; "
-                        "pass e.g. 4000000")
+                        "pass e.g. 2000000")
     return int(chunk_edges)
 
 
@@ -177,7 +177,10 @@ def int_keys(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     values = as_arrow(values)
     if pa.types.is_integer(values.type):
         valid = np.ones(len(values), bool) if values.null_count == 0 else ~_nulls(values)
-        return _to_numpy(pc.cast(values.fill_null(0), pa.int64())), valid
+        if values.type == pa.uint64():  # past int64: no labelled node can have that id
+            valid &= _fill_bool(pc.less_equal(values, np.iinfo(np.int64).max))
+        ints = _to_numpy(pc.cast(values.fill_null(0), pa.int64(), safe=False))
+        return np.where(valid, ints, 0), valid
     if not _is_string(values.type):
         return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
     try:
