@@ -178,7 +178,7 @@ def int_keys(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_integer(values.type):
         valid = np.ones(len(values), bool) if values.null_count == 0 else ~_nulls(values)
         if values.type == pa.uint64():  # past int64: no labelled node can have that id
-            valid &= _fill_bool(pc.less_equal(values, np.iinfo(np.int64).max))
+            valid &= _fill_bool(pc.less_equal(values, pa.scalar(np.iinfo(np.int64).max, pa.uint64())))
         ints = _to_numpy(pc.cast(values.fill_null(0), pa.int64(), safe=False))
         return np.where(valid, ints, 0), valid
     if not _is_string(values.type):
