@@ -259,3 +259,13 @@ def test_unreachable_scheduler_is_one_line_within_the_timeout(tmp_path, capsys):
                  "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "1"]) == 2
     assert time.monotonic() - start < 10
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in one_error_line(capsys)
+
+
+def test_integer_ids_are_canonical_decimals():
+    from sipt_lab.edge_tables import int_keys
+
+    ints, valid = int_keys(pa.array(["1", "01", "-3", "+4", "x", "-0", "123456789012345678", "1234567890123456789"]))
+    assert valid.tolist() == [True, False, True, False, False, False, True, False]
+    assert ints[valid].tolist() == [1, -3, 123456789012345678]
+    ints, valid = int_keys(pa.array([1, 2**64 - 1, None], pa.uint64()))
+    assert valid.tolist() == [True, False, False] and ints[0] == 1
