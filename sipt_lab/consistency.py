@@ -56,7 +56,7 @@ def node_homophily(graph: PretrainingGraph, labels) -> float:
     PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
     we exclude them, as :func:`local_consistency` does.
     """
-    return _node_homophily(graph, _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
+    return _node_homophily(graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
 
 
 def edge_homophily(graph: PretrainingGraph, labels) -> float:
@@ -64,7 +64,7 @@ def edge_homophily(graph: PretrainingGraph, labels) -> float:
     codes, n_classes = _label_codes(graph, labels)
     if graph.n_edges == 0:
         raise SiptError("edge homophily is undefined on a graph without edges; add edges")
-    return _edge_homophily(graph, _neighbour_stats(graph, codes, n_classes, "split")[1])
+    return _edge_homophily(_neighbour_stats(graph, codes, n_classes, "split")[1], graph.n_edges)
 
 
 def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
@@ -113,16 +113,39 @@ def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> 
     _check_ties(ties)
     codes, n_classes = _label_codes(graph, labels)
     per_node, same = _neighbour_stats(graph, codes, n_classes, ties)
-    return ConsistencyReport(
-        local_consistency=_mean_over_connected(per_node),
-        node_homophily=_node_homophily(graph, same),
-        edge_homophily=_edge_homophily(graph, same),
-        n_nodes=graph.n_nodes,
-        n_edges=graph.n_edges,
-        n_isolated=int(np.count_nonzero(graph.degrees() == 0)),
-        n_classes=n_classes,
-        tie_policy=ties,
-    )
+    return _report(per_node, same, graph.degrees(), graph.n_edges, n_classes, ties)
+
+
+def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = "stream",
+                           chunk_edges: int | None = None, edge_columns=("u", "v"),
+                           label_columns=("node", "label"), scheduler: str | None = None,
+                           workers: int = 2, spill_dir=None, connect_timeout: float = 10.0):
+    """:func:`consistency_report` of a labelled graph too large for memory, read from files.
+
+    ``edges``: a Parquet file or directory (columns ``edge_columns``), or a text file, ``.tsv`` /
+    ``.csv``, optionally ``.gz``, one edge per line; ``labels``: the same formats with columns
+    ``label_columns`` (``node``, ``label``). ``engine="stream"`` reads the edges in chunks of
+    ``chunk_edges`` on this machine (:mod:`sipt_lab.consistency_stream`, memory bound there);
+    ``"dask"`` runs the same computation on a Dask cluster at ``scheduler`` (a ``LocalCluster``
+    of ``workers`` workers when None, giving up on an unreachable one after ``connect_timeout``
+    seconds; :mod:`sipt_lab.consistency_dask`). The result equals
+    :func:`consistency_report` of the same graph read in memory, ties included; self-loops and
+    duplicate edges are dropped and counted as there. Returns a
+    :class:`~sipt_lab.consistency_stream.FileConsistency`.
+    """
+    _check_ties(ties)
+    if engine == "stream":
+        from sipt_lab.consistency_stream import stream_consistency
+
+        return stream_consistency(edges, labels, ties, chunk_edges=chunk_edges, edge_columns=edge_columns,
+                                  label_columns=label_columns, spill_dir=spill_dir)
+    if engine == "dask":
+        from sipt_lab.consistency_dask import dask_consistency
+
+        return dask_consistency(edges, labels, ties, scheduler=scheduler, workers=workers,
+                                chunk_edges=chunk_edges, edge_columns=edge_columns,
+                                label_columns=label_columns, connect_timeout=connect_timeout)
+    raise SiptError(f"unknown engine {engine!r}; use stream or dask")
 
 
 # ---------------------------------------------------------------------- internals
@@ -138,21 +161,40 @@ def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int,
         counts = _group_label_counts(graph, codes, n_classes)
         return _clique_local_consistency(graph, counts, codes, ties), _lookup(counts, graph.group_codes, codes) - 1
     same, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
+    return _scores(n_tied, graph.degrees(), ties), same
+
+
+def _scores(n_tied: np.ndarray, degrees: np.ndarray, ties: str) -> np.ndarray:
+    """``(n,)`` float local consistency per node from the ``n_tied`` of
+    :func:`_neighbour_label_counts` and the ``(n,)`` degrees (NaN where 0)."""
     score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
-    score[graph.degrees() == 0] = np.nan
-    return score, same
+    score[degrees == 0] = np.nan
+    return score
 
 
-def _node_homophily(graph: PretrainingGraph, same: np.ndarray) -> float:
-    degrees = graph.degrees()
+def _report(per_node, same, degrees, n_edges: int, n_classes: int, ties: str) -> ConsistencyReport:
+    """:class:`ConsistencyReport` from ``(n,)`` per-node scores, same-label neighbour counts and degrees."""
+    return ConsistencyReport(
+        local_consistency=_mean_over_connected(per_node),
+        node_homophily=_node_homophily(degrees, same),
+        edge_homophily=_edge_homophily(same, n_edges),
+        n_nodes=int(degrees.size),
+        n_edges=int(n_edges),
+        n_isolated=int(np.count_nonzero(degrees == 0)),
+        n_classes=int(n_classes),
+        tie_policy=ties,
+    )
+
+
+def _node_homophily(degrees: np.ndarray, same: np.ndarray) -> float:
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = same / degrees
     return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
 
 
-def _edge_homophily(graph: PretrainingGraph, same: np.ndarray) -> float:
+def _edge_homophily(same: np.ndarray, n_edges: int) -> float:
     """Every same-label edge counts once from each end."""
-    return float(same.sum(dtype=np.int64) / (2 * graph.n_edges))
+    return float(same.sum(dtype=np.int64) / (2 * n_edges))
 
 
 def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
@@ -172,16 +214,24 @@ def _neighbour_label_counts(A: sp.csr_array, codes: np.ndarray, n_classes: int):
     neighbours' plurality when the node's own label is one of them, else 0 (isolated nodes: 0, 0).
     ``codes``: ``(n,)`` label codes ``0..n_classes-1``.
     """
+    return _row_label_counts(A.indptr, A.indices, codes, codes, n_classes)
+
+
+def _row_label_counts(indptr, indices, codes, row_codes, n_classes: int):
+    """:func:`_neighbour_label_counts` of the rows of a CSR block: ``indptr`` ``(r+1,)`` and
+    ``indices`` (neighbours, into ``codes``) describe ``r`` rows whose own labels are ``row_codes``
+    ``(r,)``; a block of rows out of a larger graph when ``row_codes`` is a gather of ``codes``."""
     # The smallest code dtype keeps the random gathers codes[indices] in cache.
-    small_codes = codes.astype(np.min_scalar_type(max(n_classes - 1, 0)))
-    return _neighbour_label_kernel(A.indptr, A.indices, small_codes, n_classes)
+    dtype = np.min_scalar_type(max(n_classes - 1, 0))
+    return _neighbour_label_kernel(indptr, indices, codes.astype(dtype, copy=False),
+                                   row_codes.astype(dtype, copy=False), n_classes)
 
 
 # Serial on purpose: numba's parallel loops run on OpenMP threads that spin while they wait, which
 # made this 4x slower on a loaded 2-core machine, oversubscribes the one-process-per-core sweep
 # workers, and aborts forked children. nogil lets callers run it from several threads instead.
 @numba.njit(cache=True, nogil=True)
-def _neighbour_label_kernel(indptr, indices, codes, n_classes):
+def _neighbour_label_kernel(indptr, indices, codes, row_codes, n_classes):
     """:func:`_neighbour_label_counts` on the raw CSR arrays: one pass per row plus an O(degree) or
     O(classes) scan, with one scratch count array kept all zero between rows."""
     n = indptr.size - 1
@@ -195,7 +245,7 @@ def _neighbour_label_kernel(indptr, indices, codes, n_classes):
             # Many neighbours per class: count, then scan every class (branch-free passes).
             for e in range(start, end):
                 counts[codes[indices[e]]] += 1
-            own = counts[codes[i]]
+            own = counts[row_codes[i]]
             for c in range(n_classes):
                 top = max(top, counts[c])
             for c in range(n_classes):
@@ -208,7 +258,7 @@ def _neighbour_label_kernel(indptr, indices, codes, n_classes):
                 label = codes[indices[e]]
                 counts[label] += 1
                 top = max(top, counts[label])
-            own = counts[codes[i]]
+            own = counts[row_codes[i]]
             for e in range(start, end):
                 label = codes[indices[e]]
                 n_top += counts[label] == top

@@ -1,4 +1,9 @@
-"""``sipt-lab consistency``: local consistency and homophily of node labels over a graph in TSV files."""
+"""``sipt-lab consistency``: local consistency and homophily of node labels over a graph in files.
+
+TSV files are read in memory by default; ``--engine stream`` (implied by Parquet or CSV edges and
+by ``--chunk-size``) streams the edges in bounded memory and ``--engine dask`` runs on a Dask
+cluster, both with the same numbers (:func:`sipt_lab.consistency.consistency_from_files`).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from sipt_lab.names import TIE_POLICIES
 
 EXAMPLE_EDGES = "example_edges.tsv"
 EXAMPLE_LABELS = "example_labels.tsv"
+ENGINES = ("memory", "stream", "dask")
 
 
 def register(subparsers) -> None:
@@ -37,6 +43,29 @@ def register(subparsers) -> None:
                         "strict = 0, lenient = 1 (default: %(default)s)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of a table")
+    scale = parser.add_argument_group("graphs larger than memory")
+    scale.add_argument("--engine", choices=ENGINES,
+                       help="memory: read the whole edge list (TSV); stream: read the edges in chunks "
+                       "in bounded memory (TSV, CSV, optionally .gz, or Parquet); dask: the same on a "
+                       "Dask cluster (default: stream for Parquet/CSV edges or with --chunk-size, "
+                       "else memory); all give the same numbers")
+    scale.add_argument("--chunk-size", type=int, metavar="EDGES",
+                       help="edges per chunk of the stream engine (default: 2097152), and about per "
+                       "Dask partition of a text file; memory grows with it")
+    scale.add_argument("--edge-columns", default="u,v", metavar="U,V",
+                       help="the two node columns of a Parquet edges file (default: %(default)s)")
+    scale.add_argument("--label-columns", default="node,label", metavar="NODE,LABEL",
+                       help="the node and label columns of a Parquet labels file (default: %(default)s)")
+    scale.add_argument("--scheduler", metavar="ADDRESS",
+                       help="Dask scheduler address (tcp://host:8786) for --engine dask; "
+                       "default: a LocalCluster on this machine")
+    scale.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="give up on an unreachable --scheduler after this long (default: %(default)g)")
+    scale.add_argument("--workers", type=int, default=2, metavar="N",
+                       help="LocalCluster workers when no --scheduler is given (default: %(default)s)")
+    scale.add_argument("--spill-dir", metavar="DIR",
+                       help="where the stream engine writes its temporary spill files "
+                       "(16 bytes per edge; default: the system's temporary directory)")
     parser.set_defaults(func=run)
 
 
@@ -55,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
             labels_file = str(stack.enter_context(resources.as_file(data / EXAMPLE_LABELS)))
         else:
             edges_file, labels_file = args.edges, args.labels
+        engine = _engine(args, edges_file, labels_file)
+        if engine != "memory":
+            return _print_result(args, {**_from_files(args, engine, edges_file, labels_file),
+                                        "edges_file": edges_file, "labels_file": labels_file})
         labelled = load_graph_tsv(edges_file, labels_file)
     report = consistency_report(labelled.graph, labelled.labels, args.ties)
     result = {
@@ -64,11 +97,52 @@ def run(args: argparse.Namespace) -> int:
         "edges_file": edges_file,
         "labels_file": labels_file,
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(_table(result))
+    return _print_result(args, result)
+
+
+def _print_result(args: argparse.Namespace, result: dict) -> int:
+    print(json.dumps(result, indent=2) if args.json else _table(result))
     return 0
+
+
+def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
+    """The engine asked for, or the one the files need; checks the flags that go with it."""
+    from sipt_lab.edge_tables import is_parquet
+
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise SiptError(f"--chunk-size must be a positive number of edges, got {args.chunk_size}; pass e.g. 4000000")
+    # A directory of edges is Parquet parts; a directory given as labels stays an error of the TSV reader.
+    text_tsv = not (is_parquet(edges_file) or any(
+        str(f).lower().removesuffix(".gz").endswith((".csv", ".parquet", ".pq")) for f in (edges_file, labels_file)))
+    engine = args.engine or ("memory" if text_tsv and args.chunk_size is None else "stream")
+    if engine == "memory" and not text_tsv:
+        raise SiptError("--engine memory reads TSV files only; use --engine stream for Parquet or CSV files")
+    if engine == "memory" and args.chunk_size is not None:
+        raise SiptError("--chunk-size applies to --engine stream or dask; drop it or pick one of those engines")
+    if args.scheduler and engine != "dask":
+        raise SiptError("--scheduler applies to --engine dask; add --engine dask")
+    if args.workers < 1:
+        raise SiptError(f"--workers must be at least 1, got {args.workers}")
+    return engine
+
+
+def _from_files(args: argparse.Namespace, engine: str, edges_file, labels_file) -> dict:
+    from sipt_lab.consistency import consistency_from_files
+
+    result = consistency_from_files(
+        edges_file, labels_file, args.ties, engine=engine, chunk_edges=args.chunk_size,
+        edge_columns=_two_names(args.edge_columns, "--edge-columns"),
+        label_columns=_two_names(args.label_columns, "--label-columns"),
+        scheduler=args.scheduler, workers=args.workers, spill_dir=args.spill_dir,
+        connect_timeout=args.scheduler_timeout)
+    return result.to_dict()
+
+
+def _two_names(text: str, flag: str) -> tuple[str, str]:
+    names = [name.strip() for name in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise SiptError(f"{flag} takes two column names separated by a comma, got {text!r}")
+    return names[0], names[1]
 
 
 def _table(result: dict) -> str:
