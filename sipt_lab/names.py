@@ -48,3 +48,5 @@ FINETUNE_MODES = ("probe", "full", "both")
 DOMAIN_PRESETS = ("cpu", "full")
 #: How ``sipt_lab.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
+#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.heldout_metrics`).
+STUDY_METRICS = ("knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1")

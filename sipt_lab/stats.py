@@ -7,7 +7,7 @@ make. With one value it is undefined (NaN), never 0.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -27,3 +27,33 @@ def format_mean_sd(values: Iterable[float | None] | None, digits: int = 3) -> st
     if math.isnan(mean):
         return "-"
     return f"{mean:.{digits}f}" if math.isnan(sd) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t confidence interval ``(mean, low, high)`` of ``values`` (e.g.
+    paired differences over seeds); the interval is NaN for fewer than two values."""
+    from scipy.stats import t
+
+    known = np.asarray(list(values), dtype=float)
+    mean, sd = mean_sd(known)
+    if known.size < 2:
+        return mean, math.nan, math.nan
+    half = float(t.ppf(0.5 + level / 2, known.size - 1)) * sd / math.sqrt(known.size)
+    return mean, mean - half, mean + half
+
+
+def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference a two-sided t-test at ``alpha`` over ``n`` seeds detects with
+    probability ``power`` when the differences have standard deviation ``sd`` (same units as ``sd``);
+    NaN for ``n < 2`` or an unknown ``sd``."""
+    from scipy.stats import t
+
+    if n < 2 or not math.isfinite(sd):
+        return math.nan
+    return float(t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * sd / math.sqrt(n)
+
+
+def seeds_for_effect(sd: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 1000) -> int:
+    """Fewest seeds (at least 2) whose :func:`minimum_detectable_effect` is at most ``effect``; ``most``
+    when even that many are not enough."""
+    return next((n for n in range(2, most) if minimum_detectable_effect(sd, n, alpha=alpha, power=power) <= effect), most)

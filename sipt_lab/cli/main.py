@@ -20,7 +20,7 @@ from sipt_lab import __version__
 from sipt_lab.errors import ConfigError, SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
-COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "data")
+COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:

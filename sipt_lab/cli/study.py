@@ -1,0 +1,77 @@
+"""``sipt-lab study lc-transfer``: the held-out gain of SIPT over LM-only as a function of LC."""
+
+from __future__ import annotations
+
+import argparse
+
+from sipt_lab.names import ENCODER_PRESETS, POOLINGS, STRUCTURE_LOSSES, STUDY_METRICS
+
+#: LcTransferConfig / TrainConfig field -> the flag that sets it (for one-line config errors).
+FIELD_FLAGS = {
+    "LcTransferConfig.levels": "--levels", "LcTransferConfig.seeds": "--seeds", "LcTransferConfig.k": "--k",
+    "LcTransferConfig.n_pretrain": "--n-pretrain", "LcTransferConfig.n_train": "--n-train",
+    "LcTransferConfig.n_validation": "--n-validation", "LcTransferConfig.n_test": "--n-test",
+    "LcTransferConfig.labels": "--labels", "LcTransferConfig.bootstrap": "--bootstrap",
+    "TrainConfig.steps": "--steps", "TrainConfig.batch_size": "--batch-size", "TrainConfig.max_len": "--max-length",
+    "TrainConfig.lr": "--lr", "TrainConfig.lambda_si": "--lambda-si",
+}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "study", help="studies that answer one question with a figure, a CSV and a verdict line",
+        description="`study lc-transfer`: does SIPT pre-training help on samples never pre-trained on, and does the "
+        "pre-training graph's local consistency (LC) predict when? Pre-trains LM-only and SIPT arms from the same "
+        "start over graphs whose LC is set by a dial q (cliques over labels that agree with the task with "
+        "probability q), scores every arm and the untouched init on never-seen samples (3-NN with neighbours from "
+        "the fine-tuning train split, a linear probe), and reports the paired gain per LC level with 95%% CIs, its "
+        "slope against LC with a bootstrap CI, the LC where it crosses zero and the encoder's own neighbourhood "
+        "consistency before pre-training.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="STUDY", required=True)
+    run = actions.add_parser("lc-transfer", help="held-out gain of SIPT over LM-only against the graph's LC")
+    run.add_argument("--samples", metavar="S", help="samples file of the task (with --labels; default: vital-article summaries of 4 categories)")
+    run.add_argument("--labels", metavar="L.tsv", help="id<TAB>label of every sample")
+    run.add_argument("--n-pretrain", type=int, default=600, metavar="N", help="pre-training samples (default: %(default)s)")
+    run.add_argument("--n-train", type=int, default=300, metavar="N", help="never-seen fine-tuning train samples: the k-NN references and probe data (default: %(default)s)")
+    run.add_argument("--n-validation", type=int, default=100, metavar="N", help="never-seen validation samples (default: %(default)s)")
+    run.add_argument("--n-test", type=int, default=300, metavar="N", help="never-seen test samples (default: %(default)s)")
+    run.add_argument("--levels", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 1.0], metavar="Q",
+                     help="the dial's q grid, each in [0, 1] (q=0: the random control) (default: %(default)s)")
+    run.add_argument("--seeds", type=int, default=3, metavar="K", help="seeds; each trains every arm (default: %(default)s)")
+    run.add_argument("--init", default="minilm", help="char, minilm or a Hugging Face directory (default: %(default)s)")
+    run.add_argument("--pooling", choices=POOLINGS, help="pooling of a Hugging Face init (default: its own)")
+    run.add_argument("--encoder", default="default", choices=ENCODER_PRESETS, help="size of the char encoder (default: %(default)s)")
+    run.add_argument("--steps", type=int, default=100, metavar="N", help="pre-training steps of every trained arm (default: %(default)s)")
+    run.add_argument("--batch-size", type=int, default=16, metavar="B", help="samples per step (default: %(default)s)")
+    run.add_argument("--max-length", type=int, default=64, metavar="T", help="tokens per sample (default: %(default)s)")
+    run.add_argument("--lr", type=float, help="peak learning rate (default: the init kind's)")
+    run.add_argument("--lambda-si", type=float, help="SIPT arm's weight of L_SI (default: the init kind's)")
+    run.add_argument("--loss", choices=STRUCTURE_LOSSES, help="structure-inducing loss (default: the init kind's)")
+    run.add_argument("--k", type=int, default=3, help="neighbours of the k-NN metric (default: %(default)s)")
+    run.add_argument("--metric", default="knn_auroc", choices=STUDY_METRICS, help="metric of the gains and the slope (default: %(default)s)")
+    run.add_argument("--split-seed", type=int, default=0, help="seed of the splits and the dial's graphs (default: %(default)s)")
+    run.add_argument("--bootstrap", type=int, default=2000, metavar="B", help="bootstrap resamples of the slope's CI (default: %(default)s)")
+    run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    run.add_argument("--out", required=True, metavar="DIR", help="output directory (new, empty, or an earlier study's)")
+    run.set_defaults(func=run_lc_transfer, field_flags=FIELD_FLAGS, memory_hint="lower --batch-size or --max-length")
+
+
+def lc_transfer_config(args: argparse.Namespace):
+    """The :class:`~sipt_lab.experiments.study.LcTransferConfig` the parsed flags describe."""
+    from sipt_lab.defaults import init_kind, train_config
+    from sipt_lab.experiments.study import LcTransferConfig
+
+    train = train_config(init_kind(args.init), steps=args.steps, batch_size=args.batch_size, max_len=args.max_length,
+                         lr=args.lr, lambda_si=args.lambda_si, loss=args.loss, device=args.device)
+    return LcTransferConfig(samples=args.samples, labels=args.labels, n_pretrain=args.n_pretrain, n_train=args.n_train,
+                            n_validation=args.n_validation, n_test=args.n_test, levels=tuple(args.levels), seeds=args.seeds,
+                            init=args.init, pooling=args.pooling, encoder=args.encoder, train=train, k=args.k,
+                            metric=args.metric, split_seed=args.split_seed, bootstrap=args.bootstrap)
+
+
+def run_lc_transfer(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.study import run_lc_transfer as run_study
+
+    run_study(lc_transfer_config(args), args.out)
+    return 0

@@ -1,0 +1,161 @@
+"""The LC-transfer study: the LC dial, inductive splits, the fair start of the arms, end to end."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+from hf_fakes import WORDS, write_tiny_bert
+
+from sipt_lab.cli.main import main
+from sipt_lab.consistency import local_consistency
+from sipt_lab.defaults import train_config
+from sipt_lab.errors import ConfigError, SiptError
+from sipt_lab.experiments.study import (
+    LcTransferConfig,
+    arm_configs,
+    dial_graph,
+    dial_target_lc,
+    encoder_consistency,
+    inductive_splits,
+    run_lc_transfer,
+    study_source,
+    summarise,
+    train_arm,
+)
+from sipt_lab.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
+
+#: How far the measured LC of a 400-node, 4-class dial graph may lie from its target.
+DIAL_TOLERANCE = 0.06
+SIZES = {"pretrain": 40, "train": 24, "validation": 8, "test": 16}
+
+
+def test_dial_lc_rises_with_q_and_lands_near_its_target():
+    labels = np.random.default_rng(0).integers(0, 4, 400)
+    qs = (0.0, 0.25, 0.5, 0.75, 1.0)
+    measured = [local_consistency(dial_graph(labels, q, np.random.default_rng(1)), labels) for q in qs]
+    assert all(a < b for a, b in itertools.pairwise(measured))
+    assert measured[-1] == 1.0
+    for q, lc in zip(qs, measured):
+        assert abs(lc - dial_target_lc(labels, q)) < DIAL_TOLERANCE, (q, lc)
+    assert dial_target_lc(np.repeat([0, 1], 50), 0.5) == pytest.approx(0.75)  # q + (1 - q) / C
+
+
+def test_inductive_splits_are_disjoint_and_checked_before_training():
+    labels = np.arange(100) % 4
+    splits = inductive_splits(labels, SIZES, np.random.default_rng(0))
+    assert {name: len(index) for name, index in splits.items()} == SIZES
+    everything = np.concatenate(list(splits.values()))
+    assert len(np.unique(everything)) == len(everything)
+    with pytest.raises(SiptError, match="60 are never seen.*need 88"):
+        inductive_splits(labels, {**SIZES, "train": 64}, np.random.default_rng(0))
+    with pytest.raises(SiptError, match="one class"):
+        inductive_splits(np.zeros(100, dtype=int), SIZES, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("field, value, problem", [("levels", (0.0, 1.5), r"\[0, 1\]"), ("levels", (0.5, 0.5), "one gives no slope")])
+def test_config_refuses_levels_that_cannot_give_a_slope(field, value, problem):
+    with pytest.raises(ConfigError, match=problem):
+        LcTransferConfig(init="char", **{field: value})
+
+
+def test_both_trained_arms_start_from_the_same_weights(tmp_path):
+    """A new MLM head is warmed up first (frozen encoder); at a vanishing lr one step leaves the start
+    in place, so LM-only and SIPT must agree weight for weight, and another seed must not."""
+    model = write_tiny_bert(tmp_path / "st", WORDS, with_head=False, st_pooling="mean")
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(WORDS, 6)) for _ in range(24)]
+    labels = np.arange(24) % 3
+    train = train_config("checkpoint", steps=1, batch_size=8, max_len=16, lr=1e-12, head_warmup=3, device="cpu")
+    config = LcTransferConfig(init=str(model), train=train, n_pretrain=24)
+    graph = dial_graph(labels, 1.0, rng)
+    source = study_source(config)
+
+    def weights(seed):
+        results = {arm: train_arm(texts, graph, cfg, source) for arm, cfg in arm_configs(config, seed).items()}
+        assert all(any("head fitted for 3 steps" in note for note in result.notes) for result in results.values())
+        return {arm: result.encoder.state_dict() for arm, result in results.items()}
+
+    first, other = weights(0), weights(1)
+    assert first["lm"].keys() == first["sipt"].keys()
+    for name, value in first["lm"].items():
+        torch.testing.assert_close(value, first["sipt"][name], atol=1e-6, rtol=0)
+    head = [name for name in first["lm"] if name not in other["lm"] or not torch.equal(first["lm"][name], other["lm"][name])]
+    assert head, "another seed's warm-up should give another head"
+
+
+def test_encoder_consistency_is_lc_over_its_knn_graph():
+    clustered = np.repeat(np.eye(3) * 10, 5, axis=0) + np.random.default_rng(0).normal(0, 0.1, (15, 3))
+    labels = np.repeat(np.arange(3), 5)
+    assert encoder_consistency(clustered, labels, 3) == 1.0
+    assert encoder_consistency(clustered, np.arange(15) % 3, 3) < 0.6
+
+
+def test_paired_statistics():
+    mean, low, high = mean_ci([0.1, 0.2, 0.3])
+    assert (low, mean, high) == pytest.approx((0.2 - 4.303 * 0.1 / 3 ** 0.5, 0.2, 0.2 + 4.303 * 0.1 / 3 ** 0.5), abs=1e-3)
+    assert minimum_detectable_effect(0.1, 5) > minimum_detectable_effect(0.1, 20)
+    assert minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05)) <= 0.05 < minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05) - 1)
+
+
+def test_slope_and_crossover_from_known_gains():
+    """Gains 0.2 * (LC - 0.5) plus seed noise that cancels in the mean: slope 0.2, crossover 0.5, control gain -0.1 at LC 0."""
+    config = LcTransferConfig(init="char", levels=(0.0, 0.5, 1.0), seeds=3, bootstrap=50)
+    rows = []
+    for seed in range(3):
+        rows.append({"arm": "lm", "seed": seed, "metric": "knn_auroc", "value": 0.6, "level": None, "target_lc": None})
+        rows.append({"arm": "init", "seed": seed, "metric": "knn_auroc", "value": 0.5, "level": None, "target_lc": None})
+        for level, lc in enumerate((0.0, 0.5, 1.0)):
+            rows.append({"arm": "sipt", "seed": seed, "metric": "knn_auroc", "value": 0.6 + 0.2 * (lc - 0.5) + 0.01 * (seed - 1) * (level - 1),
+                         "level": level, "lc": lc, "target_lc": lc})
+    summary = summarise(rows, config, 0.7)
+    assert summary["slope"] == pytest.approx(0.2)
+    assert summary["crossover_lc"] == pytest.approx(0.5)
+    assert summary["control_gain"] == pytest.approx(-0.1)
+    assert summary["slope_ci"][0] < 0.2 < summary["slope_ci"][1]
+    assert "crosses zero at LC 0.500" in summary["verdict"]
+
+
+def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
+    train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
+    config = LcTransferConfig(init="char", train=train, n_pretrain=40, n_train=24, n_validation=8, n_test=16,
+                              levels=(0.0, 1.0), seeds=2, bootstrap=20)
+    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lambda _: None)
+    out = tmp_path / "run"
+    for name in ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf"):
+        assert (out / name).is_file(), name
+    written = json.loads((out / "summary.json").read_text())
+    for key in ("slope", "slope_ci", "crossover_lc", "control_gain", "control_gain_ci", "encoder_consistency", "mde", "levels", "verdict"):
+        assert key in written, key
+    assert written["slope"] == pytest.approx(summary["slope"])
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    # per seed and metric: init, lm and one SIPT per level; tfidf once per metric
+    assert len(rows) == 4 * (2 * (2 + 2) + 1)
+    assert {row["arm"] for row in rows} == {"init", "lm", "sipt", "tfidf"}
+    assert {float(row["lc"]) for row in rows if row["arm"] == "sipt" and row["level"] == "1"} == {1.0}
+    split_of = dict(line.split("\t") for line in (out / "splits.tsv").read_text().splitlines())
+    assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--levels", "0", "1.5"], "--levels"),
+    (["--levels", "0.5"], "one gives no slope"),
+    (["--n-pretrain", "5000"], "never seen"),
+])
+def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys, flags, message):
+    assert main(["study", "lc-transfer", "--init", "char", "--out", str(tmp_path / "run"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_refuses_a_one_class_task(tmp_path, capsys):
+    (tmp_path / "s.tsv").write_text("".join(f"s{i}\tsome text {i}\n" for i in range(20)))
+    (tmp_path / "l.tsv").write_text("".join(f"s{i}\tonly\n" for i in range(20)))
+    assert main(["study", "lc-transfer", "--init", "char", "--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv"),
+                 "--n-pretrain", "5", "--n-train", "5", "--n-validation", "2", "--n-test", "2", "--out", str(tmp_path / "run")]) == 2
+    assert "one class" in capsys.readouterr().err
