@@ -123,13 +123,16 @@ def test_slope_and_crossover_from_known_gains():
 def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
     config = LcTransferConfig(init="char", train=train, n_pretrain=40, n_train=24, n_validation=8, n_test=16,
-                              levels=(0.0, 1.0), seeds=2, bootstrap=20)
-    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lambda _: None)
+                              levels=(0.0, 1.0), seeds=2, bootstrap=20, pilot_sd=0.05)
+    lines = []
+    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lines.append)
+    assert lines[0].startswith("with 2 seeds and a paired sd of 0.0500") and lines[-1] == summary["verdict"]
     out = tmp_path / "run"
     for name in ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf"):
         assert (out / name).is_file(), name
     written = json.loads((out / "summary.json").read_text())
-    for key in ("slope", "slope_ci", "crossover_lc", "control_gain", "control_gain_ci", "encoder_consistency", "mde", "levels", "verdict"):
+    for key in ("slope", "slope_ci", "crossover_lc", "control_gain", "control_gain_ci", "encoder_consistency", "mde", "planned_mde",
+                "levels", "verdict"):
         assert key in written, key
     assert written["slope"] == pytest.approx(summary["slope"])
     rows = list(csv.DictReader((out / "results.csv").open()))
@@ -145,6 +148,7 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     (["--levels", "0", "1.5"], "--levels"),
     (["--levels", "0.5"], "one gives no slope"),
     (["--n-pretrain", "5000"], "never seen"),
+    (["--seeds", "auto"], "--seeds auto needs a pilot"),
 ])
 def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys, flags, message):
     assert main(["study", "lc-transfer", "--init", "char", "--out", str(tmp_path / "run"), *flags]) == 2
@@ -159,3 +163,14 @@ def test_cli_refuses_a_one_class_task(tmp_path, capsys):
     assert main(["study", "lc-transfer", "--init", "char", "--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv"),
                  "--n-pretrain", "5", "--n-train", "5", "--n-validation", "2", "--n-test", "2", "--out", str(tmp_path / "run")]) == 2
     assert "one class" in capsys.readouterr().err
+
+
+def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_path):
+    from sipt_lab.cli.main import build_parser
+    from sipt_lab.cli.study import lc_transfer_config
+
+    (tmp_path / "pilot.json").write_text(json.dumps({"paired_sd": 0.05}))
+    args = build_parser().parse_args(["study", "lc-transfer", "--init", "char", "--seeds", "auto", "--pilot", str(tmp_path / "pilot.json"),
+                                      "--target-effect", "0.05", "--out", str(tmp_path / "run")])
+    config = lc_transfer_config(args)
+    assert config.seeds == seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05

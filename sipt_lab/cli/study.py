@@ -38,7 +38,10 @@ def register(subparsers) -> None:
     run.add_argument("--n-test", type=int, default=300, metavar="N", help="never-seen test samples (default: %(default)s)")
     run.add_argument("--levels", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 1.0], metavar="Q",
                      help="the dial's q grid, each in [0, 1] (q=0: the random control) (default: %(default)s)")
-    run.add_argument("--seeds", type=int, default=3, metavar="K", help="seeds; each trains every arm (default: %(default)s)")
+    run.add_argument("--seeds", default="3", metavar="K|auto",
+                     help="seeds, each training every arm; auto: the fewest that detect --target-effect given --pilot (default: %(default)s)")
+    run.add_argument("--pilot", metavar="SUMMARY.json", help="an earlier (smaller) study's summary: its paired sd sets what the seeds can detect, printed before training")
+    run.add_argument("--target-effect", type=float, default=0.02, metavar="E", help="gain --seeds auto must detect (default: %(default)s)")
     run.add_argument("--init", default="minilm", help="char, minilm or a Hugging Face directory (default: %(default)s)")
     run.add_argument("--pooling", choices=POOLINGS, help="pooling of a Hugging Face init (default: its own)")
     run.add_argument("--encoder", default="default", choices=ENCODER_PRESETS, help="size of the char encoder (default: %(default)s)")
@@ -60,14 +63,26 @@ def register(subparsers) -> None:
 def lc_transfer_config(args: argparse.Namespace):
     """The :class:`~sipt_lab.experiments.study.LcTransferConfig` the parsed flags describe."""
     from sipt_lab.defaults import init_kind, train_config
-    from sipt_lab.experiments.study import LcTransferConfig
+    from sipt_lab.errors import SiptError
+    from sipt_lab.experiments.study import LcTransferConfig, pilot_sd
+    from sipt_lab.stats import seeds_for_effect
+
+    if args.seeds == "auto" and args.pilot is None:
+        raise SiptError("--seeds auto needs a pilot's variance; pass --pilot SUMMARY.json of an earlier study with at least two seeds, or give --seeds K")
+    if args.seeds != "auto" and not args.seeds.isdigit():
+        raise SiptError(f"--seeds takes a number of seeds or auto, got {args.seeds!r}")
+    if not args.target_effect > 0:
+        raise SiptError(f"--target-effect must be > 0, got {args.target_effect}")
+    sd = None if args.pilot is None else pilot_sd(args.pilot)
+    seeds = seeds_for_effect(sd, args.target_effect) if args.seeds == "auto" else int(args.seeds)
 
     train = train_config(init_kind(args.init), steps=args.steps, batch_size=args.batch_size, max_len=args.max_length,
                          lr=args.lr, lambda_si=args.lambda_si, loss=args.loss, device=args.device)
     return LcTransferConfig(samples=args.samples, labels=args.labels, n_pretrain=args.n_pretrain, n_train=args.n_train,
-                            n_validation=args.n_validation, n_test=args.n_test, levels=tuple(args.levels), seeds=args.seeds,
+                            n_validation=args.n_validation, n_test=args.n_test, levels=tuple(args.levels), seeds=seeds,
                             init=args.init, pooling=args.pooling, encoder=args.encoder, train=train, k=args.k,
-                            metric=args.metric, split_seed=args.split_seed, bootstrap=args.bootstrap)
+                            metric=args.metric, split_seed=args.split_seed, bootstrap=args.bootstrap,
+                            pilot_sd=sd)
 
 
 def run_lc_transfer(args: argparse.Namespace) -> int:

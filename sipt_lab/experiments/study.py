@@ -77,6 +77,8 @@ class LcTransferConfig:
         metric: the :data:`STUDY_METRICS` entry the summary's gains and slope are computed on.
         split_seed: seed of the splits and of the dial's graphs.
         bootstrap: bootstrap resamples (over seeds) of the slope's CI.
+        pilot_sd: sd of the paired gains over seeds measured by a pilot (an earlier study's
+            ``paired_sd``): the run states the effect its seeds can detect before training.
     """
 
     samples: str | None = None
@@ -95,6 +97,7 @@ class LcTransferConfig:
     metric: str = "knn_auroc"
     split_seed: int = 0
     bootstrap: int = 2000
+    pilot_sd: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
@@ -106,6 +109,8 @@ class LcTransferConfig:
         for name, low in (("n_pretrain", 2), ("n_train", 2), ("n_validation", 1), ("n_test", 1), ("seeds", 1), ("k", 1), ("bootstrap", 1)):
             if getattr(self, name) < low:
                 raise ConfigError(f"LcTransferConfig.{name}", f"must be >= {low}, got {getattr(self, name)}")
+        if self.pilot_sd is not None and not (math.isfinite(self.pilot_sd) and self.pilot_sd >= 0):
+            raise ConfigError("LcTransferConfig.pilot_sd", f"must be a finite sd >= 0, got {self.pilot_sd}")
         if self.metric not in STUDY_METRICS:
             raise ConfigError("LcTransferConfig.metric", f"unknown metric {self.metric!r}; choose one of {', '.join(STUDY_METRICS)}")
         if (self.samples is None) != (self.labels is None):
@@ -221,6 +226,30 @@ def tfidf_vectors(pretrain_texts: list[str], texts: list[str]) -> np.ndarray:
     return vectorizer.transform(texts).toarray().astype(np.float32)
 
 
+# ---------------------------------------------------------------------- power
+def pilot_sd(summary_path: str | Path) -> float:
+    """The ``paired_sd`` of an earlier study's ``summary.json`` (the pilot's seed-to-seed sd of the
+    paired gains); SiptError when it is missing or undefined (a pilot of one seed)."""
+    import json
+
+    text = fileio.read_text_file(summary_path, "pilot summary")
+    try:
+        value = json.loads(text).get("paired_sd")
+    except (ValueError, AttributeError):
+        value = None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SiptError(f"{summary_path} holds no finite paired_sd; pass the summary.json of a study with at least two seeds")
+    return float(value)
+
+
+def power_line(sd: float, seeds: int) -> str:
+    """What ``seeds`` seeds can detect when the paired gains have sd ``sd``, in one line."""
+    from sipt_lab.stats import minimum_detectable_effect
+
+    return (f"with {seeds} seeds and a paired sd of {sd:.4f}, the smallest gain a paired t-test detects "
+            f"(two-sided 5%, power 0.8) is {minimum_detectable_effect(sd, seeds):.4f}")
+
+
 # ---------------------------------------------------------------------- the task
 def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray]:
     """``(ids, texts, labels (n,) ints)`` of the study's task: the config's files, or the default
@@ -271,6 +300,8 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, progress: bool
     rng = np.random.default_rng(config.split_seed)
     splits = inductive_splits(labels, config.sizes, rng)
     source = study_source(config)
+    if config.pilot_sd is not None:
+        log(power_line(config.pilot_sd, config.seeds))
     out_dir = fileio.claim_output_dir(out)
     save_config(config, out_dir / "config.json")
     fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
@@ -393,6 +424,7 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
                "control_gain": control["gain"], "control_gain_ci": control["gain_ci"],
                "encoder_consistency": own_consistency, "paired_sd": paired_sd,
                "mde": minimum_detectable_effect(paired_sd, config.seeds),
+               "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
                "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()}}
     summary["verdict"] = verdict(summary)
     return summary
