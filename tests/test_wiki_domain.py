@@ -11,6 +11,7 @@ from sipt_lab.domains.wiki import (
     mention_edges,
     mentions_graph,
     rewired,
+    tfidf_features,
     tfidf_knn_graph,
 )
 from sipt_lab.errors import SiptError
@@ -93,6 +94,22 @@ def test_tfidf_knn_links_similar_texts_symmetrically():
     graph = tfidf_knn_graph(data, k=1)
     np.testing.assert_array_equal(graph.edges(), [[0, 1], [2, 3], [4, 5]])
     assert tfidf_knn_graph(data, k=2).degrees().min() >= 2
+
+
+def test_tfidf_idf_sees_pretraining_texts_only():
+    """The pre-training rows' weights do not move when the held-out texts change (they would if the
+    IDF counted documents there), and build_graph hands the pre-training samples to tfidf-knn."""
+    pretraining = ["cats purr and cats meow", "a cat purrs, cats meow", "stocks and bonds fell", "bonds and stocks rose"]
+    before = tfidf_features(pretraining + ["cats and bonds", "cats meow"], fit_on=[0, 1, 2, 3])
+    after = tfidf_features(pretraining + ["cats cats stocks", "cats stocks bonds purr"], fit_on=[0, 1, 2, 3])
+    np.testing.assert_allclose(before[:4].toarray(), after[:4].toarray())
+    leaky = tfidf_features(pretraining + ["cats and bonds", "cats meow"])
+    assert not np.allclose(before[:4].toarray(), leaky[:4].toarray())
+    texts = [*pretraining, "rivers flow to the sea", "the sea takes the rivers", "kings rule the land", "the land of old kings",
+             "cats stocks rivers", "cats stocks kings", "cats sea land", "cats cats cats bonds"]
+    data = WikiArticles([str(i) for i in range(12)], texts, {}, [""] * 12, [""] * 12)
+    fitted = build_graph(get_domain("wiki"), "tfidf-knn", data, fit_on=np.arange(8))
+    assert fitted == tfidf_knn_graph(data, fit_on=np.arange(8)) != tfidf_knn_graph(data)
 
 
 def test_rewiring_keeps_degrees_and_moves_edges():

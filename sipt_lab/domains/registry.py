@@ -11,6 +11,7 @@ user names. A new domain or graph is a registry entry, never a branch in the cod
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -115,13 +116,17 @@ def domain_names() -> list[str]:
     return list(DOMAINS)
 
 
-def build_graph(domain: Domain, graph: str, data: DomainData, seed: int = 0) -> PretrainingGraph:
-    """Build ``domain``'s pre-training graph ``graph`` over ``data``; SiptError for an unknown name."""
+def build_graph(domain: Domain, graph: str, data: DomainData, seed: int = 0, fit_on=None) -> PretrainingGraph:
+    """Build ``domain``'s pre-training graph ``graph`` over ``data``; SiptError for an unknown name.
+    ``fit_on``: indices of the pre-training samples, passed to a builder that fits statistics on the
+    texts (one with a ``fit_on`` parameter: ``tfidf-knn``'s IDF), so held-out samples never shape them."""
     try:
         builder = domain.graphs[graph]
     except KeyError:
         raise SiptError(f"domain {domain.name!r} has no graph {graph!r}; choose one of: "
                         f"{', '.join(domain.graphs)}") from None
+    if fit_on is not None and "fit_on" in inspect.signature(builder).parameters:
+        return builder(data, seed, fit_on=fit_on)
     return builder(data, seed)
 
 

@@ -203,12 +203,23 @@ def mentions_graph(data: WikiArticles, seed: int = 0, rule: str = DEFAULT_MENTIO
 
 
 # ---------------------------------------------------------------------- other graphs
-def tfidf_knn_graph(data: DomainData, seed: int = 0, k: int = 5) -> PretrainingGraph:
+def tfidf_features(texts: list[str], fit_on=None, max_features: int | None = None):
+    """``(n, V)`` sparse L2-normalised word TF-IDF rows of ``texts``, vocabulary and IDF fitted on the
+    texts at the indices ``fit_on`` only (None: all of them), so held-out texts never shape the
+    weights. scikit-learn's English stop words dropped, sublinear term frequency; ``max_features``:
+    the most frequent words kept (None: all)."""
+    fitted = texts if fit_on is None else [texts[i] for i in np.asarray(fit_on)]
+    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True, max_features=max_features).fit(fitted)
+    return vectorizer.transform(texts)
+
+
+def tfidf_knn_graph(data: DomainData, seed: int = 0, k: int = 5, fit_on=None) -> PretrainingGraph:
     """Each sample linked to its ``k`` most TF-IDF-cosine-similar samples, symmetrised (``seed`` unused).
 
-    TF-IDF: scikit-learn's English stop words dropped, sublinear term frequency, L2-normalised rows.
+    TF-IDF: :func:`tfidf_features`, fitted on the samples ``fit_on`` (the pre-training samples: the
+    IDF never sees held-out texts; None: all samples).
     """
-    features = TfidfVectorizer(stop_words="english", sublinear_tf=True).fit_transform(data.texts)
+    features = tfidf_features(list(data.texts), fit_on)
     n = features.shape[0]
     _, neighbours = NearestNeighbors(n_neighbors=min(k + 1, n), metric="cosine", algorithm="brute").fit(
         features).kneighbors(features)

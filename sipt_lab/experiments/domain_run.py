@@ -427,7 +427,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
     spec = get_domain(cell.domain)
     source = _encoder_source(cell, view.data)
-    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed)
+    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed, fit_on=view.pretraining_samples)
     seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
     train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
     if cell.epochs is not None:

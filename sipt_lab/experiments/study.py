@@ -218,12 +218,11 @@ def heldout_metrics(vectors: np.ndarray, labels: np.ndarray, train: np.ndarray, 
 
 
 def tfidf_vectors(pretrain_texts: list[str], texts: list[str]) -> np.ndarray:
-    """``(n, V)`` L2-normalised word TF-IDF rows of ``texts``, the vocabulary and IDF fitted on
-    ``pretrain_texts`` only (English stop words dropped, sublinear term frequency)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """``(n, V)`` dense word TF-IDF rows of ``texts`` (at most 8192 words), vocabulary and IDF fitted
+    on ``pretrain_texts`` only (:func:`sipt_lab.domains.wiki.tfidf_features`)."""
+    from sipt_lab.domains.wiki import tfidf_features
 
-    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True, max_features=8192).fit(pretrain_texts)
-    return vectorizer.transform(texts).toarray().astype(np.float32)
+    return tfidf_features([*pretrain_texts, *texts], np.arange(len(pretrain_texts)), 8192)[len(pretrain_texts):].toarray().astype(np.float32)
 
 
 # ---------------------------------------------------------------------- power
