@@ -187,3 +187,24 @@ def test_pretraining_graph_drops_every_held_out_edge():
     kept = ~np.isin(graph.edges(), splits.held_out).any(axis=1)
     np.testing.assert_array_equal(pt.edges(), graph.edges()[kept])
     assert 0 < pt.n_edges < graph.n_edges
+
+
+# ---------------------------------------------------------------- the nearest-neighbour metric of finetune / domain run
+def test_probe_reports_held_out_3nn_with_references_from_train():
+    from sipt_lab.experiments.finetuning import nn_embeddings, probe_embeddings
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % 3
+    clustered = np.eye(3)[labels] * 5 + rng.normal(0, 0.3, (60, 3))
+    splits = Splits(np.arange(0, 40), np.arange(40, 50), np.arange(50, 60))
+    task = Task("toy", "classification", np.arange(60), labels)
+    scores = probe_embeddings(clustered, task, splits)
+    assert scores["knn3_accuracy"] == 1.0 and scores["knn3_auroc"] == 1.0 and "accuracy" in scores
+    # the references are the train split: scrambling the train vectors ruins the metric, scrambling validation does not
+    scrambled = clustered.copy()
+    scrambled[splits.train] = rng.normal(0, 5, (40, 3))
+    assert nn_embeddings(scrambled, task, splits)["knn3_accuracy"] < 0.7
+    moved = clustered.copy()
+    moved[splits.validation] = 0
+    assert nn_embeddings(moved, task, splits) == nn_embeddings(clustered, task, splits)
+    assert nn_embeddings(clustered, Task("toy", "regression", np.arange(60), labels.astype(float)), splits) == {}

@@ -560,7 +560,7 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
         entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
         for part in runs[0]["scores"]:
             for metric in runs[0]["scores"][part]:
-                mean, sd = mean_sd(r["scores"][part][metric] for r in runs)
+                mean, sd = mean_sd(r["scores"][part].get(metric) for r in runs)  # cells stored before a metric existed lack it
                 entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
         if "concepts" in runs[0]:
             entry["concept_codes_nonzero_median"] = float(np.mean([r["concepts"]["nonzero_median"] for r in runs]))

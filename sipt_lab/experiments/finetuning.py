@@ -86,10 +86,35 @@ def probe_encoder(encoder, tokenizer, texts: list[str], task: Task, splits: Spli
 
 
 def probe_embeddings(vectors: np.ndarray, task: Task, splits: Splits) -> dict[str, float]:
-    """:func:`probe` on precomputed ``(n, H)`` embeddings of all samples (only split rows are read)."""
+    """:func:`probe` on precomputed ``(n, H)`` embeddings of all samples (only split rows are read),
+    with :func:`nn_embeddings`' nearest-neighbour metrics beside the probe's."""
     X = {name: vectors[getattr(splits, name)] for name in ("train", "validation", "test")}
     y = {name: task.labels_of(getattr(splits, name)) for name in X}
-    return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+    probe_metrics = linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+    return probe_metrics | nn_embeddings(vectors, task, splits)
+
+
+#: Task kinds with one class per sample: the ones :func:`nn_embeddings` scores.
+NN_TASK_KINDS = ("classification", "classification-f1")
+#: Neighbours of the nearest-neighbour metric (the paper's 3-NN).
+NN_K = 3
+
+
+def nn_embeddings(vectors: np.ndarray, task: Task, splits: Splits, k: int = NN_K) -> dict[str, float]:
+    """Theorem 1's quantity on held-out samples: ``{"knn3_accuracy", "knn3_auroc"}`` (for ``k`` = 3)
+    of ``k``-NN over ``(n, H)`` ``vectors``, test samples classified by their neighbours among the
+    train split. Test samples of a class the train split lacks are left out; ``{}`` for task kinds
+    without one class per sample (regression, multi-label, per-token)."""
+    from sipt_lab.evaluation import heldout_knn
+
+    if task.kind not in NN_TASK_KINDS:
+        return {}
+    train_y, test_y = task.labels_of(splits.train), task.labels_of(splits.test)
+    known = np.isin(test_y, train_y)
+    if not known.any() or np.unique(test_y[known]).size < 2:
+        return {}
+    scores = heldout_knn(vectors[splits.train], train_y, vectors[splits.test][known], test_y[known], k)
+    return {f"knn{k}_accuracy": float(scores.accuracy), f"knn{k}_auroc": float(scores.auroc)}
 
 
 #: Most train residues the per-token probe fits on (a seeded random subset): TAPE's secondary structure
