@@ -50,3 +50,5 @@ DOMAIN_PRESETS = ("cpu", "full")
 TIE_POLICIES = ("split", "strict", "lenient")
 #: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.heldout_metrics`).
 STUDY_METRICS = ("knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1")
+#: Whether the LC-transfer study's fine-tuning samples are pre-training nodes too.
+STUDY_PROTOCOLS = ("inductive", "transductive")

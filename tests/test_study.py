@@ -22,6 +22,7 @@ from sipt_lab.experiments.study import (
     dial_target_lc,
     encoder_consistency,
     inductive_splits,
+    pretraining_nodes,
     run_lc_transfer,
     study_source,
     summarise,
@@ -142,6 +143,19 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     assert {float(row["lc"]) for row in rows if row["arm"] == "sipt" and row["level"] == "1"} == {1.0}
     split_of = dict(line.split("\t") for line in (out / "splits.tsv").read_text().splitlines())
     assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
+
+
+def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
+    train = train_config("char", steps=1, batch_size=8, max_len=16, device="cpu")
+    config = LcTransferConfig(init="char", train=train, n_pretrain=8, n_train=16, n_validation=8, n_test=8,
+                              levels=(0.0, 1.0), seeds=1, protocol="transductive")
+    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lambda _: None)
+    assert summary["protocol"] == "transductive" and "pre-trained-on (transductive)" in summary["verdict"]
+    splits = inductive_splits(np.arange(100) % 4, SIZES, np.random.default_rng(0))
+    assert set(pretraining_nodes(splits, "transductive")) == set(np.concatenate(list(splits.values())))
+    assert set(pretraining_nodes(splits, "inductive")) == set(splits["pretrain"])
+    with pytest.raises(ConfigError, match="protocol"):
+        LcTransferConfig(init="char", protocol="both")
 
 
 @pytest.mark.parametrize("flags, message", [

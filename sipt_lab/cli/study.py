@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.names import ENCODER_PRESETS, POOLINGS, STRUCTURE_LOSSES, STUDY_METRICS
+from sipt_lab.names import ENCODER_PRESETS, POOLINGS, STRUCTURE_LOSSES, STUDY_METRICS, STUDY_PROTOCOLS
 
 #: LcTransferConfig / TrainConfig field -> the flag that sets it (for one-line config errors).
 FIELD_FLAGS = {
@@ -51,6 +51,8 @@ def register(subparsers) -> None:
     run.add_argument("--lr", type=float, help="peak learning rate (default: the init kind's)")
     run.add_argument("--lambda-si", type=float, help="SIPT arm's weight of L_SI (default: the init kind's)")
     run.add_argument("--loss", choices=STRUCTURE_LOSSES, help="structure-inducing loss (default: the init kind's)")
+    run.add_argument("--protocol", default="inductive", choices=STUDY_PROTOCOLS,
+                     help="inductive: fine-tuning splits never pre-trained on; transductive: every split pre-trained on too (default: %(default)s)")
     run.add_argument("--k", type=int, default=3, help="neighbours of the k-NN metric (default: %(default)s)")
     run.add_argument("--metric", default="knn_auroc", choices=STUDY_METRICS, help="metric of the gains and the slope (default: %(default)s)")
     run.add_argument("--split-seed", type=int, default=0, help="seed of the splits and the dial's graphs (default: %(default)s)")
@@ -82,7 +84,7 @@ def lc_transfer_config(args: argparse.Namespace):
                             n_validation=args.n_validation, n_test=args.n_test, levels=tuple(args.levels), seeds=seeds,
                             init=args.init, pooling=args.pooling, encoder=args.encoder, train=train, k=args.k,
                             metric=args.metric, split_seed=args.split_seed, bootstrap=args.bootstrap,
-                            pilot_sd=sd)
+                            pilot_sd=sd, protocol=args.protocol)
 
 
 def run_lc_transfer(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@ graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on a
   clique limit its LC is :func:`dial_target_lc` (``q + (1 - q) / C`` for balanced classes); the LC
   reported is the one *measured* on the graph over the pre-training nodes.
 * **Inductive splits** (:func:`inductive_splits`): pre-training nodes, then fine-tuning train /
-  validation / test drawn from the samples never pre-trained on; written as ``splits.tsv``.
+  validation / test drawn from the samples never pre-trained on; written as ``splits.tsv``. The
+  ``transductive`` protocol pre-trains on every split's samples instead (the paper's setting),
+  and says so in the summary and the verdict.
 * **Arms**, per seed, same steps, data order and seed: ``init`` (the encoder as initialised, no
   training), ``lm`` (λ_SI = 0; the graph is not read, so one run serves every level), ``sipt`` (the
   init kind's default λ_SI, one run per level), plus the reference row ``tfidf`` (word TF-IDF fitted
@@ -79,6 +81,9 @@ class LcTransferConfig:
         bootstrap: bootstrap resamples (over seeds) of the slope's CI.
         pilot_sd: sd of the paired gains over seeds measured by a pilot (an earlier study's
             ``paired_sd``): the run states the effect its seeds can detect before training.
+        protocol: ``inductive`` (the fine-tuning splits are never pre-trained on) or
+            ``transductive`` (every split's samples are pre-training nodes too, as in the paper's
+            protocol; labelled so in the summary and the verdict).
     """
 
     samples: str | None = None
@@ -98,6 +103,7 @@ class LcTransferConfig:
     split_seed: int = 0
     bootstrap: int = 2000
     pilot_sd: float | None = None
+    protocol: str = "inductive"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
@@ -111,6 +117,8 @@ class LcTransferConfig:
                 raise ConfigError(f"LcTransferConfig.{name}", f"must be >= {low}, got {getattr(self, name)}")
         if self.pilot_sd is not None and not (math.isfinite(self.pilot_sd) and self.pilot_sd >= 0):
             raise ConfigError("LcTransferConfig.pilot_sd", f"must be a finite sd >= 0, got {self.pilot_sd}")
+        if self.protocol not in names.STUDY_PROTOCOLS:
+            raise ConfigError("LcTransferConfig.protocol", f"unknown protocol {self.protocol!r}; choose one of {', '.join(names.STUDY_PROTOCOLS)}")
         if self.metric not in STUDY_METRICS:
             raise ConfigError("LcTransferConfig.metric", f"unknown metric {self.metric!r}; choose one of {', '.join(STUDY_METRICS)}")
         if (self.samples is None) != (self.labels is None):
@@ -176,6 +184,14 @@ def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.G
     if missing.size:
         raise SiptError(f"test classes {missing.tolist()} never occur in the fine-tuning train split; make --n-train larger")
     return splits
+
+
+def pretraining_nodes(splits: dict[str, np.ndarray], protocol: str) -> np.ndarray:
+    """Indices of the samples pre-trained on: the ``pretrain`` split (``inductive``), or every
+    split's samples (``transductive``)."""
+    if protocol == "inductive":
+        return splits["pretrain"]
+    return np.concatenate([splits[name] for name in SPLIT_NAMES])
 
 
 def splits_tsv(ids, splits: dict[str, np.ndarray]) -> str:
@@ -305,7 +321,7 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, progress: bool
     save_config(config, out_dir / "config.json")
     fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
 
-    pt = splits["pretrain"]
+    pt = pretraining_nodes(splits, config.protocol)
     pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
     new = np.concatenate([splits[name] for name in ("train", "validation", "test")])
     new_texts, new_labels = [texts[i] for i in new], labels[new]
@@ -419,7 +435,7 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
     arms = {}
     for row in rows:
         arms.setdefault(row["arm"], {}).setdefault(row["metric"], []).append(row["value"])
-    summary = {"metric": config.metric, "seeds": config.seeds, "levels": levels, **fit,
+    summary = {"protocol": config.protocol, "metric": config.metric, "seeds": config.seeds, "levels": levels, **fit,
                "control_gain": control["gain"], "control_gain_ci": control["gain_ci"],
                "encoder_consistency": own_consistency, "paired_sd": paired_sd,
                "mde": minimum_detectable_effect(paired_sd, config.seeds),
@@ -441,7 +457,8 @@ def verdict(summary: dict) -> str:
     where = ("gain does not cross zero for LC in [0, 1]" if crossover is None else
              f"gain crosses zero at LC {crossover:.3f} (encoder's own neighbourhood consistency "
              f"{summary['encoder_consistency']:.3f})")
-    return (f"SIPT - LM-only on never-seen test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
+    samples = "never-seen" if summary["protocol"] == "inductive" else "pre-trained-on (transductive)"
+    return (f"SIPT - LM-only on {samples} test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
             f"{summary['slope']:+.3f} per unit LC, 95% CI {fmt(summary['slope_ci'])}; {where}; control gain "
             f"{summary['control_gain']:+.3f} {fmt(summary['control_gain_ci'])}; detectable effect {summary['mde']:.3f}")
 
