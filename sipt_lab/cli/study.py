@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.names import ENCODER_PRESETS, POOLINGS, STRUCTURE_LOSSES, STUDY_METRICS, STUDY_PROTOCOLS
+from sipt_lab.names import (
+    ENCODER_PRESETS,
+    POOLINGS,
+    STRUCTURE_LOSSES,
+    STUDY_METRICS,
+    STUDY_PROTOCOLS,
+)
 
 #: LcTransferConfig / TrainConfig field -> the flag that sets it (for one-line config errors).
 FIELD_FLAGS = {
