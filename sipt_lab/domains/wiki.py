@@ -17,7 +17,8 @@ Pre-training graphs (``G_PT`` choices):
   Matching is one Aho-Corasick pass per text (pyahocorasick) with whole-word boundaries and
   leftmost-longest selection, so *New York City* hides *New York* inside it.
 * ``tfidf-knn``: each article linked to its ``k`` nearest articles by TF-IDF cosine, symmetrised
-  (LinkBERT's fallback when there are no hyperlinks).
+  (LinkBERT's fallback when there are no hyperlinks); the IDF is fitted on the pre-training
+  articles only when the caller names them (``build_graph(..., fit_on=)``, as ``domain run`` does).
 * ``random``: ``mentions`` rewired by degree-preserving double edge swaps, a control whose local
   consistency sits near chance.
 
