@@ -45,7 +45,7 @@ def test_two_gloo_processes_run_the_cells_once_and_match_one_process(tmp_path, c
         else:  # data-parallel pre-training: the same losses up to float reduction order
             for key, value in result["pretrain_final"].items():
                 assert other["pretrain_final"][key] == pytest.approx(value, rel=2e-4, abs=1e-5), key
-            assert set(other["scores"]["probe"]) == {"accuracy", "macro_f1"}
+            assert set(other["scores"]["probe"]) == {"accuracy", "macro_f1", "knn3_accuracy", "knn3_auroc"}
             assert all(0.0 <= v <= 1.0 for v in other["scores"]["probe"].values())
     summary = json.loads((tmp_path / "two" / "summary.json").read_text())
     assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[interactions]", "lsm"}
