@@ -23,9 +23,7 @@ from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits,
 from sipt_lab.evaluation.tasks import Task, flatten_tokens, get_task_kind, linear_probe
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.stats import format_mean_sd
-from sipt_lab.models import encoder_source, load_encoder
-from sipt_lab.models.hf import NAMED_CHECKPOINTS
-from sipt_lab.models.sources import CHAR_INIT
+from sipt_lab.models.sources import model_loader
 from sipt_lab.samples import read_sample_labels, read_samples
 from sipt_lab.training import embed
 from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
@@ -43,22 +41,15 @@ def check_mode(mode: str) -> tuple[str, ...]:
 
 
 def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoader:
-    """A loader of fresh copies of ``model``: a directory written by ``sipt-lab pretrain`` (or any
-    Hugging Face checkpoint directory), or an ``--init`` name such as ``minilm`` (off the shelf)."""
-    path = Path(model)
-    if not path.exists() and str(model) not in (CHAR_INIT, *NAMED_CHECKPOINTS):
-        raise SiptError(f"model {model} is neither a model directory nor an init name "
-                        f"({', '.join((CHAR_INIT, *NAMED_CHECKPOINTS))}); pass a `sipt-lab pretrain` DIR/model or a checkpoint directory")
-    if (path / "encoder.pt").is_file() or (path / "config.json").is_file():
-        def load():
-            encoder, tokenizer = load_encoder(path)
-            return encoder.train(), tokenizer
-    else:
-        source = encoder_source(str(model))
+    """A loader of fresh copies of ``model`` in train mode: a directory written by ``sipt-lab
+    pretrain`` (the run directory or its ``model/``), any Hugging Face checkpoint directory, or an
+    ``--init`` name such as ``minilm`` (off the shelf); see :func:`~sipt_lab.models.sources.model_loader`."""
+    load_eval = model_loader(model, max_len=max_len)
 
-        def load():
-            tokenizer = source.tokenizer([], max_len)
-            return source.encoder(tokenizer)[0], tokenizer
+    def load():
+        encoder, tokenizer = load_eval()
+        return encoder.train(), tokenizer
+
     return load
 
 
