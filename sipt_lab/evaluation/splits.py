@@ -105,7 +105,7 @@ def check_task_splits(task: Task, splits: Splits, sample_ids: Sequence[str]) -> 
     if unlabelled.size:
         raise SiptError(f"labels of task {task.name!r} are missing for {unlabelled.size} sample(s) in the "
                         f"splits (first: {sample_ids[unlabelled[0]]!r}); label them or drop them from the splits")
-    check_train_labels(task.name, task.kind, task.labels_of(splits.train))
+    check_train_labels(task.name, task.kind, task.labels_of(splits.train), task.label_names)
 
 
 def pretraining_graph(graph: PretrainingGraph, splits: Splits) -> PretrainingGraph:

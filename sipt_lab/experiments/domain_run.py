@@ -54,7 +54,7 @@ import torch.distributed as dist
 
 from sipt_lab import names
 from sipt_lab.config import config_hash
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
@@ -245,7 +245,11 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     if seeds < 1:
         raise SiptError(f"--seeds is {seeds}; use at least 1 (2 or more for t-tests)")
     check_mode(preset.mode)
+    if preset.n_samples is not None and preset.n_samples < 1:
+        raise ConfigError("DomainPreset.n_samples", f"must be >= 1 sample per seed, got {preset.n_samples}")
     pretrain_config = dataclasses.replace(preset.pretrain, device=device)
+    for lam in preset.lambdas:  # each SIPT arm's config, refused now rather than after the other arms have trained
+        dataclasses.replace(pretrain_config, lambda_si=lam)
     finetune_config = dataclasses.replace(preset.finetune, device=device)
     base = dict(domain=domain, task=task or spec.default_task, init=init or spec.default_init, n_samples=preset.n_samples,
                 pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode, data=data, epochs=preset.epochs)
