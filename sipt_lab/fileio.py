@@ -45,9 +45,18 @@ def shorten(value: Any, limit: int = SHOWN_CHARS) -> str:
 
 def default_file_mode() -> int:
     """The permissions ``open()`` would give a new file (0o666 minus the umask); mkstemp's are 0o600."""
+    return 0o666 & ~_umask()
+
+
+def default_dir_mode() -> int:
+    """The permissions ``mkdir()`` would give a new directory (0o777 minus the umask); mkdtemp's are 0o700."""
+    return 0o777 & ~_umask()
+
+
+def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -86,9 +95,9 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-def json_text(obj: Any, *, indent: int | None = 2) -> str:
-    """Strict JSON of ``obj`` (:func:`json_safe`: no bare ``NaN`` / ``Infinity``), keys sorted."""
-    return json.dumps(json_safe(obj), indent=indent, sort_keys=True, allow_nan=False)
+def json_text(obj: Any, *, indent: int | None = 2, sort_keys: bool = True) -> str:
+    """Strict JSON of ``obj`` (:func:`json_safe`: no bare ``NaN`` / ``Infinity``)."""
+    return json.dumps(json_safe(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:

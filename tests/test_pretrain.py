@@ -266,7 +266,7 @@ def test_output_directory_and_resume_are_guarded(clique_files, tmp_path, capsys)
     assert "holds files sipt-lab did not write (notes.txt)" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
     assert (tmp_path / "foreign" / "notes.txt").read_text() == "keep me"
     unset_out = ["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--out", "", *common]
-    assert "argument --out: is empty" in _error(capsys, unset_out)
+    assert "--out is empty" in _error(capsys, unset_out)
     if not torch.cuda.is_available():
         assert "fp16 autocast needs a CUDA GPU" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--precision", "fp16", "--device", "cpu"))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 from sipt_lab.errors import SiptError
@@ -24,7 +25,10 @@ class OneLineParser(argparse.ArgumentParser):
     ``--help`` (so the CLI prints them as one line, exit status 2, like every other bad input)."""
 
     def error(self, message: str):  # argparse's hook
-        raise SiptError(f"{message} (see {self.prog} --help)")
+        flag = re.match(r"argument ([^:/ ]+)(?:/\S+)?: (.*)", message, re.S)
+        if flag:  # "argument --lr: must be ..." -> "--lr must be ...", as library errors name flags
+            message = f"{flag[1]} {flag[2]}"
+        raise SiptError(f"{' '.join(message.split())} (see {self.prog} --help)")
 
 
 def integer(low: int | None = None, high: int = INT64_MAX) -> Callable[[str], int]:

