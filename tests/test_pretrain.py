@@ -200,6 +200,7 @@ def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
                           "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "two", *common)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stderr[-2000:]
+    assert two.stdout.count("model: ") == 1  # only rank 0 speaks
 
     def table(run):
         lines = (tmp_path / run / "history.csv").read_text().splitlines()[1:]

@@ -166,7 +166,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
             fileio.record_tree(out_dir, "model")
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)
-    return PretrainOutcome(result, report, out_dir, place.is_main)
+    return PretrainOutcome(result, report, out_dir, main and place.is_main)
 
 
 def launched_rank() -> int:
