@@ -158,8 +158,17 @@ def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_on
 def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
     """:func:`check_output_dir`, then create the directory; returns it."""
     out = check_output_dir(path, option)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, option)
     return out
+
+
+def make_dir(path: Path, option: str = "--out") -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``; a one-line SiptError naming ``option`` when the
+    system refuses (a read-only or special file system, a full disk)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SiptError(f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to") from None
 
 
 def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
@@ -171,7 +180,7 @@ def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
     with :func:`write_manifest`.
     """
     out = check_output_dir(path, option, owned_only=True)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, option)
     for name in _manifest_files(out / MANIFEST):
         (out / name).unlink(missing_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
@@ -269,22 +278,35 @@ def run_output(path: str | Path | None, *, finished: str, resume: bool = False, 
     if not main_process:
         yield out
         return
+    with locked_dir(out, option):
+        _claim_run(out, finished, resume, overwrite, resumable, replaced_dirs, option, log)
+        before = set(owned_files(out))
+        try:
+            yield out
+        except BaseException:
+            if keep_on_failure is None or not keep_on_failure(out):
+                remove_owned(out, keep=before)
+            raise
+
+
+@contextlib.contextmanager
+def locked_dir(out: Path, option: str = "--out") -> Iterator[Path]:
+    """``out`` created if missing and locked (:func:`hold_lock`, a live holder refused) for the
+    block; afterwards, a directory the block created and left empty is removed again."""
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, option)
     try:
         with hold_lock(out, RUN_LOCK, wait=False, option=option):
-            _claim_run(out, finished, resume, overwrite, resumable, replaced_dirs, option, log)
-            before = set(owned_files(out))
-            try:
-                yield out
-            except BaseException:
-                if keep_on_failure is None or not keep_on_failure(out):
-                    remove_owned(out, keep=before)
-                raise
+            yield out
     finally:
         if created:
             with contextlib.suppress(OSError):  # not empty: the run (or someone) wrote there
                 out.rmdir()
+
+
+def holds_files(directory: Path) -> bool:
+    """Whether ``directory`` holds anything besides a run lock (and its temporary file)."""
+    return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
 
 
 def _claim_run(out: Path, finished: str, resume: bool, overwrite: bool, resumable: bool,

@@ -7,7 +7,8 @@ e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that t
 :class:`~sipt_lab.errors.SiptError` into a one-line message and exit status 2; a
 :class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
-to make a step smaller) where it sets one. Ctrl-C is one line too (exit status 130) with the
+to make a step smaller) where it sets one. A failing file operation (a
+read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
 command's ``interrupt_hint`` (how to continue) where it sets one. Usage errors of argparse itself
 are one line as well (:class:`~sipt_lab.cli.arguments.OneLineParser`).
 """
@@ -62,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sipt-lab: error: the GPU ran out of memory ({str(error).splitlines()[0][:120]}); {hint}; "
               "finished results are kept", file=sys.stderr)
         return 1
+    except OSError as error:
+        if error.filename is None:  # not about a file: a bug or the system, shown in full
+            raise
+        print(f"sipt-lab: error: {error.strerror or error}: {error.filename}; check that path, its permissions "
+              "and the free space", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", "run the same command again to resume")
         print(f"sipt-lab: interrupted; finished results are kept, {hint}", file=sys.stderr)

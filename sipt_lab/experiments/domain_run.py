@@ -67,7 +67,8 @@ from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
 from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_source
-from sipt_lab.models.sources import layer_count
+from sipt_lab.models.hf import NAMED_CHECKPOINTS, check_checkpoint_dir, named_checkpoint
+from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.stats import mean_sd
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
@@ -235,6 +236,8 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
             depth = layer_count(encoder_source(init or spec.default_init)) if spec.encoder_source is None else None
         if depth is not None:
             concepts.check_layer(depth)
+    if init is not None and spec.encoder_source is None and init != CHAR_INIT:  # a missing checkpoint is refused now
+        check_checkpoint_dir(named_checkpoint(init) if init in NAMED_CHECKPOINTS else init)
     if bool(spec.layout) != (data_dir is not None):
         spec.read(data_dir)  # the one-line error: a needed directory missing, or one the domain does not read
     data = None if data_dir is None else str(Path(data_dir).resolve())
