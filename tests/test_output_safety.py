@@ -214,7 +214,7 @@ def test_json_files_hold_null_where_python_would_write_nan(tmp_path):
 @pytest.mark.parametrize("extra, message", [
     (["--lr", "nan"], "--lr must be a finite number > 0, got 'nan'"),
     (["--epochs", "nan"], "--epochs must be a finite number > 0"),
-    (["--seed", "99999999999999999999"], "--seed must be >= 0 and <= 9,223,372,036,854,775,807"),
+    (["--seed", "99999999999999999999"], "--seed must be <= 9,223,372,036,854,775,807 (a 64-bit integer), got 99999999999999999999"),
     (["--init", ""], "--init is empty"),
     (["--epochs", "1e9"], "--epochs 1e+09 gives"),
 ])

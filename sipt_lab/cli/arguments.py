@@ -41,7 +41,11 @@ def integer(low: int | None = None, high: int = INT64_MAX) -> Callable[[str], in
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {shorten(text)}") from None
         if not low_bound <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {_interval(low, high, False, False)}, got {shorten(text)}")
+            if high != INT64_MAX:
+                bound = _interval(low, high, False, False)
+            else:
+                bound = f">= {low:,}" if value < low_bound else f"<= {high:,} (a 64-bit integer)"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {shorten(value, 40) if value > high else value}")
         return value
 
     parse.__name__ = "integer"

@@ -40,7 +40,8 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
     parser.add_argument("--overwrite", action="store_true", help="replace the finetune run in --out, removing only the files sipt-lab wrote there")
-    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length")
+    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length",
+                        interrupt_hint="a finetune run writes its results at the end, so run the same command again")
 
     domain = subparsers.add_parser(
         "domain",
