@@ -199,7 +199,16 @@ def record_files(out_dir: str | Path, names: list[str]) -> None:
     out_dir = Path(out_dir)
     owned = set(_manifest_files(out_dir / MANIFEST, nested=True))
     if not set(names) <= owned:
-        write_json_atomic(out_dir / MANIFEST, sorted(owned | set(names)))
+        write_json_atomic(out_dir / MANIFEST, {"command": manifest_command(out_dir), "files": sorted(owned | set(names))})
+
+
+def manifest_command(out_dir: str | Path) -> str | None:
+    """The command whose run ``out_dir``'s :data:`MANIFEST` describes (None: a build's plain list, or none)."""
+    try:
+        data = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("command") if isinstance(data, dict) and isinstance(data.get("command"), str) else None
 
 
 def record_tree(out_dir: str | Path, subdir: str) -> None:
@@ -248,13 +257,15 @@ def list_for_message(names: list[str], shown: int = 3) -> str:
 
 
 @contextlib.contextmanager
-def run_output(path: str | Path | None, *, finished: str, resume: bool = False, overwrite: bool = False,
+def run_output(path: str | Path | None, command: str, *, finished: str, resume: bool = False, overwrite: bool = False,
                resumable: bool = True, replaced_dirs: tuple[str, ...] = (), keep_on_failure: Callable[[Path], bool] | None = None,
                main_process: bool = True, option: str = "--out", log: Callable[[str], None] = print) -> Iterator[Path]:
     """The output directory of one run, under the one rule of the module docstring.
 
     Args:
         path: the directory (created when missing).
+        command: the command writing the run (recorded in the manifest: a run of another command
+            there is refused, never overwritten).
         finished: the file whose presence marks a finished run (e.g. ``result.json``).
         resume: continue the run there (``resumable`` commands only); overwrite: replace it,
             removing only the files its manifest lists (and saying which). Both together are refused.
@@ -279,7 +290,9 @@ def run_output(path: str | Path | None, *, finished: str, resume: bool = False, 
         yield out
         return
     with locked_dir(out, option):
-        _claim_run(out, finished, resume, overwrite, resumable, replaced_dirs, option, log)
+        _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
+        if manifest_command(out) is None:
+            write_json_atomic(out / MANIFEST, {"command": command, "files": []})
         before = set(owned_files(out))
         try:
             yield out
@@ -309,12 +322,15 @@ def holds_files(directory: Path) -> bool:
     return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
 
 
-def _claim_run(out: Path, finished: str, resume: bool, overwrite: bool, resumable: bool,
+def _claim_run(out: Path, command: str, finished: str, resume: bool, overwrite: bool, resumable: bool,
                replaced_dirs: tuple[str, ...], option: str, log: Callable[[str], None]) -> None:
-    """Refuse ``out`` unless it is free for the run (see :func:`run_output`); with ``overwrite``
-    remove the earlier run's files."""
+    """Refuse ``out`` unless it is free for a run of ``command`` (see :func:`run_output`); with
+    ``overwrite`` remove the earlier run's files."""
     ours = owned_files(out)
     foreign = foreign_files(out, out)
+    if ours and manifest_command(out) != command:
+        raise SiptError(f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
+                        f"not of a {command} run; pass another {option}")
     if not ours:
         if foreign:
             raise SiptError(f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
@@ -405,6 +421,8 @@ def _manifest_files(manifest: Path, nested: bool = False) -> list[str]:
         names = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
+    if isinstance(names, dict):  # a run's manifest: {"command", "files"}
+        names = names.get("files") if nested else None
     if not isinstance(names, list):
         return []
     return [name for name in names if isinstance(name, str) and _inside(name, nested)]

@@ -276,3 +276,12 @@ def test_an_exported_hugging_face_model_respects_the_umask(tiny_bert, files, tmp
     model = tmp_path / "run" / "model"
     assert stat.S_IMODE(model.stat().st_mode) == 0o755
     assert {stat.S_IMODE(p.stat().st_mode) for p in model.rglob("*") if p.is_file()} == {0o644}
+
+
+def test_finetune_never_overwrites_a_pretrain_run(files, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(pretrain(files, run)) == 0
+    before = tree(run)
+    argv = [*finetune_files(tmp_path, [f"c{i % 2}" for i in range(30)]), "--out", str(run), "--overwrite"]
+    assert "holds the output of pretrain, not of a finetune run" in error(capsys, argv)
+    assert tree(run) == before

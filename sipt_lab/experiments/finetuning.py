@@ -190,7 +190,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
-    with fileio.run_output(out, finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
+    with fileio.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
         results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
         kind = get_task_kind(task.kind)
         comparisons = []

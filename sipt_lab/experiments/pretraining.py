@@ -9,6 +9,8 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
   sipt-lab's own format for ``char``);
 * ``history.csv``: step, loss terms, lr;
+* ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
+  ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.fileio.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training: the labels' local
   consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
@@ -41,7 +43,7 @@ from sipt_lab import fileio
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
 from sipt_lab.methods import Teacher, get_method, method_recipe, method_train_config
-from sipt_lab.models import encoder_preset, encoder_source, load_encoder
+from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import model_loader
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
@@ -133,7 +135,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
     tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
-    with fileio.run_output(out, finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
+    with fileio.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
                            keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
                            main_process=main, log=log) as out_dir:
         extended_from = _check_resumed_steps(out_dir, job) if resume else None
@@ -146,7 +148,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
             fileio.record_files(out_dir, list(RUN_FILES))
             save_config(job, out_dir / "config.json")
         start = time.perf_counter()
-        teacher = None if job.teacher is None else Teacher(*load_encoder(job.teacher, device))
+        teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
         recipe = None if job.method is None else method_recipe(job.method, teacher)
         result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
         seconds = time.perf_counter() - start
