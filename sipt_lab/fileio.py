@@ -162,6 +162,18 @@ def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
     return out
 
 
+def prepare_grid_dir(path: str | Path | None, option: str = "--out", marker: str = "cells") -> Path:
+    """:func:`prepare_output_dir` for a command whose run is a resumable grid of cells under
+    ``path/marker``: an existing directory must be empty or hold such a run (its ``marker`` folder),
+    so a directory of other files is refused rather than written into."""
+    out = check_output_dir(path, option)
+    if out.is_dir() and holds_files(out) and not (out / marker).is_dir():
+        raise SiptError(f"{option} {out} holds files and no earlier run of this command (no {marker}/); "
+                        f"pass a new or empty directory, or the {option} of the run to resume")
+    make_dir(out, option)
+    return out
+
+
 def make_dir(path: Path, option: str = "--out") -> None:
     """``path.mkdir(parents=True, exist_ok=True)``; a one-line SiptError naming ``option`` when the
     system refuses (a read-only or special file system, a full disk)."""

@@ -111,7 +111,6 @@ def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
     from sipt_lab import fileio
-    from sipt_lab.errors import SiptError
     from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
     from sipt_lab.experiments.finetuning import check_mode
     from sipt_lab.experiments.pretraining import launched_rank
@@ -132,10 +131,9 @@ def run_domain(args: argparse.Namespace) -> int:
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
                          methods=tuple(args.methods), data_dir=args.data, teacher=args.teacher, concepts=concepts)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
-        with fileio.locked_dir(fileio.check_output_dir(args.out)) as out:
-            if fileio.holds_files(out) and not (out / "cells").is_dir():
-                raise SiptError(f"--out {out} holds files and no domain run (no cells/); pass a new or empty directory, "
-                                "or the --out of the run to resume")
+        fileio.check_output_dir(args.out)
+        with fileio.locked_dir(Path(args.out)) as out:
+            fileio.prepare_grid_dir(out)
             summary = run_domain(cells, out, executor=args.executor)
     else:  # a torchrun process other than rank 0: rank 0 writes and reports
         run_domain(cells, Path(args.out), executor=args.executor)
