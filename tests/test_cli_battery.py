@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sipt_lab import fileio
+from sipt_lab import outputs
 from sipt_lab.cli.main import main
 from sipt_lab.graph import read_labels_tsv
 
@@ -248,7 +248,7 @@ def check_output(options: dict, d: Path, out: str) -> None:
     if command == "pretrain":
         run_dir = Path(options["--out"].format(d=d))
         assert json.loads((run_dir / "result.json").read_text(), **strict)["n_samples"] == N
-        assert {"config.json", "history.csv", "result.json"} <= set(fileio.owned_files(run_dir))
+        assert {"config.json", "history.csv", "result.json"} <= set(outputs.owned_files(run_dir))
     elif command == "embed":
         vectors_path, = [p for p in output_of(options, d) if p.suffix == ".npy"][:1]
         ids = vectors_path.with_name(vectors_path.name.removesuffix(".npy") + ".ids.tsv").read_text().splitlines()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hf_fakes import WORDS
 
-from sipt_lab import fileio
+from sipt_lab import fileio, outputs
 from sipt_lab.cli.main import main
 from sipt_lab.errors import SiptError
 from sipt_lab.experiments.finetuning import FinetuneJob, load_task
@@ -52,7 +52,7 @@ def test_overwrite_removes_only_the_files_sipt_lab_wrote_and_says_which(files, t
     out = tmp_path / "run"
     assert main(pretrain(files, out)) == 0
     (out / "notes.txt").write_text("mine")
-    owned = fileio.owned_files(out)
+    owned = outputs.owned_files(out)
     assert {"config.json", "checkpoint.pt", "history.csv", "result.json"} <= set(owned) and any(n.startswith("model/") for n in owned)
     capsys.readouterr()
     assert main(pretrain(files, out, "--overwrite")) == 0
@@ -81,13 +81,13 @@ def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_over(files, t
     out.mkdir()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        (out / fileio.RUN_LOCK).write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename}))
+        (out / outputs.RUN_LOCK).write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename}))
         assert f"is in use by process {sleeper.pid}" in error(capsys, pretrain(files, out))
     finally:
         sleeper.kill()
         sleeper.wait()
     assert main(pretrain(files, out)) == 0  # the lock's process is dead: stale, taken over
-    assert not (out / fileio.RUN_LOCK).exists()
+    assert not (out / outputs.RUN_LOCK).exists()
 
 
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(files, tmp_path, capsys, monkeypatch):

@@ -110,13 +110,13 @@ def run_domain_list(args: argparse.Namespace) -> int:
 def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from sipt_lab import fileio
+    from sipt_lab import outputs
     from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
     from sipt_lab.experiments.finetuning import check_mode
     from sipt_lab.experiments.pretraining import launched_rank
     from sipt_lab.training.trainer import split_batch
 
-    fileio.check_output_dir(args.out)
+    outputs.check_output_dir(args.out)
     preset = preset_for(args.name, args.preset)
     changes = {"n_samples": args.samples, "lambdas": tuple(args.lambdas) if args.lambdas else None, "mode": args.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
@@ -131,9 +131,9 @@ def run_domain(args: argparse.Namespace) -> int:
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
                          methods=tuple(args.methods), data_dir=args.data, teacher=args.teacher, concepts=concepts)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
-        fileio.check_output_dir(args.out)
-        with fileio.locked_dir(Path(args.out)) as out:
-            fileio.prepare_grid_dir(out)
+        outputs.check_output_dir(args.out)
+        with outputs.locked_dir(Path(args.out)) as out:
+            outputs.prepare_grid_dir(out)
             summary = run_domain(cells, out, executor=args.executor)
     else:  # a torchrun process other than rank 0: rank 0 writes and reports
         run_domain(cells, Path(args.out), executor=args.executor)

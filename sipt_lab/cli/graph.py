@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import nonempty
-from sipt_lab.fileio import check_output_dir, claim_output_dir, write_manifest
+from sipt_lab.outputs import check_output_dir, claim_output_dir, write_manifest
 from sipt_lab.graph import NOISE_MODES
 
 

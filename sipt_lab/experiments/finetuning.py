@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio, names
+from sipt_lab import names, outputs
 from sipt_lab.config import save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -179,9 +179,9 @@ FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
 
 def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
     """Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
-    with a baseline) into ``out``, under the output rule of :func:`sipt_lab.fileio.run_output`
+    with a baseline) into ``out``, under the output rule of :func:`sipt_lab.outputs.run_output`
     (an earlier run there is replaced only with ``overwrite``); returns the results."""
-    fileio.check_output_dir(out)
+    outputs.check_output_dir(out)
     parts = check_mode(job.mode)
     if job.seeds < 1:
         raise SiptError(f"--seeds is {job.seeds}; use at least 1")
@@ -190,11 +190,11 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
-    with fileio.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
+    with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
         results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
         kind = get_task_kind(task.kind)
         comparisons = []
-        fileio.record_files(out_dir, list(FINETUNE_FILES))
+        outputs.record_files(out_dir, list(FINETUNE_FILES))
         if job.baseline:
             for part in parts:
                 comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio, names
+from sipt_lab import names, outputs
 from sipt_lab.config import config_from_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
@@ -91,14 +91,14 @@ class SweepOutcome:
 def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print) -> SweepOutcome:
     """Pre-train every ``λ`` of ``sweep`` into ``out`` and choose one (module docstring). The inputs
     are read before anything is written, and ``out`` is locked while the sweep runs."""
-    fileio.check_output_dir(out)
+    outputs.check_output_dir(out)
     job = sweep.job
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
     labels = read_sample_labels(job.labels, samples) if job.labels else None
     validation = link_queries(graph, sweep.validation, job.train.seed)
     train_nodes = np.setdiff1d(np.arange(len(samples)), validation)
-    with fileio.locked_dir(Path(out)):
+    with outputs.locked_dir(Path(out)):
         out_dir = _claim(sweep, out)
         split_job = _write_split(out_dir / "split", samples, graph, labels, train_nodes, validation, job)
 
@@ -150,9 +150,9 @@ def format_sweep(outcome: SweepOutcome, metric: str) -> str:
 
 def _claim(sweep: LambdaSweep, out: str | Path) -> Path:
     """``out`` for ``sweep``: new, empty, or holding the same sweep (resumed); anything else is refused."""
-    out_dir = fileio.check_output_dir(out)
+    out_dir = outputs.check_output_dir(out)
     config = out_dir / SWEEP_CONFIG
-    if out_dir.is_dir() and fileio.holds_files(out_dir):
+    if out_dir.is_dir() and outputs.holds_files(out_dir):
         if not config.is_file():
             raise SiptError(f"--out {out_dir} is not empty and holds no λ sweep; choose a new or empty directory")
         try:

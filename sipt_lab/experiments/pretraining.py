@@ -10,7 +10,7 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
   sipt-lab's own format for ``char``);
 * ``history.csv``: step, loss terms, lr;
 * ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
-  ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.fileio.run_output`);
+  ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training: the labels' local
   consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
@@ -39,7 +39,7 @@ from sipt_lab.config import save_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
-from sipt_lab import fileio
+from sipt_lab import outputs
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
 from sipt_lab.methods import Teacher, get_method, method_recipe, method_train_config
@@ -115,10 +115,10 @@ class PretrainOutcome:
 def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, overwrite: bool = False,
                     progress: bool = True, log=print) -> PretrainOutcome:
     """Run ``job`` into ``out`` (see the module docstring) under the output rule of
-    :func:`sipt_lab.fileio.run_output`: a run there is continued with ``resume`` or replaced with
+    :func:`sipt_lab.outputs.run_output`: a run there is continued with ``resume`` or replaced with
     ``overwrite``. Under ``torchrun`` every process trains its shard and only rank 0 writes."""
     main = launched_rank() == 0
-    fileio.check_output_dir(out)
+    outputs.check_output_dir(out)
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
     if graph.n_edges == 0:
@@ -135,7 +135,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
     tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
-    with fileio.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
+    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
                            keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
                            main_process=main, log=log) as out_dir:
         extended_from = _check_resumed_steps(out_dir, job) if resume else None
@@ -145,7 +145,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
             report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
             before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
         if place.is_main:
-            fileio.record_files(out_dir, list(RUN_FILES))
+            outputs.record_files(out_dir, list(RUN_FILES))
             save_config(job, out_dir / "config.json")
         start = time.perf_counter()
         teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
@@ -165,7 +165,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
                        "before": before, "after": after}
         if place.is_main:
             result.encoder.save(out_dir / "model", result.tokenizer)
-            fileio.record_tree(out_dir, "model")
+            outputs.record_tree(out_dir, "model")
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)
     return PretrainOutcome(result, report, out_dir, main and place.is_main)
@@ -251,7 +251,7 @@ def embedding_paths(out: str | Path | None) -> tuple[Path, Path]:
         raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
     out = Path(out)
     out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
-    fileio.check_output_dir(out.parent)
+    outputs.check_output_dir(out.parent)
     return out, out.with_name(out.name.removesuffix(".npy") + ".ids.tsv")
 
 

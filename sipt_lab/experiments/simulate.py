@@ -26,7 +26,8 @@ from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
-from sipt_lab.fileio import prepare_grid_dir, write_json_atomic
+from sipt_lab.fileio import write_json_atomic
+from sipt_lab.outputs import prepare_grid_dir
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.models.tokenizer import unigram_entropy

@@ -47,10 +47,11 @@ from tqdm.auto import tqdm
 
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import hold_lock, write_json_atomic, write_text_atomic
+from sipt_lab.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.outputs import hold_lock
 
 CellFn = Callable[[Any], dict]
-#: Name of a cell's lock file (see :func:`sipt_lab.fileio.hold_lock`).
+#: Name of a cell's lock file (see :func:`sipt_lab.outputs.hold_lock`).
 CELL_LOCK = "lock"
 #: What an executor yields per cell: the cell's position in its list, and a call that returns the
 #: cell's CellResult (or raises when the machinery itself failed, e.g. a worker process died).
