@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_text_atomic
+from sipt_lab.fileio import write_json_atomic
 
 C = TypeVar("C")
 
@@ -57,8 +57,8 @@ def config_hash(config: Any, length: int = 12) -> str:
 
 
 def save_config(config: Any, path: str | Path) -> None:
-    """Write ``config`` as indented JSON, atomically."""
-    write_text_atomic(path, json.dumps(config_to_dict(config), indent=2, sort_keys=True) + "\n")
+    """Write ``config`` as indented strict JSON (NaN as null), atomically."""
+    write_json_atomic(path, config_to_dict(config))
 
 
 def load_config(cls: type[C], path: str | Path) -> C:

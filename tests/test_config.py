@@ -50,7 +50,7 @@ def test_invalid_fields_raise_on_construction_naming_the_field(build, field):
 def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
     args = ["pretrain", "--samples", "S", "--edges", "E", "--out", str(tmp_path / "o"), "--batch-size", "0"]
     assert main(args) == 2
-    assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0"
+    assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):

@@ -218,6 +218,7 @@ def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
                           "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "two", *common)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stderr[-2000:]
+    assert two.stdout.count("model: ") == 1  # only rank 0 speaks
 
     def table(run):
         lines = (tmp_path / run / "history.csv").read_text().splitlines()[1:]
@@ -281,7 +282,7 @@ def test_output_directory_and_resume_are_guarded(clique_files, tmp_path, capsys)
     assert main(_args(clique_files, out, *common, "--overwrite", "--lr", "1e-3")) == 0
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("keep me")
-    assert "holds no pretrain run" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
+    assert "holds files sipt-lab did not write (notes.txt)" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
     assert (tmp_path / "foreign" / "notes.txt").read_text() == "keep me"
     unset_out = ["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--out", "", *common]
     assert "--out is empty" in _error(capsys, unset_out)
