@@ -41,13 +41,21 @@ def config_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in data.items():
-        hint = hints.get(name)
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        hint = _dataclass_in(hints.get(name))
+        if hint is not None and isinstance(value, dict):
             value = config_from_dict(hint, value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _dataclass_in(hint: Any) -> type | None:
+    """The dataclass a field's type hint names, alone or in an optional (``Config | None``); else None."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    members = [member for member in typing.get_args(hint) if dataclasses.is_dataclass(member)]
+    return members[0] if len(members) == 1 else None
 
 
 def config_hash(config: Any, length: int = 12) -> str:

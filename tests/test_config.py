@@ -62,3 +62,12 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
     monkeypatch.setitem(registry.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
     after = simulation_config("torus")
     assert after.graph.n_nodes == family.default_nodes + 10 and config_hash(after) != before
+
+
+def test_a_nested_config_behind_an_optional_hint_round_trips():
+    from sipt_lab.config import config_from_dict, config_to_dict
+    from sipt_lab.experiments.pretraining import PretrainJob
+
+    job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
+    again = config_from_dict(PretrainJob, config_to_dict(job))
+    assert again == job and type(again.train) is type(job.train)
