@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_text_atomic
+from sipt_lab.fileio import write_json_atomic
 
 C = TypeVar("C")
 
@@ -41,13 +41,21 @@ def config_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in data.items():
-        hint = hints.get(name)
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        hint = _dataclass_in(hints.get(name))
+        if hint is not None and isinstance(value, dict):
             value = config_from_dict(hint, value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _dataclass_in(hint: Any) -> type | None:
+    """The dataclass a field's type hint names, alone or in an optional (``Config | None``); else None."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    members = [member for member in typing.get_args(hint) if dataclasses.is_dataclass(member)]
+    return members[0] if len(members) == 1 else None
 
 
 def config_hash(config: Any, length: int = 12) -> str:
@@ -57,8 +65,8 @@ def config_hash(config: Any, length: int = 12) -> str:
 
 
 def save_config(config: Any, path: str | Path) -> None:
-    """Write ``config`` as indented JSON, atomically."""
-    write_text_atomic(path, json.dumps(config_to_dict(config), indent=2, sort_keys=True) + "\n")
+    """Write ``config`` as indented strict JSON (NaN as null), atomically."""
+    write_json_atomic(path, config_to_dict(config))
 
 
 def load_config(cls: type[C], path: str | Path) -> C:

@@ -1,11 +1,12 @@
-"""Atomic file writes (a result file is either complete or absent, never half-written), the one
-check of an output directory every subcommand uses, and the build manifest that lets a command
-own a directory without deleting anything it did not write."""
+"""Atomic file writes (a result file is either complete or absent, never half-written), strict JSON
+(NaN as null), reading a user's text files, and values cut for messages. Output directories (the
+rule every writing command follows) live in :mod:`sipt_lab.outputs`."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -13,15 +14,36 @@ from typing import Any
 
 from sipt_lab.errors import SiptError
 
-#: Name of the file in which a build records the files it wrote (see :func:`claim_output_dir`).
-MANIFEST = ".sipt-lab-files.json"
+
+#: Longest value an error message quotes whole (see :func:`shorten`).
+
+
+SHOWN_CHARS = 60
+
+
+def shorten(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr`` of ``value`` (a numpy scalar as its Python value) cut to about ``limit`` characters,
+    for error messages that quote user data (an id of megabytes must not flood the terminal)."""
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    shown = repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(shown):,} characters)"
 
 
 def default_file_mode() -> int:
     """The permissions ``open()`` would give a new file (0o666 minus the umask); mkstemp's are 0o600."""
+    return 0o666 & ~_umask()
+
+
+def default_dir_mode() -> int:
+    """The permissions ``mkdir()`` would give a new directory (0o777 minus the umask); mkdtemp's are 0o700."""
+    return 0o777 & ~_umask()
+
+
+def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -46,9 +68,28 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (numpy's included) replaced by None, so that
+    ``json.dumps(..., allow_nan=False)`` writes ``null`` where Python would write bare ``NaN``."""
+    if isinstance(obj, dict):
+        return {key: json_safe(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(value) for value in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return json_safe(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def json_text(obj: Any, *, indent: int | None = 2, sort_keys: bool = True) -> str:
+    """Strict JSON of ``obj`` (:func:`json_safe`: no bare ``NaN`` / ``Infinity``)."""
+    return json.dumps(json_safe(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Indented JSON version of :func:`write_bytes_atomic`."""
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    """Indented strict JSON (:func:`json_text`) version of :func:`write_bytes_atomic`."""
+    write_text_atomic(path, json_text(obj) + "\n")
 
 
 def read_text_file(path: str | Path, what: str) -> str:
@@ -72,69 +113,3 @@ def read_text_file(path: str | Path, what: str) -> str:
         line = data.count(b"\n", 0, error.start) + 1
         raise SiptError(f"{what} {path} is not UTF-8 text (bad byte on line {line}); re-encode it as UTF-8") from None
     return text.removeprefix("\ufeff")
-
-
-def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_only: bool = False) -> Path:
-    """``path`` as a Path if it can be an output directory; changes nothing on disk.
-
-    Raises a one-line :class:`SiptError` naming ``option`` when ``path`` is None or empty (an
-    unset shell variable would otherwise mean the current directory), is an existing file, lies
-    under a file, or is not writable. With ``owned_only``, an existing directory must also be
-    empty or hold only files an earlier build listed in its :data:`MANIFEST` (see
-    :func:`claim_output_dir`). Call it before any expensive work.
-    """
-    if path is None or not str(path).strip():
-        raise SiptError(f"{option} is empty; pass the directory to write into (an unset shell variable?)")
-    out = Path(path)
-    existing = next(parent for parent in [out, *out.parents] if parent.exists() or parent == Path(parent.anchor))
-    if not existing.is_dir():
-        where = "is a file" if existing == out else f"lies under the file {existing}"
-        raise SiptError(f"{option} {out} {where}; pass a directory path")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise SiptError(f"{option} {out} is not writable ({existing} is read-only); pass a directory you can write to")
-    if owned_only and existing == out:
-        owned = set(_manifest_files(out / MANIFEST)) | {MANIFEST}
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in owned)
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-            raise SiptError(f"{option} {out} holds files sipt-lab did not write ({shown}); pass an empty or new directory")
-    return out
-
-
-def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
-    """:func:`check_output_dir`, then create the directory; returns it."""
-    out = check_output_dir(path, option)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
-    """Take ``path`` for a command that owns the whole directory (one build per directory).
-
-    :func:`check_output_dir` with ``owned_only``, then create the directory and delete the files
-    an earlier build's :data:`MANIFEST` lists, so none of them stays beside the new build's files.
-    Any other file is the user's, and the call refuses to go on. Record what the new build wrote
-    with :func:`write_manifest`.
-    """
-    out = check_output_dir(path, option, owned_only=True)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in _manifest_files(out / MANIFEST):
-        (out / name).unlink(missing_ok=True)
-    (out / MANIFEST).unlink(missing_ok=True)
-    return out
-
-
-def write_manifest(out_dir: str | Path, names: list[str]) -> None:
-    """Record ``names`` (files directly in ``out_dir``) as written by this build, for :func:`claim_output_dir`."""
-    write_json_atomic(Path(out_dir) / MANIFEST, sorted(names))
-
-
-def _manifest_files(manifest: Path) -> list[str]:
-    """The file names a manifest lists; [] when it is missing or damaged (nothing is then owned)."""
-    try:
-        names = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(names, list):
-        return []
-    return [name for name in names if isinstance(name, str) and name == Path(name).name and name not in ("", ".", "..")]

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import read_text_file, write_text_atomic
+from sipt_lab.fileio import read_text_file, shorten, write_text_atomic
 
 #: Largest number of undirected edges that :meth:`PretrainingGraph.adjacency` (and everything that
 #: needs explicit edges, e.g. :func:`add_noise`) will materialise: 50M edges are ~0.5 GB of CSR.
@@ -564,8 +564,8 @@ class LabelledGraph:
 def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
     """``node<TAB>label`` lines -> ``(node names in file order, (n,) array of label strings)``.
 
-    ``#`` comments and blank lines are skipped; lines without a tab may separate the two fields
-    with spaces. A node listed twice with the same label is kept once; with different labels it
+    ``#`` comments, blank lines and a header line (:data:`HEADER_NAMES`) are skipped; lines
+    without a tab may separate the two fields with spaces. A node listed twice with the same label is kept once; with different labels it
     is an error naming the node and both lines.
     """
     lines, _ = _read_data_lines(path, "labels")
@@ -580,13 +580,13 @@ def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
             labels.append(label)
         elif labels[seen[node][0]] != label:
             raise SiptError(
-                f"{path}: line {lineno}: node {node!r} has label {label!r} but line {seen[node][1]} "
-                f"gave it {labels[seen[node][0]]!r}; give each node one label")
+                f"{path}: line {lineno}: node {shorten(node)} has label {shorten(label)} but line {seen[node][1]} "
+                f"gave it {shorten(labels[seen[node][0]])}; give each node one label")
     return names, np.array(labels, dtype=str)
 
 
 def read_edges_tsv(path) -> tuple[list[str], list[str], int]:
-    """``u<TAB>v`` lines (or whitespace-separated) -> ``(u names, v names, n comment/blank lines)``."""
+    """``u<TAB>v`` lines (or whitespace-separated) -> ``(u names, v names, n comment/blank/header lines)``."""
     u, v, _, n_skipped = _read_edges(path)
     return u, v, n_skipped
 
@@ -608,7 +608,7 @@ def load_graph_tsv(edges_path, labels_path) -> LabelledGraph:
         k = int(unknown[0])
         name = u_names[k] if u[k] < 0 else v_names[k]
         raise SiptError(
-            f"{edges_path}: line {linenos[k]}: node {name!r} has no label in {labels_path}; "
+            f"{edges_path}: line {linenos[k]}: node {shorten(name)} has no label in {labels_path}; "
             f"add it to the labels file or remove the edge ({unknown.size} such edge(s))")
     graph = PretrainingGraph.from_edges(u, v, len(node_names))
     label_names, codes = _factorize_label_strings(label_strings)
@@ -646,10 +646,28 @@ def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
             skipped += 1
         else:
             lines.append((lineno, line))
+    if lines and _is_header(lines[0][1], what):
+        lines = lines[1:]
+        skipped += 1
     if not lines:
         raise SiptError(f"{what} file {path} is empty (no data lines); expected one "
                         f"{'node<TAB>label' if what == 'labels' else 'u<TAB>v'} pair per line")
     return lines, skipped
+
+
+#: Column names of a header line, per TSV kind: the first data line is skipped when its two fields
+#: are one name of each set (any case), e.g. ``id<TAB>label`` or ``source<TAB>target``. Every
+#: command reads labels and edges through these readers, so all of them skip the same header.
+HEADER_NAMES = {
+    "labels": ({"id", "node", "sample", "sample_id", "node_id", "name"}, {"label", "labels", "class", "category", "target", "y"}),
+    "edges": ({"u", "source", "src", "from", "node1", "id1"}, {"v", "target", "dst", "to", "node2", "id2"}),
+}
+
+
+def _is_header(line: str, what: str) -> bool:
+    fields = [f.strip().lower() for f in line.split("\t")] if "\t" in line else line.lower().split()
+    firsts, seconds = HEADER_NAMES.get(what, (set(), set()))
+    return len(fields) == 2 and fields[0] in firsts and fields[1] in seconds
 
 
 def _read_edges(path) -> tuple[list[str], list[str], list[int], int]:
@@ -666,7 +684,7 @@ def _read_edges(path) -> tuple[list[str], list[str], list[int], int]:
 def _two_fields(line: str, path, lineno: int, expected: str) -> tuple[str, str]:
     fields = [f.strip() for f in line.split("\t")] if "\t" in line else line.split()
     if len(fields) != 2 or not all(fields):
-        raise SiptError(f"{path}: line {lineno}: expected two fields {expected}, got {line!r}")
+        raise SiptError(f"{path}: line {lineno}: expected two fields {expected}, got {shorten(line)}")
     return fields[0], fields[1]
 
 
@@ -694,5 +712,5 @@ def _node_name_list(n: int, node_names) -> list[str]:
 
 def _check_field(value: str, what: str) -> None:
     if not value or value != value.strip() or "\t" in value or "\n" in value or value.startswith("#"):
-        raise SiptError(f"{what} {value!r} cannot be written to TSV (empty, tab/newline, surrounding "
+        raise SiptError(f"{what} {shorten(value)} cannot be written to TSV (empty, tab/newline, surrounding "
                         "space or leading '#'); rename it")

@@ -7,9 +7,11 @@ Samples files come in three formats, chosen by the name (a trailing ``.gz`` is d
 * ``.jsonl`` / ``.json``: JSON Lines, each an object with string-able ``"id"`` and string ``"text"``;
 * anything else: plain text, one sample per line, whose id is its 1-based line number.
 
-Ids are strings everywhere (``"01"`` and ``"1"`` are two samples); inside the library sample ``i``
-is node ``i`` of the graph, in file order. Edges reuse ``sipt-lab consistency``'s TSV
-(``u<TAB>v`` per line); labels its ``node<TAB>label`` TSV. Readers strip a UTF-8 byte-order mark.
+Ids are strings everywhere (``"01"`` and ``"1"`` are two samples) and hold no tab or line break
+(they are written one per line into ``ids.tsv`` files); inside the library sample ``i`` is node ``i``
+of the graph, in file order. Edges reuse ``sipt-lab consistency``'s TSV (``u<TAB>v`` per line);
+labels its ``node<TAB>label`` TSV; both through the same readers, which skip the same header
+line. Readers strip a UTF-8 byte-order mark and accept CRLF line ends.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import read_text_file
+from sipt_lab.fileio import read_text_file, shorten
 from sipt_lab.graph import PretrainingGraph, factorize, read_edges_tsv, read_labels_tsv
 
 SAMPLE_FORMATS = ("tsv", "jsonl", "txt")
@@ -70,10 +72,13 @@ def read_samples(path: str | Path) -> Samples:
     for lineno, sample_id, text in records:
         if not sample_id:
             raise SiptError(f"samples file {path} line {lineno}: empty id; give every sample an id")
+        if any(char in sample_id for char in "\t\n\r"):
+            raise SiptError(f"samples file {path} line {lineno}: id {shorten(sample_id)} holds a tab or line break; "
+                            "ids are written one per line, so remove them from the id")
         if not text.strip():
-            raise SiptError(f"samples file {path} line {lineno}: sample {sample_id!r} has an empty text; remove it or add its text")
+            raise SiptError(f"samples file {path} line {lineno}: sample {shorten(sample_id)} has an empty text; remove it or add its text")
         if sample_id in seen:
-            raise SiptError(f"samples file {path} line {lineno}: id {sample_id!r} repeats line {seen[sample_id]}; make ids unique")
+            raise SiptError(f"samples file {path} line {lineno}: id {shorten(sample_id)} repeats line {seen[sample_id]}; make ids unique")
         seen[sample_id] = lineno
     return Samples(tuple(r[1] for r in records), tuple(r[2] for r in records), str(path))
 
@@ -96,16 +101,23 @@ def read_sample_labels(labels_path: str | Path, samples: Samples) -> tuple[np.nd
         ``(n,)`` int64 codes in sample order and the label names (``names[code]``), sorted.
         A sample without a label, or a label for an unknown id, is an error.
     """
+    uniques, codes = factorize(read_sample_label_strings(labels_path, samples))
+    return codes.astype(np.int64), [str(x) for x in uniques.tolist()]
+
+
+def read_sample_label_strings(labels_path: str | Path, samples: Samples) -> np.ndarray:
+    """``(n,)`` label strings of every sample, in sample order, from a ``node<TAB>label`` TSV (a
+    task kind codes them: classes, numbers or label sets). A sample without a label, or a label
+    for an unknown id, is an error."""
     names, label_strings = read_labels_tsv(labels_path)
     nodes = _nodes_of(names, samples, labels_path)
     if len(nodes) != len(samples):
         labelled = set(names)
         missing = [sample_id for sample_id in samples.ids if sample_id not in labelled]
-        raise SiptError(f"{labels_path} gives no label to {len(missing)} sample(s), e.g. {missing[0]!r}; label every sample")
-    uniques, codes = factorize(label_strings)
-    labels = np.empty(len(samples), dtype=np.int64)
-    labels[nodes] = codes
-    return labels, [str(x) for x in uniques.tolist()]
+        raise SiptError(f"{labels_path} gives no label to {len(missing)} sample(s), e.g. {shorten(missing[0])}; label every sample")
+    ordered = np.empty(len(samples), dtype=label_strings.dtype)
+    ordered[nodes] = label_strings
+    return ordered
 
 
 def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
@@ -114,7 +126,7 @@ def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
     unknown = np.flatnonzero(nodes < 0)
     if unknown.size:
         raise SiptError(
-            f"{path} names id {names[unknown[0]]!r}, which is not in the samples file {samples.source} "
+            f"{path} names id {shorten(names[unknown[0]])}, which is not in the samples file {samples.source} "
             f"({unknown.size} such line(s)); use the samples' ids or add the sample"
         )
     return nodes

@@ -10,6 +10,8 @@ from sipt_lab.corpus import Corpus
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicAssignment
 
+from hf_fakes import WORDS
+
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
@@ -30,6 +32,30 @@ def tiny_bert(tmp_path_factory):
     from hf_fakes import WORDS, write_tiny_bert
 
     return write_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", WORDS)
+
+
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory):
+    """An untrained sentence-transformers checkpoint without an MLM head (mean pooling + Normalize)."""
+    from hf_fakes import WORDS, write_tiny_bert
+
+    return write_tiny_bert(tmp_path_factory.mktemp("st") / "tiny-st", WORDS, with_head=False, st_pooling="mean")
+
+
+#: Label cliques of :func:`clique_files`.
+N_GROUPS, GROUP_SIZE = 4, 10
+
+
+@pytest.fixture()
+def clique_files(tmp_path):
+    """40 random word sequences in 4 label cliques: the labels are not in the text."""
+    rng = np.random.default_rng(0)
+    ids = [f"s{i}" for i in range(N_GROUPS * GROUP_SIZE)]
+    (tmp_path / "samples.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{' '.join(rng.choice(WORDS, 8))}\n" for i in ids))
+    group = {i: k % N_GROUPS for k, i in enumerate(ids)}
+    (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{group[i]}\n" for i in ids))
+    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b]))
+    return tmp_path
 
 
 @pytest.fixture

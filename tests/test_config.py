@@ -50,7 +50,7 @@ def test_invalid_fields_raise_on_construction_naming_the_field(build, field):
 def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
     args = ["pretrain", "--samples", "S", "--edges", "E", "--out", str(tmp_path / "o"), "--batch-size", "0"]
     assert main(args) == 2
-    assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0"
+    assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
@@ -62,3 +62,12 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
     monkeypatch.setitem(registry.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
     after = simulation_config("torus")
     assert after.graph.n_nodes == family.default_nodes + 10 and config_hash(after) != before
+
+
+def test_a_nested_config_behind_an_optional_hint_round_trips():
+    from sipt_lab.config import config_from_dict, config_to_dict
+    from sipt_lab.experiments.pretraining import PretrainJob
+
+    job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
+    again = config_from_dict(PretrainJob, config_to_dict(job))
+    assert again == job and type(again.train) is type(job.train)

@@ -27,23 +27,6 @@ from sipt_lab.training.trainer import _Step
 from hf_fakes import WORDS, write_tiny_bert
 
 
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    """An untrained sentence-transformers checkpoint without an MLM head (mean pooling + Normalize)."""
-    return write_tiny_bert(tmp_path_factory.mktemp("st") / "tiny-st", WORDS, with_head=False, st_pooling="mean")
-
-
-@pytest.fixture()
-def files(tmp_path):
-    """24 random word texts in 3 label cliques."""
-    rng = np.random.default_rng(0)
-    ids = [f"s{i}" for i in range(24)]
-    (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{' '.join(rng.choice(WORDS, 6))}\n" for i in ids))
-    (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{k % 3}\n" for k, i in enumerate(ids)))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for j, a in enumerate(ids) for k, b in enumerate(ids) if j < k and j % 3 == k % 3))
-    return tmp_path
-
-
 # ---------------------------------------------------------------- one table, every command
 def test_init_kinds_follow_the_weights(tiny_bert, tmp_path):
     assert init_kind("char") == "char" and init_kind("minilm") == "checkpoint"
@@ -96,9 +79,9 @@ def test_structure_loss_sees_the_normalised_vector_the_encoder_outputs():
     np.testing.assert_allclose(seen[1].norm(dim=1).numpy(), [1.0, 1.0], rtol=1e-6)
 
 
-def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_training(files, tiny_st, tmp_path, capsys):
+def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_training(clique_files, tiny_st, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["pretrain", "--samples", str(files / "samples.tsv"), "--edges", str(files / "edges.tsv"), "--init", str(tiny_st),
+    code = main(["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st),
                  "--loss", "contrastive", "--loss-param", "neg_margin=3", "--steps", "2", "--out", str(out), "--quiet"])
     error = capsys.readouterr().err.strip()
     assert code == 2 and len(error.splitlines()) == 1 and "neg_margin 3 cannot be met" in error and "[0, 2]" in error
@@ -106,9 +89,9 @@ def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_traini
 
 
 # ---------------------------------------------------------------- head warm-up
-def test_head_warm_up_fits_the_new_head_and_leaves_the_encoder(files, tiny_st):
-    samples = read_samples(files / "samples.tsv")
-    graph = read_sample_graph(files / "edges.tsv", samples)
+def test_head_warm_up_fits_the_new_head_and_leaves_the_encoder(clique_files, tiny_st):
+    samples = read_samples(clique_files / "samples.tsv")
+    graph = read_sample_graph(clique_files / "edges.tsv", samples)
     source = encoder_source(str(tiny_st))
     config = train_config("checkpoint", steps=1, lr=1e-12, batch_size=8, head_warmup=6, device="cpu")
     result = pretrain(list(samples.texts), graph, config, source, progress=False)
@@ -134,9 +117,9 @@ def test_guard_compares_the_first_and_last_tenth():
     assert stalled_structure_loss(np.full(10, 9.9), config) is None  # too short to judge
 
 
-def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(files, tmp_path, caplog):
+def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_files, tmp_path, caplog):
     train = train_config("char", steps=20, batch_size=8, device="cpu", loss_params={"neg_margin": 1e4}, max_len=24)
-    job = PretrainJob(samples=str(files / "samples.tsv"), edges=str(files / "edges.tsv"), labels=str(files / "labels.tsv"),
+    job = PretrainJob(samples=str(clique_files / "samples.tsv"), edges=str(clique_files / "edges.tsv"), labels=str(clique_files / "labels.tsv"),
                       init="char", train=train)
     with caplog.at_level(logging.WARNING, logger="sipt_lab"):
         outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
@@ -149,9 +132,9 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(files, tmp_
 
 
 # ---------------------------------------------------------------- output
-def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(files, tiny_st, tmp_path):
-    run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(files / "samples.tsv"),
-                          "--edges", str(files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
+def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(clique_files, tiny_st, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(clique_files / "samples.tsv"),
+                          "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
                           "--head-warmup", "2", "--out", str(tmp_path / "run"), "--quiet"],
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert run.returncode == 0, run.stderr

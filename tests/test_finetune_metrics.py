@@ -32,8 +32,10 @@ def test_relative_error_reduction_by_hand():
     assert relative_error_reduction(0.2, 0.15) == pytest.approx(0.25)
     assert relative_error_reduction(0.2, 0.3) == pytest.approx(-0.5)
     np.testing.assert_allclose(relative_error_reduction(BASELINE, MODEL), [1 / 3, 1 / 4, 1 / 5])
-    with pytest.raises(SiptError, match="baseline's error is 0"):
-        relative_error_reduction([0.1, 0.0], [0.1, 0.1])
+    rre = relative_error_reduction([0.1, 0.0], [0.1, 0.1])  # a perfect baseline: undefined there, not an abort
+    assert rre[0] == 0.0 and np.isnan(rre[1])
+    undefined = compare_errors([0.0, 0.0], [0.1, 0.0], task="t", method="sipt", baseline="lm")
+    assert np.isnan(undefined.rre_mean) and "undefined (baseline error 0)" in format_comparison_table([undefined])
 
 
 def test_comparison_by_hand():
@@ -146,7 +148,7 @@ def test_read_splits_rejects_bad_files(tmp_path, text, message):
 
 
 def test_missing_splits_file_is_one_line(tmp_path):
-    with pytest.raises(SiptError, match="cannot read splits file"):
+    with pytest.raises(SiptError, match="splits file .*nope.tsv does not exist"):
         read_splits(tmp_path / "nope.tsv", IDS)
 
 

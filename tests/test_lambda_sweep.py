@@ -84,8 +84,8 @@ def test_link_queries_are_linked_seeded_and_leave_enough_behind():
 
 @pytest.mark.parametrize("extra, message", [
     (("--lambdas", "0.1"), "--lambdas needs at least two distinct values"),
-    (("--lambdas", "0.1", "1.5"), "--lambdas must lie in [0, 1]"),
-    (("--lambdas", "0", "0.1", "--validation", "0.9"), "--validation must be a fraction in (0, 0.5]"),
+    (("--lambdas", "0.1", "1.5"), "--lambdas must be a finite number in [0, 1], got '1.5'"),
+    (("--lambdas", "0", "0.1", "--validation", "0.9"), "--validation must be a finite number in (0, 0.5]"),
 ])
 def test_bad_sweeps_are_one_line_errors(group_files, tmp_path, capsys, extra, message):
     assert main(_args(group_files, tmp_path / "out", *extra)) == 2

@@ -23,24 +23,7 @@ from sipt_lab.training import TrainConfig, embed
 
 from hf_fakes import WORDS, write_tiny_bert, write_tiny_distilbert, write_tiny_roberta
 
-N_GROUPS, GROUP_SIZE = 4, 10
-
-
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    return write_tiny_bert(tmp_path_factory.mktemp("st") / "tiny-st", WORDS, with_head=False, st_pooling="mean")
-
-
-@pytest.fixture()
-def clique_files(tmp_path):
-    """40 random word sequences in 4 label cliques: the labels are not in the text."""
-    rng = np.random.default_rng(0)
-    ids = [f"s{i}" for i in range(N_GROUPS * GROUP_SIZE)]
-    (tmp_path / "samples.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{' '.join(rng.choice(WORDS, 8))}\n" for i in ids))
-    group = {i: k % N_GROUPS for k, i in enumerate(ids)}
-    (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{group[i]}\n" for i in ids))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b]))
-    return tmp_path
+from conftest import GROUP_SIZE, N_GROUPS
 
 
 @pytest.fixture()
@@ -218,6 +201,7 @@ def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
                           "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "two", *common)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stderr[-2000:]
+    assert two.stdout.count("model: ") == 1  # only rank 0 speaks
 
     def table(run):
         lines = (tmp_path / run / "history.csv").read_text().splitlines()[1:]
@@ -281,7 +265,7 @@ def test_output_directory_and_resume_are_guarded(clique_files, tmp_path, capsys)
     assert main(_args(clique_files, out, *common, "--overwrite", "--lr", "1e-3")) == 0
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("keep me")
-    assert "holds no pretrain run" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
+    assert "holds files sipt-lab did not write (notes.txt)" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
     assert (tmp_path / "foreign" / "notes.txt").read_text() == "keep me"
     unset_out = ["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--out", "", *common]
     assert "--out is empty" in _error(capsys, unset_out)

@@ -27,8 +27,9 @@ from sipt_lab.cli.main import main
 from sipt_lab.config import config_hash
 from sipt_lab.corpus import Corpus
 from sipt_lab.errors import SiptError
-from sipt_lab.experiments.sweep import _alive, collect_results, run_grid
-from sipt_lab.fileio import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
+from sipt_lab.experiments.sweep import collect_results, run_grid
+from sipt_lab.outputs import _alive
+from sipt_lab.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
 from sipt_lab.graph import load_graph_tsv
 from sipt_lab.synthetic import registry
 from sipt_lab.topics import TopicConfig, cache_path, fit_topics

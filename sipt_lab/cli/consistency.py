@@ -8,11 +8,12 @@ cluster, both with the same numbers (:func:`sipt_lab.consistency.consistency_fro
 from __future__ import annotations
 
 import argparse
-import json
 from contextlib import ExitStack
 from importlib import resources
 
+from sipt_lab.cli.arguments import nonempty
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import json_text
 from sipt_lab.names import TIE_POLICIES
 
 EXAMPLE_EDGES = "example_edges.tsv"
@@ -29,10 +30,10 @@ def register(subparsers) -> None:
         "leave-one-out accuracy of a one-hop majority vote), node homophily and edge homophily. "
         "Isolated nodes are counted but left out of the means.",
     )
-    parser.add_argument("--edges", metavar="EDGES.tsv",
+    parser.add_argument("--edges", type=nonempty, metavar="EDGES.tsv",
                         help="undirected edges, one 'u<TAB>v' per line; '#' starts a comment; "
                         "self-loops and duplicate edges are dropped and reported")
-    parser.add_argument("--labels", metavar="LABELS.tsv",
+    parser.add_argument("--labels", type=nonempty, metavar="LABELS.tsv",
                         help="one 'node<TAB>label' per line; these nodes are the graph's nodes "
                         "(nodes without edges are isolated) and every edge must use them")
     parser.add_argument("--example", action="store_true",
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_result(args: argparse.Namespace, result: dict) -> int:
-    print(json.dumps(result, indent=2) if args.json else _table(result))
+    print(json_text(result, sort_keys=False) if args.json else _table(result))
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from sipt_lab.cli.arguments import nonempty
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -18,7 +20,7 @@ def register(subparsers) -> None:
     actions.add_parser("list", help="the registered datasets").set_defaults(func=run_list)
     fetch = actions.add_parser("fetch", help="download one dataset")
     fetch.add_argument("name", metavar="NAME", help="dataset, e.g. tape-fluorescence (see `data list`)")
-    fetch.add_argument("--to", required=True, metavar="DIR", help="directory to download into (created if missing)")
+    fetch.add_argument("--to", required=True, type=nonempty, metavar="DIR", help="directory to download into (created if missing)")
     fetch.add_argument("--allow-unpinned", action="store_true",
                        help="download files without a pinned SHA-256 unchecked, recording their digests")
     fetch.set_defaults(func=run_fetch)

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from sipt_lab.cli.arguments import POSITIVE, integer, nonempty
 from sipt_lab.cli.simulate import add_preset_flags
 from sipt_lab.experiments.sweep import EXECUTORS
 
@@ -33,15 +34,15 @@ def register(subparsers) -> None:
                         help="seeds 0..K-1 per experiment (default: 3)")
     parser.add_argument("--executor", metavar="NAME",
                         help=f"where grid cells run: {', '.join(EXECUTORS)} (default: local)")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output directory (default: %(default)s)")
+    parser.add_argument("--out", default=DEFAULT_OUT, type=nonempty, metavar="DIR", help="output directory (default: %(default)s)")
     parser.add_argument("--steps", type=int, metavar="N", help="pre-training steps per arm (default: each family's)")
     parser.add_argument("--nodes", type=int, metavar="N",
                         help="pre-training samples per dataset (default: each family's)")
     parser.add_argument("--families", nargs="+", metavar="NAME",
                         help="graph families of fig5a and theorem1 (default: all eight of Figure 5a)")
-    parser.add_argument("--passes", type=float, metavar="P",
+    parser.add_argument("--passes", type=POSITIVE, metavar="P",
                         help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / batch; default 64)")
-    parser.add_argument("--scale-nodes", type=int, nargs="+", metavar="N",
+    parser.add_argument("--scale-nodes", type=integer(2, 1_000_000), nargs="+", metavar="N",
                         help="heldout_scale: pre-training sizes for every family (default: CLIQUES 50 200 1000, TORUS 50 200 500)")
     add_preset_flags(parser)
     parser.set_defaults(func=run)

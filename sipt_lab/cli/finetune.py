@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-
+from sipt_lab.cli.arguments import FRACTION, POSITIVE, POSITIVE_INT, integer, nonempty
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.names import DOMAIN_PRESETS, FINETUNE_MODES, PER_TOKEN_TASK_KINDS, TASK_KINDS
 
@@ -19,22 +20,28 @@ def register(subparsers) -> None:
         "validation, a learning-rate grid, several seeds). With --baseline, the relative error reduction of "
         "the model over the baseline and a paired t-test over seeds, as the SIPT paper reports.",
     )
-    parser.add_argument("--model", required=True, metavar="DIR", help="encoder to evaluate")
-    parser.add_argument("--baseline", metavar="DIR", help="encoder to compare against on the same splits")
-    parser.add_argument("--task", metavar="DOMAIN:TASK", help="a registered domain task, e.g. wiki:category")
-    parser.add_argument("--samples", metavar="S", help="samples file the labels belong to (with --labels)")
-    parser.add_argument("--labels", metavar="L.tsv", help="id<TAB>label per sample")
+    parser.add_argument("--model", required=True, type=nonempty, metavar="DIR",
+                        help="encoder to evaluate: a `sipt-lab pretrain` run directory (its model/ is used), a model "
+                        "directory, or an init name (char or minilm, the encoder as that --init starts it)")
+    parser.add_argument("--baseline", type=nonempty, metavar="DIR", help="encoder to compare against on the same splits (as --model)")
+    parser.add_argument("--task", type=nonempty, metavar="DOMAIN:TASK", help="a registered domain task, e.g. wiki:category")
+    parser.add_argument("--samples", type=nonempty, metavar="S", help="samples file the labels belong to (with --labels)")
+    parser.add_argument("--labels", type=nonempty, metavar="L.tsv",
+                        help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression the "
+                        "label is a number, for --kind multilabel the sample's label names joined by commas (id<TAB>a,b,c)")
     parser.add_argument("--kind", default="classification", choices=sorted(set(TASK_KINDS) - set(PER_TOKEN_TASK_KINDS)), help="task kind of --labels (default: %(default)s)")
-    parser.add_argument("--splits", metavar="SPLITS.tsv", help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)")
+    parser.add_argument("--splits", type=nonempty, metavar="SPLITS.tsv", help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)")
     parser.add_argument("--mode", default="both", help=f"{' | '.join(FINETUNE_MODES)} (default: %(default)s)")
-    parser.add_argument("--seeds", type=int, default=3, metavar="K", help="full fine-tuning repetitions (default: %(default)s)")
-    parser.add_argument("--lr", type=float, nargs="+", default=[2e-5, 5e-5, 1e-4], metavar="LR", help="learning-rate grid (default: %(default)s)")
-    parser.add_argument("--epochs", type=int, default=3, help="most passes over the train split (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=16, metavar="B", help="samples per step (default: %(default)s)")
-    parser.add_argument("--max-length", type=int, metavar="T", help="tokens per sample (default: the model's)")
+    parser.add_argument("--seeds", type=POSITIVE_INT, default=3, metavar="K", help="full fine-tuning repetitions (default: %(default)s)")
+    parser.add_argument("--lr", type=POSITIVE, nargs="+", default=[2e-5, 5e-5, 1e-4], metavar="LR", help="learning-rate grid (default: %(default)s)")
+    parser.add_argument("--epochs", type=POSITIVE_INT, default=3, help="most passes over the train split (default: %(default)s)")
+    parser.add_argument("--batch-size", type=POSITIVE_INT, default=16, metavar="B", help="samples per step (default: %(default)s)")
+    parser.add_argument("--max-length", type=integer(2), metavar="T", help="tokens per sample (default: the model's)")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length")
+    parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
+    parser.add_argument("--overwrite", action="store_true", help="replace the finetune run in --out, removing only the files sipt-lab wrote there")
+    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length",
+                        interrupt_hint="a finetune run writes its results at the end, so run the same command again")
 
     domain = subparsers.add_parser(
         "domain",
@@ -48,31 +55,33 @@ def register(subparsers) -> None:
     actions = domain.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="the registered domains").set_defaults(func=run_domain_list)
     run = actions.add_parser("run", help="LM-only vs SIPT on a domain, judged by fine-tuning")
-    run.add_argument("name", metavar="NAME", help="domain, e.g. wiki")
+    run.add_argument("name", type=nonempty, metavar="NAME", help="domain, e.g. wiki")
     run.add_argument("--graphs", nargs="+", metavar="G", help="pre-training graphs (default: all of the domain's)")
     run.add_argument("--task", help="fine-tuning task (default: the domain's)")
-    run.add_argument("--seeds", type=int, default=3, metavar="K", help="repetitions (default: %(default)s)")
+    run.add_argument("--seeds", type=POSITIVE_INT, default=3, metavar="K", help="repetitions (default: %(default)s)")
     run.add_argument("--preset", default="cpu", choices=DOMAIN_PRESETS, help="budget: cpu (~30 min on 2 cores) or full (a GPU) (default: %(default)s)")
-    run.add_argument("--samples", type=int, metavar="N", help="samples per seed (default: the preset's)")
-    run.add_argument("--steps", type=int, metavar="N", help="pre-training steps (default: the preset's)")
-    run.add_argument("--lambdas", type=float, nargs="+", metavar="L", help="SIPT lambda grid, chosen by validation link retrieval (default: the preset's)")
+    run.add_argument("--samples", type=POSITIVE_INT, metavar="N", help="samples per seed (default: the preset's)")
+    run.add_argument("--steps", type=POSITIVE_INT, metavar="N", help="pre-training steps (default: the preset's)")
+    run.add_argument("--lambdas", type=FRACTION, nargs="+", metavar="L", help="SIPT lambda grid, chosen by validation link retrieval (default: the preset's)")
     run.add_argument("--mode", help=f"{' | '.join(FINETUNE_MODES)} (default: the preset's)")
     run.add_argument("--methods", nargs="+", default=[], metavar="NAME",
                      help="further pre-training methods (lm and sipt always run): linkbert, one arm per graph; "
                      "mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher")
-    run.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher for every seed: a model directory with the "
+    run.add_argument("--teacher", type=nonempty, metavar="DIR", help="MLSM / LSM teacher for every seed: a model directory with the "
                      "run's tokenizer (default: each seed's lm arm)")
-    run.add_argument("--teacher-layer", type=int, metavar="L", help="teacher layer whose hidden states are coded "
+    run.add_argument("--teacher-layer", type=integer(0), metavar="L", help="teacher layer whose hidden states are coded "
                      "(0 = embeddings; default: the last)")
-    run.add_argument("--init", help="warm start: char, minilm, gin or a model directory (default: the domain's)")
-    run.add_argument("--data", metavar="DIR", help="the domain's data directory (proteins, abstracts, networks; "
+    run.add_argument("--init", type=nonempty, help="warm start: char, minilm, gin or a model directory (default: the domain's)")
+    run.add_argument("--data", type=nonempty, metavar="DIR", help="the domain's data directory (proteins, abstracts, networks; "
                      "layouts in docs/domains.md, `sipt-lab data fetch` downloads them)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    run.add_argument("--grad-accum", type=int, metavar="K", help="split each pre-training step's batch into K micro-batches "
+    run.add_argument("--grad-accum", type=POSITIVE_INT, metavar="K", help="split each pre-training step's batch into K micro-batches "
                      "(the same effective batch in less GPU memory; default: the preset's)")
     run.add_argument("--executor", default="local", help=f"how cells run: {', '.join(EXECUTORS)} (default: %(default)s)")
-    run.add_argument("--out", required=True, metavar="DIR", help="output directory (cells are kept and resumed)")
-    run.set_defaults(func=run_domain, field_flags={"ConceptOptions.layer": "--teacher-layer", "TrainConfig.grad_accum": "--grad-accum"},
+    run.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)")
+    run.set_defaults(func=run_domain, field_flags={"ConceptOptions.layer": "--teacher-layer", "TrainConfig.grad_accum": "--grad-accum",
+                                                   "TrainConfig.steps": "--steps", "TrainConfig.lambda_si": "--lambdas",
+                                                   "DomainPreset.n_samples": "--samples"},
                      memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
                      "or run under torchrun on more GPUs")
 
@@ -84,7 +93,7 @@ def run_finetune(args: argparse.Namespace) -> int:
     config = FinetuneConfig(lrs=tuple(args.lr), epochs=args.epochs, batch_size=args.batch_size, max_len=args.max_length, device=args.device)
     job = FinetuneJob(model=args.model, baseline=args.baseline, samples=args.samples, labels=args.labels, kind=args.kind,
                       task=args.task, splits=args.splits, mode=args.mode, seeds=args.seeds, finetune=config)
-    print(format_finetune_report(run_finetuning(job, args.out)))
+    print(format_finetune_report(run_finetuning(job, args.out, overwrite=args.overwrite)))
     return 0
 
 
@@ -101,12 +110,13 @@ def run_domain_list(args: argparse.Namespace) -> int:
 def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from sipt_lab import fileio
+    from sipt_lab import outputs
     from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
     from sipt_lab.experiments.finetuning import check_mode
+    from sipt_lab.experiments.pretraining import launched_rank
     from sipt_lab.training.trainer import split_batch
 
-    out = fileio.prepare_output_dir(args.out)
+    outputs.check_output_dir(args.out)
     preset = preset_for(args.name, args.preset)
     changes = {"n_samples": args.samples, "lambdas": tuple(args.lambdas) if args.lambdas else None, "mode": args.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
@@ -120,8 +130,13 @@ def run_domain(args: argparse.Namespace) -> int:
     concepts = ConceptOptions(layer=args.teacher_layer)
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,
                          methods=tuple(args.methods), data_dir=args.data, teacher=args.teacher, concepts=concepts)
-    summary = run_domain(cells, out, executor=args.executor)
-    if summary is None:  # a torchrun process other than rank 0: rank 0 reports
+    if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
+        outputs.check_output_dir(args.out)
+        with outputs.locked_dir(Path(args.out)) as out:
+            outputs.prepare_grid_dir(out)
+            summary = run_domain(cells, out, executor=args.executor)
+    else:  # a torchrun process other than rank 0: rank 0 writes and reports
+        run_domain(cells, Path(args.out), executor=args.executor)
         return 0
     print(format_domain_summary(summary))
     print(f"\nsummary: {out / 'summary.json'}   comparisons: {out / 'comparison.csv'}")

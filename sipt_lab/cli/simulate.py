@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
+from sipt_lab.cli.arguments import nonempty
 from sipt_lab.cli.graph import GRAPH_FLAGS
 from sipt_lab.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import json_text
 from sipt_lab.experiments.sweep import EXECUTORS
 from sipt_lab.graph import NOISE_MODES
 from sipt_lab.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
@@ -63,7 +64,7 @@ def register(subparsers) -> None:
                         help=f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: uniform)")
     parser.add_argument("--steps", type=int, metavar="N", help="optimiser steps per arm (default: the family's)")
     add_preset_flags(parser)
-    parser.add_argument("--corpus", metavar="PATH",
+    parser.add_argument("--corpus", type=nonempty, metavar="PATH",
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
     parser.add_argument("--device", default="auto", metavar="DEV",
                         help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         methods=tuple(args.methods),
     )
     summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json, batched=args.batched)
-    print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    print(json_text(summary, sort_keys=False) if args.json else format_summary(summary))
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +25,11 @@ from sipt_lab.stats import mean_sd
 
 def relative_error_reduction(baseline_error, model_error):
     """``(baseline_error - model_error) / baseline_error``, elementwise over broadcastable arrays
-    (a float for scalar input); SiptError where the baseline error is 0 (nothing to reduce)."""
+    (a float for scalar input); NaN where the baseline error is 0 (nothing to reduce: undefined,
+    written as null in JSON and "undefined" in tables)."""
     baseline_error = np.asarray(baseline_error, dtype=np.float64)
-    if np.any(baseline_error == 0):
-        raise SiptError("the baseline's error is 0, so a relative error reduction is undefined; "
-                        "compare on a task the baseline does not solve perfectly")
-    rre = (baseline_error - np.asarray(model_error, dtype=np.float64)) / baseline_error
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rre = np.where(baseline_error == 0, np.nan, (baseline_error - np.asarray(model_error, dtype=np.float64)) / baseline_error)
     return float(rre) if rre.ndim == 0 else rre
 
 
@@ -41,7 +41,8 @@ class Comparison:
         task, method, baseline: names, for the table.
         n_seeds: number of paired seeds.
         baseline_error, model_error: mean error over seeds.
-        rre_mean, rre_sd: mean and sample sd (ddof 1; NaN for one seed) of the per-seed RRE.
+        rre_mean, rre_sd: mean and sample sd (ddof 1; NaN for one seed) of the per-seed RRE; NaN
+            (undefined) when the baseline's error is 0 on some seed.
         p_value: two-sided paired t-test of the per-seed errors (NaN for one seed or no variation).
     """
 
@@ -87,9 +88,15 @@ def format_comparison_table(comparisons: list[Comparison]) -> str:
     lines = ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     for c in comparisons:
         cells = (c.task, c.method, c.baseline, str(c.n_seeds), f"{c.baseline_error:.3f}",
-                 f"{c.model_error:.3f}", f"{c.rre_mean:+.3f} ± {c.rre_sd:.3f}", f"{c.p_value:.3g}")
+                 f"{c.model_error:.3f}", _rre_cell(c), f"{c.p_value:.3g}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _rre_cell(c: Comparison) -> str:
+    if math.isnan(c.rre_mean):
+        return "undefined (baseline error 0)" if c.baseline_error == 0 or math.isnan(c.baseline_error) else "undefined"
+    return f"{c.rre_mean:+.3f} ± {c.rre_sd:.3f}"
 
 
 def write_comparison_csv(path: str | Path, comparisons: list[Comparison]) -> None:

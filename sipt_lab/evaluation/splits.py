@@ -21,7 +21,7 @@ import numpy as np
 
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.tasks import Task, check_train_labels
-from sipt_lab.fileio import write_text_atomic
+from sipt_lab.fileio import read_text_file, shorten, write_text_atomic
 from sipt_lab.graph import PretrainingGraph
 
 SPLIT_NAMES = ("train", "validation", "test")
@@ -59,11 +59,7 @@ def random_splits(samples, fractions=(0.8, 0.1, 0.1), seed=0) -> Splits:
 
 def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
     """Read ``SPLITS.tsv`` (format in the module docstring) over the samples named ``sample_ids`` ``(n,)``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise SiptError(f"cannot read splits file {path} ({type(error).__name__}); "
-                        "pass a UTF-8 id<TAB>split file") from None
+    text = read_text_file(path, "splits file")
     index = {sample_id: i for i, sample_id in enumerate(sample_ids)}
     split_of: dict[str, tuple[str, int]] = {}  # id -> (split, line number)
     members: dict[str, list[int]] = {name: [] for name in SPLIT_NAMES}
@@ -72,16 +68,18 @@ def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
             continue
         fields = raw.split("\t")
         if len(fields) != 2:
-            raise SiptError(f"{path}: line {lineno}: expected id<TAB>split, got {raw!r}")
-        sample_id, split = fields[0], fields[1].strip()
+            raise SiptError(f"{path}: line {lineno}: expected id<TAB>split, got {shorten(raw)}")
+        sample_id, split = fields[0].strip(), fields[1].strip()
         if split not in members:
-            raise SiptError(f"{path}: line {lineno}: unknown split {split!r}; use one of {', '.join(SPLIT_NAMES)}")
+            if lineno == 1 and split == "split":  # an id<TAB>split header line
+                continue
+            raise SiptError(f"{path}: line {lineno}: unknown split {shorten(split)}; use one of {', '.join(SPLIT_NAMES)}")
         if sample_id in split_of:
             earlier, earlier_line = split_of[sample_id]
-            raise SiptError(f"{path}: line {lineno}: {sample_id!r} is already in {earlier} (line "
+            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is already in {earlier} (line "
                             f"{earlier_line}), now in {split}; splits must not overlap, keep one line")
         if sample_id not in index:
-            raise SiptError(f"{path}: line {lineno}: {sample_id!r} is not a sample id; "
+            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is not a sample id; "
                             "fix the id or remove the line")
         split_of[sample_id] = (split, lineno)
         members[split].append(index[sample_id])
@@ -105,7 +103,7 @@ def check_task_splits(task: Task, splits: Splits, sample_ids: Sequence[str]) -> 
     if unlabelled.size:
         raise SiptError(f"labels of task {task.name!r} are missing for {unlabelled.size} sample(s) in the "
                         f"splits (first: {sample_ids[unlabelled[0]]!r}); label them or drop them from the splits")
-    check_train_labels(task.name, task.kind, task.labels_of(splits.train))
+    check_train_labels(task.name, task.kind, task.labels_of(splits.train), task.label_names)
 
 
 def pretraining_graph(graph: PretrainingGraph, splits: Splits) -> PretrainingGraph:

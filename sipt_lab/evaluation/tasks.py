@@ -35,6 +35,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sipt_lab.errors import SiptError
+from sipt_lab.fileio import shorten
 
 #: The probe's regularisation grid: C (inverse strength) or alpha (strength), 1e-3 .. 1e3.
 PROBE_GRID = tuple(10.0 ** np.arange(-3, 4))
@@ -57,7 +58,8 @@ class TaskKind:
         primary: the metric used to choose the probe's strength and whose ``1 - value`` is the error.
         make_probe: ``strength -> unfitted scikit-learn estimator``.
         predict: ``(fitted estimator, X (n, H)) -> output`` (labels, values or ``(n, L)`` scores).
-        train_problem: ``train labels -> None``, or what makes them unusable (a phrase).
+        train_problem: ``(train labels, label names) -> None``, or what makes them unusable (a
+            phrase naming a class by its name, not its code).
         code: ``raw labels (m,) -> (labels, label names)``: how a loader's raw labels (strings,
             numbers, per-token lists) become :attr:`Task.labels`.
         per_token: labels are per-sample sequences of per-token classes; ``metrics``, ``make_probe``,
@@ -70,7 +72,7 @@ class TaskKind:
     primary: str
     make_probe: Callable[[float], object]
     predict: Callable[[object, np.ndarray], np.ndarray]
-    train_problem: Callable[[np.ndarray], str | None]
+    train_problem: Callable[[np.ndarray, tuple[str, ...]], str | None]
     code: Callable[[list], tuple[np.ndarray, tuple[str, ...]]] = _code_classes
     per_token: bool = False
 
@@ -140,22 +142,56 @@ def _multilabel_metrics(y_true: np.ndarray, scores: np.ndarray) -> dict[str, flo
     return {"macro_auroc": float(roc_auc_score(y_true[:, both], scores[:, both], average="macro"))}
 
 
-def _one_class(labels: np.ndarray) -> str | None:
+def _one_class(labels: np.ndarray, names: tuple[str, ...]) -> str | None:
     classes = np.unique(labels)
-    return f"has one class only ({classes[0]!r})" if classes.size < 2 else None
+    return f"has one class only ({_class_name(classes[0], names)})" if classes.size < 2 else None
 
 
-def _constant_target(targets: np.ndarray) -> str | None:
+def _class_name(code, names: tuple[str, ...]) -> str:
+    """The name of class ``code`` (a numpy integer) for a message: its label string when known."""
+    code = code.item() if hasattr(code, "item") else code
+    return shorten(names[code]) if isinstance(code, int) and 0 <= code < len(names) else shorten(code)
+
+
+def _constant_target(targets: np.ndarray, names: tuple[str, ...]) -> str | None:
     return "has a constant target" if np.ptp(targets) == 0 else None
 
 
-def _constant_label_column(labels: np.ndarray) -> str | None:
+def _constant_label_column(labels: np.ndarray, names: tuple[str, ...]) -> str | None:
     constant = np.flatnonzero(labels.min(axis=0) == labels.max(axis=0))
-    return f"has label column {constant[0]} constant" if constant.size else None
+    return f"has label {_class_name(constant[0], names)} constant" if constant.size else None
 
 
 def _code_values(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
-    return np.asarray(raw, dtype=np.float64), ()
+    """Regression targets (numbers, or strings such as ``"2.5"``) -> ``(m,)`` float64; SiptError
+    naming the first value that is not a finite number (a string is never compared as text)."""
+    values = np.empty(len(raw), dtype=np.float64)
+    for k, value in enumerate(raw):
+        try:
+            values[k] = float(value)
+        except (TypeError, ValueError):
+            values[k] = np.nan
+        if not np.isfinite(values[k]):
+            raise SiptError(f"regression target {shorten(value)} (label {k + 1} of {len(raw)}) is not a finite number; "
+                            "give every sample a number")
+    return values, ()
+
+
+#: Separator of the labels of one sample in a multi-label labels file (``id<TAB>a,b,c``).
+MULTILABEL_SEPARATOR = ","
+
+
+def _code_label_sets(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Multi-label labels: per sample a string of label names joined by :data:`MULTILABEL_SEPARATOR`
+    (or a list of names) -> ``(m, L)`` int64 0/1 over the ``L`` sorted names."""
+    sets = [{name.strip() for name in (row.split(MULTILABEL_SEPARATOR) if isinstance(row, str) else row)} - {""}
+            for row in raw]
+    names = tuple(sorted(set().union(*sets)))
+    column = {name: j for j, name in enumerate(names)}
+    matrix = np.zeros((len(sets), len(names)), dtype=np.int64)
+    for k, row in enumerate(sets):
+        matrix[k, [column[name] for name in row]] = 1
+    return matrix, names
 
 
 def _code_token_classes(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -194,7 +230,7 @@ TASK_KINDS: dict[str, TaskKind] = {
                  lambda model, X: model.predict(X), _constant_target, _code_values),
         TaskKind("multilabel", _multilabel_metrics, "macro_auroc",
                  lambda c: make_pipeline(StandardScaler(), OneVsRestClassifier(_logistic(c))),
-                 lambda model, X: model.predict_proba(X), _constant_label_column),
+                 lambda model, X: model.predict_proba(X), _constant_label_column, _code_label_sets),
         TaskKind("token-classification", _classification_metrics, "accuracy",
                  lambda c: make_pipeline(StandardScaler(), _logistic(c)),
                  lambda model, X: model.predict(X), _one_class, _code_token_classes, per_token=True),
@@ -210,9 +246,10 @@ def get_task_kind(name: str) -> TaskKind:
         raise SiptError(f"unknown task kind {name!r}; choose one of: {', '.join(TASK_KINDS)}") from None
 
 
-def check_train_labels(task_name: str, kind: str, train_labels: np.ndarray) -> None:
-    """SiptError if the training labels of ``task_name`` cannot train its kind's probe or head."""
-    problem = get_task_kind(kind).train_problem(np.asarray(train_labels))
+def check_train_labels(task_name: str, kind: str, train_labels: np.ndarray, label_names: tuple[str, ...] = ()) -> None:
+    """SiptError if the training labels of ``task_name`` cannot train its kind's probe or head;
+    ``label_names[code]`` names a class in the message."""
+    problem = get_task_kind(kind).train_problem(np.asarray(train_labels), tuple(label_names))
     if problem:
         raise SiptError(f"task {task_name!r} {problem} in its train split; "
                         "split so that train holds every class (or varied targets)")

@@ -55,7 +55,7 @@ import torch.distributed as dist
 from sipt_lab import names
 from sipt_lab.config import config_hash
 from sipt_lab.defaults import train_config
-from sipt_lab.errors import SiptError
+from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.splits import link_queries, pretraining_graph, random_splits
@@ -68,7 +68,8 @@ from sipt_lab.fileio import write_json_atomic
 from sipt_lab.graph import snowball_sample
 from sipt_lab.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_source
-from sipt_lab.models.sources import layer_count
+from sipt_lab.models.hf import NAMED_CHECKPOINTS, check_checkpoint_dir, named_checkpoint
+from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.plots import labelled_errorbars
 from sipt_lab.stats import mean_sd
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
@@ -233,6 +234,8 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
             depth = layer_count(encoder_source(init or spec.default_init)) if spec.encoder_source is None else None
         if depth is not None:
             concepts.check_layer(depth)
+    if init is not None and spec.encoder_source is None and init != CHAR_INIT:  # a missing checkpoint is refused now
+        check_checkpoint_dir(named_checkpoint(init) if init in NAMED_CHECKPOINTS else init)
     if bool(spec.layout) != (data_dir is not None):
         spec.read(data_dir)  # the one-line error: a needed directory missing, or one the domain does not read
     data = None if data_dir is None else str(Path(data_dir).resolve())
@@ -243,7 +246,11 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     if seeds < 1:
         raise SiptError(f"--seeds is {seeds}; use at least 1 (2 or more for t-tests)")
     check_mode(preset.mode)
+    if preset.n_samples is not None and preset.n_samples < 1:
+        raise ConfigError("DomainPreset.n_samples", f"must be >= 1 sample per seed, got {preset.n_samples}")
     pretrain_config = dataclasses.replace(preset.pretrain, device=device)
+    for lam in preset.lambdas:  # each SIPT arm's config, refused now rather than after the other arms have trained
+        dataclasses.replace(pretrain_config, lambda_si=lam)
     finetune_config = dataclasses.replace(preset.finetune, device=device)
     base = dict(domain=domain, task=task or spec.default_task, init=init or spec.default_init, n_samples=preset.n_samples,
                 pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode, data=data, epochs=preset.epochs)

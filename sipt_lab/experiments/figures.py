@@ -44,7 +44,7 @@ from sipt_lab.experiments.figure_cells import (
 from sipt_lab.experiments.methods_figure import methods_figure
 from sipt_lab.experiments.simulate import ARMS
 from sipt_lab.experiments.sweep import result_rows, write_results_csv
-from sipt_lab.fileio import prepare_output_dir
+from sipt_lab.outputs import prepare_output_dir
 
 # --- Figure 5 (the shared grid) -------------------------------------------------------------------
 

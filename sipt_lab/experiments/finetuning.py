@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio, names
+from sipt_lab import names, outputs
 from sipt_lab.config import save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
@@ -23,10 +23,8 @@ from sipt_lab.evaluation.splits import Splits, check_task_splits, random_splits,
 from sipt_lab.evaluation.tasks import Task, flatten_tokens, get_task_kind, linear_probe
 from sipt_lab.fileio import write_json_atomic
 from sipt_lab.stats import format_mean_sd
-from sipt_lab.models import encoder_source, load_encoder
-from sipt_lab.models.hf import NAMED_CHECKPOINTS
-from sipt_lab.models.sources import CHAR_INIT
-from sipt_lab.samples import read_sample_labels, read_samples
+from sipt_lab.models.sources import model_loader
+from sipt_lab.samples import read_sample_label_strings, read_samples
 from sipt_lab.training import embed
 from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
 from sipt_lab.training.trainer import encoder_inputs, resolve_device
@@ -43,22 +41,15 @@ def check_mode(mode: str) -> tuple[str, ...]:
 
 
 def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoader:
-    """A loader of fresh copies of ``model``: a directory written by ``sipt-lab pretrain`` (or any
-    Hugging Face checkpoint directory), or an ``--init`` name such as ``minilm`` (off the shelf)."""
-    path = Path(model)
-    if not path.exists() and str(model) not in (CHAR_INIT, *NAMED_CHECKPOINTS):
-        raise SiptError(f"model {model} is neither a model directory nor an init name "
-                        f"({', '.join((CHAR_INIT, *NAMED_CHECKPOINTS))}); pass a `sipt-lab pretrain` DIR/model or a checkpoint directory")
-    if (path / "encoder.pt").is_file() or (path / "config.json").is_file():
-        def load():
-            encoder, tokenizer = load_encoder(path)
-            return encoder.train(), tokenizer
-    else:
-        source = encoder_source(str(model))
+    """A loader of fresh copies of ``model`` in train mode: a directory written by ``sipt-lab
+    pretrain`` (the run directory or its ``model/``), any Hugging Face checkpoint directory, or an
+    ``--init`` name such as ``minilm`` (off the shelf); see :func:`~sipt_lab.models.sources.model_loader`."""
+    load_eval = model_loader(model, max_len=max_len)
 
-        def load():
-            tokenizer = source.tokenizer([], max_len)
-            return source.encoder(tokenizer)[0], tokenizer
+    def load():
+        encoder, tokenizer = load_eval()
+        return encoder.train(), tokenizer
+
     return load
 
 
@@ -198,16 +189,24 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
         return list(data.ids), list(data.texts), data.tasks[task_name]
     if job.samples is None:
         raise SiptError("--labels needs --samples S (the texts the labels belong to)")
-    get_task_kind(job.kind)
+    kind = get_task_kind(job.kind)
     samples = read_samples(job.samples)
-    labels, names = read_sample_labels(job.labels, samples)
+    try:
+        labels, names = kind.code(read_sample_label_strings(job.labels, samples).tolist())
+    except SiptError as error:
+        raise SiptError(f"labels file {job.labels}: {error}") from None
     return list(samples.ids), list(samples.texts), Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names))
 
 
-def run_finetuning(job: FinetuneJob, out: str | Path) -> dict:
+#: Files a finetune run writes into its output directory (recorded in its manifest).
+FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
+
+
+def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
     """Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
-    with a baseline) into ``out``; returns the results."""
-    out_dir = fileio.prepare_output_dir(out)
+    with a baseline) into ``out``, under the output rule of :func:`sipt_lab.outputs.run_output`
+    (an earlier run there is replaced only with ``overwrite``); returns the results."""
+    outputs.check_output_dir(out)
     parts = check_mode(job.mode)
     if job.seeds < 1:
         raise SiptError(f"--seeds is {job.seeds}; use at least 1")
@@ -216,19 +215,21 @@ def run_finetuning(job: FinetuneJob, out: str | Path) -> dict:
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
-    results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
-    kind = get_task_kind(task.kind)
-    comparisons = []
-    if job.baseline:
-        for part in parts:
-            comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],
-                                              [kind.error(m) for m in results["model"][part]],
-                                              task=task.name, method=f"model ({part})", baseline=f"baseline ({part})"))
-        write_comparison_csv(out_dir / "comparison.csv", comparisons)
-    report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
-              "results": results, "comparisons": [c.__dict__ for c in comparisons]}
-    save_config(job, out_dir / "config.json")
-    write_json_atomic(out_dir / "results.json", report)
+    with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
+        results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
+        kind = get_task_kind(task.kind)
+        comparisons = []
+        outputs.record_files(out_dir, list(FINETUNE_FILES))
+        if job.baseline:
+            for part in parts:
+                comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],
+                                                  [kind.error(m) for m in results["model"][part]],
+                                                  task=task.name, method=f"model ({part})", baseline=f"baseline ({part})"))
+            write_comparison_csv(out_dir / "comparison.csv", comparisons)
+        report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+                  "results": results, "comparisons": [c.__dict__ for c in comparisons]}
+        save_config(job, out_dir / "config.json")
+        write_json_atomic(out_dir / "results.json", report)
     return report
 
 

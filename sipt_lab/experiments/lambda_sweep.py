@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio, names
+from sipt_lab import names, outputs
 from sipt_lab.config import config_from_dict, save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
@@ -89,42 +89,45 @@ class SweepOutcome:
 
 
 def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print) -> SweepOutcome:
-    """Pre-train every ``λ`` of ``sweep`` into ``out`` and choose one (module docstring)."""
-    out_dir = _claim(sweep, out)
+    """Pre-train every ``λ`` of ``sweep`` into ``out`` and choose one (module docstring). The inputs
+    are read before anything is written, and ``out`` is locked while the sweep runs."""
+    outputs.check_output_dir(out)
     job = sweep.job
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
     labels = read_sample_labels(job.labels, samples) if job.labels else None
     validation = link_queries(graph, sweep.validation, job.train.seed)
     train_nodes = np.setdiff1d(np.arange(len(samples)), validation)
-    split_job = _write_split(out_dir / "split", samples, graph, labels, train_nodes, validation, job)
+    with outputs.locked_dir(Path(out)):
+        out_dir = _claim(sweep, out)
+        split_job = _write_split(out_dir / "split", samples, graph, labels, train_nodes, validation, job)
 
-    texts = list(samples.texts)
-    source = job_source(job)
-    device = resolve_device(job.train.device)
-    train_graph = graph.subgraph(train_nodes)
-    rows = [_row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
-            _row("initial", math.nan, initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)), graph, train_graph, validation, train_nodes)]
-    for value in sweep.lambdas:
-        run_dir = out_dir / lambda_dir_name(value)
-        if not (run_dir / FINISHED_MARKER).is_file():
-            log(f"lambda-sweep: pre-training λ = {value:g} into {run_dir}")
-            run_job = dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value))
-            run_pretraining(run_job, run_dir, resume=True, progress=progress, log=log)
-        encoder, tokenizer = load_encoder(run_dir / "model", device)
-        vectors = embed(encoder, tokenizer, texts)
-        rows.append(_row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes))
+        texts = list(samples.texts)
+        source = job_source(job)
+        device = resolve_device(job.train.device)
+        train_graph = graph.subgraph(train_nodes)
+        rows = [_row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
+                _row("initial", math.nan, initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)), graph, train_graph, validation, train_nodes)]
+        for value in sweep.lambdas:
+            run_dir = out_dir / lambda_dir_name(value)
+            if not (run_dir / FINISHED_MARKER).is_file():
+                log(f"lambda-sweep: pre-training λ = {value:g} into {run_dir}")
+                run_job = dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value))
+                run_pretraining(run_job, run_dir, resume=True, progress=progress, log=log)
+            encoder, tokenizer = load_encoder(run_dir / "model", device)
+            vectors = embed(encoder, tokenizer, texts)
+            rows.append(_row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes))
 
-    trained = [row for row in rows if not math.isnan(row["lambda_si"])]
-    best = max(trained, key=lambda row: (row[f"validation_{sweep.metric}"], -row["lambda_si"]))
-    for row in rows:
-        row["chosen"] = row is best
-    outcome = SweepOutcome(rows, best["lambda_si"], out_dir / lambda_dir_name(best["lambda_si"]) / "model", out_dir)
-    write_results_csv(rows, out_dir / TABLE_FILE, list(rows[0]))
-    write_json_atomic(out_dir / RESULT_FILE, {
-        "chosen_lambda_si": outcome.chosen, "model": str(outcome.model_dir), "metric": sweep.metric,
-        "n_validation": int(len(validation)), "n_pretraining": int(len(train_nodes)), "rows": rows})
-    return outcome
+        trained = [row for row in rows if not math.isnan(row["lambda_si"])]
+        best = max(trained, key=lambda row: (row[f"validation_{sweep.metric}"], -row["lambda_si"]))
+        for row in rows:
+            row["chosen"] = row is best
+        outcome = SweepOutcome(rows, best["lambda_si"], out_dir / lambda_dir_name(best["lambda_si"]) / "model", out_dir)
+        write_results_csv(rows, out_dir / TABLE_FILE, list(rows[0]))
+        write_json_atomic(out_dir / RESULT_FILE, {
+            "chosen_lambda_si": outcome.chosen, "model": str(outcome.model_dir), "metric": sweep.metric,
+            "n_validation": int(len(validation)), "n_pretraining": int(len(train_nodes)), "rows": rows})
+        return outcome
 
 
 def lambda_dir_name(value: float) -> str:
@@ -147,9 +150,9 @@ def format_sweep(outcome: SweepOutcome, metric: str) -> str:
 
 def _claim(sweep: LambdaSweep, out: str | Path) -> Path:
     """``out`` for ``sweep``: new, empty, or holding the same sweep (resumed); anything else is refused."""
-    out_dir = fileio.check_output_dir(out)
+    out_dir = outputs.check_output_dir(out)
     config = out_dir / SWEEP_CONFIG
-    if out_dir.is_dir() and any(out_dir.iterdir()):
+    if out_dir.is_dir() and outputs.holds_files(out_dir):
         if not config.is_file():
             raise SiptError(f"--out {out_dir} is not empty and holds no λ sweep; choose a new or empty directory")
         try:

@@ -9,6 +9,8 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
   sipt-lab's own format for ``char``);
 * ``history.csv``: step, loss terms, lr;
+* ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
+  ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training: the labels' local
   consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import shutil
+import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,18 +40,20 @@ from sipt_lab.defaults import init_kind, train_config
 from sipt_lab.consistency import local_consistency
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
-from sipt_lab import fileio
+from sipt_lab import outputs
 from sipt_lab.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graph import PretrainingGraph, snowball_sample
 from sipt_lab.methods import Teacher, get_method, method_recipe, method_train_config
-from sipt_lab.models import encoder_preset, encoder_source, load_encoder
+from sipt_lab.models import encoder_preset, encoder_source
+from sipt_lab.models.sources import model_loader
 from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
-from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, check_structure_geometry, distributed_context, resolve_device
+from sipt_lab.training.trainer import CHECKPOINT_NAME, MAX_STEPS, autocast_dtype, check_structure_geometry, distributed_context, resolve_device
 
-#: Files a pretrain run writes into its output directory (``--overwrite`` removes only these).
-RUN_FILES = ("config.json", CHECKPOINT_NAME, "model", "history.csv", "result.json")
+#: Files a pretrain run writes directly into its output directory (with those of ``model/``, they
+#: are recorded in its manifest; ``--overwrite`` removes only recorded files).
+RUN_FILES = ("config.json", CHECKPOINT_NAME, "history.csv", "result.json")
 FINISHED_MARKER = "result.json"
 #: The report embeds at most this many samples (a snowball slice of G_PT: embedding every sample
 #: of a large set twice would cost more than a short pre-training run on a CPU).
@@ -103,18 +108,22 @@ class PretrainJob:
 
 @dataclass
 class PretrainOutcome:
-    """What :func:`run_pretraining` produced: the trained result, its report and where it lies."""
+    """What :func:`run_pretraining` produced: the trained result, its report and where it lies;
+    ``main`` is False in a ``torchrun`` process other than rank 0 (which reports nothing)."""
 
     result: object
     report: dict
     out_dir: Path
+    main: bool = True
 
 
 def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, overwrite: bool = False,
                     progress: bool = True, log=print) -> PretrainOutcome:
-    """Run ``job`` into ``out`` (see the module docstring). Under ``torchrun`` every process
-    trains its shard and only rank 0 writes."""
-    out_dir = check_output_dir(out, resume=resume, overwrite=overwrite)
+    """Run ``job`` into ``out`` (see the module docstring) under the output rule of
+    :func:`sipt_lab.outputs.run_output`: a run there is continued with ``resume`` or replaced with
+    ``overwrite``. Under ``torchrun`` every process trains its shard and only rank 0 writes."""
+    main = launched_rank() == 0
+    outputs.check_output_dir(out)
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
     if graph.n_edges == 0:
@@ -123,41 +132,73 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     source = job_source(job)
     check_structure_geometry(job.train, source)
     if job.epochs is not None:
-        job = dataclasses.replace(job, train=dataclasses.replace(
-            job.train, steps=steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)))
+        steps = steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)
+        if steps > MAX_STEPS:
+            raise ConfigError("PretrainJob.epochs", f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} "
+                              "a run takes; lower it")
+        job = dataclasses.replace(job, train=dataclasses.replace(job.train, steps=steps))
     device = resolve_device(job.train.device)
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
     tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
-    place = distributed_context(device.type)
+    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
+                           keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
+                           main_process=main, log=log) as out_dir:
+        extended_from = _check_resumed_steps(out_dir, job) if resume else None
+        place = distributed_context(device.type)
+        if labels is not None:
+            report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
+            report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
+            before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
+        if place.is_main:
+            outputs.record_files(out_dir, list(RUN_FILES))
+            save_config(job, out_dir / "config.json")
+        start = time.perf_counter()
+        teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
+        recipe = None if job.method is None else method_recipe(job.method, teacher)
+        result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
+        seconds = time.perf_counter() - start
+        if place.is_main:
+            for note in result.notes:
+                log(f"note: {note}")
+        report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
+                  "warnings": history_warnings(result.history, job.train),
+                  "final": {name: float(values[-1]) for name, values in result.history.items()}}
+        if extended_from is not None:
+            report["extended_from_steps"] = extended_from
+        if labels is not None:
+            after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
+            report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
+                       "before": before, "after": after}
+        if place.is_main:
+            result.encoder.save(out_dir / "model", result.tokenizer)
+            outputs.record_tree(out_dir, "model")
+            write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
+            write_json_atomic(out_dir / FINISHED_MARKER, report)
+    return PretrainOutcome(result, report, out_dir, main and place.is_main)
 
-    if labels is not None:
-        report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
-        report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
-        before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
-    if place.is_main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        save_config(job, out_dir / "config.json")
-    start = time.perf_counter()
-    teacher = None if job.teacher is None else Teacher(*load_encoder(job.teacher, device))
-    recipe = None if job.method is None else method_recipe(job.method, teacher)
-    result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
-    seconds = time.perf_counter() - start
-    if place.is_main:
-        for note in result.notes:
-            log(f"note: {note}")
-    report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
-              "warnings": history_warnings(result.history, job.train),
-              "final": {name: float(values[-1]) for name, values in result.history.items()}}
-    if labels is not None:
-        after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
-        report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
-                   "before": before, "after": after}
-    if place.is_main:
-        result.encoder.save(out_dir / "model", result.tokenizer)
-        write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
-        write_json_atomic(out_dir / FINISHED_MARKER, report)
-    return PretrainOutcome(result, report, out_dir)
+
+def launched_rank() -> int:
+    """This process's rank as ``torchrun`` launched it (0 outside torchrun), known before any process group."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def _check_resumed_steps(out_dir: Path, job: PretrainJob) -> int | None:
+    """The steps the run in ``out_dir`` was planned for, when ``job`` (resuming it) plans another
+    number (recorded in the report); None when they agree. Refused when the learning-rate schedule
+    depends on the steps (a decay or a warm-up), which resuming would splice from two plans."""
+    try:
+        saved = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))["train"]
+        planned = int(saved["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no saved config: the checkpoint's own identity check decides
+    if planned == job.train.steps:
+        return None
+    if job.train.schedule != "constant" or job.train.warmup > 0:
+        raise SiptError(f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
+                        f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
+                        f"resume with --steps {planned}, or start a new run (--overwrite or another --out)")
+    return planned
 
 
 def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:
@@ -196,54 +237,38 @@ def theorem1_message(report: dict) -> str:
     ) + warnings
 
 
-def check_output_dir(out: str | Path | None, *, resume: bool = False, overwrite: bool = False) -> Path:
-    """The output directory of a pretrain run, refusing to clobber anything by accident.
-
-    A missing or empty path, a file, or a non-empty directory holding no pretrain run is an
-    error; a finished run needs ``resume`` (continue it, e.g. with more steps) or ``overwrite``;
-    an unfinished one (a checkpoint, no ``result.json``) needs ``resume`` or ``overwrite``.
-    ``overwrite`` removes only the files a pretrain run writes.
-    """
-    path = fileio.check_output_dir(out)
-    if not path.is_dir() or not any(path.iterdir()):
-        return path
-    ours = [name for name in RUN_FILES if (path / name).exists()]
-    if not ours:
-        raise SiptError(f"--out {path} is not empty and holds no pretrain run; choose a new or empty directory")
-    if ours == ["config.json"]:  # a run that stopped before its first checkpoint: nothing to keep
-        return path
-    if overwrite:
-        for name in ours:
-            target = path / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
-        return path
-    if resume:
-        return path
-    state = "a finished run" if (path / FINISHED_MARKER).exists() else "an unfinished run"
-    raise SiptError(f"--out {path} holds {state}; pass --resume to continue it, --overwrite to replace it, or another --out")
-
-
-def embed_samples(model_dir: str | Path, samples_path: str | Path, out: str | Path, *, batch_size: int = 256,
-                  device: str = "auto") -> tuple[Path, Path]:
-    """Embed a samples file with a saved encoder: ``out`` (``.npy`` added if missing) holds the
-    ``(n, H)`` float32 rows in file order, ``<stem>.ids.tsv`` the ids. Returns both paths."""
-    if not str(out).strip():
-        raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
+def embed_samples(model: str | Path, samples_path: str | Path, out: str | Path, *, batch_size: int = 256,
+                  device: str = "auto", overwrite: bool = False) -> tuple[Path, Path]:
+    """Embed a samples file with an encoder (:func:`~sipt_lab.models.sources.model_loader`: a model
+    or run directory, or an init name): ``out`` (``.npy`` added if missing) holds the ``(n, H)``
+    float32 rows in file order, ``<stem>.ids.tsv`` the ids. An existing output is replaced only
+    with ``overwrite``. Returns both paths."""
     if batch_size < 1:
         raise ConfigError("batch_size", f"must be >= 1, got {batch_size}")
-    out = Path(out)
-    out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
-    if out.is_dir():
-        raise SiptError(f"--out {out} is a directory; pass a file name such as {out / 'embeddings.npy'}")
-    fileio.check_output_dir(out.parent)
+    vectors_path, ids_path = embedding_paths(out)
+    for path in (vectors_path, ids_path):
+        if path.is_dir():
+            raise SiptError(f"{path} is a directory; pass an --out whose .npy and .ids.tsv names are free, "
+                            f"such as {path.parent / 'embeddings.npy'}")
+        if path.exists() and not overwrite:
+            raise SiptError(f"{path} exists; pass --overwrite to replace it, or another --out")
     device = resolve_device(device)
     samples = read_samples(samples_path)
-    encoder, tokenizer = load_encoder(model_dir, device)
+    encoder, tokenizer = model_loader(model, device)()
     vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)
-    ids_path = out.with_name(out.name.removesuffix(".npy") + ".ids.tsv")
-    write_bytes_atomic(out, _npy_bytes(vectors))
+    write_bytes_atomic(vectors_path, _npy_bytes(vectors))
     write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))
-    return out, ids_path
+    return vectors_path, ids_path
+
+
+def embedding_paths(out: str | Path | None) -> tuple[Path, Path]:
+    """``(EMB.npy, EMB.ids.tsv)`` of ``embed --out``, checked to lie in a writable directory."""
+    if out is None or not str(out).strip():
+        raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
+    out = Path(out)
+    out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
+    outputs.check_output_dir(out.parent)
+    return out, out.with_name(out.name.removesuffix(".npy") + ".ids.tsv")
 
 
 def job_source(job: PretrainJob):

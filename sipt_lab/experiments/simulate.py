@@ -27,7 +27,8 @@ from sipt_lab.defaults import PAPER_LAMBDA_SI, init_defaults
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.sweep import EXECUTORS, CellResult, GridInterrupted, run_grid
-from sipt_lab.fileio import prepare_output_dir, write_json_atomic
+from sipt_lab.fileio import write_json_atomic
+from sipt_lab.outputs import prepare_grid_dir
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.models.tokenizer import unigram_entropy
@@ -376,7 +377,7 @@ def simulate(
         raise SiptError(f"--seed + --seeds - 1 must be at most {MAX_SEED}; pass a smaller --seed")
     if executor not in EXECUTORS:
         raise SiptError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
-    out = prepare_output_dir(Path("runs") / f"simulate-{config_hash(config)}" if out_dir is None else out_dir)
+    out = prepare_grid_dir(Path("runs") / f"simulate-{config_hash(config)}" if out_dir is None else out_dir)
     seeds = [config.graph.seed + i for i in range(n_seeds)]
     cells = [with_seed(config, seed) for seed in seeds]
     if executor != "serial":

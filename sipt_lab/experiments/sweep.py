@@ -35,7 +35,6 @@ import multiprocessing
 import os
 import pickle
 import signal
-import socket
 import sys
 import threading
 import time
@@ -49,8 +48,11 @@ from tqdm.auto import tqdm
 from sipt_lab.config import config_hash, config_to_dict, save_config
 from sipt_lab.errors import SiptError
 from sipt_lab.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.outputs import hold_lock
 
 CellFn = Callable[[Any], dict]
+#: Name of a cell's lock file (see :func:`sipt_lab.outputs.hold_lock`).
+CELL_LOCK = "lock"
 #: What an executor yields per cell: the cell's position in its list, and a call that returns the
 #: cell's CellResult (or raises when the machinery itself failed, e.g. a worker process died).
 Outcome = tuple[int, Callable[[], "CellResult"]]
@@ -227,7 +229,7 @@ def _run_cell(fn: CellFn, config: Any, cell_dir: Path) -> CellResult:
     When another live process holds the lock (a second run on the same root), wait for it and
     take its result instead of computing the cell twice.
     """
-    with _cell_lock(cell_dir) as waited:
+    with hold_lock(cell_dir, CELL_LOCK, wait=True) as waited:
         if waited and (result := read_result(cell_dir)) is not None:
             return CellResult(config, cell_dir.name, "skipped", result, None, 0.0)
         save_config(config, cell_dir / "config.json")
@@ -261,62 +263,6 @@ def _one_line(error: BaseException) -> str:
     """A SiptError's own message, or ``"TypeName: message"`` for any other exception, on one line."""
     text = str(error) if isinstance(error, SiptError) else f"{type(error).__name__}: {error}"
     return " ".join(text.split())
-
-
-@contextlib.contextmanager
-def _cell_lock(cell_dir: Path, poll_seconds: float = 1.0) -> Iterator[bool]:
-    """Hold ``cell_dir/lock`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
-
-    The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
-    process is dead on this host is stale and taken over; any other lock is waited for.
-    """
-    cell_dir.mkdir(parents=True, exist_ok=True)
-    lock = cell_dir / "lock"
-    owner = {"pid": os.getpid(), "host": socket.gethostname()}
-    tmp = cell_dir / f".lock.{owner['pid']}.tmp"
-    tmp.write_text(json.dumps(owner), encoding="utf-8")
-    waited = False
-    try:
-        while True:
-            try:
-                os.link(tmp, lock)
-                break
-            except FileExistsError:
-                holder = _lock_holder(lock)
-                if holder is not None and holder["host"] == owner["host"] and not _alive(holder["pid"]):
-                    lock.unlink(missing_ok=True)  # stale: its process was killed
-                    continue
-                waited = True
-                time.sleep(poll_seconds)
-    finally:
-        tmp.unlink(missing_ok=True)
-    try:
-        yield waited
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _lock_holder(lock: Path) -> dict | None:
-    """The ``{"pid", "host"}`` in a lock file, or None when it vanished or is unreadable."""
-    try:
-        holder = json.loads(lock.read_text(encoding="utf-8"))
-        return {"pid": int(holder["pid"]), "host": str(holder["host"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _to_jsonable(value: Any) -> Any:

@@ -33,7 +33,7 @@ from torch import nn
 
 from sipt_lab import names
 from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.fileio import default_dir_mode, default_file_mode, write_json_atomic
 
 POOLINGS = names.POOLINGS
 #: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
@@ -200,6 +200,7 @@ class HFEncoder(nn.Module):
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
+            os.chmod(staging, default_dir_mode())  # mkdtemp's 0o700 would outlive the rename into place
             with _quiet_transformers():
                 self.model.save_pretrained(staging)
                 tokenizer.backend.save_pretrained(staging)
@@ -217,6 +218,9 @@ class HFEncoder(nn.Module):
                 "pooling_mode_mean_sqrt_len_tokens": False,
             })
             write_json_atomic(staging / "sentence_bert_config.json", {"max_seq_length": tokenizer.max_len, "do_lower_case": False})
+            for path in staging.rglob("*"):  # transformers writes the weights through a 0o600 temporary file
+                if path.is_file():
+                    os.chmod(path, default_file_mode())
             if target.exists():
                 shutil.rmtree(target)
             os.replace(staging, target)

@@ -142,6 +142,48 @@ def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path
     return encoder.save(directory, tokenizer)
 
 
+#: The names every command that takes a model (``--model``, ``--baseline``) accepts besides directories.
+MODEL_NAMES = (CHAR_INIT, *NAMED_CHECKPOINTS)
+
+
+def model_loader(model: str | Path, device: str | torch.device = "cpu",
+                 max_len: int | None = None) -> Callable[[], tuple[nn.Module, Tokenizer]]:
+    """A function returning a fresh ``(encoder in eval mode, tokenizer)`` of ``model``, as every
+    command that takes a model reads it: a saved model directory (:func:`load_encoder`), a
+    ``sipt-lab pretrain`` run directory (its ``model/``), or a name in :data:`MODEL_NAMES` (the
+    encoder as ``--init`` starts it, off the shelf). Checks ``model`` now; SiptError naming the
+    choices otherwise. ``max_len`` applies to a named init's tokenizer only."""
+    path = model_directory(model)
+    if path is not None:
+        return lambda: load_encoder(path, device)
+    source = encoder_source(str(model))
+
+    def load() -> tuple[nn.Module, Tokenizer]:
+        tokenizer = source.tokenizer([], max_len)
+        return source.encoder(tokenizer)[0].to(device).eval(), tokenizer
+
+    return load
+
+
+def model_directory(model: str | Path) -> Path | None:
+    """The saved-model directory ``model`` names: itself, or the ``model/`` folder of a ``sipt-lab
+    pretrain`` run directory; None for an init name (:data:`MODEL_NAMES`). SiptError when it is neither."""
+    path = Path(model)
+    if str(model) in MODEL_NAMES and not path.exists():
+        return None
+    if not str(model).strip():
+        raise SiptError("the model is empty; pass a model directory or one of " + ", ".join(MODEL_NAMES))
+    if not path.exists():
+        raise SiptError(f"model {model} is neither a model directory nor an init name ({', '.join(MODEL_NAMES)}); "
+                        "pass a `sipt-lab pretrain` run's model/ folder or a checkpoint directory")
+    if not path.is_dir():
+        raise SiptError(f"model {model} is a file; pass a model directory (a `sipt-lab pretrain` run's model/ folder)")
+    markers = ("encoder.pt", "gin_config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json")
+    if not any((path / name).is_file() for name in markers) and (path / "model").is_dir():
+        return path / "model"  # a pretrain run directory: its exported encoder
+    return path
+
+
 def load_encoder(directory: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, Tokenizer]:
     """A saved encoder and its tokenizer, in eval mode on ``device``: sipt-lab's char format
     (``encoder.pt``), a GIN (``gin_config.json``) or any Hugging Face masked-LM directory (``config.json``)."""

@@ -191,7 +191,7 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
             inputs = {name: encoder_inputs(tokenizer, split_texts[name], device) for name in SPLIT_NAMES}
             readouts = _readouts(kind.per_token, tokenizer, split_texts, inputs)
             labels = {name: flatten_tokens(raw[name], readouts[name].sizes) if kind.per_token else raw[name] for name in raw}
-            check_train_labels(task.name, task.kind, labels["train"])
+            check_train_labels(task.name, task.kind, labels["train"], task.label_names)
             targets = head_spec.target(labels["train"], labels["train"])
             head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
