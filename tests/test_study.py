@@ -141,6 +141,8 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     assert len(rows) == 4 * (2 * (2 + 2) + 1)
     assert {row["arm"] for row in rows} == {"init", "lm", "sipt", "tfidf"}
     assert {float(row["lc"]) for row in rows if row["arm"] == "sipt" and row["level"] == "1"} == {1.0}
+    with pytest.raises(SiptError, match="--overwrite"):
+        run_lc_transfer(config, out, progress=False, log=lambda _: None)
     split_of = dict(line.split("\t") for line in (out / "splits.tsv").read_text().splitlines())
     assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
 

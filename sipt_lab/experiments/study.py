@@ -23,7 +23,8 @@ graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on a
   AUROC with neighbours from the fine-tuning train split, and a linear probe (fitted on train,
   strength chosen on validation) accuracy and macro-F1.
 
-Files written into the run directory (which the study owns):
+Files written into the run directory (a new or empty one; an earlier study's is replaced only when
+asked, :func:`sipt_lab.outputs.run_output`):
 
 * ``config.json``: the :class:`LcTransferConfig`;
 * ``splits.tsv``: ``id<TAB>pretrain|train|validation|test``;
@@ -44,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import fileio, names
+from sipt_lab import fileio, names, outputs
 from sipt_lab.config import save_config
 from sipt_lab.errors import ConfigError, SiptError
 from sipt_lab.graph import PretrainingGraph
@@ -303,23 +304,37 @@ def study_source(config: LcTransferConfig):
     return encoder_source(config.init, encoder_preset(config.encoder) if config.init == "char" else None, config.pooling)
 
 
-def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, progress: bool = True, log=print) -> dict:
-    """Run the study of the module docstring into ``out`` (a new or empty directory, or one an
-    earlier study wrote); returns the summary. Every input check runs before any training."""
-    from sipt_lab.consistency import local_consistency
-    from sipt_lab.experiments.pretraining import initial_embeddings
-    from sipt_lab.training import embed
-
-    fileio.check_output_dir(out, owned_only=True)
+def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
+                    log=print) -> dict:
+    """Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
+    study's with ``overwrite``, under :func:`sipt_lab.outputs.run_output`); returns the summary.
+    Every input check runs before any training."""
+    outputs.check_output_dir(out)
     ids, texts, labels = study_task(config)
     rng = np.random.default_rng(config.split_seed)
     splits = inductive_splits(labels, config.sizes, rng)
     source = study_source(config)
     if config.pilot_sd is not None:
         log(power_line(config.pilot_sd, config.seeds))
-    out_dir = fileio.claim_output_dir(out)
-    save_config(config, out_dir / "config.json")
-    fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
+    with outputs.run_output(out, "study lc-transfer", finished="summary.json", overwrite=overwrite, resumable=False,
+                            log=log) as out_dir:
+        outputs.record_files(out_dir, list(RUN_FILES))
+        save_config(config, out_dir / "config.json")
+        fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
+        summary = _run_arms(config, texts, labels, splits, source, progress, log)
+        fileio.write_text_atomic(out_dir / "results.csv", results_csv(summary.pop("rows")))
+        fileio.write_json_atomic(out_dir / "summary.json", summary)
+        draw_gain_figure(out_dir / "gain_vs_lc", summary)
+    log(summary["verdict"])
+    return summary
+
+
+def _run_arms(config: LcTransferConfig, texts: list[str], labels: np.ndarray, splits: dict[str, np.ndarray], source,
+              progress: bool, log) -> dict:
+    """Train and score every arm of every seed; :func:`summarise`'s summary with the ``rows`` added."""
+    from sipt_lab.consistency import local_consistency
+    from sipt_lab.experiments.pretraining import initial_embeddings
+    from sipt_lab.training import embed
 
     pt = pretraining_nodes(splits, config.protocol)
     pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
@@ -354,13 +369,7 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, progress: bool
                    level, q, targets[level], lc)
             log(f"seed {seed} q={q:g} (LC {lc:.3f}): {config.metric} SIPT {rows[-len(STUDY_METRICS) + STUDY_METRICS.index(config.metric)]['value']:.3f}")
 
-    summary = summarise(rows, config, float(np.mean(own)))
-    fileio.write_text_atomic(out_dir / "results.csv", results_csv(rows))
-    fileio.write_json_atomic(out_dir / "summary.json", summary)
-    draw_gain_figure(out_dir / "gain_vs_lc", summary)
-    fileio.write_manifest(out_dir, list(RUN_FILES))
-    log(summary["verdict"])
-    return summary
+    return summarise(rows, config, float(np.mean(own))) | {"rows": rows}
 
 
 def results_csv(rows: list[dict]) -> str:
