@@ -117,6 +117,7 @@ def test_slope_and_crossover_from_known_gains():
     assert summary["slope"] == pytest.approx(0.2)
     assert summary["crossover_lc"] == pytest.approx(0.5)
     assert summary["control_gain"] == pytest.approx(-0.1)
+    assert summary["crossover_minus_encoder"] == pytest.approx(0.5 - 0.7)
     assert summary["slope_ci"][0] < 0.2 < summary["slope_ci"][1]
     assert "crosses zero at LC 0.500" in summary["verdict"]
 

@@ -33,7 +33,8 @@ asked, :func:`sipt_lab.outputs.run_output`):
   ``lc`` (measured over the pre-training nodes for that seed's graph), ``arm``, ``seed`` (empty
   for ``tfidf``), ``metric``, ``value`` (in ``[0, 1]``);
 * ``summary.json``: :func:`summarise`'s fields (``slope``, ``slope_ci``, ``crossover_lc``,
-  ``control_gain``, ``encoder_consistency``, per-level paired gains, ``mde``, ``verdict``);
+  ``control_gain``, ``encoder_consistency``, ``crossover_minus_encoder``, per-level paired gains,
+  ``mde``, ``verdict``);
 * ``gain_vs_lc.png`` / ``.pdf``: the paired gain SIPT − LM-only against measured LC, 95 % CIs.
 """
 
@@ -423,7 +424,7 @@ def gain_slope(lc: np.ndarray, gains: np.ndarray, bootstrap: int, rng: np.random
 def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float) -> dict:
     """The ``summary.json`` of a study's ``rows``: per-level paired gains SIPT − LM-only (and SIPT −
     init) on ``config.metric`` with 95 % t-CIs, :func:`gain_slope`, the control's gain (the lowest
-    ``q``), the encoder's own consistency, every arm's mean per metric, the minimum detectable effect
+    ``q``), the encoder's own consistency and how far the crossover lies above it, every arm's mean per metric, the minimum detectable effect
     of the seeds (paired sd pooled over levels, two-sided 5 %, power 0.8) and a one-line verdict."""
     from sipt_lab.stats import mean_ci, mean_sd, minimum_detectable_effect
 
@@ -446,7 +447,9 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
         arms.setdefault(row["arm"], {}).setdefault(row["metric"], []).append(row["value"])
     summary = {"protocol": config.protocol, "metric": config.metric, "seeds": config.seeds, "levels": levels, **fit,
                "control_gain": control["gain"], "control_gain_ci": control["gain_ci"],
-               "encoder_consistency": own_consistency, "paired_sd": paired_sd,
+               "encoder_consistency": own_consistency,
+               "crossover_minus_encoder": None if fit["crossover_lc"] is None else fit["crossover_lc"] - own_consistency,
+               "paired_sd": paired_sd,
                "mde": minimum_detectable_effect(paired_sd, config.seeds),
                "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
                "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()}}
