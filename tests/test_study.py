@@ -191,3 +191,29 @@ def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_
                                       "--target-effect", "0.05", "--out", str(tmp_path / "run")])
     config = lc_transfer_config(args)
     assert config.seeds == seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05
+
+
+def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
+    """Samples, labels and edges from files: the natural arm's gain sits beside what the dial's line
+    predicts at its measured LC (here 1: each sample linked to the next of its class)."""
+    rng = np.random.default_rng(0)
+    topics = [["cat", "dog", "mouse"], ["stock", "bond", "price"], ["river", "sea", "lake"]]
+    labels = np.arange(60) % 3
+    (tmp_path / "s.tsv").write_text("".join(f"s{i}\t{' '.join(rng.choice(topics[y], 5))}\n" for i, y in enumerate(labels)))
+    (tmp_path / "l.tsv").write_text("".join(f"s{i}\tt{y}\n" for i, y in enumerate(labels)))
+    (tmp_path / "e.tsv").write_text("".join(f"s{i}\ts{i + 3}\n" for i in range(57)))
+    argv = ["study", "lc-transfer", "--init", "char", "--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv"),
+            "--edges", str(tmp_path / "e.tsv"), "--n-pretrain", "30", "--n-train", "15", "--n-validation", "6", "--n-test", "9",
+            "--levels", "0", "1", "--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32", "--bootstrap", "20",
+            "--device", "cpu", "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    own = summary["natural"]
+    assert own["lc"] == 1.0  # every edge links one class, so every linked pre-training sample agrees with its neighbours
+    assert own["predicted_gain"] == pytest.approx(summary["intercept"] + summary["slope"] * own["lc"])
+    assert "the task's own graph" in capsys.readouterr().out
+    rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))
+    assert len([row for row in rows if row["arm"] == "natural"]) == 2 * 4
+    (tmp_path / "e.tsv").write_text("s0\tnobody\n")
+    assert main([*argv[:-1], str(tmp_path / "other")]) == 2
+    assert "nobody" in capsys.readouterr().err

@@ -25,7 +25,7 @@ FIELD_FLAGS = {
     "LcTransferConfig.levels": "--levels", "LcTransferConfig.seeds": "--seeds", "LcTransferConfig.k": "--k",
     "LcTransferConfig.n_pretrain": "--n-pretrain", "LcTransferConfig.n_train": "--n-train",
     "LcTransferConfig.n_validation": "--n-validation", "LcTransferConfig.n_test": "--n-test",
-    "LcTransferConfig.labels": "--labels", "LcTransferConfig.bootstrap": "--bootstrap",
+    "LcTransferConfig.labels": "--labels", "LcTransferConfig.edges": "--edges", "LcTransferConfig.bootstrap": "--bootstrap",
     "TrainConfig.steps": "--steps", "TrainConfig.batch_size": "--batch-size", "TrainConfig.max_len": "--max-length",
     "TrainConfig.lr": "--lr", "TrainConfig.lambda_si": "--lambda-si",
 }
@@ -46,6 +46,8 @@ def register(subparsers) -> None:
     run = actions.add_parser("lc-transfer", help="held-out gain of SIPT over LM-only against the graph's LC")
     run.add_argument("--samples", type=nonempty, metavar="S", help="samples file of the task (with --labels; default: vital-article summaries of 4 categories)")
     run.add_argument("--labels", type=nonempty, metavar="L.tsv", help="id<TAB>label of every sample")
+    run.add_argument("--edges", type=nonempty, metavar="E.tsv",
+                     help="the task's own graph (u<TAB>v sample ids): one more SIPT arm on it, its gain set beside what its LC predicts")
     run.add_argument("--n-pretrain", type=integer(2), default=600, metavar="N", help="pre-training samples (default: %(default)s)")
     run.add_argument("--n-train", type=integer(2), default=300, metavar="N", help="never-seen fine-tuning train samples: the k-NN references and probe data (default: %(default)s)")
     run.add_argument("--n-validation", type=POSITIVE_INT, default=100, metavar="N", help="never-seen validation samples (default: %(default)s)")
@@ -93,7 +95,7 @@ def lc_transfer_config(args: argparse.Namespace):
 
     train = train_config(init_kind(args.init), steps=args.steps, batch_size=args.batch_size, max_len=args.max_length,
                          lr=args.lr, lambda_si=args.lambda_si, loss=args.loss, device=args.device)
-    return LcTransferConfig(samples=args.samples, labels=args.labels, n_pretrain=args.n_pretrain, n_train=args.n_train,
+    return LcTransferConfig(samples=args.samples, labels=args.labels, edges=args.edges, n_pretrain=args.n_pretrain, n_train=args.n_train,
                             n_validation=args.n_validation, n_test=args.n_test, levels=tuple(args.levels), seeds=seeds,
                             init=args.init, pooling=args.pooling, encoder=args.encoder, train=train, k=args.k,
                             metric=args.metric, split_seed=args.split_seed, bootstrap=args.bootstrap,

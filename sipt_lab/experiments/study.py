@@ -54,8 +54,9 @@ from sipt_lab.training import TrainConfig
 
 #: Metrics of :func:`heldout_metrics`, each in ``[0, 1]``.
 STUDY_METRICS = names.STUDY_METRICS
-#: Arms of the study (``tfidf`` is a reference row that needs no training).
-STUDY_ARMS = ("init", "lm", "sipt", "tfidf")
+#: Arms of the study (``tfidf`` is a reference row that needs no training; ``natural`` is SIPT over
+#: the task's own graph, when one is given).
+STUDY_ARMS = ("init", "lm", "sipt", "natural", "tfidf")
 #: The default task's classes: vital-article summaries of these categories.
 ARTICLE_CATEGORIES = ("Physical sciences", "History", "Arts", "Geography")
 SPLIT_NAMES = ("pretrain", "train", "validation", "test")
@@ -69,6 +70,9 @@ class LcTransferConfig:
     Attributes:
         samples, labels: a samples file and its ``id<TAB>label`` TSV; None: the default task,
             vital-article summaries of :data:`ARTICLE_CATEGORIES` labelled by category.
+        edges: the task's own graph (``u<TAB>v`` sample ids of ``samples``), optional: one more
+            SIPT arm (``natural``) pre-trains on its subgraph over the pre-training nodes, and the
+            summary sets its measured gain beside the gain the dial's line predicts at its LC.
         n_pretrain, n_train, n_validation, n_test: split sizes (samples); the last three are never
             pre-trained on.
         levels: the dial's ``q`` grid, each in ``[0, 1]``, at least two distinct values.
@@ -90,6 +94,7 @@ class LcTransferConfig:
 
     samples: str | None = None
     labels: str | None = None
+    edges: str | None = None
     n_pretrain: int = 600
     n_train: int = 300
     n_validation: int = 100
@@ -125,6 +130,8 @@ class LcTransferConfig:
             raise ConfigError("LcTransferConfig.metric", f"unknown metric {self.metric!r}; choose one of {', '.join(STUDY_METRICS)}")
         if (self.samples is None) != (self.labels is None):
             raise ConfigError("LcTransferConfig.labels", "give the samples file and its labels together, or neither (the default task)")
+        if self.edges is not None and self.samples is None:
+            raise ConfigError("LcTransferConfig.edges", "a graph needs the samples file its ids belong to")
         if self.train is None:
             from sipt_lab.defaults import init_kind, train_config
 
@@ -268,19 +275,20 @@ def power_line(sd: float, seeds: int) -> str:
 
 
 # ---------------------------------------------------------------------- the task
-def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray]:
-    """``(ids, texts, labels (n,) ints)`` of the study's task: the config's files, or the default
-    articles of :data:`ARTICLE_CATEGORIES`."""
+def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray, PretrainingGraph | None]:
+    """``(ids, texts, labels (n,) ints, the task's own graph or None)`` of the study's task: the
+    config's files, or the default articles of :data:`ARTICLE_CATEGORIES`."""
     if config.samples is not None:
-        from sipt_lab.samples import read_sample_labels, read_samples
+        from sipt_lab.samples import read_sample_graph, read_sample_labels, read_samples
 
         samples = read_samples(config.samples)
-        return list(samples.ids), list(samples.texts), read_sample_labels(config.labels, samples)[0]
+        natural = None if config.edges is None else read_sample_graph(config.edges, samples)
+        return list(samples.ids), list(samples.texts), read_sample_labels(config.labels, samples)[0], natural
     from sipt_lab.corpus import default_articles
 
     chosen = [(i, a) for i, a in enumerate(default_articles()) if a["topic"] in ARTICLE_CATEGORIES]
     return ([f"article{i}" for i, _ in chosen], [a["extract"] for _, a in chosen],
-            np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]))
+            np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]), None)
 
 
 # ---------------------------------------------------------------------- running
@@ -311,9 +319,13 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: boo
     study's with ``overwrite``, under :func:`sipt_lab.outputs.run_output`); returns the summary.
     Every input check runs before any training."""
     outputs.check_output_dir(out)
-    ids, texts, labels = study_task(config)
+    ids, texts, labels, natural = study_task(config)
     rng = np.random.default_rng(config.split_seed)
     splits = inductive_splits(labels, config.sizes, rng)
+    if natural is not None:
+        natural = natural.subgraph(pretraining_nodes(splits, config.protocol))
+        if natural.n_edges == 0:
+            raise SiptError(f"{config.edges} links no two pre-training samples; give a graph over the samples, or more pre-training samples")
     source = study_source(config)
     if config.pilot_sd is not None:
         log(power_line(config.pilot_sd, config.seeds))
@@ -322,7 +334,7 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: boo
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
-        summary = _run_arms(config, texts, labels, splits, source, progress, log)
+        summary = _run_arms(config, texts, labels, splits, source, natural, progress, log)
         fileio.write_text_atomic(out_dir / "results.csv", results_csv(summary.pop("rows")))
         fileio.write_json_atomic(out_dir / "summary.json", summary)
         draw_gain_figure(out_dir / "gain_vs_lc", summary)
@@ -331,8 +343,9 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: boo
 
 
 def _run_arms(config: LcTransferConfig, texts: list[str], labels: np.ndarray, splits: dict[str, np.ndarray], source,
-              progress: bool, log) -> dict:
-    """Train and score every arm of every seed; :func:`summarise`'s summary with the ``rows`` added."""
+              natural: PretrainingGraph | None, progress: bool, log) -> dict:
+    """Train and score every arm of every seed (``natural``: the task's own graph over the
+    pre-training nodes, or None); :func:`summarise`'s summary with the ``rows`` added."""
     from sipt_lab.consistency import local_consistency
     from sipt_lab.experiments.pretraining import initial_embeddings
     from sipt_lab.training import embed
@@ -369,6 +382,10 @@ def _run_arms(config: LcTransferConfig, texts: list[str], labels: np.ndarray, sp
             record("sipt", seed, score(embed(sipt.encoder, sipt.tokenizer, new_texts, device=trains["sipt"].device)),
                    level, q, targets[level], lc)
             log(f"seed {seed} q={q:g} (LC {lc:.3f}): {config.metric} SIPT {rows[-len(STUDY_METRICS) + STUDY_METRICS.index(config.metric)]['value']:.3f}")
+        if natural is not None:
+            own_graph = train_arm(pt_texts, natural, trains["sipt"], source, progress=progress)
+            record("natural", seed, score(embed(own_graph.encoder, own_graph.tokenizer, new_texts, device=trains["sipt"].device)),
+                   lc=float(local_consistency(natural, pt_labels)))
 
     return summarise(rows, config, float(np.mean(own))) | {"rows": rows}
 
@@ -453,6 +470,13 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
                "mde": minimum_detectable_effect(paired_sd, config.seeds),
                "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
                "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()}}
+    natural = {row["seed"]: row for row in rows if row["arm"] == "natural" and row["metric"] == config.metric}
+    if natural:
+        base = {row["seed"]: row["value"] for row in rows if row["arm"] == "lm" and row["metric"] == config.metric}
+        mean, low, high = mean_ci([row["value"] - base[seed] for seed, row in natural.items()])
+        lc_natural = float(np.mean([row["lc"] for row in natural.values()]))
+        summary["natural"] = {"lc": lc_natural, "gain": mean, "gain_ci": [low, high],
+                              "predicted_gain": fit["intercept"] + fit["slope"] * lc_natural}
     summary["verdict"] = verdict(summary)
     return summary
 
@@ -470,9 +494,14 @@ def verdict(summary: dict) -> str:
              f"gain crosses zero at LC {crossover:.3f} (encoder's own neighbourhood consistency "
              f"{summary['encoder_consistency']:.3f})")
     samples = "never-seen" if summary["protocol"] == "inductive" else "pre-trained-on (transductive)"
-    return (f"SIPT - LM-only on {samples} test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
+    line = (f"SIPT - LM-only on {samples} test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
             f"{summary['slope']:+.3f} per unit LC, 95% CI {fmt(summary['slope_ci'])}; {where}; control gain "
             f"{summary['control_gain']:+.3f} {fmt(summary['control_gain_ci'])}; detectable effect {summary['mde']:.3f}")
+    if "natural" in summary:
+        own = summary["natural"]
+        line += (f"; the task's own graph (LC {own['lc']:.3f}): gain {own['gain']:+.3f} {fmt(own['gain_ci'])}, "
+                 f"the line predicts {own['predicted_gain']:+.3f}")
+    return line
 
 
 def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
