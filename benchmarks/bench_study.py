@@ -35,8 +35,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", help="the study's directory (default: a temporary one)")
     parser.add_argument("--csv", help="copy results.csv here (and the summary as <stem>.summary.json)")
+    parser.add_argument("--seeds", type=int, help="seeds instead of the scale's")
     args = parser.parse_args()
     fields, train = SCALES[args.scale]
+    fields = fields | ({} if args.seeds is None else {"seeds": args.seeds})
     config = LcTransferConfig(init=args.init, train=train_config("checkpoint" if args.init != "char" else "char", batch_size=16,
                                                                   max_len=64, device=args.device, **train), **fields)
     with tempfile.TemporaryDirectory() as scratch:
@@ -51,7 +53,7 @@ def main() -> None:
             print(f"| {level['q']:g} | {level['lc']:.3f} | {level['gain']:+.3f} | [{low:+.3f}, {high:+.3f}] | {level['gain_over_init']:+.3f} |")
         print("\n| arm | " + " | ".join(next(iter(summary["arms"].values()))) + " |")
         for arm, metrics in summary["arms"].items():
-            print(f"| {arm} | " + " | ".join(f"{value:.3f}" for value in metrics.values()) + " |")
+            print(f"| {arm if arm != 'sipt' else 'sipt (mean over levels)'} | " + " | ".join(f"{value:.3f}" for value in metrics.values()) + " |")
         print(f"\n{summary['verdict']}")
         if args.csv:
             shutil.copyfile(out / "results.csv", args.csv)
