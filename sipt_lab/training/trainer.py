@@ -384,7 +384,8 @@ def warm_up_head(encoder: nn.Module, replica: nn.Module, sampler, config: TrainC
     first batches (their seeds' masks: the same for every λ, so LM and SIPT arms start from the
     same state). ``replica`` computes the MLM loss of a batch. Returns a note for the log."""
     head = encoder.new_head_parameters()
-    frozen = [p for p in replica.parameters() if p.requires_grad and all(p is not q for q in head)]
+    head_ids = {id(p) for p in head}
+    frozen = [p for p in replica.parameters() if p.requires_grad and id(p) not in head_ids]
     for parameter in frozen:
         parameter.requires_grad_(False)
     optimizer = _make_optimizer(head, config.head_lr, config.weight_decay, fused=False)
@@ -395,7 +396,8 @@ def warm_up_head(encoder: nn.Module, replica: nn.Module, sampler, config: TrainC
     finally:
         for parameter in frozen:
             parameter.requires_grad_(True)
-    return (f"new MLM head fitted for {config.head_warmup} steps with the encoder frozen: "
+    steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
+    return (f"new MLM head fitted for {steps} with the encoder frozen: "
             f"MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats")
 
 
