@@ -28,8 +28,8 @@ import networkx as nx
 import numba
 import numpy as np
 
-from sipt_lab.consistency import edge_homophily, local_consistency, node_homophily
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.consistency import edge_homophily, local_consistency, node_homophily
+from sipt_lab.graphs.graph import PretrainingGraph
 
 N_CLASSES = 10
 REPEATS = 5
@@ -38,8 +38,8 @@ REPEATS = 5
 # signature that the benchmark graphs use too).
 FIRST_CALL = """
 import time, numpy as np
-from sipt_lab.consistency import local_consistency
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.graphs.graph import PretrainingGraph
 graph = PretrainingGraph.from_edges([0, 1, 2], [1, 2, 3], 5)
 start = time.perf_counter()
 local_consistency(graph, np.array([0, 0, 1, 1, 0]))

@@ -9,7 +9,7 @@ reports its wall and CPU seconds (reading included, imports not) and peak RSS; t
 edges per second and each method's time as a ratio to the streamed engine on the same input.
 Methods:
 
-* ``stream``: :func:`sipt_lab.consistency.consistency_from_files` (default chunk size);
+* ``stream``: :func:`sipt_lab.graphs.consistency.consistency_from_files` (default chunk size);
 * ``memory``: from TSV, today's path (``load_graph_tsv`` + ``consistency_report``); from Parquet,
   the whole table read by Arrow, ids mapped, then ``PretrainingGraph.from_edges`` +
   ``consistency_report`` (sizes up to ``--memory-max`` only: both hold every edge);
@@ -83,7 +83,7 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
     """One timed run (in this process): seconds, LC and homophilies, edges."""
     import duckdb
 
-    from sipt_lab.consistency import consistency_from_files
+    from sipt_lab.graphs.consistency import consistency_from_files
 
     start, cpu = time.perf_counter(), _cpu_seconds()
     if method == "stream":
@@ -113,9 +113,9 @@ def _cpu_seconds() -> float:
 
 
 def _in_memory(fmt: str, edges: str, labels: str):
-    from sipt_lab.consistency import consistency_report  # imported by measure already
-    from sipt_lab.edge_tables import read_node_index, read_table
-    from sipt_lab.graph import PretrainingGraph, load_graph_tsv
+    from sipt_lab.graphs.consistency import consistency_report  # imported by measure already
+    from sipt_lab.graphs.edge_tables import read_node_index, read_table
+    from sipt_lab.graphs.graph import PretrainingGraph, load_graph_tsv
 
     if fmt == "tsv":
         read = load_graph_tsv(edges, labels)

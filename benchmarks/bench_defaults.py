@@ -4,7 +4,7 @@ Run as ``python benchmarks/bench_defaults.py [--seeds 3] [--steps 60] [--inits m
 
 For each init (all-MiniLM-L6-v2, the character transformer, a tiny random BERT) and each graph, one
 ``sipt-lab pretrain`` run per seed with nothing but the data, ``--steps``, ``--batch-size 16`` and
-``--max-length 64`` given (everything else is :data:`sipt_lab.defaults.INIT_DEFAULTS`), scored by
+``--max-length 64`` given (everything else is :data:`sipt_lab.training.defaults.INIT_DEFAULTS`), scored by
 the run's own before/after report:
 
 * ``wiki-categories``: vital-article summaries of 4 categories, each linked to 2-3 random articles
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.corpus import default_articles
-from sipt_lab.defaults import init_kind, train_config
+from sipt_lab.data.corpus import default_articles
+from sipt_lab.training.defaults import init_kind, train_config
 from sipt_lab.evaluation import heldout_knn
-from sipt_lab.experiments.pretraining import PretrainJob, initial_embeddings, job_source, run_pretraining
-from sipt_lab.stats import format_mean_sd
+from sipt_lab.experiments.pretrain_job import PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.synthetic import GraphSpec, build_dataset
 from sipt_lab.training import embed
 

@@ -11,7 +11,7 @@ covers everything from the list of strings to the ``(n, 384)`` array: tokenisati
 sorting, batching and the forward passes.
 
 The sentences are ``--n`` (10,000; 2,000 with ``--quick``) random default-corpus sentences
-(:func:`sipt_lab.corpus.load_corpus`, seed 0), split into ``--rounds`` equal chunks. Round ``r``
+(:func:`sipt_lab.data.corpus.load_corpus`, seed 0), split into ``--rounds`` equal chunks. Round ``r``
 embeds chunk ``r`` with every runner, the runners' order reversed every other round so that
 background load and drift hit them alike; each runner embeds every sentence exactly once, after
 a warm-up call on 64 other sentences (not counted). Short rounds (200-400 sentences, a few
@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 import torch
 
-from sipt_lab.corpus import load_corpus
+from sipt_lab.data.corpus import load_corpus
 from sipt_lab.models import load_encoder
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer, named_checkpoint
 from sipt_lab.training import embed

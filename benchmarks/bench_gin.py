@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models.graph_encoder import GINConfig, GraphInit
 from sipt_lab.training import TrainConfig, pretrain
 

@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.experiments.domain_run import preset_for
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.experiments.domain.run import preset_for
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.models.graph_encoder import GINConfig, GraphInit
 from sipt_lab.training import pretrain

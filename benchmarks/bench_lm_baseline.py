@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from sipt_lab.experiments.batched import train_batched_cells
-from sipt_lab.experiments.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulate import SimulationConfig, aggregate, simulate_seed, simulation_config
-from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.experiments.simulation.stacked_cells import train_batched_cells
+from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
+from sipt_lab.experiments.simulation.simulate import SimulationConfig, aggregate, simulate_seed, simulation_config
+from sipt_lab.grid.runner import run_grid
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig
-from sipt_lab.stats import format_mean_sd
+from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.registry import resolve_spec
 

@@ -20,12 +20,12 @@ import time
 
 import numpy as np
 
-from sipt_lab.experiments.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulate import simulate_seed, simulation_config
-from sipt_lab.experiments.sweep import run_grid
+from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
+from sipt_lab.experiments.simulation.simulate import simulate_seed, simulation_config
+from sipt_lab.grid.runner import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
-from sipt_lab.stats import format_mean_sd
+from sipt_lab.core.stats import format_mean_sd
 
 from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 

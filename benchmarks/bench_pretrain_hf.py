@@ -7,7 +7,7 @@ same torch threads, HF's ``sdpa`` attention, the checkpoint's dropout (0.1 / 0.1
 ``--max-len`` tokens (default 128, special tokens included) and AdamW (lr 3e-4, weight decay 0.01;
 the trainer's CPU optimiser, ``fused=False``, for everyone).
 
-Data: the default corpus (:func:`sipt_lab.corpus.load_corpus`); ``--articles`` random articles
+Data: the default corpus (:func:`sipt_lab.data.corpus.load_corpus`); ``--articles`` random articles
 (seed 0) with at least 2 sentences, all their sentences as nodes, and the label-clique graph
 "same article" (:meth:`PretrainingGraph.from_groups`). Our ``GraphBatchSampler(..., pairs="batch")``
 draws every step: ``B`` seeds (``--batch-size``, default 32), one positive and one negative each,
@@ -61,12 +61,12 @@ import torch
 
 from bench_training import HuggingFace
 
-from sipt_lab.corpus import load_corpus
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.data.corpus import load_corpus
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer, named_checkpoint
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.batches import GraphBatchSampler
+from sipt_lab.training.sampler import GraphBatchSampler
 from sipt_lab.training.trainer import _make_optimizer, _Replica, _Step, train_step
 
 LR, WEIGHT_DECAY = 3e-4, 0.01

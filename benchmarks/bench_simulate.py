@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.experiments.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulate import aggregate, simulate_seed, simulation_config
-from sipt_lab.experiments.sweep import run_grid
-from sipt_lab.stats import format_mean_sd
-from sipt_lab.topics import CACHE_ENV
+from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
+from sipt_lab.experiments.simulation.simulate import aggregate, simulate_seed, simulation_config
+from sipt_lab.grid.runner import run_grid
+from sipt_lab.core.stats import format_mean_sd
+from sipt_lab.data.topics import CACHE_ENV
 
 MAIN_JOB = ["sipt-lab", "simulate", "--graph", "torus", "--noise", "0.1"]
 TARGETS = {"cold": 180.0, "warm": 60.0}

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from sipt_lab.defaults import train_config
-from sipt_lab.experiments.study import LcTransferConfig, run_lc_transfer
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.training.defaults import train_config
+from sipt_lab.experiments.study.lc_transfer import LcTransferConfig, run_lc_transfer
+from sipt_lab.core.fileio import write_json_atomic
 
 #: Scale name -> (LcTransferConfig fields, TrainConfig fields).
 SCALES = {

@@ -22,8 +22,8 @@ import numpy as np
 from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
-from sipt_lab.corpus import load_corpus
-from sipt_lab.topics import TopicConfig, fit_topics, topic_quality
+from sipt_lab.data.corpus import load_corpus
+from sipt_lab.data.topics import TopicConfig, fit_topics, topic_quality
 
 
 def stop_word_share(topic_words: list[list[str]]) -> float:

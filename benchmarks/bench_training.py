@@ -4,7 +4,7 @@ Both models are configured alike: the same sizes (hidden, layers, heads, FFN, vo
 positions), the same dropout (``hidden_dropout_prob`` = our ``dropout``,
 ``attention_probs_dropout_prob`` = our ``attention_dropout``), HF's fastest attention
 (``attn_implementation="sdpa"``) and the same AdamW settings. They train on the same batches of
-real sentences from the default corpus (:func:`sipt_lab.corpus.load_corpus`, truncated at 512
+real sentences from the default corpus (:func:`sipt_lab.data.corpus.load_corpus`, truncated at 512
 tokens): the seeds of :class:`GraphBatchSampler` with the same MLM masks. The HF loop gets its
 masked, padded tensors ready-made (prepared before timing); ours gets the sampler's
 :class:`PretrainBatch` and does its own gathering, masking and length bucketing inside the step.
@@ -28,12 +28,12 @@ import time
 import numpy as np
 import torch
 
-from sipt_lab.corpus import load_corpus
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.data.corpus import load_corpus
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import PAD_ID, CharTokenizer, encoder_preset
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.objectives import build_objectives
-from sipt_lab.training.batches import GraphBatchSampler
+from sipt_lab.training.sampler import GraphBatchSampler
 from sipt_lab.training.trainer import _make_optimizer, _Replica, _Step, train_step
 
 N_SAMPLES = 4000

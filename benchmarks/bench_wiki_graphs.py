@@ -21,7 +21,7 @@ from sipt_lab.domains.wiki import (
     random_graph,
     tfidf_knn_graph,
 )
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.graph import PretrainingGraph
 
 _DEFAULT = MENTION_RULES[DEFAULT_MENTION_RULE]
 VARIANTS = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.names import METHODS
+from sipt_lab.core.names import METHODS
 
 
 def main() -> None:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from sipt_lab.corpus import Corpus
+from sipt_lab.data.corpus import Corpus
 from sipt_lab.synthetic import registry
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 from hf_fakes import WORDS
 

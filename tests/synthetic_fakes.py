@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sipt_lab.corpus import Corpus
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.topics import TopicAssignment
 
 
 def fake_corpus_and_topics(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import ENCODER_PRESETS
 from sipt_lab.training import TrainConfig, pretrain
 from sipt_lab.training.batched import BatchedRun, pretrain_batched

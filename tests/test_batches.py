@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
-from sipt_lab.training.batches import GraphBatchSampler
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.training.sampler import GraphBatchSampler
 
 
 def _explicit_graph():
@@ -145,7 +145,7 @@ def test_bad_inputs_are_sipt_errors():
 
 
 def test_hard_negatives_are_two_hops_away_and_component_negatives_stay_home():
-    from sipt_lab.training.batches import NEGATIVE_SAMPLERS
+    from sipt_lab.training.sampler import NEGATIVE_SAMPLERS
 
     ring = np.arange(12)
     two_cycles = PretrainingGraph.from_edges(np.concatenate([ring[:6], ring[6:]]),
@@ -169,7 +169,7 @@ def test_hard_negatives_are_two_hops_away_and_component_negatives_stay_home():
 
 
 def test_bert_replacement_is_80_10_10_over_the_same_mask():
-    from sipt_lab.training.batches import KEEP_TOKEN, REPLACE_WITH_MASK
+    from sipt_lab.training.sampler import KEEP_TOKEN, REPLACE_WITH_MASK
 
     graph = _implicit_graph()
     lengths = np.full(graph.n_nodes, 40)

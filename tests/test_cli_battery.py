@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sipt_lab import outputs
+from sipt_lab.core import outputs
 from sipt_lab.cli.main import main
-from sipt_lab.graph import read_labels_tsv
+from sipt_lab.graphs.graph import read_labels_tsv
 
 N = 12
 IDS = [f"s{i}" for i in range(N)]
@@ -200,10 +200,10 @@ def _tally(request):
 def _stubs(monkeypatch):
     """Long commands stop where their work would start."""
     import sipt_lab.domains.datasets as datasets
-    import sipt_lab.experiments.domain_run as domain_run
-    import sipt_lab.experiments.figures as figures
+    import sipt_lab.experiments.domain.run as domain_run
+    import sipt_lab.experiments.paper.figures as figures
     import sipt_lab.experiments.lambda_sweep as lambda_sweep
-    import sipt_lab.experiments.simulate as simulate
+    import sipt_lab.experiments.simulation.simulate as simulate
     import sipt_lab.synthetic.registry as registry
 
     monkeypatch.setattr(domain_run, "run_domain", _reached)

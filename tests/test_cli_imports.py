@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from sipt_lab import names
+from sipt_lab.core import names
 
 
 def test_building_the_parser_imports_no_heavy_library():
@@ -14,13 +14,13 @@ def test_building_the_parser_imports_no_heavy_library():
 
 
 def test_light_names_are_the_registries_keys():
-    from sipt_lab.evaluation.tasks import TASK_KINDS
-    from sipt_lab.experiments.domain_run import PRESETS
-    from sipt_lab.experiments.finetuning import MODES
+    from sipt_lab.data.tasks import TASK_KINDS
+    from sipt_lab.experiments.domain.run import PRESETS
+    from sipt_lab.experiments.finetune_job import MODES
     from sipt_lab.models import ENCODER_PRESETS
     from sipt_lab.objectives.structure import STRUCTURE_LOSSES
-    from sipt_lab.training.batches import PAIR_MODES
-    from sipt_lab.training.trainer import LR_SCHEDULES
+    from sipt_lab.training.sampler import PAIR_MODES
+    from sipt_lab.training.config import LR_SCHEDULES
 
     assert tuple(TASK_KINDS) == names.TASK_KINDS  # TaskKind carries its own name
     assert tuple(k for k, kind in TASK_KINDS.items() if kind.per_token) == names.PER_TOKEN_TASK_KINDS

@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.errors import ConfigError
-from sipt_lab.experiments.simulate import TRAINING_DEFAULTS, SimulationConfig, simulation_config
+from sipt_lab.core.errors import ConfigError
+from sipt_lab.experiments.simulation.simulate import TRAINING_DEFAULTS, SimulationConfig, simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.registry import get_family
@@ -54,7 +54,7 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
-    from sipt_lab.config import config_hash
+    from sipt_lab.core.config import config_hash
     from sipt_lab.synthetic import registry
 
     before = config_hash(simulation_config("torus"))
@@ -65,8 +65,8 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
 
 
 def test_a_nested_config_behind_an_optional_hint_round_trips():
-    from sipt_lab.config import config_from_dict, config_to_dict
-    from sipt_lab.experiments.pretraining import PretrainJob
+    from sipt_lab.core.config import config_from_dict, config_to_dict
+    from sipt_lab.experiments.pretrain_job import PretrainJob
 
     job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
     again = config_from_dict(PretrainJob, config_to_dict(job))

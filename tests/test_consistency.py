@@ -3,7 +3,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sipt_lab.consistency import (
+from sipt_lab.graphs.consistency import (
     TIE_POLICIES,
     ConsistencyReport,
     consistency_report,
@@ -13,8 +13,8 @@ from sipt_lab.consistency import (
     local_consistency_per_node,
     node_homophily,
 )
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 
 # Hand-made graph, labels a=0, b=1, c=2:
 #   0(a) - 1(a), 0 - 2(b), 2 - 3(b), 2 - 4(c); 5(a) isolated;
@@ -216,7 +216,7 @@ def test_many_classes():
 
 @pytest.mark.parametrize("implicit", [False, True])
 def test_report_counts_neighbour_labels_once(monkeypatch, implicit):
-    from sipt_lab import consistency
+    from sipt_lab.graphs import consistency
 
     counter = "_group_label_counts" if implicit else "_neighbour_label_counts"
     calls = []

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sipt_lab.cli.main import main
-from sipt_lab.consistency import (
+from sipt_lab.graphs.consistency import (
     TIE_POLICIES,
     consistency_from_files,
     consistency_report,
 )
-from sipt_lab.consistency_stream import FileConsistency
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import load_graph_tsv
+from sipt_lab.graphs.consistency_stream import FileConsistency
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import load_graph_tsv
 
 FORMATS = ("tsv", "csv", "tsv.gz", "parquet")
 
@@ -262,7 +262,7 @@ def test_unreachable_scheduler_is_one_line_within_the_timeout(tmp_path, capsys):
 
 
 def test_integer_ids_are_canonical_decimals():
-    from sipt_lab.edge_tables import int_keys
+    from sipt_lab.graphs.edge_tables import int_keys
 
     ints, valid = int_keys(pa.array(["1", "01", "-3", "+4", "x", "-0", "123456789012345678", "1234567890123456789"]))
     assert valid.tolist() == [True, False, True, False, False, False, True, False]

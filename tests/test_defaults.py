@@ -12,14 +12,14 @@ import pytest
 import torch
 
 from sipt_lab.cli.main import main
-from sipt_lab.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
-from sipt_lab.experiments.domain_run import PRESETS
-from sipt_lab.experiments.pretraining import PretrainJob, run_pretraining
-from sipt_lab.experiments.simulate import simulation_config
+from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
+from sipt_lab.experiments.domain.run import PRESETS
+from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
+from sipt_lab.experiments.simulation.simulate import simulation_config
 from sipt_lab.models import encoder_source
 from sipt_lab.models.hf import is_untrained
 from sipt_lab.objectives import ObjectiveInputs, Objective
-from sipt_lab.samples import read_sample_graph, read_samples
+from sipt_lab.data.samples import read_sample_graph, read_samples
 from sipt_lab.training import TrainConfig, pretrain
 from sipt_lab.training.diagnostics import stalled_structure_loss
 from sipt_lab.training.trainer import _Step
@@ -68,7 +68,7 @@ def test_structure_loss_sees_the_normalised_vector_the_encoder_outputs():
             seen.append(inputs.embeddings)
             return inputs.embeddings.sum() * 0
 
-    from sipt_lab.training.batches import PretrainBatch
+    from sipt_lab.training.sampler import PretrainBatch
 
     batch = PretrainBatch(np.arange(2), 2, np.array([1, 0]), np.array([-1, -1]), np.zeros((2, 1), bool),
                           np.array([[0, 1]]), np.empty((0, 2), np.int64), None)
@@ -126,7 +126,7 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_file
     assert any("L_SI did not fall" in record.getMessage() for record in caplog.records)
     assert len(outcome.report["warnings"]) == 1 and "margins may not fit" in outcome.report["warnings"][0]
     assert json.loads((tmp_path / "run" / "result.json").read_text())["warnings"] == outcome.report["warnings"]
-    from sipt_lab.experiments.pretraining import theorem1_message
+    from sipt_lab.experiments.pretrain_job import theorem1_message
 
     assert theorem1_message(outcome.report).endswith(outcome.report["warnings"][0])
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sipt_lab.domains.loaders import LOADERS, get_loader, read_fasta, read_interactions, read_papers
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 
 def edges(graph) -> set[tuple[int, int]]:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import sipt_lab.experiments.domain_run as domain_run
+import sipt_lab.experiments.domain.run as domain_run
 from sipt_lab.cli.main import main
-from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.experiments.domain_run import PRESETS, TEACHERS_DIR, ConceptCell, domain_cells, run_domain
-from sipt_lab.experiments.model_store import directory_digest, load_model
-from sipt_lab.methods import ConceptOptions
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.experiments.domain.run import PRESETS, TEACHERS_DIR, ConceptCell, domain_cells, run_domain
+from sipt_lab.grid.model_store import directory_digest, load_model
+from sipt_lab.training.methods import ConceptOptions
 
 PRESET = dataclasses.replace(
     PRESETS["cpu"], n_samples=60, lambdas=(0.1,), mode="probe",

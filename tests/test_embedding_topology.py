@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist, squareform
 
-from sipt_lab.evaluation.topology import (
+from sipt_lab.evaluation.embedding_topology import (
     LONG_BAR_FRACTION,
     RIPS_CUTOFF,
     UNREACHABLE_FACTOR,

@@ -3,9 +3,9 @@ import pytest
 from sklearn.metrics import average_precision_score, label_ranking_average_precision_score, roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, loo_knn_auroc
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.graph import PretrainingGraph
 
 
 def _sklearn_loo(x, y, k=3):

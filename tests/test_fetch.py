@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from sipt_lab.domains.fetch import fetch
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 DATA = b">P1\nMKT\n" * 1000
 

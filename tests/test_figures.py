@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.config import config_from_dict, config_hash, config_to_dict
-from sipt_lab.corpus import Corpus
-from sipt_lab.experiments.figure_cells import (
+from sipt_lab.core.config import config_from_dict, config_hash, config_to_dict
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.experiments.paper.figure_cells import (
     HELDOUT_SCALE_NODES,
     HELDOUT_SCALE_PASSES,
     FigureOptions,
@@ -28,11 +28,11 @@ from sipt_lab.experiments.figure_cells import (
     heldout_scale_configs,
     run_figure5_grid,
 )
-from sipt_lab.experiments.batched import arm_record, plan_trainings, train_batched_cells
-from sipt_lab.experiments.figures import FIGURES
-from sipt_lab.experiments.simulate import LOSS_PARAMS
+from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
+from sipt_lab.experiments.paper.figures import FIGURES
+from sipt_lab.experiments.simulation.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = FigureOptions(seeds=1, executor="serial", steps=5, n_nodes=30, families=("cliques", "torus", "motif"),
@@ -266,7 +266,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
 
 
 def test_preset_encoder_and_batched_reach_the_grid(tmp_path, monkeypatch):
-    from sipt_lab.experiments import figures
+    from sipt_lab.experiments.paper import figures
 
     seen = {}
     monkeypatch.setattr(figures, "make_figures", lambda names, out, options: seen.setdefault("options", options) and {})
@@ -303,7 +303,7 @@ def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corp
 
 
 def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_recorded(tmp_path, fake_corpus, monkeypatch):
-    import sipt_lab.experiments.batched as batched
+    import sipt_lab.experiments.simulation.stacked_cells as batched
 
     options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=1, steps=3, preset="paper")
     configs = figure5_configs(options)

@@ -1,7 +1,7 @@
 import json
 import stat
 
-from sipt_lab.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 
 
 def test_atomic_write_leaves_one_complete_file_with_normal_permissions(tmp_path):

@@ -9,12 +9,12 @@ from hf_fakes import WORDS
 
 from sipt_lab.cli.main import main
 from sipt_lab.domains import subset
-from sipt_lab.graph import snowball_sample
+from sipt_lab.graphs.graph import snowball_sample
 from sipt_lab.domains.wiki import load_wiki, mentions_graph
-from sipt_lab.evaluation.splits import random_splits
-from sipt_lab.evaluation.tasks import Task
-from sipt_lab.experiments.domain_run import PRESETS, choose_lambdas, domain_cells, domain_view, run_domain
-from sipt_lab.experiments.finetuning import encoder_loader
+from sipt_lab.data.splits import random_splits
+from sipt_lab.data.tasks import Task
+from sipt_lab.experiments.domain.run import PRESETS, choose_lambdas, domain_cells, domain_view, run_domain
+from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 CLASS_WORDS = ("one", "two", "three")

@@ -4,23 +4,11 @@ import math
 import numpy as np
 import pytest
 
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation import (
-    TASK_KINDS,
-    Splits,
-    Task,
-    check_task_splits,
-    compare_errors,
-    format_comparison_table,
-    linear_probe,
-    pretraining_graph,
-    random_splits,
-    read_splits,
-    relative_error_reduction,
-    write_comparison_csv,
-    write_splits,
-)
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.evaluation import compare_errors, format_comparison_table, relative_error_reduction, write_comparison_csv
+from sipt_lab.data.tasks import TASK_KINDS, Task, linear_probe
+from sipt_lab.data.splits import Splits, check_task_splits, pretraining_graph, random_splits, read_splits, write_splits
+from sipt_lab.graphs.graph import PretrainingGraph
 
 # ---------------------------------------------------------------- RRE and the paired t-test
 
@@ -193,7 +181,7 @@ def test_pretraining_graph_drops_every_held_out_edge():
 
 # ---------------------------------------------------------------- the nearest-neighbour metric of finetune / domain run
 def test_probe_reports_held_out_3nn_with_references_from_train():
-    from sipt_lab.experiments.finetuning import nn_embeddings, probe_embeddings
+    from sipt_lab.experiments.finetune_job import nn_embeddings, probe_embeddings
 
     rng = np.random.default_rng(0)
     labels = np.arange(60) % 3

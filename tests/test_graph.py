@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sipt_lab import graph as graph_module
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import (
+from sipt_lab.graphs import graph as graph_module
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import (
     NOISE_MODES,
     PretrainingGraph,
     add_noise,

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from sipt_lab.domains import networks
 from sipt_lab.domains.networks import hamming_graph
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 
 def brute_force_edges(labels: np.ndarray, max_distance: int) -> set[tuple[int, int]]:

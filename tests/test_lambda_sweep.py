@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.evaluation.splits import link_queries
+from sipt_lab.data.splits import link_queries
 from sipt_lab.experiments import lambda_sweep
-from sipt_lab.graph import PretrainingGraph
-from sipt_lab.samples import read_samples
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.data.samples import read_samples
 
 from hf_fakes import WORDS
 

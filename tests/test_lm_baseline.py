@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.config import config_hash, load_config, save_config
-from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.experiments.simulate import SimulationConfig, simulate_seed, simulation_config
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.config import config_hash, load_config, save_config
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.experiments.simulation.simulate import SimulationConfig, simulate_seed, simulation_config
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, load_encoder, save_encoder
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig, build_tokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, UNK_ID, unigram_entropy
 from sipt_lab.synthetic import registry
 from sipt_lab.training import TrainConfig, embed, pretrain
-from sipt_lab.training.batches import MASK_UNITS, GraphBatchSampler
+from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler
 
 TEXTS = ["The cat sat on the mat.", "A dog chased the cat, then the dog slept.", "Cats and dogs sat together on mats."]
 TINY = EncoderConfig(hidden=8, n_layers=1, n_heads=2, ffn=8, max_len=64)
@@ -169,7 +169,7 @@ def test_pretrain_with_subword_and_whole_words_learns_the_unigram_plateau():
 
 
 def test_bpe_vocabulary_with_sep_for_segment_pairs_round_trips():
-    from sipt_lab.errors import SiptError
+    from sipt_lab.core.errors import SiptError
     from sipt_lab.models.subword import SubwordTokenizer
 
     texts = ["the cat sat on the mat", "a dog ran in the park", "the cat ran"]

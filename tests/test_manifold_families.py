@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from sipt_lab.corpus import Corpus, load_corpus
-from sipt_lab.errors import SiptError
+from sipt_lab.data.corpus import Corpus, load_corpus
+from sipt_lab.core.errors import SiptError
 from sipt_lab.manifolds import get_surface
 from sipt_lab.synthetic.manifold_families import DEFAULT_TOPICS, build_manifold
 from sipt_lab.synthetic.registry import GraphSpec, build_dataset, get_family, resolve_spec
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 FAMILIES = ("plane", "mobius", "sphere", "torus", "klein", "projective")
 

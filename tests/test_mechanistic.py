@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.graphlets import connected_graphs
 from sipt_lab.synthetic.mechanistic import (
     build_mechanistic,

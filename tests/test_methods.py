@@ -5,15 +5,15 @@ import numpy as np
 import pytest
 import torch
 
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
-from sipt_lab.methods import METHODS, ConceptOptions, LinkBertRecipe, get_method, method_recipe, relation_accuracy
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.training.methods import METHODS, ConceptOptions, LinkBertRecipe, get_method, method_recipe, relation_accuracy
 from sipt_lab.models import CharTokenizer, EncoderConfig, TransformerEncoder
-from sipt_lab.names import METHODS as METHOD_NAMES
+from sipt_lab.core.names import METHODS as METHOD_NAMES
 from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonneg, learn_dictionary
 from sipt_lab.evaluation.concept_probe import fit_linear_probe
 from sipt_lab.training import TrainConfig, pretrain
-from sipt_lab.training.batches import KEEP_TOKEN, GraphBatchSampler
+from sipt_lab.training.sampler import KEEP_TOKEN, GraphBatchSampler
 from sipt_lab.training.segment_pairs import (CONTIGUOUS, LINKED, RANDOM, draw_relations, half_length, inverse_degree_neighbours,
                                              join_segments, split_halves)
 
@@ -167,7 +167,7 @@ def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
 def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
     import csv
 
-    from sipt_lab.experiments.figures import FigureOptions, make_figures
+    from sipt_lab.experiments.paper.figures import FigureOptions, make_figures
 
     options = FigureOptions(seeds=1, executor="serial", steps=2, n_nodes=24, families=("cliques",), progress=False)
     written = make_figures(["methods"], tmp_path, options)["methods"]
@@ -200,7 +200,7 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
 
 
 def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
-    from sipt_lab.experiments.domain_run import PRESETS, domain_cells
+    from sipt_lab.experiments.domain.run import PRESETS, domain_cells
 
     cells = domain_cells("wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm"))
     assert [(c.arm, c.graph) for c in cells] == [
@@ -211,8 +211,8 @@ def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
 
 
 def test_a_teacher_layer_beyond_the_lm_arm_is_refused_when_the_simulation_is_configured():
-    from sipt_lab.errors import ConfigError
-    from sipt_lab.experiments.simulate import simulation_config
+    from sipt_lab.core.errors import ConfigError
+    from sipt_lab.experiments.simulation.simulate import simulation_config
 
     two_layers = EncoderConfig(hidden=8, n_heads=2, n_layers=2)
     assert simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=2))

@@ -7,7 +7,7 @@ from pytorch_metric_learning.distances import LpDistance
 from pytorch_metric_learning.losses import ContrastiveLoss, MultiSimilarityLoss
 from pytorch_metric_learning.reducers import AvgNonZeroReducer, MeanReducer
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.objectives import (
     MaskedLM,
     ObjectiveInputs,
@@ -202,9 +202,9 @@ def test_infonce_matches_pytorch_metric_learning_ntxent(temperature):
 
 
 def test_infonce_never_pushes_a_linked_sample_away():
-    from sipt_lab.graph import PretrainingGraph
+    from sipt_lab.graphs.graph import PretrainingGraph
     from sipt_lab.objectives.structure import infonce_loss
-    from sipt_lab.training.batches import batch_pairs
+    from sipt_lab.training.sampler import batch_pairs
 
     graph = PretrainingGraph.from_groups(np.array([0, 0, 0, 1, 1, 2]))
     nodes = np.arange(6)

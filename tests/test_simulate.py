@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.corpus import Corpus
-from sipt_lab.experiments.simulate import LOSS_PARAMS, simulation_config
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.experiments.simulation.simulate import LOSS_PARAMS, simulation_config
 from sipt_lab.synthetic import registry
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 
 def run_json(capsys, *args):
@@ -80,9 +80,9 @@ def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, sign
 
 
 def test_presets_resolve_per_family_and_change_the_hash():
-    from sipt_lab.config import config_hash
+    from sipt_lab.core.config import config_hash
     from sipt_lab.models import ENCODER_PRESETS
-    from sipt_lab.training.trainer import steps_for_epochs
+    from sipt_lab.training.config import steps_for_epochs
 
     cliques = simulation_config("cliques", preset="paper")
     assert cliques.encoder == ENCODER_PRESETS["paper-small"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.simulate import format_summary
-from sipt_lab.stats import format_mean_sd, mean_sd
+from sipt_lab.core.stats import format_mean_sd, mean_sd
 
 
 def test_mean_sd_is_the_sample_sd():

@@ -12,10 +12,10 @@ import torch
 from hf_fakes import WORDS, write_tiny_bert
 
 from sipt_lab.cli.main import main
-from sipt_lab.consistency import local_consistency
-from sipt_lab.defaults import train_config
-from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.experiments.study import (
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.training.defaults import train_config
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.experiments.study.lc_transfer import (
     LcTransferConfig,
     arm_configs,
     dial_graph,
@@ -28,7 +28,7 @@ from sipt_lab.experiments.study import (
     summarise,
     train_arm,
 )
-from sipt_lab.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
+from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
 
 #: How far the measured LC of a 400-node, 4-class dial graph may lie from its target.
 DIAL_TOLERANCE = 0.06

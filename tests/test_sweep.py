@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sipt_lab.config import config_hash
-from sipt_lab.errors import SiptError
-from sipt_lab.experiments.sweep import collect_results, grid, run_grid, summarize, write_results_csv
+from sipt_lab.core.config import config_hash
+from sipt_lab.core.errors import SiptError
+from sipt_lab.grid.runner import collect_results, grid, run_grid, summarize, write_results_csv
 
 
 @dataclasses.dataclass(frozen=True)

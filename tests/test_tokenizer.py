@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.models import CLS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer
 
 SENTENCES = ["the cat sat.", "Ünïcödé — ok 🙂", "a", ""]

@@ -5,16 +5,17 @@ import pytest
 import torch
 from torch import nn
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import loo_knn_auroc
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
 from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
 from sipt_lab.models import CharInit
-from sipt_lab.training.batches import KEEP_TOKEN, REPLACE_WITH_MASK
+from sipt_lab.training.sampler import KEEP_TOKEN, REPLACE_WITH_MASK
 from sipt_lab.models.buckets import BUCKET_PENALTY, length_buckets
-from sipt_lab.training.trainer import _Replica, _Step, lr_factor, train_step
+from sipt_lab.training.trainer import _Replica, _Step, train_step
+from sipt_lab.training.config import lr_factor
 
 TINY = encoder_preset("paper-small", max_len=24)
 

@@ -14,9 +14,9 @@ from sipt_lab.domains.wiki import (
     tfidf_features,
     tfidf_knn_graph,
 )
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation import check_task_splits, pretraining_graph, random_splits
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.splits import check_task_splits, pretraining_graph, random_splits
+from sipt_lab.graphs.graph import PretrainingGraph
 
 TITLES = ["Water", "New York", "New York City", "Dune (novel)", "Paris", "Earth", "Mechanical engineering",
           "Georges Seurat", "1"]

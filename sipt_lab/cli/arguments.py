@@ -13,8 +13,8 @@ import math
 import re
 from collections.abc import Callable
 
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import shorten
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import shorten
 
 #: Largest value of a signed 64-bit integer: the bound of every integer flag (seeds included).
 INT64_MAX = 2**63 - 1

@@ -2,7 +2,7 @@
 
 TSV files are read in memory by default; ``--engine stream`` (implied by Parquet or CSV edges and
 by ``--chunk-size``) streams the edges in bounded memory and ``--engine dask`` runs on a Dask
-cluster, both with the same numbers (:func:`sipt_lab.consistency.consistency_from_files`).
+cluster, both with the same numbers (:func:`sipt_lab.graphs.consistency.consistency_from_files`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from contextlib import ExitStack
 from importlib import resources
 
 from sipt_lab.cli.arguments import nonempty
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import json_text
-from sipt_lab.names import TIE_POLICIES
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import json_text
+from sipt_lab.core.names import TIE_POLICIES
 
 EXAMPLE_EDGES = "example_edges.tsv"
 EXAMPLE_LABELS = "example_labels.tsv"
@@ -71,8 +71,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.consistency import consistency_report
-    from sipt_lab.graph import load_graph_tsv
+    from sipt_lab.graphs.consistency import consistency_report
+    from sipt_lab.graphs.graph import load_graph_tsv
 
     if args.example and (args.edges or args.labels):
         raise SiptError("--example replaces --edges/--labels; pass either --example or both files")
@@ -108,7 +108,7 @@ def _print_result(args: argparse.Namespace, result: dict) -> int:
 
 def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
     """The engine asked for, or the one the files need; checks the flags that go with it."""
-    from sipt_lab.edge_tables import is_parquet
+    from sipt_lab.graphs.edge_tables import is_parquet
 
     if args.chunk_size is not None and args.chunk_size < 1:
         raise SiptError(f"--chunk-size must be a positive number of edges, got {args.chunk_size}; pass e.g. 4000000")
@@ -128,7 +128,7 @@ def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
 
 
 def _from_files(args: argparse.Namespace, engine: str, edges_file, labels_file) -> dict:
-    from sipt_lab.consistency import consistency_from_files
+    from sipt_lab.graphs.consistency import consistency_from_files
 
     result = consistency_from_files(
         edges_file, labels_file, args.ties, engine=engine, chunk_edges=args.chunk_size,

@@ -2,7 +2,7 @@
 
 The figure registry imports torch, scikit-learn and matplotlib, so it is imported only when the
 command runs: ``--only`` names are checked then (an unknown one lists them all), and options left
-out take :class:`~sipt_lab.experiments.figures.FigureOptions`' defaults.
+out take :class:`~sipt_lab.experiments.paper.figures.FigureOptions`' defaults.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sipt_lab.cli.arguments import POSITIVE, integer, nonempty
 from sipt_lab.cli.simulate import add_preset_flags
-from sipt_lab.experiments.sweep import EXECUTORS
+from sipt_lab.grid.runner import EXECUTORS
 
 DEFAULT_OUT = "paper_figures/out"
 
@@ -49,7 +49,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.figures import FigureOptions, make_figures
+    from sipt_lab.experiments.paper.figures import FigureOptions, make_figures
 
     given = {"seeds": args.seeds, "executor": args.executor, "families": tuple(args.families or ()) or None,
              "passes": args.passes, "preset": args.preset, "encoder": args.encoder, "batched": args.batched, "scale_nodes": tuple(args.scale_nodes) if args.scale_nodes else None}

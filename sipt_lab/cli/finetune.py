@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from sipt_lab.cli.arguments import FRACTION, POSITIVE, POSITIVE_INT, integer, nonempty
-from sipt_lab.experiments.sweep import EXECUTORS
-from sipt_lab.names import DOMAIN_PRESETS, FINETUNE_MODES, PER_TOKEN_TASK_KINDS, TASK_KINDS
+from sipt_lab.grid.runner import EXECUTORS
+from sipt_lab.core.names import DOMAIN_PRESETS, FINETUNE_MODES, PER_TOKEN_TASK_KINDS, TASK_KINDS
 
 
 def register(subparsers) -> None:
@@ -87,7 +87,7 @@ def register(subparsers) -> None:
 
 
 def run_finetune(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.finetuning import FinetuneJob, format_finetune_report, run_finetuning
+    from sipt_lab.experiments.finetune_job import FinetuneJob, format_finetune_report, run_finetuning
     from sipt_lab.training.finetune import FinetuneConfig
 
     config = FinetuneConfig(lrs=tuple(args.lr), epochs=args.epochs, batch_size=args.batch_size, max_len=args.max_length, device=args.device)
@@ -110,11 +110,11 @@ def run_domain_list(args: argparse.Namespace) -> int:
 def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from sipt_lab import outputs
-    from sipt_lab.experiments.domain_run import domain_cells, format_domain_summary, preset_for, run_domain
-    from sipt_lab.experiments.finetuning import check_mode
-    from sipt_lab.experiments.pretraining import launched_rank
-    from sipt_lab.training.trainer import split_batch
+    from sipt_lab.core import outputs
+    from sipt_lab.experiments.domain.run import domain_cells, format_domain_summary, preset_for, run_domain
+    from sipt_lab.experiments.finetune_job import check_mode
+    from sipt_lab.experiments.pretrain_job import launched_rank
+    from sipt_lab.training.config import split_batch
 
     outputs.check_output_dir(args.out)
     preset = preset_for(args.name, args.preset)
@@ -125,7 +125,7 @@ def run_domain(args: argparse.Namespace) -> int:
     if args.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, args.grad_accum))
     check_mode(preset.mode)
-    from sipt_lab.methods import ConceptOptions
+    from sipt_lab.training.methods import ConceptOptions
 
     concepts = ConceptOptions(layer=args.teacher_layer)
     cells = domain_cells(args.name, args.graphs, args.seeds, preset, init=args.init, task=args.task, device=args.device,

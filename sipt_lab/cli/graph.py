@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import nonempty
-from sipt_lab.outputs import check_output_dir, claim_output_dir, write_manifest
-from sipt_lab.graph import NOISE_MODES
+from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
+from sipt_lab.graphs.graph import NOISE_MODES
 
 
 #: GraphSpec fields -> the ``graph build`` flags that set them (errors name the flag).
@@ -90,7 +90,7 @@ def run_build(args: argparse.Namespace) -> int:
     out = claim_output_dir(args.out)
     dataset.write(out)
     if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences
-        from sipt_lab.manifolds.plot import plot_dataset
+        from sipt_lab.viz.tiling_net import plot_dataset
 
         plot_dataset(dataset, out / "surface.png")
     write_manifest(out, [path.name for path in out.iterdir()])

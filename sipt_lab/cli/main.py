@@ -4,8 +4,8 @@ Each subcommand lives in its own module of this package and exposes ``register(s
 which adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an
 exit status) and, where it builds configs, ``field_flags`` (config field -> the flag that sets it,
 e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that turns a
-:class:`~sipt_lab.errors.SiptError` into a one-line message and exit status 2; a
-:class:`~sipt_lab.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
+:class:`~sipt_lab.core.errors.SiptError` into a one-line message and exit status 2; a
+:class:`~sipt_lab.core.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
 to make a step smaller) where it sets one. A failing file operation (a
 read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
@@ -21,7 +21,7 @@ import sys
 
 from sipt_lab import __version__
 from sipt_lab.cli.arguments import OneLineParser
-from sipt_lab.errors import ConfigError, SiptError
+from sipt_lab.core.errors import ConfigError, SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")

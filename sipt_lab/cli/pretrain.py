@@ -6,8 +6,8 @@ import argparse
 
 from sipt_lab.cli.arguments import FRACTION, POSITIVE, POSITIVE_INT, SEED, integer, nonempty, number
 from sipt_lab.cli.simulate import parse_loss_params
-from sipt_lab.defaults import default_help
-from sipt_lab.names import (
+from sipt_lab.training.defaults import default_help
+from sipt_lab.core.names import (
     ENCODER_PRESETS,
     LAMBDA_GRID,
     LR_SCHEDULES,
@@ -141,10 +141,10 @@ def add_training_arguments(parser) -> None:
 
 def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options):
     """The :class:`PretrainJob` the shared flags describe (a flag left out, or ``lambda_si`` None:
-    the init kind's default, :data:`~sipt_lab.defaults.INIT_DEFAULTS`), with ``job_options``
+    the init kind's default, :data:`~sipt_lab.training.defaults.INIT_DEFAULTS`), with ``job_options``
     (``method``, ``teacher``) set."""
-    from sipt_lab.experiments.pretraining import PretrainJob
-    from sipt_lab.defaults import init_kind, train_config
+    from sipt_lab.experiments.pretrain_job import PretrainJob
+    from sipt_lab.training.defaults import init_kind, train_config
 
     train = train_config(
         init_kind(args.init), steps=args.steps if args.steps is not None else 1, grad_accum=args.grad_accum, lr=args.lr,
@@ -159,7 +159,7 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretraining import run_pretraining, theorem1_message
+    from sipt_lab.experiments.pretrain_job import run_pretraining, theorem1_message
 
     job = training_job(args, args.lambda_si, method=args.method, teacher=args.teacher)
     try:
@@ -190,7 +190,7 @@ def run_lambda_sweep(args: argparse.Namespace) -> int:
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretraining import embed_samples
+    from sipt_lab.experiments.pretrain_job import embed_samples
 
     vectors, ids = embed_samples(args.model, args.samples, args.out, batch_size=args.batch_size, device=args.device,
                                  overwrite=args.overwrite)

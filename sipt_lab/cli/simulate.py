@@ -7,13 +7,13 @@ import math
 
 from sipt_lab.cli.arguments import nonempty
 from sipt_lab.cli.graph import GRAPH_FLAGS
-from sipt_lab.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import json_text
-from sipt_lab.experiments.sweep import EXECUTORS
-from sipt_lab.graph import NOISE_MODES
-from sipt_lab.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
-from sipt_lab.stats import format_mean_sd
+from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import json_text
+from sipt_lab.grid.runner import EXECUTORS
+from sipt_lab.graphs.graph import NOISE_MODES
+from sipt_lab.core.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
+from sipt_lab.core.stats import format_mean_sd
 
 
 #: Config fields -> the ``simulate`` flags that set them (errors name the flag).
@@ -76,7 +76,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.simulate import simulate, simulation_config
+    from sipt_lab.experiments.simulation.simulate import simulate, simulation_config
 
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:

@@ -12,7 +12,7 @@ from sipt_lab.cli.arguments import (
     integer,
     nonempty,
 )
-from sipt_lab.names import (
+from sipt_lab.core.names import (
     ENCODER_PRESETS,
     POOLINGS,
     STRUCTURE_LOSSES,
@@ -80,11 +80,11 @@ def register(subparsers) -> None:
 
 
 def lc_transfer_config(args: argparse.Namespace):
-    """The :class:`~sipt_lab.experiments.study.LcTransferConfig` the parsed flags describe."""
-    from sipt_lab.defaults import init_kind, train_config
-    from sipt_lab.errors import SiptError
-    from sipt_lab.experiments.study import LcTransferConfig, pilot_sd
-    from sipt_lab.stats import seeds_for_effect
+    """The :class:`~sipt_lab.experiments.study.lc_transfer.LcTransferConfig` the parsed flags describe."""
+    from sipt_lab.training.defaults import init_kind, train_config
+    from sipt_lab.core.errors import SiptError
+    from sipt_lab.experiments.study.lc_transfer import LcTransferConfig, pilot_sd
+    from sipt_lab.core.stats import seeds_for_effect
 
     if args.seeds == "auto" and args.pilot is None:
         raise SiptError("--seeds auto needs a pilot's variance; pass --pilot SUMMARY.json of an earlier study with at least two seeds, or give --seeds K")
@@ -103,7 +103,7 @@ def lc_transfer_config(args: argparse.Namespace):
 
 
 def run_lc_transfer(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.study import run_lc_transfer as run_study
+    from sipt_lab.experiments.study.lc_transfer import run_lc_transfer as run_study
 
     run_study(lc_transfer_config(args), args.out, overwrite=args.overwrite)
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sipt_lab.domains.loaders import read_papers, read_scibert_task
 from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pairs, links_graph, register_domain
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 LAYOUT = "papers.jsonl and tasks/<task>/ (SciBERT train.txt, dev.txt, test.txt)"
 

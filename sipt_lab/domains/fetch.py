@@ -15,8 +15,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import default_file_mode
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import default_file_mode
 
 _CHUNK = 1 << 20  # bytes read per step
 _SHA256 = re.compile(r"[0-9a-f]{64}")

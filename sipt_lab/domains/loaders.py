@@ -2,7 +2,7 @@
 
 * ``fasta``: protein sequences, ``>id description`` then sequence lines -> :class:`Sequences`;
 * ``interactions``: an interaction list, ``a<TAB>b`` or ``a,b`` a line, an optional header line ->
-  a :class:`~sipt_lab.graph.PretrainingGraph` over given ids;
+  a :class:`~sipt_lab.graphs.graph.PretrainingGraph` over given ids;
 * ``papers``: JSON Lines, ``{"id", "title", "abstract", "citations": [ids]}`` a line -> :class:`Papers`
   (texts and the citation graph, symmetrised);
 * ``tape-task``: a TAPE task's JSON split files (``{task}_train.json``, ``{task}_valid.json``,
@@ -14,7 +14,7 @@
   ``NAME_graph_indicator.txt``, optional ``NAME_node_labels.txt``) -> :class:`GraphSamples`;
 * ``term-sets``: ``id<TAB>term;term;...`` a line (GO annotations) -> :class:`TermSets` (a sparse 0/1 matrix).
 
-Every file goes through :func:`~sipt_lab.fileio.read_text_file` (``.gz`` allowed, UTF-8); a missing
+Every file goes through :func:`~sipt_lab.core.fileio.read_text_file` (``.gz`` allowed, UTF-8); a missing
 or malformed file is a one-line :class:`SiptError` naming the file, the line and the fix.
 """
 
@@ -28,9 +28,9 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import read_text_file
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import read_text_file
+from sipt_lab.graphs.graph import PretrainingGraph
 
 
 @dataclass(frozen=True)

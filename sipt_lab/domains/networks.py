@@ -33,9 +33,9 @@ import scipy.sparse as sp
 
 from sipt_lab.domains.loaders import read_term_sets, read_tu_graphs
 from sipt_lab.domains.registry import SHARED, Domain, DomainData, register_domain
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation.tasks import Task
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.tasks import Task
+from sipt_lab.graphs.graph import PretrainingGraph
 
 #: The paper's threshold for NETWORKS: at most 9 differing GO labels.
 DEFAULT_MAX_DISTANCE = 9

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
 from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pairs, links_graph, register_domain
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 #: TAPE task -> task kind.
 TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression",

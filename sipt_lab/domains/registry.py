@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sipt_lab.consistency import local_consistency
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation.splits import Splits
-from sipt_lab.evaluation.tasks import Task, get_task_kind
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.splits import Splits
+from sipt_lab.data.tasks import Task, get_task_kind
+from sipt_lab.graphs.graph import PretrainingGraph
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class DomainData:
     Attributes:
         ids: ``(n,)`` distinct sample ids (what ``SPLITS.tsv`` and edge files name).
         texts: ``(n,)`` the samples' texts (for sequence encoders; a graph domain's short descriptions).
-        tasks: task name -> :class:`~sipt_lab.evaluation.tasks.Task` over some of the samples.
-        splits: task name -> the task's published :class:`~sipt_lab.evaluation.splits.Splits`
+        tasks: task name -> :class:`~sipt_lab.data.tasks.Task` over some of the samples.
+        splits: task name -> the task's published :class:`~sipt_lab.data.splits.Splits`
             (TAPE's, SciBERT's); a task without an entry is split at random per seed.
     """
 
@@ -219,7 +219,7 @@ def add_split_tasks(ids: list[str], texts: list[str], entries: dict[str, tuple[s
     Args:
         entries: task name -> ``(kind, SplitRecords)`` (:class:`~sipt_lab.domains.loaders.SplitRecords`).
     Returns ``(ids, texts, tasks, splits)``: new lists (task samples get ids ``name/split/k``), and per
-    task its :class:`Task` (labels coded by the kind's :attr:`~sipt_lab.evaluation.tasks.TaskKind.code`:
+    task its :class:`Task` (labels coded by the kind's :attr:`~sipt_lab.data.tasks.TaskKind.code`:
     classes by ``np.unique`` over all splits, regression targets as floats, per-token classes as
     arrays) and :class:`Splits`.
     """

@@ -39,11 +39,11 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.neighbors import NearestNeighbors
 
-from sipt_lab.corpus import default_articles
+from sipt_lab.data.corpus import default_articles
 from sipt_lab.domains.registry import Domain, DomainData, register_domain
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation.tasks import Task
-from sipt_lab.graph import PretrainingGraph, factorize
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.tasks import Task
+from sipt_lab.graphs.graph import PretrainingGraph, factorize
 
 UNCATEGORIZED = "Uncategorized"
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)$")

@@ -1,9 +1,7 @@
 """Evaluation of pre-trained embeddings: k-NN AUROC (the paper's protocol), link retrieval, the
-shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_lab.evaluation.topology`),
+shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_lab.evaluation.embedding_topology`),
 the radius that recovers ``G_PT`` and the r-NN accuracy there (Theorem 1's validity condition,
-:mod:`~sipt_lab.evaluation.radius`), fine-tuning task kinds and linear probes
-(:mod:`~sipt_lab.evaluation.tasks`), splits (:mod:`~sipt_lab.evaluation.splits`) and
-method-vs-baseline comparisons (:mod:`~sipt_lab.evaluation.comparison`)."""
+:mod:`~sipt_lab.evaluation.radius_recovery`), method-vs-baseline comparisons (:mod:`~sipt_lab.evaluation.comparison`)."""
 
 from sipt_lab.evaluation.knn import (
     KnnScores,
@@ -21,7 +19,7 @@ from sipt_lab.evaluation.comparison import (
     relative_error_reduction,
     write_comparison_csv,
 )
-from sipt_lab.evaluation.radius import (
+from sipt_lab.evaluation.radius_recovery import (
     MAX_RECOVERY_NODES,
     RadiusNn,
     RadiusRecovery,
@@ -31,54 +29,31 @@ from sipt_lab.evaluation.radius import (
     radius_terms,
 )
 from sipt_lab.evaluation.retrieval import link_retrieval_metrics
-from sipt_lab.evaluation.splits import (
-    SPLIT_NAMES,
-    Splits,
-    check_task_splits,
-    pretraining_graph,
-    random_splits,
-    read_splits,
-    write_splits,
-)
-from sipt_lab.evaluation.tasks import TASK_KINDS, ProbeResult, Task, TaskKind, get_task_kind, linear_probe
-from sipt_lab.evaluation.topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
+from sipt_lab.evaluation.embedding_topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
 
 __all__ = [
     "MAX_RECOVERY_NODES",
-    "SPLIT_NAMES",
-    "TASK_KINDS",
     "Comparison",
     "KnnScores",
-    "ProbeResult",
     "RadiusNn",
     "RadiusRecovery",
     "RipsBetti",
-    "Splits",
-    "Task",
-    "TaskKind",
-    "check_task_splits",
     "compare_errors",
     "farthest_points",
     "format_comparison_table",
-    "get_task_kind",
     "heldout_knn",
     "heldout_knn_auroc",
     "knn_geodesic_distances",
     "knn_probabilities",
-    "linear_probe",
     "link_retrieval_metrics",
     "loo_knn",
     "loo_knn_auroc",
     "macro_ovr_auroc",
-    "pretraining_graph",
     "radius_graph",
     "radius_nn_accuracy",
     "radius_recovery",
     "radius_terms",
-    "random_splits",
-    "read_splits",
     "relative_error_reduction",
     "rips_betti",
     "write_comparison_csv",
-    "write_splits",
 ]

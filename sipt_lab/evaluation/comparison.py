@@ -2,7 +2,7 @@
 ``(baseline error - model error) / baseline error`` per seed, its mean +- sample sd over seeds, and a
 paired t-test (``scipy.stats.ttest_rel``) of the per-seed errors; one table, one CSV.
 
-Errors come from :meth:`sipt_lab.evaluation.tasks.TaskKind.error` (``1 - primary metric``). Seed
+Errors come from :meth:`sipt_lab.data.tasks.TaskKind.error` (``1 - primary metric``). Seed
 ``s`` of the method is paired with seed ``s`` of the baseline (same split, same probe grid).
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import ttest_rel
 
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_text_atomic
-from sipt_lab.stats import mean_sd
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_text_atomic
+from sipt_lab.core.stats import mean_sd
 
 
 def relative_error_reduction(baseline_error, model_error):

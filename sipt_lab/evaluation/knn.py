@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 _BLOCK = 1024  # query rows per distance block: memory O(_BLOCK * n)
 

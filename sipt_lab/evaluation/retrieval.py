@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from sklearn.metrics import average_precision_score, label_ranking_average_precision_score, ndcg_score
 
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 
 
 def link_retrieval_metrics(

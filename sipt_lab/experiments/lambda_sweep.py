@@ -30,17 +30,17 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab import names, outputs
-from sipt_lab.config import config_from_dict, save_config
-from sipt_lab.errors import ConfigError, SiptError
+from sipt_lab.core import names, outputs
+from sipt_lab.core.config import config_from_dict, save_config
+from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
-from sipt_lab.evaluation.splits import link_queries
-from sipt_lab.experiments.pretraining import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
-from sipt_lab.experiments.sweep import write_results_csv
-from sipt_lab.fileio import write_json_atomic, write_text_atomic
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.data.splits import link_queries
+from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.grid.runner import write_results_csv
+from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import load_encoder
-from sipt_lab.samples import Samples, read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.data.samples import Samples, read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import embed, resolve_device
 
 DEFAULT_LAMBDAS = names.LAMBDA_GRID

@@ -2,16 +2,16 @@
 
 * :mod:`~sipt_lab.manifolds.tilings`: :class:`Tiling` (unit equilateral triangles), the named
   surfaces :data:`SURFACES` / :func:`get_surface`;
-* :mod:`~sipt_lab.manifolds.topology`: :func:`verify_tiling` -> :class:`TopologyReport` (gudhi
+* :mod:`~sipt_lab.manifolds.homology`: :func:`verify_tiling` -> :class:`TopologyReport` (gudhi
   Betti numbers over Z/2 and Z/3, Euler characteristic, edge-triangle incidences, boundary
   components, orientability, vertex links), :data:`EXPECTED`, :func:`check_tiling`;
 * :mod:`~sipt_lab.manifolds.placement`: topic triples, the vertex -> topic search, entropy-flat
   sampling, :func:`place_sentences`;
 * :mod:`~sipt_lab.manifolds.geodesic`: unfolding, exact distances below a radius
   (:func:`pairs_within`, k-d tree per patch), :func:`geodesic_matrix` beyond;
-* :mod:`~sipt_lab.manifolds.radius`: :func:`radius_graph`, :func:`radius_for_degree`,
+* :mod:`~sipt_lab.manifolds.radius_graphs`: :func:`radius_graph`, :func:`radius_for_degree`,
   :func:`corollary2_curve`;
-* :mod:`~sipt_lab.manifolds.plot`: :func:`plot_tiling`, :func:`plot_dataset` (flat nets, PNG).
+* :mod:`~sipt_lab.viz.tiling_net`: :func:`plot_tiling`, :func:`plot_dataset` (flat nets, PNG).
 """
 
 from sipt_lab.manifolds.geodesic import brute_force_pairs, geodesic_matrix, pairs_within, unfold_patch
@@ -26,7 +26,7 @@ from sipt_lab.manifolds.placement import (
     triangle_counts,
     triple_pools,
 )
-from sipt_lab.manifolds.radius import (
+from sipt_lab.manifolds.radius_graphs import (
     corollary2_curve,
     radius_for_degree,
     radius_graph,
@@ -34,7 +34,7 @@ from sipt_lab.manifolds.radius import (
     vertex_labels,
 )
 from sipt_lab.manifolds.tilings import SURFACES, Tiling, get_surface
-from sipt_lab.manifolds.topology import EXPECTED, SurfaceInvariants, TopologyReport, check_tiling, verify_tiling
+from sipt_lab.manifolds.homology import EXPECTED, SurfaceInvariants, TopologyReport, check_tiling, verify_tiling
 
 __all__ = [
     "EXPECTED", "SURFACES", "Placement", "SurfaceInvariants", "Tiling", "TopologyReport", "TriplePools",

@@ -10,7 +10,7 @@ is then the topic of the triangle's vertex with the largest barycentric coordina
   top-3 mass exceeds a threshold, as the original code's 2/3 filter). Short sentences often have
   one or two topical words, so their third (and second) topic ties with all the others at the
   prior level (about half the default corpus at 20 topics): their top-3 *set* is then settled by the
-  tie-break of :attr:`~sipt_lab.topics.TopicAssignment.top3_topics`, but their *position* hardly
+  tie-break of :attr:`~sipt_lab.data.topics.TopicAssignment.top3_topics`, but their *position* hardly
   depends on it: the tied coordinates are equal and small, so the sentence sits next to the edge
   (or vertex) that every candidate triangle shares.
 * :func:`map_topics_to_vertices` searches (backtracking, most-constrained vertex first, seeded
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.manifolds.tilings import Tiling
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 #: Most backtracking steps of the vertex -> topic search before it gives up.
 MAX_SEARCH_STEPS = 200_000

@@ -20,7 +20,7 @@ projective    6          10         the 6-vertex real projective plane (half an 
 
 All of them have vertex angle sums <= 2*pi inside and <= pi on the boundary, so shortest paths
 never bend at a vertex (see :func:`Tiling.vertex_degrees`); :mod:`~sipt_lab.manifolds.geodesic`
-relies on that for exactness. :mod:`sipt_lab.manifolds.topology` proves each tiling's topology.
+relies on that for exactness. :mod:`sipt_lab.manifolds.homology` proves each tiling's topology.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 
 #: Height of the unit equilateral triangle.
 HEIGHT = float(np.sqrt(3.0) / 2.0)

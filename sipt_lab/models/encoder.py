@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab import names
-from sipt_lab.config import config_from_dict, config_to_dict
-from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.fileio import write_bytes_atomic, write_json_atomic
+from sipt_lab.core import names
+from sipt_lab.core.config import config_from_dict, config_to_dict
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic
 from sipt_lab.models.subword import SubwordTokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import PAD_ID, CharTokenizer
 
@@ -38,7 +38,7 @@ class EncoderConfig:
     used 0 and 0.1). ``token_types`` > 0 adds that many segment (token-type) embeddings, as BERT's
     ``[CLS] A [SEP] B [SEP]`` inputs need (LinkBERT); 0, the default, builds none, so the other
     methods' models and checkpoints are unchanged. Invalid sizes raise
-    :class:`~sipt_lab.errors.ConfigError` on construction.
+    :class:`~sipt_lab.core.errors.ConfigError` on construction.
     """
 
     vocab_size: int = 0

@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab import names
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import default_dir_mode, default_file_mode, write_json_atomic
+from sipt_lab.core import names
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import default_dir_mode, default_file_mode, write_json_atomic
 
 POOLINGS = names.POOLINGS
 #: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a

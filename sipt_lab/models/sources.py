@@ -18,9 +18,9 @@ from typing import Callable, Protocol
 import torch
 from torch import nn
 
-from sipt_lab import names
-from sipt_lab.config import config_to_dict
-from sipt_lab.errors import SiptError
+from sipt_lab.core import names
+from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.errors import SiptError
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
 from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint, read_pipeline
 from sipt_lab.models.subword import TokenizerConfig, build_tokenizer

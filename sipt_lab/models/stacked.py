@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.models.matmul import matmul

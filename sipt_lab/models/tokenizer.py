@@ -18,8 +18,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from sipt_lab.errors import SiptError
-from sipt_lab.fileio import write_json_atomic
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_json_atomic
 
 SPECIAL_TOKENS = ("[PAD]", "[MASK]", "[CLS]", "[UNK]")
 PAD_ID, MASK_ID, CLS_ID, UNK_ID = range(len(SPECIAL_TOKENS))

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.objectives.mlm import linear_masked_lm_loss, masked_lm_loss
 from sipt_lab.objectives.structure import (
     GROUPED_STRUCTURE_LOSSES,

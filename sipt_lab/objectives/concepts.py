@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.errors import SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.models import evaluating
 from sipt_lab.objectives import Objective, ObjectiveInputs
 
@@ -170,7 +170,7 @@ def concept_kl(concept_logits: torch.Tensor, targets: torch.Tensor, count: int |
 
 class ConceptKL(Objective):
     """MLSM's loss over the selected positions; the concept logits are the decoder's last
-    ``targets.n_atoms`` outputs (the extra rows :mod:`sipt_lab.methods` appends to the encoder's
+    ``targets.n_atoms`` outputs (the extra rows :mod:`sipt_lab.training.methods` appends to the encoder's
     decoder, after the vocabulary and any padding rows a checkpoint has)."""
 
     name = "concepts"

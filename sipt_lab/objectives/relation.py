@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab import names
+from sipt_lab.core import names
 from sipt_lab.objectives import Objective, ObjectiveInputs
 
 

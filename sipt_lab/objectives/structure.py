@@ -14,8 +14,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from sipt_lab import names
-from sipt_lab.errors import SiptError
+from sipt_lab.core import names
+from sipt_lab.core.errors import SiptError
 
 PairLoss = Callable[..., torch.Tensor]
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sipt_lab.corpus import Corpus
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.synthetic.registry import GraphSpec, register_family
 from sipt_lab.synthetic.sentences import assign_sentences, balanced_classes, node_table
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 N_CLASSES = 10
 MIN_CONFIDENCE = 0.8

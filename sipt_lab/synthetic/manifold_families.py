@@ -48,7 +48,7 @@ from functools import partial
 
 import numpy as np
 
-from sipt_lab.corpus import Corpus
+from sipt_lab.data.corpus import Corpus
 from sipt_lab.manifolds import (
     check_tiling,
     get_surface,
@@ -61,7 +61,7 @@ from sipt_lab.manifolds import (
 )
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.synthetic.registry import GraphSpec, register_family
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 DEFAULT_TOPICS = 20
 MIN_PER_TRIANGLE = 40
@@ -85,7 +85,7 @@ def build_manifold(
     radius graph, plus ``spec.n_heldout`` held-out sentences placed the same way.
 
     ``radius=None`` takes ``r`` from ``mean_degree`` (:func:`~sipt_lab.manifolds.radius_for_degree`).
-    Raises :class:`~sipt_lab.errors.SiptError` when the corpus cannot fill the tiling.
+    Raises :class:`~sipt_lab.core.errors.SiptError` when the corpus cannot fill the tiling.
     """
     tiling = get_surface(surface)
     report = check_tiling(tiling)

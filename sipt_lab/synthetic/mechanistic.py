@@ -51,14 +51,14 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
-from sipt_lab.corpus import Corpus
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.synthetic.graphlets import connected_graphs, orbit_counts
 from sipt_lab.synthetic.registry import GraphSpec, register_family
 from sipt_lab.synthetic.sentences import assign_sentences, node_table
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.data.topics import TopicAssignment
 
 MIN_MOTIF_NODES = 2
 MAX_MOTIF_NODES = 5

@@ -14,11 +14,11 @@ from typing import Callable
 
 import numpy as np
 
-from sipt_lab.corpus import Corpus, check_corpus_path, load_corpus
-from sipt_lab.errors import ConfigError, SiptError
-from sipt_lab.graph import NOISE_MODES, add_noise
+from sipt_lab.data.corpus import Corpus, check_corpus_path, load_corpus
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.graphs.graph import NOISE_MODES, add_noise
 from sipt_lab.synthetic.dataset import SyntheticDataset
-from sipt_lab.topics import TopicAssignment, TopicConfig, fit_topics
+from sipt_lab.data.topics import TopicAssignment, TopicConfig, fit_topics
 
 
 #: Largest accepted sizes, checked before anything is allocated: a build holds a few arrays of
@@ -35,7 +35,7 @@ class GraphSpec:
     Attributes:
         family: registered family name.
         n_nodes: number of pre-training samples (graph nodes).
-        noise: edge-noise rate in [0, 1] (see :func:`sipt_lab.graph.add_noise`).
+        noise: edge-noise rate in [0, 1] (see :func:`sipt_lab.graphs.graph.add_noise`).
         noise_mode: ``"add"`` or ``"flip"``.
         seed: seeds every random choice of the build.
         n_heldout: held-out samples built the same way, never in pre-training.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sipt_lab.errors import SiptError
-from sipt_lab.topics import TopicAssignment
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.topics import TopicAssignment
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,29 @@
-"""Graph-aware batches and the LM / SIPT pre-training loop."""
+"""Graph-aware batches and the LM / SIPT pre-training loop.
 
-from sipt_lab.training.batches import NEGATIVE_SAMPLERS, PAIR_MODES, GraphBatchSampler, PretrainBatch
-from sipt_lab.training.trainer import PRECISIONS, PretrainResult, TrainConfig, embed, pretrain, resolve_device, steps_for_epochs
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.training.defaults`
+(which the CLI's parser does) imports no torch.
+"""
 
-__all__ = ["NEGATIVE_SAMPLERS", "PAIR_MODES", "PRECISIONS", "steps_for_epochs", "GraphBatchSampler", "PretrainBatch", "PretrainResult", "TrainConfig", "embed", "pretrain", "resolve_device"]
+import importlib
+
+_EXPORTS = {
+    "NEGATIVE_SAMPLERS": "sampler",
+    "PAIR_MODES": "sampler",
+    "GraphBatchSampler": "sampler",
+    "PretrainBatch": "sampler",
+    "PretrainResult": "trainer",
+    "embed": "trainer",
+    "pretrain": "trainer",
+    "resolve_device": "trainer",
+    "PRECISIONS": "config",
+    "TrainConfig": "config",
+    "steps_for_epochs": "config",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sipt_lab.training' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sipt_lab.training.{_EXPORTS[name]}"), name)

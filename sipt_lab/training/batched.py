@@ -31,25 +31,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from sipt_lab.config import config_to_dict
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, EncoderConfig
 from sipt_lab.models.stacked import MaskedHead, StackedEncoders
 from sipt_lab.objectives import MaskedLM, StructureInducing, linear_masked_lm_loss
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.recipe import GraphRecipe, RunData
-from sipt_lab.training.trainer import (
-    PretrainResult,
-    TrainConfig,
-    _check_finite,
-    _make_optimizer,
-    _Step,
-    autocast_dtype,
-    lr_factor,
-    replace_masked,
-    resolve_device,
-)
+from sipt_lab.training.trainer import PretrainResult, _check_finite, _make_optimizer, _Step, autocast_dtype, replace_masked, resolve_device
+from sipt_lab.training.config import TrainConfig, lr_factor
 
 #: The objectives a batched training computes, in the order of a run's terms (build_objectives').
 _TERM_KINDS = (MaskedLM, StructureInducing)

@@ -9,7 +9,7 @@ validation score. The result is the test score at the best validation pass of th
 rate. Everything random (head init, dropout, shuffling) comes from ``seed``, so seeds are the
 repetitions the paper's t-tests run over.
 
-Per-token kinds (:attr:`~sipt_lab.evaluation.tasks.TaskKind.per_token`, TAPE's secondary
+Per-token kinds (:attr:`~sipt_lab.data.tasks.TaskKind.per_token`, TAPE's secondary
 structure) read the states after ``[CLS]``, token ``1 + r`` for residue ``r``: the tokenizer must make
 one token per character (:func:`token_counts` checks it); residues beyond ``max_len`` are neither
 trained on nor scored.
@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.errors import SiptError
-from sipt_lab.evaluation.splits import Splits
-from sipt_lab.evaluation.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.splits import Splits
+from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
 from sipt_lab.training.trainer import TokenRows, encoder_inputs, resolve_device
 

@@ -4,7 +4,7 @@
 the run's tokenizer exists: the encoder source (a method may need segment embeddings or extra
 output rows), a batch sampler (``batch(step) -> PretrainBatch``, a pure function of the step) and
 the weighted objectives. :class:`GraphRecipe` is LM / SIPT (``L_PT = (1 − λ)·L_M + λ·L_SI`` over
-graph-aware batches), the trainer's default; :mod:`sipt_lab.methods` names the others.
+graph-aware batches), the trainer's default; :mod:`sipt_lab.training.methods` names the others.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import EncoderSource, Tokenizer
 from sipt_lab.objectives import Objective, build_objectives
-from sipt_lab.training.batches import MASK_UNITS, GraphBatchSampler, PretrainBatch
+from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler, PretrainBatch
 
 if TYPE_CHECKING:
-    from sipt_lab.training.trainer import TrainConfig
+    from sipt_lab.training.config import TrainConfig
 
 
 class BatchSampler(Protocol):

@@ -21,7 +21,7 @@ second half, for every relation: otherwise a character model tells contiguous pa
 separator works (the character tokenizer built with ``sep=True``, a Hugging Face one).
 
 Every draw is keyed by ``(seed, stream, step)``, so a batch is a pure function of the step; the
-seeds are :class:`~sipt_lab.training.batches.GraphBatchSampler`'s, the same as the other methods'.
+seeds are :class:`~sipt_lab.training.sampler.GraphBatchSampler`'s, the same as the other methods'.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import dataclasses
 
 import numpy as np
 
-from sipt_lab import names
-from sipt_lab.errors import SiptError
-from sipt_lab.graph import PretrainingGraph
+from sipt_lab.core import names
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models.tokenizer import Tokenizer
-from sipt_lab.training.batches import MASK_REPLACEMENTS, GraphBatchSampler, PretrainBatch, SeedInputs, check_mask
+from sipt_lab.training.sampler import MASK_REPLACEMENTS, GraphBatchSampler, PretrainBatch, SeedInputs, check_mask
 
 #: The DRP head's classes, in order.
 RELATIONS = names.RELATIONS

@@ -1,0 +1,54 @@
+"""The names of sipt-lab's registries and choices, importable without torch or scikit-learn.
+
+The CLI's parsers list them (``sipt-lab --help`` stays fast), and the registries are built on them
+(``dict(zip(NAMES, entries, strict=True))``), so each list is written once.
+"""
+
+#: ``--init`` of a fresh character transformer (:class:`sipt_lab.models.CharInit`).
+CHAR_INIT = "char"
+#: Structure-inducing losses (:data:`sipt_lab.objectives.structure.STRUCTURE_LOSSES`).
+STRUCTURE_LOSSES = ("contrastive", "multisim", "infonce")
+#: How a seed's non-neighbour is drawn (:data:`sipt_lab.training.sampler.NEGATIVE_SAMPLERS`).
+NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
+#: Pairs ``L_SI`` scores (:data:`sipt_lab.training.sampler.PAIR_MODES`).
+PAIR_MODES = ("sampled", "batch")
+#: What a token chosen for MLM becomes (:data:`sipt_lab.training.sampler.MASK_REPLACEMENTS`).
+MASK_REPLACEMENTS = ("mask", "bert", "keep")
+#: Link-retrieval metrics (:func:`sipt_lab.evaluation.link_retrieval_metrics`); ``lambda-sweep`` chooses by one.
+RETRIEVAL_METRICS = ("mrr", "lrap", "ndcg", "ap")
+#: ``lambda-sweep``'s default values of λ_SI: the paper's grid (Tables 9-10) with the LM baseline 0.
+LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
+#: Which tokens are masked together (:data:`sipt_lab.training.sampler.MASK_UNITS`).
+MASK_UNITS = ("token", "word")
+#: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
+TOKENIZERS = ("char", "bpe")
+#: Pre-training methods (:data:`sipt_lab.training.methods.METHODS`).
+METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
+#: LinkBERT's document relations, in the order of its DRP head's classes
+#: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
+RELATIONS = ("contiguous", "random", "linked")
+#: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+#: Learning-rate schedules (:data:`sipt_lab.training.config.LR_SCHEDULES`).
+LR_SCHEDULES = ("constant", "linear", "cosine")
+#: Per-sample pooling of a Hugging Face encoder.
+POOLINGS = ("cls", "mean")
+#: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
+ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
+#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulation.simulate.TRAINING_PRESETS`).
+SIMULATION_PRESETS = ("default", "paper")
+#: Task kinds labelled per token (TAPE's secondary structure): domain tasks only, since ``sipt-lab
+#: finetune --labels`` files hold one label per sample.
+PER_TOKEN_TASK_KINDS = ("token-classification",)
+#: Fine-tuning task kinds (:data:`sipt_lab.data.tasks.TASK_KINDS`).
+TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
+#: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetune_job.MODES`).
+FINETUNE_MODES = ("probe", "full", "both")
+#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain.run.PRESETS`).
+DOMAIN_PRESETS = ("cpu", "full")
+#: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
+TIE_POLICIES = ("split", "strict", "lenient")
+#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.lc_transfer.heldout_metrics`).
+STUDY_METRICS = ("knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1")
+#: Whether the LC-transfer study's fine-tuning samples are pre-training nodes too.
+STUDY_PROTOCOLS = ("inductive", "transductive")

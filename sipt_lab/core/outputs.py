@@ -1,0 +1,361 @@
+"""Output directories: the one check of an output path every subcommand uses, the manifest that
+lets a command own a directory without deleting anything it did not write, and the lock that keeps
+two processes out of one output.
+
+The one rule for a command that writes a run into a directory (:func:`run_output`): a new or empty
+directory is taken; one holding a run of the same command (its :data:`MANIFEST` lists the files it
+wrote) needs ``--resume`` (where resuming makes sense) or ``--overwrite``, which removes only the
+listed files and says which; anything else is refused. The directory is locked while the run
+writes, and a run that fails before it has anything worth keeping leaves nothing behind. Commands
+whose run is a resumable grid of cells take a directory with :func:`prepare_grid_dir`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_json_atomic
+
+
+#: Name of the file in which a build records the files it wrote (see :func:`claim_output_dir`).
+
+
+MANIFEST = ".sipt-lab-files.json"
+
+
+#: Name of the lock file of a run's output directory (see :func:`hold_lock`).
+
+
+RUN_LOCK = ".sipt-lab.lock"
+
+
+def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_only: bool = False) -> Path:
+    """``path`` as a Path if it can be an output directory; changes nothing on disk.
+
+    Raises a one-line :class:`SiptError` naming ``option`` when ``path`` is None or empty (an
+    unset shell variable would otherwise mean the current directory), is an existing file, lies
+    under a file, or is not writable. With ``owned_only``, an existing directory must also be
+    empty or hold only files an earlier build listed in its :data:`MANIFEST` (see
+    :func:`claim_output_dir`). Call it before any expensive work.
+    """
+    if path is None or not str(path).strip():
+        raise SiptError(f"{option} is empty; pass the directory to write into (an unset shell variable?)")
+    out = Path(path)
+    existing = next(parent for parent in [out, *out.parents] if parent.exists() or parent == Path(parent.anchor))
+    if not existing.is_dir():
+        where = "is a file" if existing == out else f"lies under the file {existing}"
+        raise SiptError(f"{option} {out} {where}; pass a directory path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SiptError(f"{option} {out} is not writable ({existing} is read-only); pass a directory you can write to")
+    if owned_only and existing == out:
+        owned = set(_manifest_files(out / MANIFEST)) | {MANIFEST}
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in owned)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise SiptError(f"{option} {out} holds files sipt-lab did not write ({shown}); pass an empty or new directory")
+    return out
+
+
+def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
+    """:func:`check_output_dir`, then create the directory; returns it."""
+    out = check_output_dir(path, option)
+    make_dir(out, option)
+    return out
+
+
+def prepare_grid_dir(path: str | Path | None, option: str = "--out", marker: str = "cells") -> Path:
+    """:func:`prepare_output_dir` for a command whose run is a resumable grid of cells under
+    ``path/marker``: an existing directory must be empty or hold such a run (its ``marker`` folder),
+    so a directory of other files is refused rather than written into."""
+    out = check_output_dir(path, option)
+    if out.is_dir() and holds_files(out) and not (out / marker).is_dir():
+        raise SiptError(f"{option} {out} holds files and no earlier run of this command (no {marker}/); "
+                        f"pass a new or empty directory, or the {option} of the run to resume")
+    make_dir(out, option)
+    return out
+
+
+def make_dir(path: Path, option: str = "--out") -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``; a one-line SiptError naming ``option`` when the
+    system refuses (a read-only or special file system, a full disk)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SiptError(f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to") from None
+
+
+def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
+    """Take ``path`` for a command that owns the whole directory (one build per directory).
+
+    :func:`check_output_dir` with ``owned_only``, then create the directory and delete the files
+    an earlier build's :data:`MANIFEST` lists, so none of them stays beside the new build's files.
+    Any other file is the user's, and the call refuses to go on. Record what the new build wrote
+    with :func:`write_manifest`.
+    """
+    out = check_output_dir(path, option, owned_only=True)
+    make_dir(out, option)
+    for name in _manifest_files(out / MANIFEST):
+        (out / name).unlink(missing_ok=True)
+    (out / MANIFEST).unlink(missing_ok=True)
+    return out
+
+
+def write_manifest(out_dir: str | Path, names: list[str]) -> None:
+    """Record ``names`` (files directly in ``out_dir``) as written by this build, for :func:`claim_output_dir`."""
+    write_json_atomic(Path(out_dir) / MANIFEST, sorted(names))
+
+
+def record_files(out_dir: str | Path, names: list[str]) -> None:
+    """Add ``names`` (paths relative to ``out_dir``, ``/``-separated, e.g. ``model/config.json``) to
+    its :data:`MANIFEST`: the files a run owns (and ``--overwrite`` may remove). Record a file
+    before writing it, so that a run killed half-way still owns what it left."""
+    out_dir = Path(out_dir)
+    owned = set(_manifest_files(out_dir / MANIFEST, nested=True))
+    if not set(names) <= owned:
+        write_json_atomic(out_dir / MANIFEST, {"command": manifest_command(out_dir), "files": sorted(owned | set(names))})
+
+
+def manifest_command(out_dir: str | Path) -> str | None:
+    """The command whose run ``out_dir``'s :data:`MANIFEST` describes (None: a build's plain list, or none)."""
+    try:
+        data = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("command") if isinstance(data, dict) and isinstance(data.get("command"), str) else None
+
+
+def record_tree(out_dir: str | Path, subdir: str) -> None:
+    """:func:`record_files` of every file under ``out_dir/subdir`` (a directory the run just wrote)."""
+    out_dir = Path(out_dir)
+    record_files(out_dir, [path.relative_to(out_dir).as_posix() for path in sorted((out_dir / subdir).rglob("*"))
+                           if path.is_file()])
+
+
+def owned_files(out_dir: str | Path) -> list[str]:
+    """The paths (relative to ``out_dir``) its :data:`MANIFEST` lists that exist, sorted."""
+    out_dir = Path(out_dir)
+    return sorted(name for name in _manifest_files(out_dir / MANIFEST, nested=True) if (out_dir / name).is_file())
+
+
+def foreign_files(directory: str | Path, out_dir: str | Path) -> list[str]:
+    """Files under ``directory`` (``out_dir`` itself or a folder in it) that ``out_dir``'s
+    :data:`MANIFEST` does not list, relative to ``out_dir``; the manifest and lock do not count."""
+    directory, out_dir = Path(directory), Path(out_dir)
+    if not directory.is_dir():
+        return []
+    owned = set(_manifest_files(out_dir / MANIFEST, nested=True)) | {MANIFEST, RUN_LOCK}
+    found = (path.relative_to(out_dir).as_posix() for path in directory.rglob("*") if not path.is_dir())
+    return sorted(name for name in found if name not in owned and not name.startswith(f".{RUN_LOCK}."))
+
+
+def remove_owned(out_dir: str | Path, keep: set[str] = frozenset()) -> list[str]:
+    """Delete the files ``out_dir``'s :data:`MANIFEST` lists (but those in ``keep``), then the
+    folders that leaves empty and the manifest when nothing it lists is left; returns the deleted
+    paths. A file the manifest does not list is never touched."""
+    out_dir = Path(out_dir)
+    removed = [name for name in owned_files(out_dir) if name not in keep]
+    for name in removed:
+        (out_dir / name).unlink(missing_ok=True)
+    for folder in sorted({Path(name).parent for name in removed if Path(name).parent != Path(".")}, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):  # not empty: it holds a file sipt-lab did not write
+            (out_dir / folder).rmdir()
+    if not owned_files(out_dir):
+        (out_dir / MANIFEST).unlink(missing_ok=True)
+    return removed
+
+
+def list_for_message(names: list[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``: a few names of a long list for a one-line message."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+@contextlib.contextmanager
+
+
+def run_output(path: str | Path | None, command: str, *, finished: str, resume: bool = False, overwrite: bool = False,
+               resumable: bool = True, replaced_dirs: tuple[str, ...] = (), keep_on_failure: Callable[[Path], bool] | None = None,
+               main_process: bool = True, option: str = "--out", log: Callable[[str], None] = print) -> Iterator[Path]:
+    """The output directory of one run, under the one rule of the module docstring.
+
+    Args:
+        path: the directory (created when missing).
+        command: the command writing the run (recorded in the manifest: a run of another command
+            there is refused, never overwritten).
+        finished: the file whose presence marks a finished run (e.g. ``result.json``).
+        resume: continue the run there (``resumable`` commands only); overwrite: replace it,
+            removing only the files its manifest lists (and saying which). Both together are refused.
+        replaced_dirs: folders the run replaces whole (an exported model): a file sipt-lab did not
+            write inside one is refused up front, never deleted.
+        keep_on_failure: ``out -> bool``, whether a run that fails has left something worth keeping
+            (a checkpoint to resume from); if not, the files it wrote are removed, and the directory
+            too when it created it and it is empty.
+        main_process: False for a ``torchrun`` process other than rank 0, which writes nothing:
+            the directory is only checked.
+
+    Yields the directory, locked (:func:`hold_lock`) for the block. Record each file with
+    :func:`record_files` before writing it.
+    """
+    if resume and overwrite:
+        raise SiptError("--resume and --overwrite contradict each other; pass --resume to continue the run, "
+                        "or --overwrite to replace it")
+    if resume and not resumable:
+        raise SiptError("this command cannot resume a run; pass --overwrite to replace it, or another " + option)
+    out = check_output_dir(path, option)
+    if not main_process:
+        yield out
+        return
+    with locked_dir(out, option):
+        _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
+        if manifest_command(out) is None:
+            write_json_atomic(out / MANIFEST, {"command": command, "files": []})
+        before = set(owned_files(out))
+        try:
+            yield out
+        except BaseException:
+            if keep_on_failure is None or not keep_on_failure(out):
+                remove_owned(out, keep=before)
+            raise
+
+
+@contextlib.contextmanager
+
+
+def locked_dir(out: Path, option: str = "--out") -> Iterator[Path]:
+    """``out`` created if missing and locked (:func:`hold_lock`, a live holder refused) for the
+    block; afterwards, a directory the block created and left empty is removed again."""
+    created = not out.exists()
+    make_dir(out, option)
+    try:
+        with hold_lock(out, RUN_LOCK, wait=False, option=option):
+            yield out
+    finally:
+        if created:
+            with contextlib.suppress(OSError):  # not empty: the run (or someone) wrote there
+                out.rmdir()
+
+
+def holds_files(directory: Path) -> bool:
+    """Whether ``directory`` holds anything besides a run lock (and its temporary file)."""
+    return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
+
+
+def _claim_run(out: Path, command: str, finished: str, resume: bool, overwrite: bool, resumable: bool,
+               replaced_dirs: tuple[str, ...], option: str, log: Callable[[str], None]) -> None:
+    """Refuse ``out`` unless it is free for a run of ``command`` (see :func:`run_output`); with
+    ``overwrite`` remove the earlier run's files."""
+    ours = owned_files(out)
+    foreign = foreign_files(out, out)
+    if ours and manifest_command(out) != command:
+        raise SiptError(f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
+                        f"not of a {command} run; pass another {option}")
+    if not ours:
+        if foreign:
+            raise SiptError(f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
+                            "pass a new or empty directory (--overwrite removes only files sipt-lab wrote)")
+        (out / MANIFEST).unlink(missing_ok=True)
+        return
+    in_replaced = [name for folder in replaced_dirs for name in foreign_files(out / folder, out)]
+    if in_replaced and (resume or overwrite):
+        raise SiptError(f"{option} {out} has files sipt-lab did not write inside the folders a run replaces "
+                        f"({list_for_message(in_replaced)}); move them out of {out}")
+    if overwrite:
+        removed = remove_owned(out)
+        log(f"--overwrite: removed {len(removed)} file(s) sipt-lab wrote in {out}: {list_for_message(removed, 6)}")
+        return
+    if resume:
+        return
+    state = "a finished run" if (out / finished).is_file() else "an unfinished run"
+    choices = "pass --resume to continue it, --overwrite to replace it" if resumable else "pass --overwrite to replace it"
+    raise SiptError(f"{option} {out} holds {state}; {choices}, or another {option}")
+
+
+@contextlib.contextmanager
+
+
+def hold_lock(directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str = "--out",
+              poll_seconds: float = 1.0) -> Iterator[bool]:
+    """Hold ``directory/name`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
+
+    The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
+    process is dead on this host is stale and taken over; a live one is waited for (``wait``) or is
+    a SiptError naming ``option`` and the holder's process id.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = directory / name
+    owner = {"pid": os.getpid(), "host": socket.gethostname()}
+    tmp = directory / f".{name}.{owner['pid']}.tmp"
+    tmp.write_text(json.dumps(owner), encoding="utf-8")
+    waited = False
+    try:
+        while True:
+            try:
+                os.link(tmp, lock)
+                break
+            except FileExistsError:
+                holder = _lock_holder(lock)
+                if holder is not None and holder["host"] == owner["host"] and not _alive(holder["pid"]):
+                    lock.unlink(missing_ok=True)  # stale: its process was killed
+                    continue
+                if not wait:
+                    who = "another process" if holder is None else f"process {holder['pid']} on {holder['host']}"
+                    raise SiptError(f"{option} {directory} is in use by {who} (lock {lock}); wait for that run "
+                                    f"to finish or pass another {option}") from None
+                waited = True
+                time.sleep(poll_seconds)
+    finally:
+        tmp.unlink(missing_ok=True)
+    try:
+        yield waited
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _lock_holder(lock: Path) -> dict | None:
+    """The ``{"pid", "host"}`` in a lock file, or None when it vanished or is unreadable."""
+    try:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+        return {"pid": int(holder["pid"]), "host": str(holder["host"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _manifest_files(manifest: Path, nested: bool = False) -> list[str]:
+    """The paths a manifest lists; [] when it is missing or damaged (nothing is then owned). Only
+    plain names count, or with ``nested`` relative ``/``-separated paths that stay inside."""
+    try:
+        names = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if isinstance(names, dict):  # a run's manifest: {"command", "files"}
+        names = names.get("files") if nested else None
+    if not isinstance(names, list):
+        return []
+    return [name for name in names if isinstance(name, str) and _inside(name, nested)]
+
+
+def _inside(name: str, nested: bool) -> bool:
+    parts = name.split("/")
+    if not nested and len(parts) != 1:
+        return False
+    return not name.startswith("/") and "\\" not in name and all(part not in ("", ".", "..") for part in parts)

@@ -1,0 +1,126 @@
+"""Train / validation / test splits of a task's samples, and the pre-training graph they leave.
+
+File format (``SPLITS.tsv``): one ``id<TAB>train|validation|test`` line per sample in the task;
+``#`` comments and blank lines are skipped. Ids may contain spaces (they are article titles in the
+``wiki`` domain), so the separator must be a tab. Samples not listed are in no split (they may
+still be pre-training samples). Every problem a user can fix is a one-line :class:`SiptError`:
+an unreadable line, an unknown split name, an id listed twice (overlapping splits), an id that is
+not a sample, an empty split, a listed sample without a label, a train split with one class.
+
+Held-out samples (validation and test) keep their node ids, but :func:`pretraining_graph` drops
+every edge touching them, so pre-training never sees their links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.tasks import Task, check_train_labels
+from sipt_lab.core.fileio import read_text_file, shorten, write_text_atomic
+from sipt_lab.graphs.graph import PretrainingGraph
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Disjoint sorted ``int64`` sample-index arrays ``(n_train,)``, ``(n_validation,)``, ``(n_test,)``."""
+
+    train: np.ndarray
+    validation: np.ndarray
+    test: np.ndarray
+
+    @property
+    def held_out(self) -> np.ndarray:
+        """``(n_validation + n_test,)`` sorted indices of the samples pre-training must not link."""
+        return np.union1d(self.validation, self.test)
+
+
+def random_splits(samples, fractions=(0.8, 0.1, 0.1), seed=0) -> Splits:
+    """Shuffle ``samples`` ``(m,)`` (sample indices) with ``seed`` and cut them by ``fractions``
+    (train, validation, test; summing to 1); validation and test get ``round(fraction * m)`` each."""
+    samples = np.asarray(samples, dtype=np.int64)
+    if len(fractions) != 3 or min(fractions) <= 0 or not np.isclose(sum(fractions), 1.0):
+        raise SiptError(f"split fractions {tuple(fractions)} must be three positive numbers summing to 1; "
+                        "e.g. 0.8 0.1 0.1")
+    shuffled = np.random.default_rng(seed).permutation(samples)
+    n_val, n_test = (round(f * samples.size) for f in fractions[1:])
+    if n_val == 0 or n_test == 0 or n_val + n_test >= samples.size:
+        raise SiptError(f"{samples.size} samples cannot be split {tuple(fractions)} with every split "
+                        "non-empty; use more samples or larger held-out fractions")
+    cuts = np.split(shuffled, [samples.size - n_val - n_test, samples.size - n_test])
+    return Splits(*(np.sort(part) for part in cuts))
+
+
+def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
+    """Read ``SPLITS.tsv`` (format in the module docstring) over the samples named ``sample_ids`` ``(n,)``."""
+    text = read_text_file(path, "splits file")
+    index = {sample_id: i for i, sample_id in enumerate(sample_ids)}
+    split_of: dict[str, tuple[str, int]] = {}  # id -> (split, line number)
+    members: dict[str, list[int]] = {name: [] for name in SPLIT_NAMES}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        fields = raw.split("\t")
+        if len(fields) != 2:
+            raise SiptError(f"{path}: line {lineno}: expected id<TAB>split, got {shorten(raw)}")
+        sample_id, split = fields[0].strip(), fields[1].strip()
+        if split not in members:
+            if lineno == 1 and split == "split":  # an id<TAB>split header line
+                continue
+            raise SiptError(f"{path}: line {lineno}: unknown split {shorten(split)}; use one of {', '.join(SPLIT_NAMES)}")
+        if sample_id in split_of:
+            earlier, earlier_line = split_of[sample_id]
+            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is already in {earlier} (line "
+                            f"{earlier_line}), now in {split}; splits must not overlap, keep one line")
+        if sample_id not in index:
+            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is not a sample id; "
+                            "fix the id or remove the line")
+        split_of[sample_id] = (split, lineno)
+        members[split].append(index[sample_id])
+    empty = [name for name in SPLIT_NAMES if not members[name]]
+    if empty:
+        raise SiptError(f"{path}: the {empty[0]} split is empty; assign some samples to it")
+    return Splits(*(np.sort(np.array(members[name], dtype=np.int64)) for name in SPLIT_NAMES))
+
+
+def write_splits(path: str | Path, splits: Splits, sample_ids: Sequence[str]) -> None:
+    """Write ``splits`` as ``SPLITS.tsv`` atomically, train then validation then test."""
+    lines = (f"{sample_ids[i]}\t{name}\n"
+             for name in SPLIT_NAMES for i in getattr(splits, name).tolist())
+    write_text_atomic(path, "".join(lines))
+
+
+def check_task_splits(task: Task, splits: Splits, sample_ids: Sequence[str]) -> None:
+    """SiptError if a split sample of ``task`` has no label or its train split cannot train a model."""
+    listed = np.concatenate([splits.train, splits.validation, splits.test])
+    unlabelled = listed[~task.is_labelled(listed)]
+    if unlabelled.size:
+        raise SiptError(f"labels of task {task.name!r} are missing for {unlabelled.size} sample(s) in the "
+                        f"splits (first: {sample_ids[unlabelled[0]]!r}); label them or drop them from the splits")
+    check_train_labels(task.name, task.kind, task.labels_of(splits.train), task.label_names)
+
+
+def pretraining_graph(graph: PretrainingGraph, splits: Splits) -> PretrainingGraph:
+    """``graph`` (explicit) on the same nodes without any edge touching a validation or test sample."""
+    edges = graph.edges()
+    keep = ~np.isin(edges, splits.held_out).any(axis=1)
+    return PretrainingGraph.from_edges(edges[keep, 0], edges[keep, 1], graph.n_nodes)
+
+
+def link_queries(graph: PretrainingGraph, fraction: float, seed: int, among: np.ndarray | None = None) -> np.ndarray:
+    """``(q,)`` sorted samples held out of pre-training so that their ``G_PT`` links, unseen by any
+    run, choose ``λ_SI``: ``ceil(fraction * m)`` of the ``m`` samples of ``among`` (default: all) that
+    have a neighbour in ``graph``, drawn with ``seed``. At least two linked samples must stay behind."""
+    candidates = np.arange(graph.n_nodes) if among is None else np.asarray(among, dtype=np.int64)
+    linked = candidates[graph.degrees()[candidates] > 0]
+    count = int(np.ceil(fraction * linked.size))
+    if linked.size - count < 2:
+        raise SiptError(f"only {linked.size} samples have a neighbour in G_PT; holding {count} out to choose λ "
+                        f"needs at least {count + 2} (or a smaller fraction: --validation)")
+    return np.sort(np.random.default_rng([seed, 2]).choice(linked, size=count, replace=False))

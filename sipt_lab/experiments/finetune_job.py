@@ -1,0 +1,246 @@
+"""Fine-tuning evaluation of an encoder on a labelled task: linear probe and full fine-tuning.
+
+:func:`evaluate_encoder` scores one encoder on one task's splits in the chosen modes
+(:data:`MODES`); :func:`run_finetuning` is ``sipt-lab finetune``: it reads the samples, labels and
+splits (or takes a registered domain task), evaluates ``--model`` (and ``--baseline`` when given,
+with the paper's relative error reduction and paired t-test over seeds) and writes
+``results.json`` and ``comparison.csv``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sipt_lab.core import names, outputs
+from sipt_lab.core.config import save_config
+from sipt_lab.core.errors import SiptError
+from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
+from sipt_lab.data.tasks import Task, flatten_tokens, get_task_kind, linear_probe
+from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.stats import format_mean_sd
+from sipt_lab.models.sources import model_loader
+from sipt_lab.data.samples import read_sample_label_strings, read_samples
+from sipt_lab.training import embed
+from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
+from sipt_lab.training.trainer import encoder_inputs, resolve_device
+
+#: Evaluation modes: name -> the parts it runs.
+MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))
+
+
+def check_mode(mode: str) -> tuple[str, ...]:
+    """The parts of ``mode``; SiptError naming the choices otherwise."""
+    if mode not in MODES:
+        raise SiptError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    return MODES[mode]
+
+
+def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoader:
+    """A loader of fresh copies of ``model`` in train mode: a directory written by ``sipt-lab
+    pretrain`` (the run directory or its ``model/``), any Hugging Face checkpoint directory, or an
+    ``--init`` name such as ``minilm`` (off the shelf); see :func:`~sipt_lab.models.sources.model_loader`."""
+    load_eval = model_loader(model, max_len=max_len)
+
+    def load():
+        encoder, tokenizer = load_eval()
+        return encoder.train(), tokenizer
+
+    return load
+
+
+def probe(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+          max_len: int | None = None) -> dict[str, float]:
+    """Test metrics of a linear probe on the frozen encoder's output embeddings (per-token states for a
+    per-token task, :func:`token_probe`), the strength chosen on validation."""
+    encoder, tokenizer = load()
+    if max_len is not None:
+        tokenizer = dataclasses.replace(tokenizer, max_len=max_len)
+    return probe_encoder(encoder, tokenizer, texts, task, splits, device)
+
+
+def probe_encoder(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+                  vectors: np.ndarray | None = None) -> dict[str, float]:
+    """:func:`probe` of a loaded encoder: :func:`token_probe` for a per-token task, else
+    :func:`probe_embeddings` on ``vectors`` ``(n, H)`` (the split samples are embedded when None)."""
+    if get_task_kind(task.kind).per_token:
+        return token_probe(encoder, tokenizer, texts, task, splits, device)
+    if vectors is None:
+        rows = np.concatenate([splits.train, splits.validation, splits.test])
+        vectors = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
+        vectors[rows] = embed(encoder, tokenizer, [texts[i] for i in rows], device=device)
+    return probe_embeddings(vectors, task, splits)
+
+
+def probe_embeddings(vectors: np.ndarray, task: Task, splits: Splits) -> dict[str, float]:
+    """:func:`probe` on precomputed ``(n, H)`` embeddings of all samples (only split rows are read),
+    with :func:`nn_embeddings`' nearest-neighbour metrics beside the probe's."""
+    X = {name: vectors[getattr(splits, name)] for name in ("train", "validation", "test")}
+    y = {name: task.labels_of(getattr(splits, name)) for name in X}
+    probe_metrics = linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+    return probe_metrics | nn_embeddings(vectors, task, splits)
+
+
+#: Task kinds with one class per sample: the ones :func:`nn_embeddings` scores.
+NN_TASK_KINDS = ("classification", "classification-f1")
+#: Neighbours of the nearest-neighbour metric (the paper's 3-NN).
+NN_K = 3
+
+
+def nn_embeddings(vectors: np.ndarray, task: Task, splits: Splits, k: int = NN_K) -> dict[str, float]:
+    """Theorem 1's quantity on held-out samples: ``{"knn3_accuracy", "knn3_auroc"}`` (for ``k`` = 3)
+    of ``k``-NN over ``(n, H)`` ``vectors``, test samples classified by their neighbours among the
+    train split. Test samples of a class the train split lacks are left out; ``{}`` for task kinds
+    without one class per sample (regression, multi-label, per-token)."""
+    from sipt_lab.evaluation import heldout_knn
+
+    if task.kind not in NN_TASK_KINDS:
+        return {}
+    train_y, test_y = task.labels_of(splits.train), task.labels_of(splits.test)
+    known = np.isin(test_y, train_y)
+    if not known.any() or np.unique(test_y[known]).size < 2:
+        return {}
+    scores = heldout_knn(vectors[splits.train], train_y, vectors[splits.test][known], test_y[known], k)
+    return {f"knn{k}_accuracy": float(scores.accuracy), f"knn{k}_auroc": float(scores.auroc)}
+
+
+#: Most train residues the per-token probe fits on (a seeded random subset): TAPE's secondary structure
+#: has about 2M, too many for scikit-learn's logistic regression at seven strengths.
+PROBE_MAX_TOKENS = 50_000
+
+
+def token_probe(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
+                max_tokens: int = PROBE_MAX_TOKENS, seed: int = 0) -> dict[str, float]:
+    """Per-token linear probe: logistic regression from the frozen encoder's last-layer state of each
+    residue it reads (:func:`~sipt_lab.training.finetune.token_states`) to the residue's class, fit on
+    at most ``max_tokens`` train residues (drawn with ``seed``), strength chosen on validation; returns
+    the per-token test metrics. SiptError when the tokenizer is not one token per residue."""
+    device = resolve_device(device)
+    encoder = encoder.to(device)
+    X, y = {}, {}
+    for name in SPLIT_NAMES:
+        rows = getattr(splits, name)
+        split_texts = [texts[i] for i in rows]
+        inputs = encoder_inputs(tokenizer, split_texts, device)
+        counts = token_counts(tokenizer, split_texts, inputs)
+        X[name] = read_out(encoder, inputs, Readout(True, counts), batch_size=64).numpy()
+        y[name] = flatten_tokens(task.labels_of(rows), counts)
+    if len(y["train"]) > max_tokens:
+        keep = np.sort(np.random.default_rng(seed).choice(len(y["train"]), max_tokens, replace=False))
+        X["train"], y["train"] = X["train"][keep], y["train"][keep]
+    return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+
+
+def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, mode: str,
+                     config: FinetuneConfig, seeds: int = 1) -> dict[str, list[dict[str, float]]]:
+    """``{"probe": [test metrics], "full": [test metrics per seed 0..seeds-1]}`` for the parts of ``mode``
+    (the probe is deterministic, so it runs once)."""
+    parts = check_mode(mode)
+    results: dict[str, list[dict[str, float]]] = {}
+    if "probe" in parts:
+        results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len)]
+    if "full" in parts:
+        results["full"] = [finetune(load, texts, task, splits, config, seed).test for seed in range(seeds)]
+    return results
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """One ``sipt-lab finetune`` run (saved as ``config.json``).
+
+    Attributes:
+        model: the encoder to evaluate; baseline: an optional one to compare against (same splits).
+        samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
+        task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
+        splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
+        mode: a :data:`MODES` name; seeds: full fine-tuning repetitions.
+    """
+
+    model: str
+    baseline: str | None = None
+    samples: str | None = None
+    labels: str | None = None
+    kind: str = "classification"
+    task: str | None = None
+    splits: str | None = None
+    split_seed: int = 0
+    mode: str = "both"
+    seeds: int = 3
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+
+def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
+    """``(ids, texts, task)`` of a job: from files or from a registered domain."""
+    if (job.task is None) == (job.labels is None):
+        raise SiptError("give either --task DOMAIN:TASK or --samples S with --labels L.tsv")
+    if job.task is not None:
+        from sipt_lab.domains import get_domain
+
+        domain_name, _, task_name = job.task.partition(":")
+        domain = get_domain(domain_name)
+        data = domain.read()
+        task_name = task_name or domain.default_task
+        if task_name not in data.tasks:
+            raise SiptError(f"domain {domain_name} has no task {task_name!r}; choose one of {', '.join(data.tasks)}")
+        return list(data.ids), list(data.texts), data.tasks[task_name]
+    if job.samples is None:
+        raise SiptError("--labels needs --samples S (the texts the labels belong to)")
+    kind = get_task_kind(job.kind)
+    samples = read_samples(job.samples)
+    try:
+        labels, names = kind.code(read_sample_label_strings(job.labels, samples).tolist())
+    except SiptError as error:
+        raise SiptError(f"labels file {job.labels}: {error}") from None
+    return list(samples.ids), list(samples.texts), Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names))
+
+
+#: Files a finetune run writes into its output directory (recorded in its manifest).
+FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
+
+
+def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
+    """Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
+    with a baseline) into ``out``, under the output rule of :func:`sipt_lab.core.outputs.run_output`
+    (an earlier run there is replaced only with ``overwrite``); returns the results."""
+    outputs.check_output_dir(out)
+    parts = check_mode(job.mode)
+    if job.seeds < 1:
+        raise SiptError(f"--seeds is {job.seeds}; use at least 1")
+    ids, texts, task = load_task(job)
+    splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
+    check_task_splits(task, splits, ids)
+    models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
+    loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
+    with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
+        results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
+        kind = get_task_kind(task.kind)
+        comparisons = []
+        outputs.record_files(out_dir, list(FINETUNE_FILES))
+        if job.baseline:
+            for part in parts:
+                comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],
+                                                  [kind.error(m) for m in results["model"][part]],
+                                                  task=task.name, method=f"model ({part})", baseline=f"baseline ({part})"))
+            write_comparison_csv(out_dir / "comparison.csv", comparisons)
+        report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+                  "results": results, "comparisons": [c.__dict__ for c in comparisons]}
+        save_config(job, out_dir / "config.json")
+        write_json_atomic(out_dir / "results.json", report)
+    return report
+
+
+def format_finetune_report(report: dict) -> str:
+    """The per-model mean ± sd table, and the comparison table when there is a baseline."""
+    lines = [f"task {report['task']} ({report['kind']}); train/validation/test: "
+             + "/".join(str(v) for v in report["sizes"].values())]
+    for name, parts in report["results"].items():
+        for part, runs in parts.items():
+            shown = ", ".join(f"{key} {format_mean_sd([run[key] for run in runs])}" for key in runs[0])
+            lines.append(f"{name:<9} {part:<6} {shown}")
+    if report["comparisons"]:
+        lines += ["", format_comparison_table([Comparison(**c) for c in report["comparisons"]])]
+    return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""Figure ``methods``: every pre-training method on the same graph families, data, batches and budget.
+
+LOO 3-NN AUROC of the topic task per family × method (mean ± sd over seeds), with the task's local
+consistency over ``G_PT`` marked: Theorem 1 predicts that the methods inducing ``G_PT`` structure
+in the per-sample space (SIPT; LinkBERT through its linked pairs, if at all) track LC, while the
+intra-sample ones (LM, MLSM, LSM15, LSM) do not. Cells are :func:`simulate_seed` cells of one
+:class:`SimulationConfig` per (family, seed) holding all methods, under ``<cells_dir>/methods``.
+
+Budget: :data:`METHODS_FAMILIES` at :data:`METHODS_STEPS` steps per method (``--steps`` overrides),
+sized so that the default 3 seeds finish within 20 minutes on 2 CPU cores (measured in
+benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sipt_lab.core import names
+from sipt_lab.viz import plots
+from sipt_lab.experiments.paper.figure_cells import FigureOptions, cells_root, check_options, mean_sd_columns, prepare_grid_topics
+from sipt_lab.experiments.simulation.simulate import SEED_RESULT_KEYS, simulate_seed, simulation_config
+from sipt_lab.grid.runner import GridInterrupted, result_rows, run_grid, write_results_csv
+from sipt_lab.training.methods import METHODS
+
+#: Families of the figure: high LC (CLIQUES), a manifold (TORUS) and a mechanistic graph of low LC.
+METHODS_FAMILIES = ("cliques", "torus", "structural")
+#: Steps per method and seed (each family's default batch size).
+METHODS_STEPS = 200
+
+
+def methods_configs(options: FigureOptions) -> list:
+    """One config per (family, seed), every method in it."""
+    families = [f for f in options.families if f in METHODS_FAMILIES] or list(METHODS_FAMILIES)
+    graph_options = {} if options.n_nodes is None else {"n_nodes": options.n_nodes}
+    return [simulation_config(family, seed=seed, steps=options.steps or METHODS_STEPS, preset=options.preset,
+                              encoder=options.encoder, graph_options=graph_options, methods=names.METHODS)
+            for family in families for seed in range(options.seeds)]
+
+
+def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
+    """Run (or load) the grid; write ``methods.csv`` (one row per family: LC and each method's
+    AUROC mean/sd), ``methods_cells.csv`` and ``methods.png`` / ``.pdf``."""
+    check_options(options)
+    out = Path(out_dir)
+    configs = methods_configs(options)
+    prepare_grid_topics([c.graph for c in configs], options)
+    try:
+        results = run_grid(simulate_seed, configs, cells_root(out, options) / "methods", executor=options.executor,
+                           progress=options.progress, required_keys=SEED_RESULT_KEYS)
+    except GridInterrupted as interrupt:
+        write_results_csv(result_rows(interrupt.results), out / "methods_cells.csv")
+        raise
+    write_results_csv(result_rows(results), out / "methods_cells.csv")
+    families = list(dict.fromkeys(c.graph.family for c in configs))
+    rows = []
+    for family in families:
+        cells = [cell.result for cell in results if cell.result["graph"] == family]
+        row = {"graph": family, "n_seeds": len(cells), **mean_sd_columns("local_consistency", [c["local_consistency"] for c in cells])}
+        for method in METHODS:
+            row.update(mean_sd_columns(f"{method}_auroc", [c["methods"][method]["auroc"] for c in cells]))
+        rows.append(row)
+    write_results_csv(rows, out / "methods.csv", list(rows[0]))
+    column = {key: [row[key] for row in rows] for key in rows[0]}
+    label = {name: ("SIPT" if name == "sipt" else "LM" if name == "lm" else name) for name in METHODS}
+    panel = plots.BarPanel(
+        "leave-one-out (pre-training samples)", "3-NN AUROC (topic task)",
+        {label[m]: (column[f"{m}_auroc_mean"], column[f"{m}_auroc_sd"]) for m in METHODS},
+        {"local consistency (LC)": column["local_consistency_mean"]})
+    title = f"Pre-training methods per graph family (mean ± sd over {options.seeds} seed(s))"
+    figure = plots.grouped_bars(out / "methods", [f.upper() for f in families], [panel], title=title, xlabel="graph family")
+    return [out / "methods.csv", out / "methods_cells.csv", *figure]

@@ -1,0 +1,306 @@
+"""Pre-training on a researcher's own samples and graph, with export and a before/after report.
+
+:func:`run_pretraining` is what ``sipt-lab pretrain`` runs: read the samples, ``G_PT`` and
+optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face directory) with
+``L_M + λ·L_SI``, and write into ``out``:
+
+* ``config.json``: the :class:`PretrainJob` (resolved steps included), written first;
+* ``checkpoint.pt``: the trainer's checkpoint (every ``checkpoint_every`` steps and at the end);
+* ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
+  sipt-lab's own format for ``char``);
+* ``history.csv``: step, loss terms, lr;
+* ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
+  ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.core.outputs.run_output`);
+* ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
+  and, when labels are given, the report before and after pre-training: the labels' local
+  consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
+  accuracy), LOO 3-NN AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius
+  that best recovers ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and
+  predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
+
+:func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
+order) and ``EMB.ids.tsv``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sipt_lab.core.config import save_config
+from sipt_lab.training.defaults import init_kind, train_config
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
+from sipt_lab.core import outputs
+from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sipt_lab.graphs.graph import PretrainingGraph, snowball_sample
+from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config
+from sipt_lab.models import encoder_preset, encoder_source
+from sipt_lab.models.sources import model_loader
+from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
+from sipt_lab.training.config import MAX_STEPS, check_structure_geometry
+
+#: Files a pretrain run writes directly into its output directory (with those of ``model/``, they
+#: are recorded in its manifest; ``--overwrite`` removes only recorded files).
+RUN_FILES = ("config.json", CHECKPOINT_NAME, "history.csv", "result.json")
+FINISHED_MARKER = "result.json"
+#: The report embeds at most this many samples (a snowball slice of G_PT: embedding every sample
+#: of a large set twice would cost more than a short pre-training run on a CPU).
+REPORT_MAX_SAMPLES = 2000  # at most MAX_RECOVERY_NODES: the radius recovery sorts all pairs of the slice
+REPORT_LINK_QUERIES = 1000
+REPORT_K = 3
+
+
+@dataclass(frozen=True)
+class PretrainJob:
+    """Everything that defines one ``sipt-lab pretrain`` run (saved as ``config.json``).
+
+    Attributes:
+        samples, edges: paths of the samples file and the ``u<TAB>v`` edges TSV of sample ids.
+        labels: optional ``id<TAB>label`` TSV, used only for the report.
+        init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
+        pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
+        encoder: size preset of the ``char`` encoder (ignored otherwise).
+        epochs: passes over the samples; when set, ``train.steps`` is derived from it.
+        train: the trainer's settings, with ``steps`` resolved (None: the init kind's defaults,
+            :func:`sipt_lab.training.defaults.train_config`).
+        method: a pre-training method of :data:`sipt_lab.training.methods.METHODS` (its fixed settings
+            replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
+        teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
+    """
+
+    samples: str
+    edges: str
+    labels: str | None = None
+    init: str = "minilm"
+    pooling: str | None = None
+    encoder: str = "default"
+    epochs: float | None = None
+    train: TrainConfig | None = None
+    method: str | None = None
+    teacher: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.train is None:
+            object.__setattr__(self, "train", train_config(init_kind(self.init)))
+        if self.epochs is not None and self.epochs <= 0:
+            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
+        if self.method is not None:
+            try:
+                method = get_method(self.method)
+                object.__setattr__(self, "train", method_train_config(self.method, self.train))
+            except SiptError as error:
+                raise ConfigError("PretrainJob.method", str(error)) from None
+            if method.needs_teacher != (self.teacher is not None):
+                raise ConfigError("PretrainJob.teacher", f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR")
+
+
+@dataclass
+class PretrainOutcome:
+    """What :func:`run_pretraining` produced: the trained result, its report and where it lies;
+    ``main`` is False in a ``torchrun`` process other than rank 0 (which reports nothing)."""
+
+    result: object
+    report: dict
+    out_dir: Path
+    main: bool = True
+
+
+def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, overwrite: bool = False,
+                    progress: bool = True, log=print) -> PretrainOutcome:
+    """Run ``job`` into ``out`` (see the module docstring) under the output rule of
+    :func:`sipt_lab.core.outputs.run_output`: a run there is continued with ``resume`` or replaced with
+    ``overwrite``. Under ``torchrun`` every process trains its shard and only rank 0 writes."""
+    main = launched_rank() == 0
+    outputs.check_output_dir(out)
+    samples = read_samples(job.samples)
+    graph = read_sample_graph(job.edges, samples)
+    if graph.n_edges == 0:
+        raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+    labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+    source = job_source(job)
+    check_structure_geometry(job.train, source)
+    if job.epochs is not None:
+        steps = steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)
+        if steps > MAX_STEPS:
+            raise ConfigError("PretrainJob.epochs", f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} "
+                              "a run takes; lower it")
+        job = dataclasses.replace(job, train=dataclasses.replace(job.train, steps=steps))
+    device = resolve_device(job.train.device)
+    autocast_dtype(job.train.precision, device)
+    texts = list(samples.texts)
+    tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
+    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
+                           keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
+                           main_process=main, log=log) as out_dir:
+        extended_from = _check_resumed_steps(out_dir, job) if resume else None
+        place = distributed_context(device.type)
+        if labels is not None:
+            report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
+            report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
+            before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
+        if place.is_main:
+            outputs.record_files(out_dir, list(RUN_FILES))
+            save_config(job, out_dir / "config.json")
+        start = time.perf_counter()
+        teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
+        recipe = None if job.method is None else method_recipe(job.method, teacher)
+        result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
+        seconds = time.perf_counter() - start
+        if place.is_main:
+            for note in result.notes:
+                log(f"note: {note}")
+        report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
+                  "warnings": history_warnings(result.history, job.train),
+                  "final": {name: float(values[-1]) for name, values in result.history.items()}}
+        if extended_from is not None:
+            report["extended_from_steps"] = extended_from
+        if labels is not None:
+            after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
+            report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
+                       "before": before, "after": after}
+        if place.is_main:
+            result.encoder.save(out_dir / "model", result.tokenizer)
+            outputs.record_tree(out_dir, "model")
+            write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
+            write_json_atomic(out_dir / FINISHED_MARKER, report)
+    return PretrainOutcome(result, report, out_dir, main and place.is_main)
+
+
+def launched_rank() -> int:
+    """This process's rank as ``torchrun`` launched it (0 outside torchrun), known before any process group."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def _check_resumed_steps(out_dir: Path, job: PretrainJob) -> int | None:
+    """The steps the run in ``out_dir`` was planned for, when ``job`` (resuming it) plans another
+    number (recorded in the report); None when they agree. Refused when the learning-rate schedule
+    depends on the steps (a decay or a warm-up), which resuming would splice from two plans."""
+    try:
+        saved = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))["train"]
+        planned = int(saved["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no saved config: the checkpoint's own identity check decides
+    if planned == job.train.steps:
+        return None
+    if job.train.schedule != "constant" or job.train.warmup > 0:
+        raise SiptError(f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
+                        f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
+                        f"resume with --steps {planned}, or start a new run (--overwrite or another --out)")
+    return planned
+
+
+def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:
+    """From ``(n, H)`` embeddings: link retrieval (LRAP, MRR) of ``G_PT``, the radius best recovering
+    ``G_PT`` and its F1, and with ``labels`` their LOO 3-NN AUROC and accuracy and LOO r-NN accuracy
+    and coverage at that radius."""
+    link = link_retrieval_metrics(embeddings, graph, REPORT_LINK_QUERIES, rng=0)
+    metrics = {"link_lrap": link["lrap"], "link_mrr": link["mrr"], **radius_terms(embeddings, graph, labels)}
+    if labels is not None:
+        scores = loo_knn(embeddings, labels, REPORT_K)
+        metrics |= {"loo_3nn_auroc": scores.auroc, "loo_3nn_accuracy": scores.accuracy}
+    return metrics
+
+
+def history_warnings(history: dict[str, np.ndarray], config: TrainConfig) -> list[str]:
+    """What :mod:`~sipt_lab.training.diagnostics` finds wrong with a run's loss history (the warnings
+    the trainer logged), for the report."""
+    checked = guard_step(config.steps)
+    warning = stalled_structure_loss(history["si"][:checked], config) if "si" in history and checked else None
+    return [warning] if warning else []
+
+
+def theorem1_message(report: dict) -> str:
+    """One paragraph reading a report with labels as Theorem 1 does (and its warnings, if any)."""
+    lc, before, after = report["local_consistency"], report["before"], report["after"]
+    warnings = "".join(f"\nwarning: {warning}" for warning in report.get("warnings", ()))
+    return (
+        f"local consistency of your labels over G_PT: {lc:.3f}. Theorem 1: an optimal SIPT embedder's "
+        f"nearest-neighbour accuracy tends to at least {lc:.3f} as the graph grows, so SIPT on this graph can "
+        f"help this task only as far as LC exceeds what the encoder already reaches.\n"
+        f"LOO 3-NN accuracy {before['loo_3nn_accuracy']:.3f} -> {after['loo_3nn_accuracy']:.3f}, "
+        f"r-NN accuracy at the radius best recovering G_PT {before['radius_nn_accuracy']:.3f} -> "
+        f"{after['radius_nn_accuracy']:.3f} (recovery F1 {before['radius_f1']:.3f} -> {after['radius_f1']:.3f}), "
+        f"AUROC {before['loo_3nn_auroc']:.3f} -> {after['loo_3nn_auroc']:.3f}; "
+        f"link MRR {before['link_mrr']:.3f} -> {after['link_mrr']:.3f}"
+    ) + warnings
+
+
+def embed_samples(model: str | Path, samples_path: str | Path, out: str | Path, *, batch_size: int = 256,
+                  device: str = "auto", overwrite: bool = False) -> tuple[Path, Path]:
+    """Embed a samples file with an encoder (:func:`~sipt_lab.models.sources.model_loader`: a model
+    or run directory, or an init name): ``out`` (``.npy`` added if missing) holds the ``(n, H)``
+    float32 rows in file order, ``<stem>.ids.tsv`` the ids. An existing output is replaced only
+    with ``overwrite``. Returns both paths."""
+    if batch_size < 1:
+        raise ConfigError("batch_size", f"must be >= 1, got {batch_size}")
+    vectors_path, ids_path = embedding_paths(out)
+    for path in (vectors_path, ids_path):
+        if path.is_dir():
+            raise SiptError(f"{path} is a directory; pass an --out whose .npy and .ids.tsv names are free, "
+                            f"such as {path.parent / 'embeddings.npy'}")
+        if path.exists() and not overwrite:
+            raise SiptError(f"{path} exists; pass --overwrite to replace it, or another --out")
+    device = resolve_device(device)
+    samples = read_samples(samples_path)
+    encoder, tokenizer = model_loader(model, device)()
+    vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)
+    write_bytes_atomic(vectors_path, _npy_bytes(vectors))
+    write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))
+    return vectors_path, ids_path
+
+
+def embedding_paths(out: str | Path | None) -> tuple[Path, Path]:
+    """``(EMB.npy, EMB.ids.tsv)`` of ``embed --out``, checked to lie in a writable directory."""
+    if out is None or not str(out).strip():
+        raise SiptError("--out is empty; pass the embeddings file to write, e.g. EMB.npy")
+    out = Path(out)
+    out = out if out.suffix == ".npy" else out.with_name(out.name + ".npy")
+    outputs.check_output_dir(out.parent)
+    return out, out.with_name(out.name.removesuffix(".npy") + ".ids.tsv")
+
+
+def job_source(job: PretrainJob):
+    """The :class:`~sipt_lab.models.EncoderSource` of ``job.init`` (char size, pooling applied)."""
+    return encoder_source(job.init, encoder_preset(job.encoder) if job.init == "char" else None, job.pooling)
+
+
+def initial_embeddings(texts: list[str], config: TrainConfig, source, tokenizer) -> np.ndarray:
+    """``(n, H)`` embeddings of ``texts`` by the encoder as a run with ``config`` initialises it
+    (same seed and tokenizer), before any training."""
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        encoder, _ = source.encoder(tokenizer)
+    return embed(encoder, tokenizer, texts, device=config.device)
+
+
+def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source,
+                   tokenizer) -> dict:
+    """:func:`evaluate_embeddings` of the encoder as initialised."""
+    return evaluate_embeddings(initial_embeddings(texts, config, source, tokenizer), graph, labels)
+
+
+def _history_csv(history: dict[str, np.ndarray]) -> str:
+    names = list(history)
+    rows = zip(*(history[name].tolist() for name in names))
+    return "step," + ",".join(names) + "\n" + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows))
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+

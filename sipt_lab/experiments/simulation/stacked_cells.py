@@ -1,0 +1,210 @@
+"""Grid cells of :func:`~sipt_lab.experiments.simulation.simulate.simulate_seed`, trained in batches.
+
+A condition (one :class:`SimulationConfig` up to its seed) trains 2 arms x its seeds of one
+shape, and a grid's conditions that differ only in edge noise share that shape too;
+:func:`train_batched_cells` trains such cells together with
+:func:`~sipt_lab.training.batched.pretrain_batched` (the same numbers as separate runs, up to float
+rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.grid.runner.store_cell`),
+so the cells stay what :func:`~sipt_lab.grid.runner.run_grid` would have written: finished
+cells are skipped, a re-run resumes per cell, and ``run_grid`` over the same configs afterwards
+only loads them. The unit a training holds is a model (:class:`ModelJob`), not a cell: a seed's LM
+arm is one model for all its noise rates, so a cell's two arms may train in two trainings, and each
+arm's evaluation is recorded beside its cell until the cell is complete. Each batched training is
+itself a grid cell (:class:`BatchedTraining`), so the grid's executors run trainings side by side
+(``local``: one per core) or as Slurm jobs. An interrupted training is trained again from its
+first step."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sipt_lab.core.config import config_hash
+from sipt_lab.core.errors import SiptError
+from sipt_lab.experiments.simulation.simulate import (
+    ARMS,
+    SEED_RESULT_KEYS,
+    ArmOutput,
+    SimulationConfig,
+    arm_config,
+    evaluate_arm,
+    seed_fields,
+    with_seed,
+)
+from sipt_lab.grid.runner import read_result, run_grid, store_cell
+from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.models import CharInit
+from sipt_lab.synthetic import SyntheticDataset, build_dataset
+from sipt_lab.training.batched import BatchedRun, pretrain_batched
+
+
+def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
+                     progress: bool = False, position: int | None = None) -> list[dict[str, ArmOutput]]:
+    """:func:`~sipt_lab.experiments.simulation.simulate.run_arms` of every ``(dataset, config)`` pair (configs
+    equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
+    bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
+    batched training time plus its own embedding time."""
+    _check_methods(name for config in configs for name in config.methods)
+    runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
+            for dataset, config in zip(datasets, configs) for arm in config.methods]
+    results, share = _train(runs, configs[0], progress, position)
+    results = iter(results)
+    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
+            for dataset, config in zip(datasets, configs)]
+
+
+def _check_methods(arms) -> None:
+    """SiptError naming the methods a batched training cannot run (all but :data:`ARMS`)."""
+    others = sorted(set(arms) - set(ARMS))
+    if others:
+        raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
+                        "drop --batched to train them")
+
+
+def _train(runs: list[BatchedRun], config: SimulationConfig, progress: bool, position: int | None) -> tuple[list, float]:
+    """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder: the results and each run's
+    share of the training time (seconds)."""
+    start = time.perf_counter()
+    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), progress=progress, position=position)
+    return results, (time.perf_counter() - start) / len(runs)
+
+
+@dataclass(frozen=True)
+class ModelJob:
+    """One model of a batched training: method ``arm`` trained on the dataset of cell ``source`` and
+    evaluated on each of ``cells``, the cells whose ``arm`` it is. An arm that reads no graph (the LM
+    arm, λ_SI = 0) is one model for every cell of its seed that differs only in edge noise (their
+    sentences are one corpus), so it serves all of them; any other arm serves its own cell."""
+
+    source: SimulationConfig
+    arm: str
+    cells: tuple[SimulationConfig, ...]
+
+
+@dataclass(frozen=True)
+class BatchedTraining:
+    """One batched training, itself a grid cell: models of one shape (:func:`batch_key`), each
+    evaluated on the cells it serves, each evaluation recorded under ``cells_root`` (a cell is
+    complete when every arm it runs is; :func:`train_batched_cells` then stores it); its steps show
+    on line ``progress_line`` of the terminal (trainings run side by side in ``local`` workers, each
+    on its own line below the grid's bar)."""
+
+    jobs: tuple[ModelJob, ...]
+    cells_root: str
+    progress_line: int | None = None  # terminal line of its step bar (None: no bar)
+
+
+def train_batch(training: BatchedTraining) -> dict:
+    """Train ``training``'s models as one batched model and record each model's evaluation on each
+    cell it serves (``<cells_root>/<cell hash>/arms/<arm>.json``); the result names those records."""
+    cells = {config_hash(cell): cell for job in training.jobs for cell in (job.source, *job.cells)}
+    datasets = {key: build_dataset(cell.graph, progress=False) for key, cell in cells.items()}
+    _check_methods(job.arm for job in training.jobs)
+    runs = []
+    for job in training.jobs:
+        source = datasets[config_hash(job.source)]
+        if any(datasets[config_hash(cell)].sentences != source.sentences for cell in job.cells):
+            raise SiptError(f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
+                            "train them without --batched")
+        runs.append(BatchedRun(source.sentences, source.graph, arm_config(job.source, job.arm)))
+    results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)
+    written = []
+    for job, result in zip(training.jobs, results):
+        for cell in job.cells:
+            dataset = datasets[config_hash(cell)]
+            path = arm_record(training.cells_root, cell, job.arm)
+            write_json_atomic(path, {"seed": seed_fields(cell, dataset), "metrics": evaluate_arm(dataset, cell, result, share).metrics})
+            written.append(str(path))
+    return {"arms": written}
+
+
+def arm_record(cells_root: str | Path, cell: SimulationConfig, arm: str) -> Path:
+    """Where a batched training records cell ``cell``'s ``arm``."""
+    return Path(cells_root) / config_hash(cell) / "arms" / f"{arm}.json"
+
+
+def batch_key(config: SimulationConfig) -> str:
+    """Cells with one key can train as one batched model: they differ only in seed and edge noise."""
+    seedless = with_seed(config, 0)
+    return config_hash(dataclasses.replace(seedless, graph=dataclasses.replace(seedless.graph, noise=0.0)))
+
+
+#: How many batched trainings an executor runs at once (its options -> count); an executor not
+#: listed (slurm: a job per training) gets one training per condition.
+CONCURRENT_TRAININGS: dict[str, Callable[[dict], int]] = {
+    "serial": lambda options: 1,
+    "local": lambda options: options.get("max_workers") or os.cpu_count() or 1,
+}
+
+
+def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_options: dict) -> list[tuple[ModelJob, ...]]:
+    """Deal the models of ``cells`` (:class:`ModelJob`) into batched trainings: models that can share
+    a training (:func:`batch_key`) into as many trainings as ``executor`` runs at once
+    (:data:`CONCURRENT_TRAININGS`; ``local`` keeps every core busy to the end, where a training per
+    condition would leave cores idle in the last round, and the step cost per model hardly depends
+    on how many models share it, benchmarks/RESULTS.md), or one training per condition for other
+    executors.
+
+    A seed's LM arm is one model for all its noise rates' cells, wherever their other arms train,
+    so every model is trained once and the trainings differ by at most one model; models are dealt
+    in seed order."""
+    concurrent = CONCURRENT_TRAININGS.get(executor)
+    key = batch_key if concurrent else (lambda config: config_hash(with_seed(config, 0)))
+    groups: dict[str, list[SimulationConfig]] = {}
+    for config in cells:
+        groups.setdefault(key(config), []).append(config)
+    share = concurrent(executor_options) if concurrent else 1
+    trainings = []
+    for group in groups.values():
+        jobs, by_seed = [], {}
+        for config in sorted(group, key=lambda config: config.train.seed):
+            by_seed.setdefault(config.train.seed, []).append(config)
+        for seed_cells in by_seed.values():
+            for arm in seed_cells[0].methods:
+                if arm_config(seed_cells[0], arm).lambda_si == 0:  # reads no graph: one model for the seed
+                    jobs.append(ModelJob(seed_cells[0], arm, tuple(seed_cells)))
+                else:
+                    jobs += [ModelJob(cell, arm, (cell,)) for cell in seed_cells]
+        parts = min(share, len(jobs))
+        bounds = [len(jobs) * i // parts for i in range(parts + 1)]
+        trainings += [tuple(jobs[start:stop]) for start, stop in zip(bounds, bounds[1:])]
+    return trainings
+
+
+def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, executor: str = "serial",
+                        progress: bool = True, **executor_options) -> int:
+    """Train the unfinished cells of ``configs`` under ``root`` in batched trainings
+    (:func:`plan_trainings`), cells of a grid under ``root/batched`` run by ``executor``, and store
+    each cell whose arms all finished (also when the grid stops early; a re-run first stores the
+    cells whose arms a stopped run recorded, then trains the rest); returns how many cells were
+    unfinished. With ``progress``, each training shows its steps on a line of its own."""
+    root = Path(root).resolve()
+    unfinished = [c for c in configs if read_result(root / config_hash(c), SEED_RESULT_KEYS) is None]
+    pending = _store_recorded(unfinished, root)
+    trainings = [BatchedTraining(jobs, str(root), 1 + index if progress else None)
+                 for index, jobs in enumerate(plan_trainings(pending, executor, executor_options))]
+    try:
+        run_grid(train_batch, trainings, root / "batched", executor=executor, progress=progress, required_keys=("arms",),
+                 **executor_options)
+    finally:
+        _store_recorded(pending, root)
+    return len(unfinished)
+
+
+def _store_recorded(cells: Sequence[SimulationConfig], root: Path) -> list[SimulationConfig]:
+    """Store each of ``cells`` whose every arm has its record (:func:`arm_record`) as a finished grid
+    cell; returns the others."""
+    missing = []
+    for cell in cells:
+        records = [arm_record(root, cell, arm) for arm in cell.methods]
+        if not all(path.is_file() for path in records):
+            missing.append(cell)
+            continue
+        arms = [json.loads(path.read_text(encoding="utf-8")) for path in records]
+        store_cell(cell, root, {**arms[0]["seed"], "methods": {arm: record["metrics"] for arm, record in zip(cell.methods, arms)}})
+    return missing

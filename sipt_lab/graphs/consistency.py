@@ -1,0 +1,358 @@
+"""Local consistency (Definition 5 of the SIPT paper) and its relatives.
+
+Local consistency ``LC_G(y)`` is the probability that a node's label equals the plurality label of
+its neighbours: the leave-one-out accuracy of a one-hop majority vote. By Theorem 1 it lower-bounds
+the nearest-neighbour fine-tuning accuracy of an optimal SIPT embedder. Unlike node homophily (the
+mean *fraction* of same-label neighbours) it is a hard decision, so it needs policies for
+
+* **ties** (``TIE_POLICIES``): when the node's label is one of ``k`` labels tied for the plurality,
+  ``"split"`` scores ``1/k`` (the expected accuracy of a random tie-break), ``"strict"`` scores 0 and
+  ``"lenient"`` scores 1;
+* **isolated nodes**: they have no neighbours to vote, score NaN per node and are left out of every
+  mean here (PyG's ``homophily(method='node')`` counts them as 0 instead).
+
+Sparse graphs: one compiled (numba) pass over the CSR rows counts each node's neighbour labels in
+a scratch array of one count per class (``O(edges)`` time) and serves local consistency and both
+homophilies. Implicit label-clique graphs use the closed form per group (``O(n)``, no edges
+materialised) on vectorised group-by-label count matrices. Not to be confused with Zhou et al.'s
+(2004) "local and global consistency" (label spreading).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from sipt_lab.core import names
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.graph import PretrainingGraph, factorize
+
+TIE_POLICIES = names.TIE_POLICIES
+
+
+def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:
+    """``(n,)`` float per-node local consistency in ``[0, 1]``; NaN for isolated nodes.
+
+    A node scores 1 if its label is the unique plurality label of its neighbours, 0 if it is not a
+    plurality label, and ``1/k`` / 0 / 1 (``ties`` = split / strict / lenient) if it is one of ``k``
+    tied plurality labels. ``labels``: ``(n,)`` class of each node (any sortable values).
+    """
+    _check_ties(ties)
+    return _neighbour_stats(graph, *_label_codes(graph, labels), ties)[0]
+
+
+def local_consistency(graph: PretrainingGraph, labels, ties: str = "split") -> float:
+    """Definition 5: mean :func:`local_consistency_per_node` over non-isolated nodes."""
+    return _mean_over_connected(local_consistency_per_node(graph, labels, ties))
+
+
+def node_homophily(graph: PretrainingGraph, labels) -> float:
+    """Mean over non-isolated nodes of the fraction of neighbours sharing the node's label.
+
+    PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
+    we exclude them, as :func:`local_consistency` does.
+    """
+    return _node_homophily(graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
+
+
+def edge_homophily(graph: PretrainingGraph, labels) -> float:
+    """Fraction of undirected edges whose endpoints share a label."""
+    codes, n_classes = _label_codes(graph, labels)
+    if graph.n_edges == 0:
+        raise SiptError("edge homophily is undefined on a graph without edges; add edges")
+    return _edge_homophily(_neighbour_stats(graph, codes, n_classes, "split")[1], graph.n_edges)
+
+
+def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
+    """Corollary 1's bound on SIPT nearest-neighbour FT accuracy when ``G_PT`` links same-PT-label samples.
+
+    With ``G_PT`` the label-clique graph of ``pt_labels`` (``i ~ j`` iff ``pt_i == pt_j``), the
+    neighbours of sample ``i`` are the rest of its PT clique, so by the law of total probability
+
+        LC_{G_PT}(y_FT) = sum_l P(pt = l) * P(y_FT(x) = majority y_FT of the rest of the clique | pt = l),
+
+    which is exactly the local consistency of ``ft_labels`` over that implicit clique graph; this
+    function computes it with the ``O(n)`` closed form (nothing quadratic is built). Probabilities are
+    empirical over the samples; samples alone in their PT class have no neighbours and are left out,
+    and ties follow ``ties`` as in :func:`local_consistency_per_node`. ``pt_labels``, ``ft_labels``:
+    ``(n,)`` class per sample.
+    """
+    pt_labels = np.asarray(pt_labels)
+    ft_labels = np.asarray(ft_labels)
+    if pt_labels.shape != ft_labels.shape or pt_labels.ndim != 1:
+        raise SiptError(f"pt_labels and ft_labels must be 1-D of the same length, got shapes "
+                        f"{pt_labels.shape} and {ft_labels.shape}; pass one label of each per sample")
+    return local_consistency(PretrainingGraph.from_groups(pt_labels), ft_labels, ties)
+
+
+@dataclass(frozen=True)
+class ConsistencyReport:
+    """Summary of how consistent a labelling is over a graph (means over non-isolated nodes)."""
+
+    local_consistency: float
+    node_homophily: float
+    edge_homophily: float
+    n_nodes: int
+    n_edges: int
+    n_isolated: int
+    n_classes: int
+    tie_policy: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict of the fields."""
+        return dataclasses.asdict(self)
+
+
+def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> ConsistencyReport:
+    """Local consistency, node and edge homophily and graph counts in one :class:`ConsistencyReport`,
+    from one pass that counts each node's neighbour labels."""
+    _check_ties(ties)
+    codes, n_classes = _label_codes(graph, labels)
+    per_node, same = _neighbour_stats(graph, codes, n_classes, ties)
+    return _report(per_node, same, graph.degrees(), graph.n_edges, n_classes, ties)
+
+
+def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = "stream",
+                           chunk_edges: int | None = None, edge_columns=("u", "v"),
+                           label_columns=("node", "label"), scheduler: str | None = None,
+                           workers: int = 2, spill_dir=None, connect_timeout: float = 10.0):
+    """:func:`consistency_report` of a labelled graph too large for memory, read from files.
+
+    ``edges``: a Parquet file or directory (columns ``edge_columns``), or a text file, ``.tsv`` /
+    ``.csv``, optionally ``.gz``, one edge per line; ``labels``: the same formats with columns
+    ``label_columns`` (``node``, ``label``). ``engine="stream"`` reads the edges in chunks of
+    ``chunk_edges`` on this machine (:mod:`sipt_lab.graphs.consistency_stream`, memory bound there);
+    ``"dask"`` runs the same computation on a Dask cluster at ``scheduler`` (a ``LocalCluster``
+    of ``workers`` workers when None, giving up on an unreachable one after ``connect_timeout``
+    seconds; :mod:`sipt_lab.graphs.consistency_dask`). The result equals
+    :func:`consistency_report` of the same graph read in memory, ties included; self-loops and
+    duplicate edges are dropped and counted as there. Returns a
+    :class:`~sipt_lab.graphs.consistency_stream.FileConsistency`.
+    """
+    _check_ties(ties)
+    if engine == "stream":
+        from sipt_lab.graphs.consistency_stream import stream_consistency
+
+        return stream_consistency(edges, labels, ties, chunk_edges=chunk_edges, edge_columns=edge_columns,
+                                  label_columns=label_columns, spill_dir=spill_dir)
+    if engine == "dask":
+        from sipt_lab.graphs.consistency_dask import dask_consistency
+
+        return dask_consistency(edges, labels, ties, scheduler=scheduler, workers=workers,
+                                chunk_edges=chunk_edges, edge_columns=edge_columns,
+                                label_columns=label_columns, connect_timeout=connect_timeout)
+    raise SiptError(f"unknown engine {engine!r}; use stream or dask")
+
+
+# ---------------------------------------------------------------------- internals
+def _check_ties(ties: str) -> None:
+    if ties not in TIE_POLICIES:
+        raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
+
+
+def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """One counting pass over the neighbours' labels: ``(n,)`` float local consistency per node (NaN
+    for isolated nodes) and ``(n,)`` int count of neighbours sharing the node's label."""
+    if graph.is_implicit:
+        counts = _group_label_counts(graph, codes, n_classes)
+        return _clique_local_consistency(graph, counts, codes, ties), _lookup(counts, graph.group_codes, codes) - 1
+    same, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
+    return _scores(n_tied, graph.degrees(), ties), same
+
+
+def _scores(n_tied: np.ndarray, degrees: np.ndarray, ties: str) -> np.ndarray:
+    """``(n,)`` float local consistency per node from the ``n_tied`` of
+    :func:`_neighbour_label_counts` and the ``(n,)`` degrees (NaN where 0)."""
+    score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
+    score[degrees == 0] = np.nan
+    return score
+
+
+def _report(per_node, same, degrees, n_edges: int, n_classes: int, ties: str) -> ConsistencyReport:
+    """:class:`ConsistencyReport` from ``(n,)`` per-node scores, same-label neighbour counts and degrees."""
+    return ConsistencyReport(
+        local_consistency=_mean_over_connected(per_node),
+        node_homophily=_node_homophily(degrees, same),
+        edge_homophily=_edge_homophily(same, n_edges),
+        n_nodes=int(degrees.size),
+        n_edges=int(n_edges),
+        n_isolated=int(np.count_nonzero(degrees == 0)),
+        n_classes=int(n_classes),
+        tie_policy=ties,
+    )
+
+
+def _node_homophily(degrees: np.ndarray, same: np.ndarray) -> float:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = same / degrees
+    return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
+
+
+def _edge_homophily(same: np.ndarray, n_edges: int) -> float:
+    """Every same-label edge counts once from each end."""
+    return float(same.sum(dtype=np.int64) / (2 * n_edges))
+
+
+def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
+    """``(n,)`` int64 codes ``0..C-1`` of ``labels`` and ``C``; validates the length."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.size != graph.n_nodes:
+        raise SiptError(f"labels has shape {labels.shape} but the graph has {graph.n_nodes} nodes; "
+                        "pass one label per node")
+    uniques, codes = factorize(labels)
+    return codes, uniques.size
+
+
+def _neighbour_label_counts(A: sp.csr_array, codes: np.ndarray, n_classes: int):
+    """``(same, n_tied)``, two ``(n,)`` int32 arrays over the nodes of the CSR adjacency ``A``.
+
+    ``same``: how many neighbours share the node's label; ``n_tied``: how many labels tie for the
+    neighbours' plurality when the node's own label is one of them, else 0 (isolated nodes: 0, 0).
+    ``codes``: ``(n,)`` label codes ``0..n_classes-1``.
+    """
+    return _row_label_counts(A.indptr, A.indices, codes, codes, n_classes)
+
+
+def _row_label_counts(indptr, indices, codes, row_codes, n_classes: int):
+    """:func:`_neighbour_label_counts` of the rows of a CSR block: ``indptr`` ``(r+1,)`` and
+    ``indices`` (neighbours, into ``codes``) describe ``r`` rows whose own labels are ``row_codes``
+    ``(r,)``; a block of rows out of a larger graph when ``row_codes`` is a gather of ``codes``."""
+    # The smallest code dtype keeps the random gathers codes[indices] in cache.
+    dtype = np.min_scalar_type(max(n_classes - 1, 0))
+    return _neighbour_label_kernel(indptr, indices, codes.astype(dtype, copy=False),
+                                   row_codes.astype(dtype, copy=False), n_classes)
+
+
+# Serial on purpose: numba's parallel loops run on OpenMP threads that spin while they wait, which
+# made this 4x slower on a loaded 2-core machine, oversubscribes the one-process-per-core sweep
+# workers, and aborts forked children. nogil lets callers run it from several threads instead.
+@numba.njit(cache=True, nogil=True)
+def _neighbour_label_kernel(indptr, indices, codes, row_codes, n_classes):
+    """:func:`_neighbour_label_counts` on the raw CSR arrays: one pass per row plus an O(degree) or
+    O(classes) scan, with one scratch count array kept all zero between rows."""
+    n = indptr.size - 1
+    same = np.zeros(n, np.int32)
+    n_tied = np.zeros(n, np.int32)
+    counts = np.zeros(n_classes, np.int32)
+    for i in range(n):
+        start, end = indptr[i], indptr[i + 1]
+        top = n_top = 0
+        if n_classes <= end - start:
+            # Many neighbours per class: count, then scan every class (branch-free passes).
+            for e in range(start, end):
+                counts[codes[indices[e]]] += 1
+            own = counts[row_codes[i]]
+            for c in range(n_classes):
+                top = max(top, counts[c])
+            for c in range(n_classes):
+                n_top += counts[c] == top
+                counts[c] = 0
+        else:
+            # Fewer neighbours than classes: touch only the neighbours' labels. The second pass
+            # counts each top label once, as it resets the label's count on its first visit.
+            for e in range(start, end):
+                label = codes[indices[e]]
+                counts[label] += 1
+                top = max(top, counts[label])
+            own = counts[row_codes[i]]
+            for e in range(start, end):
+                label = codes[indices[e]]
+                n_top += counts[label] == top
+                counts[label] = 0
+        same[i] = own
+        if own == top and top > 0:
+            n_tied[i] = n_top
+    return same, n_tied
+
+
+def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int):
+    """``(n_rows, n_cols)`` int64 counts of the pairs ``(rows[k], cols[k])``.
+
+    Dense (one bincount) unless that would be much larger than the input, then a CSR array. The
+    dense matrix is the transpose of a ``(n_cols, n_rows)`` C-ordered array, so per-row reductions
+    over the few columns run as fast elementwise passes.
+    """
+    if n_rows * n_cols <= max(2 * rows.size, 1 << 20):
+        # int32 keys where they fit: the gather and add are memory bound, so half the bytes is faster
+        key_dtype = np.int32 if n_rows * n_cols < np.iinfo(np.int32).max else np.int64
+        keys = cols.astype(key_dtype) * key_dtype(n_rows)
+        keys += rows.astype(key_dtype, copy=False)
+        return np.bincount(keys, minlength=n_rows * n_cols).reshape(n_cols, n_rows).T
+    counts = sp.csr_array((np.ones(rows.size, np.int64), (rows, cols)), shape=(n_rows, n_cols))
+    counts.sum_duplicates()
+    return counts
+
+
+def _row_top(counts, exclude=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the largest count and how many columns reach it.
+
+    With ``exclude`` (a per-row value), counts equal to it are ignored, which gives the runner-up.
+    Sparse rows ignore their implicit zeros (callers never need a zero maximum).
+    """
+    if not sp.issparse(counts):
+        values = counts if exclude is None else np.where(counts == exclude[:, None], -1, counts)
+        top = values.max(axis=1)
+        return top, (values == top[:, None]).sum(axis=1)
+    row_len = np.diff(counts.indptr)
+    values = counts.data
+    if exclude is not None:
+        values = np.where(values == np.repeat(exclude, row_len), -1, values)
+    top = np.zeros(counts.shape[0], dtype=np.int64)
+    filled = row_len > 0
+    top[filled] = np.maximum(np.maximum.reduceat(values, counts.indptr[:-1][filled]), 0)
+    rows = np.repeat(np.arange(counts.shape[0]), row_len)
+    n_top = np.bincount(rows[values == np.repeat(top, row_len)], minlength=counts.shape[0])
+    return top, n_top
+
+
+def _lookup(counts, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``counts[rows[k], cols[k]]`` for a dense array or a CSR array with sorted indices."""
+    if not sp.issparse(counts):
+        return counts[rows, cols]
+    return np.asarray(counts[rows, cols]).astype(np.int64).ravel()
+
+
+def _tie_score(n_tied: np.ndarray, ties: str) -> np.ndarray:
+    n_tied = np.asarray(n_tied, dtype=np.float64)
+    if ties == "split":
+        return 1.0 / np.maximum(n_tied, 1.0)
+    if ties == "strict":
+        return (n_tied == 1).astype(np.float64)
+    return np.ones_like(n_tied)
+
+
+def _group_label_counts(graph: PretrainingGraph, codes: np.ndarray, n_classes: int):
+    """``(G, C)`` counts of each label within each group of an implicit clique graph."""
+    groups = graph.group_codes
+    return _count_matrix(groups, codes, int(graph.group_sizes.size), n_classes)
+
+
+def _clique_local_consistency(graph: PretrainingGraph, counts, codes, ties: str) -> np.ndarray:
+    """Closed form over implicit cliques: node i's neighbour counts are its group's counts minus i.
+
+    Let ``top``/``n_top`` be the group's largest label count and how many labels reach it, and
+    ``second``/``n_second`` the runner-up. Removing i lowers its own label's count by one, so i
+    scores only if its label had the unique top count; it then ties with the ``n_second`` runner-up
+    labels when ``second == top - 1`` and wins outright when ``second < top - 1``.
+    """
+    top, n_top = _row_top(counts)
+    second, n_second = _row_top(counts, exclude=top)
+    g = graph.group_codes
+    own = _lookup(counts, g, codes)
+    wins = (own == top[g]) & (n_top[g] == 1)
+    tied = wins & (second[g] == top[g] - 1)
+    score = np.where(wins, 1.0, 0.0)
+    score[tied] = _tie_score(1 + n_second[g][tied], ties)
+    score[graph.group_sizes[g] == 1] = np.nan
+    return score
+
+
+def _mean_over_connected(per_node: np.ndarray) -> float:
+    connected = ~np.isnan(per_node)
+    if not connected.any():
+        raise SiptError("every node is isolated, so the measure is undefined; add edges to the graph")
+    return float(per_node[connected].mean())

@@ -1,0 +1,231 @@
+"""Local consistency of a labelled graph read from disk in bounded memory (out of core).
+
+The in-memory path (:func:`sipt_lab.graphs.graph.load_graph_tsv` + :func:`~sipt_lab.graphs.consistency.consistency_report`)
+holds every edge. Here the edges are streamed in chunks (:func:`sipt_lab.graphs.edge_tables.edge_chunks`)
+and each chunk becomes *directed records*: for every edge ``{a, b}`` between labelled nodes with
+``a != b`` the two int64 keys ``a * n + b`` and ``b * n + a`` (source, neighbour). Records are
+appended to spill files partitioned by source-node range, so every record of a node, and every
+copy of a repeated edge, lands in one partition, whatever chunk it came from. Each partition is
+then loaded alone, sorted and deduplicated (exactly the graph's distinct edges, seen from their
+source), and its rows are counted by the same compiled per-row kernel as the in-memory path
+(:func:`_neighbour_label_counts <sipt_lab.graphs.consistency._neighbour_label_counts>`), giving every
+node's degree, same-label neighbour count and number of tied plurality labels. The report is then
+computed from those ``(n,)`` arrays by the same code as in memory, so the numbers are identical,
+ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
+an unlabelled node is an error naming the first such edge and counting them all.
+
+Memory bound, for ``n`` labelled nodes and chunks of ``c`` edges: ``O(n)`` for the labels, the
+per-node counts and the report (about 55 bytes per node at the peak), plus ``O(c)`` for one chunk
+in flight (about 100 bytes per edge, Arrow's reader block included), plus one partition:
+partitions are sized to hold about ``4c`` records and one over ``8c`` is re-split by node range
+before it is loaded, so at most ``max(8c, largest degree)`` records of 8 bytes, about five times
+over while sorted and split. Never ``O(edges)``. Spill files take 16 bytes per edge on disk and
+are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sipt_lab.graphs.consistency import (
+    ConsistencyReport,
+    _check_ties,
+    _report,
+    _row_label_counts,
+    _scores,
+)
+from sipt_lab.graphs.edge_tables import (
+    NodeIndex,
+    as_arrow,
+    check_chunk_edges,
+    edge_chunks,
+    estimate_edges,
+    read_node_index,
+)
+from sipt_lab.core.errors import SiptError
+
+#: Default number of edges per chunk.
+DEFAULT_CHUNK_EDGES = 1 << 21
+#: Most spill files open at once (one per partition).
+MAX_PARTITIONS = 256
+#: Records per partition, in chunks: a larger partition is re-split before it is loaded.
+PARTITION_CHUNKS = 4
+
+
+@dataclass(frozen=True)
+class FileConsistency:
+    """A :class:`~sipt_lab.graphs.consistency.ConsistencyReport` of a graph read from files, with what the
+    reader dropped (self-loops, repeated undirected edges)."""
+
+    report: ConsistencyReport
+    dropped_self_loops: int
+    dropped_duplicates: int
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: the report's fields and the two dropped counts."""
+        return {**self.report.to_dict(), "dropped_self_loops": self.dropped_self_loops,
+                "dropped_duplicates": self.dropped_duplicates}
+
+
+@dataclass
+class EdgeTally:
+    """What the reading pass saw: data rows, self-loops and rows naming unlabelled nodes (with the
+    first such row's number, 1-based over data rows, and id)."""
+
+    rows: int = 0
+    self_loops: int = 0
+    unknown: int = 0
+    first_unknown: tuple[int, str] | None = None
+
+    def add(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Count the rows with node numbers ``u``, ``v`` (``(m,)`` int64, -1 where unlabelled);
+        returns the ``(m,)`` bool mask of the edges to keep (labelled ends, not a self-loop)."""
+        unknown = (u < 0) | (v < 0)
+        loops = ~unknown & (u == v)
+        self.rows += int(u.size)
+        self.unknown += int(unknown.sum())
+        self.self_loops += int(loops.sum())
+        return ~unknown & ~loops
+
+    def check(self, edges, labels) -> None:
+        """SiptError naming the first edge with an unlabelled node, as the in-memory reader does."""
+        if self.unknown:
+            row, name = self.first_unknown or (None, "?")
+            where = f"{edges}: edge {row}" if row else f"{edges}"
+            raise SiptError(f"{where}: node {name!r} has no label in {labels}; add it to "
+                            f"the labels file or remove the edge ({self.unknown} such edge(s))")
+
+
+@dataclass
+class NodeCounts:
+    """Per-node results of the counting pass, ``(n,)`` each: neighbours sharing the node's label
+    (int32), labels tied for the plurality when the node's is one of them, else 0 (int32), degree
+    (int64)."""
+
+    same: np.ndarray
+    n_tied: np.ndarray
+    degree: np.ndarray = field(repr=False)
+
+    @classmethod
+    def zeros(cls, n: int) -> NodeCounts:
+        return cls(np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n, np.int64))
+
+    def add(self, nodes, same, n_tied, degree) -> None:
+        """Store the counts of ``nodes`` (each node is counted in one block only)."""
+        self.same[nodes], self.n_tied[nodes], self.degree[nodes] = same, n_tied, degree
+
+    def result(self, tally: EdgeTally, n_classes: int, ties: str) -> FileConsistency:
+        n_edges = int(self.degree.sum()) // 2
+        report = _report(_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties)
+        return FileConsistency(report, tally.self_loops, tally.rows - tally.self_loops - n_edges)
+
+
+def stream_consistency(edges, labels, ties: str = "split", *, chunk_edges: int | None = None,
+                       edge_columns=("u", "v"), label_columns=("node", "label"), spill_dir=None) -> FileConsistency:
+    """:func:`sipt_lab.graphs.consistency.consistency_from_files` on this machine, in bounded memory (see
+    the module doc): ``chunk_edges`` edges per chunk (default :data:`DEFAULT_CHUNK_EDGES`), spill
+    files in a temporary directory under ``spill_dir`` (default: the system's)."""
+    _check_ties(ties)
+    chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
+    index = read_node_index(labels, label_columns)
+    n_parts = min(MAX_PARTITIONS, max(1, math.ceil(estimate_edges(edges) / (PARTITION_CHUNKS * chunk) * 2)))
+    tally = EdgeTally()
+    counts = NodeCounts.zeros(index.n_nodes)
+    with tempfile.TemporaryDirectory(prefix="sipt-lab-spill-", dir=spill_dir) as tmp:
+        spill = Spill(tmp, index.n_nodes, 0, index.n_nodes, n_parts)
+        for u, v in edge_chunks(edges, chunk, edge_columns):
+            spill.add(directed_keys(u, v, index, tally))
+        spill.close()
+        tally.check(edges, labels)
+        for keys in spill.blocks(PARTITION_CHUNKS * chunk * 2):
+            counts.add(*node_counts(keys, index))
+    return counts.result(tally, index.n_classes, ties)
+
+
+def directed_keys(u_ids, v_ids, index: NodeIndex, tally: EdgeTally) -> np.ndarray:
+    """:func:`pair_keys` of the edges of a chunk (id arrays ``u_ids``, ``v_ids``) that join two
+    distinct labelled nodes; ``tally`` counts the chunk's rows, self-loops and unlabelled ends."""
+    u, v = index.lookup(u_ids), index.lookup(v_ids)
+    rows = tally.rows
+    keep = tally.add(u, v)
+    if tally.unknown and tally.first_unknown is None:
+        k = int(np.flatnonzero((u < 0) | (v < 0))[0])
+        tally.first_unknown = (rows + k + 1, str(as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py()))
+    return pair_keys(u[keep], v[keep], index.n_nodes)
+
+
+def pair_keys(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """``(2k,)`` int64 directed records ``src * n + dst`` of both directions of the ``k`` edges
+    ``(u, v)`` (node numbers, ``u != v``)."""
+    n = np.int64(n)
+    return np.concatenate([u * n + v, v * n + u])
+
+
+def node_counts(keys: np.ndarray, index: NodeIndex):
+    """``(nodes, same, n_tied, degree)`` of the source nodes of ``keys``, directed records that
+    hold every record of their sources (repeats allowed); each output is ``(k,)`` over the ``k``
+    distinct sources, ``nodes`` sorted."""
+    n = np.int64(index.n_nodes)
+    keys = np.sort(keys)
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+    src = keys // n
+    dst = keys - src * n
+    first = np.concatenate([[True], src[1:] != src[:-1]]) if src.size else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    nodes = src[starts]
+    indptr = np.append(starts, src.size)
+    same, n_tied = _row_label_counts(indptr, dst, index.codes, index.codes[nodes], index.n_classes)
+    return nodes, same, n_tied, np.diff(indptr)
+
+
+class Spill:
+    """Directed records appended to one file per source-node range of ``[lo, hi)`` (``n_parts``
+    equal ranges), in a new directory under ``directory``."""
+
+    def __init__(self, directory, n: int, lo: int, hi: int, n_parts: int):
+        self.directory, self.n = str(directory), n
+        self.bounds = lo + (hi - lo) * np.arange(n_parts + 1, dtype=np.int64) // n_parts
+        own = tempfile.mkdtemp(prefix="spill-", dir=directory)
+        self.paths = [os.path.join(own, f"part-{k}.i64") for k in range(n_parts)]
+        self.handles = [open(path, "wb") for path in self.paths]  # noqa: SIM115 (closed by close())
+
+    def add(self, keys: np.ndarray) -> None:
+        part = np.searchsorted(self.bounds[1:-1] * np.int64(self.n), keys, side="right")
+        order = np.argsort(part.astype(np.uint16), kind="stable")  # a radix sort: linear time
+        ends = np.cumsum(np.bincount(part, minlength=len(self.handles)))
+        keys = keys[order]
+        for handle, start, end in zip(self.handles, np.concatenate([[0], ends[:-1]]), ends):
+            if end > start:
+                keys[start:end].tofile(handle)
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.close()
+
+    def blocks(self, max_records: int) -> Iterator[np.ndarray]:
+        """Each partition's records, one array per partition of at most ``max_records`` records
+        (a larger one is re-split by node range first, unless it holds a single node); files are
+        deleted as they are read."""
+        for k, path in enumerate(self.paths):
+            size = os.path.getsize(path) // 8
+            lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
+            if size > max_records and hi - lo > 1:
+                sub = Spill(self.directory, self.n, lo, hi, min(hi - lo, MAX_PARTITIONS,
+                                                               2 * math.ceil(size / max_records)))
+                with open(path, "rb") as handle:
+                    while (keys := np.fromfile(handle, np.int64, count=max_records)).size:
+                        sub.add(keys)
+                sub.close()
+                os.remove(path)
+                yield from sub.blocks(max_records)
+                continue
+            keys = np.fromfile(path, np.int64)
+            os.remove(path)
+            if keys.size:
+                yield keys
