@@ -166,7 +166,7 @@ def print_report_table(rows: list[dict]) -> None:
         rise = all(r[f"{m}_after"] > r[f"{m}_before"] for r in linked for m in METRICS[:2])
         verdict = f"{init}: AUROC and MRR rise on every LC-1 run: {'yes' if rise else 'NO'}"
 
-        def control(graph: str) -> np.ndarray:
+        def control(graph: str, init: str = init) -> np.ndarray:
             return np.array([r["loo_3nn_auroc_after"] - r["loo_3nn_auroc_before"] for r in rows if r["init"] == init and r["graph"] == graph])
 
         sipt, lm = control("random"), control("random (LM only)")
