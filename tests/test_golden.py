@@ -1,0 +1,310 @@
+"""Golden tests: today's command line and today's results, pinned before the package is restructured.
+
+The restructuring (modules moved into new packages, the CLI generated from the config dataclasses,
+the training loops merged) is meant to change where code lives, not what ``sipt-lab`` accepts or
+computes. These tests hold it to that:
+
+* **Flags** (:func:`test_flags_and_defaults_are_unchanged`): every command and sub-command of
+  ``sipt-lab``, and for each its arguments as data: option strings, action (a value, a switch, a
+  repeatable flag), default, choices, nargs, required, and which of a fixed set of probe values
+  the flag's type accepts (so a range check that moves into a config dataclass must keep its
+  range). Golden file: ``golden/help/flags.json``.
+* **Help text** (:func:`test_help_text_is_unchanged`): the full ``--help`` of every command at a
+  fixed width of 100 columns, one file each (``golden/help/sipt-lab.txt``,
+  ``golden/help/domain_run.txt`` for ``sipt-lab domain run``, ...). Kept apart from the flags so
+  that "the flags changed" and "only the wording changed" fail different tests. (argparse's layout
+  differs a little between Python versions: regenerate these files when moving to another one.)
+* **Results** (``test_<command>_results``): tiny end-to-end runs through
+  :func:`sipt_lab.cli.main.main` in a temporary directory (``simulate``, ``pretrain --init char``
+  with and without the structure loss, ``finetune`` of the SIPT model against the LM-only one,
+  ``domain run`` on a generated proteins directory, ``consistency``), with the files each writes
+  normalised (volatile fields dropped, paths made relative, floats rounded: :mod:`golden_support`)
+  and compared with ``golden/results/<run>.json`` within a relative tolerance of 1e-4.
+
+The inputs are generated here from fixed seeds (the proteins directory by
+:func:`domain_fixtures.write_proteins`), so that the golden files depend on the package alone.
+Rewrite every golden file with ``SIPT_LAB_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py``
+when a change of behaviour is intended; a missing golden file fails with that hint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from golden_support import (
+    GOLDEN_DIR,
+    UPDATE_HINT,
+    check_golden_json,
+    normalise,
+    read_csv_rows,
+    text_mismatch,
+    updating,
+)
+
+from sipt_lab.cli.main import build_parser, main
+
+# ------------------------------------------------------------------------------------------ command line
+#: Width of the terminal the help text is formatted for (argparse reads ``COLUMNS``).
+HELP_COLUMNS = "100"
+#: Values offered to every flag's type: what it accepts (and turns them into) is pinned, and a
+#: rejected value shows as ``"<rejected>"``.
+TYPE_PROBES = ("-1", "0", "0.5", "1", "2", "1e9", "99999999999999999999", "1e400", "nan", "", " ", "x")
+
+
+def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """``(path, parser)`` for ``sipt-lab`` (path ``()``) and every command and sub-command below it."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from command_parsers(sub, (*path, name))
+
+
+def help_file(path: tuple[str, ...]) -> str:
+    """``sipt-lab domain run`` -> ``domain_run.txt`` (no command name has an underscore)."""
+    return "_".join(path or ("sipt-lab",)) + ".txt"
+
+
+def describe_arguments(parser: argparse.ArgumentParser) -> dict:
+    """The parser's arguments as data, keyed by the longest option string (a positional by the
+    name its usage shows; the sub-command choice as ``<subcommands>``)."""
+    action_names = {cls: name for name, cls in parser._registries["action"].items() if name is not None}
+    described = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            described["<subcommands>"] = {"names": list(action.choices), "required": action.required}
+            continue
+        key = max(action.option_strings, key=len) if action.option_strings else f"<{action.metavar or action.dest}>"
+        entry = {
+            "option_strings": sorted(action.option_strings),
+            "action": action_names.get(type(action), type(action).__name__),
+            "default": normalise(action.default),
+            "choices": normalise(list(action.choices)) if action.choices is not None else None,
+            "nargs": action.nargs,
+            "required": action.required,
+        }
+        if action.type is not None:
+            entry["accepts"] = probe_type(action.type)
+        described[key] = entry
+    return described
+
+
+def probe_type(convert) -> dict:
+    """What ``convert`` (an argparse ``type=``) makes of each of :data:`TYPE_PROBES`."""
+    accepted = {}
+    for text in TYPE_PROBES:
+        try:
+            accepted[text] = normalise(convert(text))
+        except (argparse.ArgumentTypeError, ValueError, TypeError, OverflowError):
+            accepted[text] = "<rejected>"
+    return accepted
+
+
+@pytest.fixture()
+def parser(monkeypatch):
+    monkeypatch.setenv("COLUMNS", HELP_COLUMNS)
+    return build_parser()
+
+
+def test_flags_and_defaults_are_unchanged(parser):
+    """The set of commands, and each one's flags with their defaults, choices, nargs, whether
+    required, and what their types accept."""
+    flags = {" ".join(("sipt-lab", *path)): describe_arguments(sub) for path, sub in command_parsers(parser)}
+    check_golden_json("help/flags.json", flags)
+
+
+def test_help_text_is_unchanged(parser):
+    """The full ``--help`` of every command (wording, order, wrapping at 100 columns)."""
+    expected_files = set()
+    problems = []
+    for path, sub in command_parsers(parser):
+        name = help_file(path)
+        expected_files.add(name)
+        problem = text_mismatch(f"help/{name}", sub.format_help())
+        if problem:
+            problems.append(problem)
+    stale = {p.name for p in (GOLDEN_DIR / "help").glob("*.txt")} - expected_files
+    if updating():
+        for name in stale:
+            (GOLDEN_DIR / "help" / name).unlink()
+    elif stale:
+        problems.append(f"golden help files of commands that no longer exist: {', '.join(sorted(stale))}")
+    if problems:
+        pytest.fail("--help text differs from its golden files:\n" + "\n".join(problems)[:12000] + f"\n{UPDATE_HINT}",
+                    pytrace=False)
+
+
+# ------------------------------------------------------------------------------------------ inputs
+#: Words of each label group; every golden sample mixes its group's words with shared filler.
+GROUP_WORDS = (("red", "blue", "green", "pink", "gold"), ("cat", "dog", "cow", "owl", "fox"),
+               ("oak", "elm", "ash", "fir", "yew"), ("sun", "moon", "star", "sky", "rain"))
+FILLER = ("the", "a", "of", "and", "to", "in", "is", "was", "on", "with")
+N_SAMPLES = 48
+
+
+def write_inputs(root: Path) -> Path:
+    """48 samples in 4 label groups: samples.tsv (half group words, half filler), labels.tsv,
+    edges.tsv (mostly within a group, a few across, so LC is below 1) and splits.tsv (24/8/16)."""
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True, exist_ok=True)
+    ids = [f"s{k}" for k in range(N_SAMPLES)]
+    group = [k % len(GROUP_WORDS) for k in range(N_SAMPLES)]
+    texts = [" ".join([*rng.choice(GROUP_WORDS[g], 4), *rng.choice(FILLER, 4)]) for g in group]
+    (root / "samples.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{t}\n" for i, t in zip(ids, texts)))
+    (root / "labels.tsv").write_text("".join(f"{i}\tg{g}\n" for i, g in zip(ids, group)))
+    edges = [(a, b) for a in range(N_SAMPLES) for b in range(a + 1, N_SAMPLES)
+             if rng.random() < (0.5 if group[a] == group[b] else 0.03)]
+    (root / "edges.tsv").write_text("".join(f"{ids[a]}\t{ids[b]}\n" for a, b in edges))
+    split = ["train"] * 24 + ["validation"] * 8 + ["test"] * 16
+    (root / "splits.tsv").write_text("".join(f"{i}\t{s}\n" for i, s in zip(ids, split)))
+    return root
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text())
+
+
+def file_listing(root: Path) -> list[str]:
+    """Every file under ``root``, relative, sorted: which files a run writes is pinned too."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    return write_inputs(tmp_path_factory.mktemp("golden-inputs"))
+
+
+#: The two tiny ``pretrain --init char`` runs: SIPT (the char init's default lambda) and LM-only.
+PRETRAIN_ARMS = {"sipt": [], "lm": ["--lambda-si", "0"]}
+
+
+@pytest.fixture(scope="module")
+def pretrained(inputs, tmp_path_factory) -> dict[str, Path]:
+    """Arm -> run directory of :data:`PRETRAIN_ARMS`, shared by the pretrain and finetune tests (run
+    with the settings of the function-scoped conftest fixtures: one torch thread, an isolated cache)."""
+    root = tmp_path_factory.mktemp("golden-pretrain")
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIPT_LAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        torch.set_num_threads(1)
+        try:
+            for arm, extra in PRETRAIN_ARMS.items():
+                assert main(["pretrain", "--samples", str(inputs / "samples.tsv"), "--edges", str(inputs / "edges.tsv"),
+                             "--labels", str(inputs / "labels.tsv"), "--init", "char", "--encoder", "paper-small",
+                             "--steps", "6", "--batch-size", "8", "--device", "cpu", "--quiet", *extra,
+                             "--out", str(root / arm)]) == 0
+        finally:
+            torch.set_num_threads(threads)
+    return {arm: root / arm for arm in PRETRAIN_ARMS}
+
+
+@pytest.fixture()
+def fake_corpus(monkeypatch):
+    """The semi-synthetic families' corpus and topic model replaced by 240 random strings in 12
+    planted topics (fitting LDA on the embedded corpus takes longer than all of these tests)."""
+    from sipt_lab.corpus import Corpus
+    from sipt_lab.synthetic import registry
+    from sipt_lab.topics import TopicAssignment
+
+    rng = np.random.default_rng(0)
+    alphabet = np.array(list("abcdefgh "))
+    sentences = ["".join(rng.choice(alphabet, 24)) for _ in range(240)]
+    doc_topic = np.full((240, 12), 0.05 / 11)
+    doc_topic[np.arange(240), np.arange(240) % 12] = 0.95
+    corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
+    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+
+
+# ------------------------------------------------------------------------------------------ results
+def test_simulate_results(tmp_path, fake_corpus):
+    """``simulate``: LM vs SIPT on a 30-node cliques graph, 2 seeds, 20 steps. Pins results.json
+    (config, per-seed metrics of each arm, LC) and the cell directories, whose names are the
+    config hashes a re-run uses to skip finished seeds."""
+    out = tmp_path / "sim"
+    assert main(["simulate", "--graph", "cliques", "--nodes", "30", "--steps", "20", "--seeds", "2", "--lambda-si", "0.5",
+                 "--device", "cpu", "--executor", "serial", "--json", "--out", str(out)]) == 0
+    check_golden_json("results/simulate.json", normalise({
+        "files": file_listing(out),
+        "results.json": read_json(out / "results.json"),
+    }, tmp_path))
+
+
+def test_pretrain_results(pretrained, inputs):
+    """``pretrain --init char`` with --labels, SIPT and LM-only (``--lambda-si 0``): the before/after
+    report (LC, LOO 3-NN, radius, link retrieval), the final losses, the loss history, the saved
+    config, tokenizer and encoder sizes, and which files a run writes."""
+    runs = {}
+    for arm, out in pretrained.items():
+        runs[arm] = {
+            "files": file_listing(out),
+            "result.json": read_json(out / "result.json"),
+            "config.json": read_json(out / "config.json"),
+            "history.csv": read_csv_rows(out / "history.csv"),
+            "model/encoder_config.json": read_json(out / "model" / "encoder_config.json"),
+            "model/tokenizer.json": read_json(out / "model" / "tokenizer.json"),
+        }
+    check_golden_json("results/pretrain.json", normalise(runs, {out.parent: "<pretrain>", inputs: "<inputs>"}))
+
+
+def test_finetune_results(pretrained, inputs, tmp_path):
+    """``finetune`` of the SIPT run directory against the LM-only one (--baseline) on given splits,
+    2 seeds, probe and full fine-tuning: scores, relative error reductions and paired t-tests.
+
+    (Not ``--baseline char``: a named char init gets a vocabulary learnt from no texts, so every
+    sample embeds alike and the probe's scores turn on float ties.)"""
+    out = tmp_path / "ft"
+    assert main(["finetune", "--model", str(pretrained["sipt"]), "--baseline", str(pretrained["lm"]),
+                 "--samples", str(inputs / "samples.tsv"), "--labels", str(inputs / "labels.tsv"),
+                 "--splits", str(inputs / "splits.tsv"), "--seeds", "2", "--lr", "1e-3", "--epochs", "2",
+                 "--batch-size", "8", "--device", "cpu", "--out", str(out)]) == 0
+    check_golden_json("results/finetune.json", normalise({
+        "files": file_listing(out),
+        "results.json": read_json(out / "results.json"),
+        "config.json": read_json(out / "config.json"),
+    }, {tmp_path: "<tmp>", pretrained["sipt"].parent: "<pretrain>", inputs: "<inputs>"}))
+
+
+def test_domain_run_results(tmp_path):
+    """``domain run proteins --init char`` on a generated proteins directory: off-the-shelf, LM and
+    SIPT arms, 2 seeds, 4 pre-training steps, probe and full fine-tuning. Pins summary.json,
+    comparison.csv and every cell's config and result (cells keyed by arm, graph and seed: their
+    directory names hash the absolute data path, which differs from run to run)."""
+    from domain_fixtures import write_proteins
+
+    data = write_proteins(tmp_path / "proteins")
+    out = tmp_path / "dom"
+    assert main(["domain", "run", "proteins", "--data", str(data), "--init", "char", "--seeds", "2", "--steps", "4",
+                 "--mode", "both", "--device", "cpu", "--executor", "serial", "--out", str(out)]) == 0
+    cells = {}
+    for cell in sorted((out / "cells").iterdir()):
+        config = read_json(cell / "config.json")
+        cells[f"{config['arm']} graph={config['graph']} seed={config['seed']}"] = {
+            "files": file_listing(cell), "config.json": config, "result.json": read_json(cell / "result.json")}
+    assert len(cells) == len(list((out / "cells").iterdir()))
+    check_golden_json("results/domain_run.json", normalise({
+        "files": [name for name in file_listing(out) if not name.startswith("cells/")],
+        "summary.json": read_json(out / "summary.json"),
+        "comparison.csv": read_csv_rows(out / "comparison.csv"),
+        "cells": cells,
+    }, tmp_path))
+
+
+def test_consistency_results(inputs, capsys):
+    """``consistency --json``: the packaged example with the in-memory and the streaming engine
+    (the same numbers), and the golden inputs with --ties strict."""
+    runs = {
+        "example": ["--example"],
+        "example --engine stream": ["--example", "--engine", "stream"],
+        "inputs --ties strict": ["--edges", str(inputs / "edges.tsv"), "--labels", str(inputs / "labels.tsv"), "--ties", "strict"],
+    }
+    printed = {}
+    for name, argv in runs.items():
+        assert main(["consistency", *argv, "--json"]) == 0
+        printed[name] = json.loads(capsys.readouterr().out)
+    check_golden_json("results/consistency.json", normalise(printed, {inputs: "<inputs>"}))
