@@ -207,9 +207,9 @@ def pretrained(inputs, tmp_path_factory) -> dict[str, Path]:
 def fake_corpus(monkeypatch):
     """The semi-synthetic families' corpus and topic model replaced by 240 random strings in 12
     planted topics (fitting LDA on the embedded corpus takes longer than all of these tests)."""
-    from sipt_lab.corpus import Corpus
+    from sipt_lab.data.corpus import Corpus
     from sipt_lab.synthetic import registry
-    from sipt_lab.topics import TopicAssignment
+    from sipt_lab.data.topics import TopicAssignment
 
     rng = np.random.default_rng(0)
     alphabet = np.array(list("abcdefgh "))
