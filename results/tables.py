@@ -62,28 +62,60 @@ def headline() -> str:
     """README: LM vs SIPT LOO 3-NN AUROC per graph family, and CLIQUES with half its edges noise."""
     rows = []
     for row in read("results/fig5a.csv"):
-        rows.append([_name(row["graph"]), f"{row['local_consistency_mean']:.2f}", _paper(row),
-                     _ms(row, "lm_auroc"), _ms(row, "sipt_auroc"), _gain(row)])
+        rows.append(
+            [
+                _name(row["graph"]),
+                f"{row['local_consistency_mean']:.2f}",
+                _paper(row),
+                _ms(row, "lm_auroc"),
+                _ms(row, "sipt_auroc"),
+                _gain(row),
+            ]
+        )
     noisy = next(row for row in read("results/fig5b.csv") if row["noise_percent"] == NOISE_ROW)
-    rows.append([f"CLIQUES, {NOISE_ROW:.0f} % noise", f"{noisy['local_consistency_mean']:.2f}", _paper(noisy),
-                 _ms(noisy, "lm_auroc"), _ms(noisy, "sipt_auroc"), _gain(noisy)])
+    rows.append(
+        [
+            f"CLIQUES, {NOISE_ROW:.0f} % noise",
+            f"{noisy['local_consistency_mean']:.2f}",
+            _paper(noisy),
+            _ms(noisy, "lm_auroc"),
+            _ms(noisy, "sipt_auroc"),
+            _gain(noisy),
+        ]
+    )
     return _table(["graph", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM"], rows)
 
 
 def families() -> str:
     """Figure 5a: per family, LOO and held-out AUROC of both arms next to the paper's."""
-    rows = [[_name(row["graph"]), f"{row['local_consistency_mean']:.3f}", _paper(row), _ms(row, "lm_auroc"),
-             _ms(row, "sipt_auroc"), _gain(row),
-             f"{row['lm_heldout_auroc_mean']:.3f} / {row['sipt_heldout_auroc_mean']:.3f}"]
-            for row in read("results/fig5a.csv")]
+    rows = [
+        [
+            _name(row["graph"]),
+            f"{row['local_consistency_mean']:.3f}",
+            _paper(row),
+            _ms(row, "lm_auroc"),
+            _ms(row, "sipt_auroc"),
+            _gain(row),
+            f"{row['lm_heldout_auroc_mean']:.3f} / {row['sipt_heldout_auroc_mean']:.3f}",
+        ]
+        for row in read("results/fig5a.csv")
+    ]
     return _table(["graph", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM", "held-out LM / SIPT"], rows)
 
 
 def noise() -> str:
     """Figure 5b: CLIQUES at each rate of added edges."""
-    rows = [[f"{row['noise_percent']:.0f} %", f"{row['local_consistency_mean']:.3f}", _paper(row),
-             _ms(row, "lm_auroc"), _ms(row, "sipt_auroc"), _gain(row)]
-            for row in read("results/fig5b.csv")]
+    rows = [
+        [
+            f"{row['noise_percent']:.0f} %",
+            f"{row['local_consistency_mean']:.3f}",
+            _paper(row),
+            _ms(row, "lm_auroc"),
+            _ms(row, "sipt_auroc"),
+            _gain(row),
+        ]
+        for row in read("results/fig5b.csv")
+    ]
     return _table(["noise (added edges)", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM"], rows)
 
 
@@ -102,8 +134,15 @@ def lc_transfer() -> str:
         sipt = [cell["value"] for cell in cells]
         gains = [cell["value"] - lm[cell["seed"]] for cell in cells]
         lcs = [cell["lc"] for cell in cells]
-        out.append([f"{q:.2f}", f"{statistics.mean(lcs):.3f}", f"{statistics.mean(sipt):.3f}",
-                    f"{statistics.mean(gains):+.3f}", str(len(cells))])
+        out.append(
+            [
+                f"{q:.2f}",
+                f"{statistics.mean(lcs):.3f}",
+                f"{statistics.mean(sipt):.3f}",
+                f"{statistics.mean(gains):+.3f}",
+                str(len(cells)),
+            ]
+        )
     out.append(["LM-only", "—", f"{statistics.mean(lm.values()):.3f}", "—", str(len(lm))])
     out.append(["init (MiniLM)", "—", f"{statistics.mean(init.values()):.3f}", "—", str(len(init))])
     return _table(["q (dial)", "LC", "held-out 3-NN AUROC", "SIPT − LM-only", "seeds"], out)
@@ -111,9 +150,17 @@ def lc_transfer() -> str:
 
 def noise_paper_preset() -> str:
     """Figure 5b at the paper's own settings (``--preset paper``)."""
-    rows = [[f"{row['noise_percent']:.0f} %", f"{row['local_consistency_mean']:.3f}", _paper(row),
-             _ms(row, "lm_auroc"), _ms(row, "sipt_auroc"), _gain(row)]
-            for row in read("results/fig5b_paper_preset.csv")]
+    rows = [
+        [
+            f"{row['noise_percent']:.0f} %",
+            f"{row['local_consistency_mean']:.3f}",
+            _paper(row),
+            _ms(row, "lm_auroc"),
+            _ms(row, "sipt_auroc"),
+            _gain(row),
+        ]
+        for row in read("results/fig5b_paper_preset.csv")
+    ]
     return _table(["noise (added edges)", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM"], rows)
 
 
@@ -132,12 +179,14 @@ def verdicts() -> str:
     lines = [
         f"- SIPT beats LM on every graph where the topic task has high LC (≥ {HIGH_LC}): "
         f"**{'holds' if beaten == high else 'does not hold'}** ({len(beaten)} of {len(high)}: "
-        + ", ".join(f"{_name(g)} {gain[g]:+.3f}" for g in high) + ").",
+        + ", ".join(f"{_name(g)} {gain[g]:+.3f}" for g in high)
+        + ").",
         f"- SIPT does not beat LM on STRUCTURAL (LC {next(r for r in fams if r['graph'] == 'structural')['local_consistency_mean']:.2f}): "
         f"**{'holds' if gain['structural'] <= 0 else 'does not hold'}** (SIPT − LM {gain['structural']:+.3f}).",
         "- SIPT's advantage shrinks with noise and is gone at 50 %: "
         f"**{'holds' if gone else 'does not hold'}** ("
-        + ", ".join(f"{row['noise_percent']:.0f} % {g:+.3f}" for row, g in zip(noisy, gains)) + ").",
+        + ", ".join(f"{row['noise_percent']:.0f} % {g:+.3f}" for row, g in zip(noisy, gains))
+        + ").",
     ]
     return "\n".join(lines)
 
@@ -173,8 +222,14 @@ def csv_table(name: str) -> str:
     return _table(header, body)
 
 
-TABLES = {"headline": headline, "families": families, "noise": noise, "noise-paper-preset": noise_paper_preset,
-          "verdicts": verdicts, "lc-transfer": lc_transfer}
+TABLES = {
+    "headline": headline,
+    "families": families,
+    "noise": noise,
+    "noise-paper-preset": noise_paper_preset,
+    "verdicts": verdicts,
+    "lc-transfer": lc_transfer,
+}
 
 
 def markdown_table(name: str) -> str:
