@@ -1,0 +1,180 @@
+"""The documentation: the README's promises, its headline table against the committed CSVs, the
+generated CLI and API pages, and a strict MkDocs build of the whole site."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+INSTALL = 'pip install "torch==2.13.0" -e ".[test]"'
+TEST = "python -m pytest -q"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return _load("sipt_results_tables", ROOT / "results" / "tables.py")
+
+
+@pytest.fixture(scope="module")
+def hooks():
+    return _load("sipt_docs_hooks", ROOT / "docs" / "hooks.py")
+
+
+def markdown_table(text: str, heading: str) -> list[list[str]]:
+    """The cells of the first Markdown table after ``heading`` (header and separator rows dropped)."""
+    after = text.split(heading, 1)[1]
+    rows = []
+    for line in after.splitlines():
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return rows[2:]
+
+
+def test_readme_is_short_and_keeps_the_two_commands():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    assert INSTALL in text and TEST in text  # .ci/run calls exactly these
+    for job in (
+        "sipt-lab simulate",
+        "sipt-lab consistency",
+        "sipt-lab figures",
+        "sipt-lab pretrain",
+        "sipt-lab embed",
+        "sipt-lab finetune",
+        "sipt-lab domain run",
+    ):
+        assert job in text, job
+
+
+def test_readme_links_resolve():
+    text = README.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        if "://" not in target:
+            assert (ROOT / target).exists(), f"README links to a missing file: {target}"
+
+
+def test_readme_headline_table_matches_the_results_csvs(tables):
+    readme = markdown_table(README.read_text(encoding="utf-8"), "## Headline results")
+    generated = markdown_table("## Headline results\n" + tables.markdown_table("headline"), "## Headline results")
+    assert readme == generated, "README's headline table differs: paste `python results/tables.py headline`"
+
+    # and recomputed here from the raw CSV rows, independently of the formatting code
+    families = {row["graph"]: row for row in tables.read("results/fig5a.csv")}
+    noisy = {row["noise_percent"]: row for row in tables.read("results/fig5b.csv")}
+    assert len(readme) == len(families) + 1
+    for cells in readme:
+        name = cells[0]
+        if "noise" in name:
+            row = noisy[float(re.search(r"(\d+) %", name)[1])]
+        else:
+            row = families[{"MÖBIUS": "mobius"}.get(name, name.lower())]
+        numbers = [float(x) for x in re.findall(r"[-+]?\d+\.\d+", " | ".join(cells[1:]).replace("−", "-"))]
+        lc, rest = numbers[0], numbers[1:]
+        assert lc == pytest.approx(row["local_consistency_mean"], abs=0.005)
+        if not math.isnan(row["paper_lm_auroc"]):
+            paper, rest = rest[:2], rest[2:]
+            assert paper == pytest.approx([row["paper_lm_auroc"], row["paper_sipt_auroc"]], abs=5e-4)
+        lm_mean, lm_sd, sipt_mean, sipt_sd, gain = rest
+        assert [lm_mean, lm_sd] == pytest.approx([row["lm_auroc_mean"], row["lm_auroc_sd"]], abs=5e-4)
+        assert [sipt_mean, sipt_sd] == pytest.approx([row["sipt_auroc_mean"], row["sipt_auroc_sd"]], abs=5e-4)
+        assert gain == pytest.approx(row["sipt_auroc_mean"] - row["lm_auroc_mean"], abs=5e-4)
+
+
+def test_every_results_table_renders_and_its_csvs_are_tracked(tables):
+    for name in tables.TABLES:
+        assert tables.markdown_table(name).strip()
+    listed = re.findall(r"`((?:benchmarks/)?results/[\w./-]+\.csv)`", (ROOT / "results" / "README.md").read_text())
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "results").glob("*.md"))
+    for csv_name in re.findall(r"results-table: csv:([\w./-]+)", pages):
+        assert csv_name in listed, f"{csv_name} is shown in the docs but not listed in results/README.md"
+        assert tables.markdown_table(f"csv:{csv_name}").strip()
+    assert listed
+    for csv_name in listed:
+        assert (ROOT / csv_name).is_file(), csv_name
+    if shutil.which("git") and (ROOT / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", *listed], cwd=ROOT, capture_output=True, text=True).stdout
+        assert not ignored.strip(), f"git ignores result CSVs: {ignored}"
+
+
+def test_cli_reference_has_every_subcommand(hooks):
+    from sipt_lab.cli.main import build_parser
+
+    page = hooks.cli_reference()
+    for command, _, text, _ in hooks._walk(build_parser(), "sipt-lab", 0):
+        assert f"`{command}`" in page
+        assert text.splitlines()[0] in page  # the usage line, as --help prints it
+
+
+def test_api_page_names_importable_objects():
+    """Modules move during redesigns: this names the directive to fix before the docs build does."""
+    page = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    targets = re.findall(r"^::: ([\w.]+)", page, re.M)
+    assert targets
+    for target in targets:
+        parts = target.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            for attribute in parts[cut:]:
+                assert hasattr(obj, attribute), f"docs/reference/api.md: `::: {target}` names nothing"
+                obj = getattr(obj, attribute)
+            break
+        else:
+            pytest.fail(f"docs/reference/api.md: `::: {target}` names no module")
+
+
+def test_docs_prose_has_no_issue_numbers():
+    """Issue numbers and measurement logs belong to the results pages and benchmarks/RESULTS.md."""
+    for page in (ROOT / "docs").rglob("*.md"):
+        if "results" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"\bissues? #?\d+", text, re.I), page
+
+
+@pytest.mark.slow
+def test_mkdocs_build_strict(tmp_path):
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+        pytest.importorskip(module)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "NO_MKDOCS_2_WARNING": "1",
+    }
+    site = tmp_path / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "sipt-lab simulate" in cli and "usage:" in cli
+    assert "local_consistency" in (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    headline = (site / "results" / "index.html").read_text(encoding="utf-8")
+    assert "results-table" not in headline and "0.629 ± 0.073" in headline
