@@ -136,7 +136,7 @@ def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(clique_files, tiny
     run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(clique_files / "samples.tsv"),
                           "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
                           "--head-warmup", "2", "--out", str(tmp_path / "run"), "--quiet"],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert run.returncode == 0, run.stderr
     assert "Writing" not in run.stderr and "Loading" not in run.stderr and "%|" not in run.stderr, run.stderr
     assert run.stdout.endswith("\n") and "model:" in run.stdout.splitlines()[-1]

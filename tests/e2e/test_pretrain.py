@@ -193,7 +193,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny
 
 def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
     common = ["--init", "char", "--encoder", "paper-small", "--steps", "4", "--batch-size", "12", "--lr", "1e-3", "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     one = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "one", *common)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert one.returncode == 0, one.stderr

@@ -381,7 +381,7 @@ def start_grid(tmp_path: Path, **env) -> tuple[subprocess.Popen, list[int]]:
     """Start GRID_SCRIPT with the local executor; wait until cells 1 and 2 run and cell 0 is done."""
     script = tmp_path / "grid_script.py"
     script.write_text(GRID_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **env}
     parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env)
     deadline = time.monotonic() + 120
     while not all((tmp_path / f"pid-{i}").exists() for i in range(3)) or not list(tmp_path.glob("cells/*/result.json")):
@@ -406,7 +406,7 @@ def test_killing_the_main_process_kills_its_workers_and_a_rerun_resumes(tmp_path
     parent.wait(timeout=30)
     assert wait_dead(workers, 10), "a worker survived its parent"
     resumed = subprocess.run([sys.executable, str(tmp_path / "grid_script.py"), str(tmp_path)], timeout=120,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "FAST": "1"})
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FAST": "1"})
     assert resumed.returncode == 0 and sorted((tmp_path / "finished").read_text().split()) == ["0", "1", "2"]
     assert not list(tmp_path.glob("cells/*/lock"))
 
