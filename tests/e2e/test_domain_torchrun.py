@@ -11,6 +11,8 @@ import pytest
 from domain_fixtures import write_proteins
 from sipt_lab.cli.main import main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
