@@ -450,6 +450,7 @@ def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_
     assert blocker.read_text() == "not a directory\n"
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
     cache = tmp_path / "ro"
     cache.mkdir()
