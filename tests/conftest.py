@@ -1,6 +1,15 @@
 """Shared fixtures: every test run gets its own topic cache so results never leak between runs, and
 torch uses one intra-op thread (the models here are tiny: threads gain nothing, and on a busy
-2-core machine OpenMP threads contending with other processes make steps ten times slower)."""
+2-core machine OpenMP threads contending with other processes make steps ten times slower).
+
+Layout: ``unit/`` library functions on small inputs, ``cli/`` through ``sipt_lab.cli.main.main`` or a
+subprocess, ``e2e/`` whole runs; the shared fakes live in ``fakes/`` and import by their module names
+(pytest's ``pythonpath`` option in pyproject.toml; exported to ``PYTHONPATH`` too, for the subprocesses
+tests start).
+``pytest -m "not slow"`` leaves out what takes more than a few seconds."""
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +20,11 @@ from sipt_lab.synthetic import registry
 from sipt_lab.data.topics import TopicAssignment
 
 from hf_fakes import WORDS
+
+#: pyproject's ``pythonpath``: subprocesses (submitit's local jobs) import test modules by name, and
+#: with them the fakes and the constants test modules share.
+TEST_PATHS = [Path(__file__).resolve().parent / folder for folder in ("fakes", "unit", "cli", "e2e")]
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*map(str, TEST_PATHS), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 INSTALL = 'pip install "torch==2.13.0" -e ".[test]"'
 TEST = "python -m pytest -q"

@@ -64,6 +64,7 @@ def test_config_refuses_levels_that_cannot_give_a_slope(field, value, problem):
         LcTransferConfig(init="char", **{field: value})
 
 
+@pytest.mark.slow
 def test_both_trained_arms_start_from_the_same_weights(tmp_path):
     """A new MLM head is warmed up first (frozen encoder); at a vanishing lr one step leaves the start
     in place, so LM-only and SIPT must agree weight for weight, and another seed must not."""
@@ -122,6 +123,7 @@ def test_slope_and_crossover_from_known_gains():
     assert "crosses zero at LC 0.500" in summary["verdict"]
 
 
+@pytest.mark.slow
 def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
     config = LcTransferConfig(init="char", train=train, n_pretrain=40, n_train=24, n_validation=8, n_test=16,
@@ -148,6 +150,7 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
 
 
+@pytest.mark.slow
 def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
     train = train_config("char", steps=1, batch_size=8, max_len=16, device="cpu")
     config = LcTransferConfig(init="char", train=train, n_pretrain=8, n_train=16, n_validation=8, n_test=8,
@@ -193,6 +196,7 @@ def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_
     assert config.seeds == seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05
 
 
+@pytest.mark.slow
 def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
     """Samples, labels and edges from files: the natural arm's gain sits beside what the dial's line
     predicts at its measured LC (here 1: each sample linked to the next of its class)."""

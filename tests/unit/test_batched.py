@@ -27,6 +27,7 @@ def _run(seed: int, lambda_si: float, n: int = 24, **overrides) -> BatchedRun:
     return BatchedRun(texts, graph, config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("overrides", "lambdas", "weight_atol"), [
     ({}, (0.0, 0.1), 1e-5),
     ({"pairs": "batch", "mask_replacement": "bert", "schedule": "linear"}, (0.0, 0.1), 1e-5),

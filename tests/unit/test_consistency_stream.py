@@ -64,6 +64,7 @@ def random_case(directory, seed, n, m, n_classes, fmt="tsv"):
     return (u, v, labels, in_memory(directory, u, v, labels, "split"), *write_graph(directory, u, v, labels, fmt))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), m=st.integers(1, 120), n_classes=st.integers(1, 4),
        chunk=st.integers(1, 50), fmt=st.sampled_from(FORMATS), int_ids=st.booleans(),
@@ -164,6 +165,7 @@ def test_parquet_labels_and_named_columns(tmp_path):
     assert got == expected
 
 
+@pytest.mark.slow
 def test_streamed_memory_is_bounded_by_the_chunk(tmp_path):
     # 800k edges over 2,000 nodes read in chunks of 10k edges: numpy's peak stays a few chunks'
     # worth, far below the 12.8 MB that the edges' int64 endpoints alone would take.
@@ -226,6 +228,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- Dask (the test extra installs it)
+@pytest.mark.slow
 def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
     u, v, labels, expected, edges, labels_file = random_case(tmp_path, 8, 80, 600, 3)
     parts = tmp_path / "parts"
@@ -252,6 +255,7 @@ def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
     assert "node 'zz' has no label" in line and "(2 such edge(s))" in line
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_line_within_the_timeout(tmp_path, capsys):
     edges, labels_file = write_graph(tmp_path, [0], [1], [0, 1], "tsv")
     start = time.monotonic()

@@ -39,6 +39,7 @@ def count_pretraining(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretraining):
     cells = domain_cells("wiki", ["mentions"], 2, PRESET, init="char", device="cpu", methods=("mlsm", "lsm"))
     assert [(type(c).__name__, c.arm, c.graph) for c in cells[:5]] == [
@@ -86,6 +87,7 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
         load_model(teacher, original)
 
 
+@pytest.mark.slow
 def test_mlsm_on_a_hugging_face_warm_start_with_an_explicit_teacher(tiny_bert, tmp_path, capsys):
     teacher = tmp_path / "teacher"
     teacher.symlink_to(tiny_bert, target_is_directory=True)

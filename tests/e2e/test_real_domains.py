@@ -67,6 +67,7 @@ def small_gin(monkeypatch):
         networks, encoder_source=lambda init, data: GraphInit(GINConfig(n_values=len(data.code_names), hidden=16))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["proteins", "abstracts", "networks"])
 def test_domain_run_end_to_end(data_dirs, tmp_path, name, small_gin):
     task, init = ("sci-topic", "char") if name == "abstracts" else (None, None)  # abstracts' default, MiniLM, is slow here

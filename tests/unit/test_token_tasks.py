@@ -87,6 +87,7 @@ def test_read_out_gives_each_residue_its_own_state_in_sample_order(view):
     assert flatten_tokens(view.task.labels_of(rows), counts).size == together.shape[0]
 
 
+@pytest.mark.slow
 def test_finetuning_and_probe_learn_the_planted_per_residue_classes(view):
     encoder, tokenizer, texts = char_encoder(view)
     config = FinetuneConfig(lrs=(1e-3,), epochs=6, patience=6, batch_size=8, device="cpu")
@@ -115,6 +116,7 @@ def test_residues_must_be_single_tokens(view, tmp_path):
         token_counts(GraphFeaturizer(2), texts, GraphFeaturizer(2).inputs([], torch.device("cpu")))
 
 
+@pytest.mark.slow
 def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["domain", "run", "proteins", "--data", str(proteins), "--task", "secondary_structure", "--seeds", "1",
@@ -130,6 +132,7 @@ def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
     assert "invalid choice: 'token-classification'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_esm_checkpoint_reads_residues_and_runs_secondary_structure(proteins, tmp_path, capsys):
     from hf_fakes import write_esm
 

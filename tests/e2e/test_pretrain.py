@@ -68,6 +68,7 @@ def test_samples_formats_agree_and_edges_map_by_id(tmp_path):
 
 
 # ---------------------------------------------------------------- export and round trips
+@pytest.mark.slow
 def test_hf_round_trip_autoModel_and_sentence_transformers_match_embed(clique_files, tiny_bert, tmp_path):
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel, AutoTokenizer
@@ -154,6 +155,7 @@ def test_minilm_is_found_offline_and_matches_sentence_transformers():
 
 
 # ---------------------------------------------------------------- training guarantees
+@pytest.mark.slow
 def test_default_sipt_raises_knn_auroc_and_link_mrr_over_the_init(topical_files, tiny_bert, tmp_path):
     """Nothing but the data and the budget: the defaults must induce the graph's structure."""
     out = tmp_path / "run"
@@ -169,6 +171,7 @@ def test_default_sipt_raises_knn_auroc_and_link_mrr_over_the_init(topical_files,
     assert report["after"]["radius_f1"] > report["before"]["radius_f1"], report
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny_bert, tmp_path, monkeypatch):
     import sipt_lab.training.trainer as trainer
 
@@ -191,9 +194,10 @@ def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny
     assert (tmp_path / "cut" / "history.csv").read_text() == (tmp_path / "whole" / "history.csv").read_text()
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
     common = ["--init", "char", "--encoder", "paper-small", "--steps", "4", "--batch-size", "12", "--lr", "1e-3", "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     one = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "one", *common)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert one.returncode == 0, one.stderr
@@ -291,6 +295,7 @@ def test_epochs_resolve_to_steps(clique_files, tmp_path):
         dataclasses.replace(job, epochs=0)
 
 
+@pytest.mark.slow
 def test_method_flag_runs_linkbert_and_mlsm_with_a_teacher(clique_files, tmp_path, capsys):
     common = ["--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8", "--device", "cpu"]
     assert main(_args(clique_files, tmp_path / "link", *common, "--method", "linkbert")) == 0

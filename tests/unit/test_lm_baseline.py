@@ -158,6 +158,7 @@ def test_simulate_cell_with_subword_whole_word_bert_runs_and_is_recorded(tmp_pat
     assert simulation_config("torus").tokenizer.kind == "char"
 
 
+@pytest.mark.slow
 def test_pretrain_with_subword_and_whole_words_learns_the_unigram_plateau():
     texts = TEXTS * 8
     graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 3)

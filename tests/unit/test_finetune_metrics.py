@@ -75,6 +75,7 @@ def _probe(X, y, kind):
     return linear_probe(*(a for part in cut for a in (X[part], y[part])), kind)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, metric", [("classification", "accuracy"), ("classification", "macro_f1"),
                                           ("regression", "spearman"), ("multilabel", "macro_auroc")])
 def test_probe_learns_a_separable_task(kind, metric):
@@ -82,6 +83,7 @@ def test_probe_learns_a_separable_task(kind, metric):
     assert _probe(X, y, kind).test[metric] > 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, metric, chance, tolerance", [
     ("classification", "accuracy", 1 / 3, 0.15), ("regression", "spearman", 0.0, 0.3),
     ("multilabel", "macro_auroc", 0.5, 0.15)])
@@ -180,6 +182,7 @@ def test_pretraining_graph_drops_every_held_out_edge():
 
 
 # ---------------------------------------------------------------- the nearest-neighbour metric of finetune / domain run
+@pytest.mark.slow
 def test_probe_reports_held_out_3nn_with_references_from_train():
     from sipt_lab.experiments.finetune_job import nn_embeddings, probe_embeddings
 

@@ -139,6 +139,7 @@ def finetune_files(tmp_path, labels: list[str]) -> list[str]:
             "--mode", "probe", "--device", "cpu"]
 
 
+@pytest.mark.slow
 def test_finetune_refuses_an_earlier_run_and_overwrite_drops_its_stale_comparison(tmp_path, capsys):
     argv = [*finetune_files(tmp_path, [f"c{i % 2}" for i in range(30)]), "--out", str(tmp_path / "out")]
     assert main([*argv, "--baseline", "char"]) == 0

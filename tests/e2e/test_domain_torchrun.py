@@ -11,7 +11,9 @@ import pytest
 from domain_fixtures import write_proteins
 from sipt_lab.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cells(out: Path) -> dict[str, dict]:

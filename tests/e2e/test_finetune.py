@@ -17,6 +17,8 @@ from sipt_lab.experiments.domain.run import PRESETS, choose_lambdas, domain_cell
 from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
+pytestmark = pytest.mark.slow
+
 CLASS_WORDS = ("one", "two", "three")
 
 

@@ -135,6 +135,7 @@ def test_wiki_samples_and_category_task(wiki):
     assert task.label_names[task.labels[0]] == wiki.categories[first]
 
 
+@pytest.mark.slow
 def test_held_out_articles_have_no_edge_in_the_pretraining_graph(wiki):
     domain = get_domain("wiki")
     task = wiki.tasks[domain.default_task]
@@ -149,6 +150,7 @@ def test_held_out_articles_have_no_edge_in_the_pretraining_graph(wiki):
     assert not np.isin(splits.held_out, np.flatnonzero(np.array(wiki.categories) == UNCATEGORIZED)).any()
 
 
+@pytest.mark.slow
 def test_wiki_graphs_summaries(wiki):
     domain = get_domain("wiki")
     assert list(domain.graphs) == ["mentions", "tfidf-knn", "random"]

@@ -85,6 +85,7 @@ def _drp(graph, texts):
     return relation_accuracy(result.encoder, result.objectives["drp"], sampler, steps=8)
 
 
+@pytest.mark.slow
 def test_drp_learns_links_on_cliques_and_not_on_random_links():
     texts, groups = _alphabet_documents()
     cliques = _drp(PretrainingGraph.from_edges(*np.nonzero(np.triu(groups[:, None] == groups[None, :], 1)), len(texts)), texts)
@@ -164,6 +165,7 @@ def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
     assert "--methods" in err and "bert" in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
     import csv
 

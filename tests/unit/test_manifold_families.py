@@ -131,6 +131,7 @@ def test_torus_on_the_default_corpus():
     assert data.graph.adjacency().diagonal().sum() == 0
 
 
+@pytest.mark.slow
 def test_graph_build_writes_a_surface_with_its_picture(fake, tmp_path, monkeypatch, capsys):
     from sipt_lab.cli.main import main
     from sipt_lab.synthetic import registry

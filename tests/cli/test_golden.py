@@ -23,7 +23,7 @@ computes. These tests hold it to that:
 
 The inputs are generated here from fixed seeds (the proteins directory by
 :func:`domain_fixtures.write_proteins`), so that the golden files depend on the package alone.
-Rewrite every golden file with ``SIPT_LAB_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py``
+Rewrite every golden file with ``SIPT_LAB_UPDATE_GOLDEN=1 python -m pytest tests/cli/test_golden.py``
 when a change of behaviour is intended; a missing golden file fails with that hint.
 """
 

@@ -19,6 +19,7 @@ SMALL = ["--graph", "cliques", "--nodes", "30", "--steps", "150", "--seeds", "1"
          "--executor", "serial"]  # serial: worker processes would not see the monkeypatched corpus
 
 
+@pytest.mark.slow
 def test_sipt_beats_lm_end_to_end(tmp_path, capsys, signal_free_corpus):
     result = run_json(capsys, *SMALL, "--out", str(tmp_path / "a"))
     lm, sipt = result["methods"]["lm"], result["methods"]["sipt"]
@@ -31,6 +32,7 @@ def test_sipt_beats_lm_end_to_end(tmp_path, capsys, signal_free_corpus):
     assert json.loads((tmp_path / "a" / "config.json").read_text())["train"]["lambda_si"] == 0.5
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers_and_rerun_skips(tmp_path, capsys, signal_free_corpus):
     first = run_json(capsys, *SMALL, "--steps", "20", "--out", str(tmp_path / "a"))
     again = run_json(capsys, *SMALL, "--steps", "20", "--out", str(tmp_path / "a"))

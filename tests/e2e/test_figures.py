@@ -34,7 +34,9 @@ from sipt_lab.experiments.simulation.simulate import LOSS_PARAMS
 from sipt_lab.synthetic import registry
 from sipt_lab.data.topics import TopicAssignment
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 TINY = FigureOptions(seeds=1, executor="serial", steps=5, n_nodes=30, families=("cliques", "torus", "motif"),
                      noise_rates=(0.0, 0.5), progress=False)
 

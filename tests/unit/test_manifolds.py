@@ -161,6 +161,7 @@ def _flat_torus_truth(m, n, shift, tri, bary):
     return best
 
 
+@pytest.mark.slow
 def test_radius_pairs_are_exact_on_the_flat_7_vertex_torus():
     torus = lattice_quotient(7, 1, shift=4)
     tri, bary = uniform_points(torus, 150, np.random.default_rng(0))
@@ -172,6 +173,7 @@ def test_radius_pairs_are_exact_on_the_flat_7_vertex_torus():
     assert np.abs(d - truth[i, j]).max() < 1e-12
 
 
+@pytest.mark.slow
 def test_geodesic_matrix_flat_torus():
     # 6 x 6 flat torus, distances up to 3.5, exact only below reach = 0.6: the Dijkstra legs give an
     # upper bound, measured here at <= 6% worst case and 0.6% on average.

@@ -108,6 +108,7 @@ def test_help_explains_the_options(capsys):
     assert "split = 1/k" in out
 
 
+@pytest.mark.slow
 def test_installed_console_script():
     # the README's install command (pip install -e .) puts the entry point on PATH; tests never install
     exe = shutil.which("sipt-lab")

@@ -19,6 +19,7 @@ def small_corpus():
     return corpus
 
 
+@pytest.mark.slow
 def test_fit_on_a_few_hundred_sentences(small_corpus):
     config = TopicConfig(n_topics=8, max_iter=5, min_df=2)
     topics = fit_topics(small_corpus, config, progress=False)
@@ -53,6 +54,7 @@ def test_cache_key_covers_parameters_and_content(small_corpus):
     assert cache_path(other, TopicConfig()) != base
 
 
+@pytest.mark.slow
 def test_same_seed_same_topics(small_corpus):
     config = TopicConfig(n_topics=4, max_iter=3, min_df=2)
     a = fit_topics(small_corpus, config, progress=False, use_cache=False)

@@ -145,6 +145,7 @@ def test_a_non_dict_result_fails_the_cell(tmp_path):
     assert cell.status == "failed" and "it must return a dict of metrics" in cell.error
 
 
+@pytest.mark.slow
 def test_local_executor_runs_cells_in_single_threaded_worker_processes(tmp_path):
     configs = toy_grid(tmp_path)[:2]
     cells = run_grid(probe_cell, configs, tmp_path / "runs", executor="local", progress=False)
@@ -160,6 +161,7 @@ def test_slurm_executor_without_submitit_says_how_to_install(tmp_path, monkeypat
         run_grid(toy_cell, toy_grid(tmp_path), tmp_path, executor="slurm")
 
 
+@pytest.mark.slow
 def test_slurm_executor_through_submitits_local_cluster(tmp_path, monkeypatch):
     pytest.importorskip("submitit")
     # submitit's local jobs are fresh interpreters: let them import this module by name.

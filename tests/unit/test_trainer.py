@@ -183,6 +183,7 @@ def test_bad_settings_are_sipt_errors():
             pretrain(sentences, graph, _config(device="cuda"), TINY, progress=False)
 
 
+@pytest.mark.slow
 def test_sipt_beats_lm_on_label_cliques():
     sentences, graph, labels = _cliques(seed=0)
     auroc = {}

@@ -156,6 +156,7 @@ def test_build_refuses_a_directory_with_foreign_files(tmp_path, capsys, fake_lda
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_build_replaces_an_earlier_build_of_another_family(tmp_path, capsys, fake_lda):
     out = tmp_path / "out"
     out.mkdir()
@@ -265,6 +266,7 @@ def test_a_damaged_result_is_recomputed_and_not_collected(tmp_path, damage):
     assert [row["metrics.square"] for row in collect_results(root)] == [0]
 
 
+@pytest.mark.slow
 def test_a_simulate_cell_with_missing_keys_is_recomputed(tmp_path, capsys, signal_free_corpus):
     argv = ["simulate", *SMALL, "--steps", "2", "--json", "--out", str(tmp_path)]
     assert main(argv) == 0
@@ -276,6 +278,7 @@ def test_a_simulate_cell_with_missing_keys_is_recomputed(tmp_path, capsys, signa
     assert set(json.loads((cell_dir / "result.json").read_text())) >= {"methods", "n_nodes"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["serial", "local", "slurm"])
 def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_path, monkeypatch, executor):
     if executor == "slurm":
@@ -310,6 +313,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     assert cell.status == "done" and not (cell_dir / "lock").exists()
 
 
+@pytest.mark.slow
 def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
     config, root = Cell(log=str(tmp_path)), tmp_path / "cells"
     other_run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -381,7 +385,7 @@ def start_grid(tmp_path: Path, **env) -> tuple[subprocess.Popen, list[int]]:
     """Start GRID_SCRIPT with the local executor; wait until cells 1 and 2 run and cell 0 is done."""
     script = tmp_path / "grid_script.py"
     script.write_text(GRID_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **env}
     parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env)
     deadline = time.monotonic() + 120
     while not all((tmp_path / f"pid-{i}").exists() for i in range(3)) or not list(tmp_path.glob("cells/*/result.json")):
@@ -399,6 +403,7 @@ def wait_dead(pids: list[int], seconds: float) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM])
 def test_killing_the_main_process_kills_its_workers_and_a_rerun_resumes(tmp_path, signal_number):
     parent, workers = start_grid(tmp_path)
@@ -406,11 +411,12 @@ def test_killing_the_main_process_kills_its_workers_and_a_rerun_resumes(tmp_path
     parent.wait(timeout=30)
     assert wait_dead(workers, 10), "a worker survived its parent"
     resumed = subprocess.run([sys.executable, str(tmp_path / "grid_script.py"), str(tmp_path)], timeout=120,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "FAST": "1"})
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FAST": "1"})
     assert resumed.returncode == 0 and sorted((tmp_path / "finished").read_text().split()) == ["0", "1", "2"]
     assert not list(tmp_path.glob("cells/*/lock"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_to_the_main_process_alone_stops_the_workers_at_once(tmp_path):
     parent, workers = start_grid(tmp_path)
     start = time.monotonic()
@@ -432,6 +438,7 @@ def tiny_corpus() -> Corpus:
 TINY_TOPICS = TopicConfig(n_topics=3, max_iter=2, min_df=1)
 
 
+@pytest.mark.slow
 def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
     blocker = tmp_path / "cache-file"
     blocker.write_text("not a directory\n")
@@ -443,6 +450,7 @@ def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_
     assert blocker.read_text() == "not a directory\n"
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
     cache = tmp_path / "ro"
     cache.mkdir()

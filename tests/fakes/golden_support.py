@@ -1,4 +1,4 @@
-"""Helpers of the golden tests (``tests/test_golden.py``): normalise a result, compare it with its
+"""Helpers of the golden tests (``tests/cli/test_golden.py``): normalise a result, compare it with its
 golden file under ``tests/golden/``, and rewrite the golden files on request.
 
 A golden file holds what a command printed or wrote today, before the package is restructured; a
@@ -6,7 +6,7 @@ restructuring changes where code lives, not what it computes, so the golden file
 passing unchanged. Set ``SIPT_LAB_UPDATE_GOLDEN=1`` to rewrite them when a change of behaviour is
 intended (then review the diff of ``tests/golden/`` like any other change)::
 
-    SIPT_LAB_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
+    SIPT_LAB_UPDATE_GOLDEN=1 python -m pytest tests/cli/test_golden.py
 
 What normalising does, so that only the numbers and structure of a result are compared:
 
@@ -36,12 +36,12 @@ from pathlib import Path
 import pytest
 
 #: Where the golden files live.
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "cli" / "golden"
 #: The environment variable that turns comparing into rewriting.
 UPDATE_ENV = "SIPT_LAB_UPDATE_GOLDEN"
 #: How to (re)create the golden files; every failure message ends with it.
 UPDATE_HINT = (f"if the change is intended, rewrite the golden files with `{UPDATE_ENV}=1 python -m pytest "
-               "tests/test_golden.py` and review the diff of tests/golden/")
+               "tests/cli/test_golden.py` and review the diff of tests/golden/")
 
 SIGNIFICANT_DIGITS = 6
 REL_TOL = 1e-4
@@ -201,7 +201,7 @@ def text_mismatch(name: str, text: str) -> str | None:
         _write(path, text)
         return None
     if not path.is_file():
-        return f"{name}: golden file is missing; create it with `{UPDATE_ENV}=1 python -m pytest tests/test_golden.py`"
+        return f"{name}: golden file is missing; create it with `{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`"
     expected = path.read_text(encoding="utf-8")
     if text == expected:
         return None
@@ -211,7 +211,7 @@ def text_mismatch(name: str, text: str) -> str | None:
 def _read(path: Path) -> str:
     if not path.is_file():
         pytest.fail(f"golden file {path.relative_to(GOLDEN_DIR.parent.parent)} is missing; create it with "
-                    f"`{UPDATE_ENV}=1 python -m pytest tests/test_golden.py`, review it and commit it", pytrace=False)
+                    f"`{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`, review it and commit it", pytrace=False)
     return path.read_text(encoding="utf-8")
 
 

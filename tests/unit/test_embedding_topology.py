@@ -64,6 +64,7 @@ def test_two_circles_are_two_components_and_two_loops():
     assert rips_betti(_distances(_rotated(points, 10, rng))).counts == (2, 2, 0)
 
 
+@pytest.mark.slow
 def test_flat_torus_in_r4():
     rng = np.random.default_rng(0)
     side = 12  # a jittered 12 x 12 grid of angles: evenly spread, not regular

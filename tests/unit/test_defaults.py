@@ -28,6 +28,7 @@ from hf_fakes import WORDS, write_tiny_bert
 
 
 # ---------------------------------------------------------------- one table, every command
+@pytest.mark.slow
 def test_init_kinds_follow_the_weights(tiny_bert, tmp_path):
     assert init_kind("char") == "char" and init_kind("minilm") == "checkpoint"
     assert init_kind(str(tiny_bert)) == "fresh" and is_untrained(tiny_bert)
@@ -41,6 +42,7 @@ def test_init_kinds_follow_the_weights(tiny_bert, tmp_path):
     assert init_kind(str(trained)) == "checkpoint"
 
 
+@pytest.mark.slow
 def test_commands_take_their_defaults_from_the_table():
     char = INIT_DEFAULTS["char"]
     train = simulation_config("torus").train
@@ -132,11 +134,12 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_file
 
 
 # ---------------------------------------------------------------- output
+@pytest.mark.slow
 def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(clique_files, tiny_st, tmp_path):
     run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(clique_files / "samples.tsv"),
                           "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
                           "--head-warmup", "2", "--out", str(tmp_path / "run"), "--quiet"],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert run.returncode == 0, run.stderr
     assert "Writing" not in run.stderr and "Loading" not in run.stderr and "%|" not in run.stderr, run.stderr
     assert run.stdout.endswith("\n") and "model:" in run.stdout.splitlines()[-1]

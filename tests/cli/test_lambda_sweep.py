@@ -36,6 +36,7 @@ def _args(files, out, *extra):
             "--max-length", "48", "--device", "cpu", "--out", str(out), "--quiet", *extra]
 
 
+@pytest.mark.slow
 def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lambda(group_files, tmp_path, capsys, monkeypatch):
     out = tmp_path / "sweep"
     assert main(_args(group_files, out, "--lambdas", "0", "0.5", "--validation", "0.2", "--labels", str(group_files / "labels.tsv"))) == 0
