@@ -204,11 +204,11 @@ def _stubs(monkeypatch):
     import sipt_lab.experiments.paper.figures as figures
     import sipt_lab.experiments.lambda_sweep as lambda_sweep
     import sipt_lab.experiments.simulation.simulate as simulate
-    import sipt_lab.synthetic.registry as registry
+    import sipt_lab.synthetic.builder as builder
 
     monkeypatch.setattr(domain_run, "run_domain", _reached)
     monkeypatch.setattr(simulate, "run_grid", _reached)
-    monkeypatch.setattr(registry, "build_dataset", _reached)
+    monkeypatch.setattr(builder, "build_dataset", _reached)
     monkeypatch.setattr(lambda_sweep, "run_pretraining", _reached)
     monkeypatch.setitem(figures.FIGURES, "corollary1", _reached)
     monkeypatch.setattr(datasets, "fetch", _reached)  # never a download

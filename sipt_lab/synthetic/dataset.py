@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph, write_edges_tsv, write_labels_tsv
 
 
