@@ -22,7 +22,7 @@ import pytest
 
 from sipt_lab.core import outputs
 from sipt_lab.cli.main import main
-from sipt_lab.graphs.graph import read_labels_tsv
+from sipt_lab.graphs.tsv import read_labels_tsv
 
 N = 12
 IDS = [f"s{i}" for i in range(N)]

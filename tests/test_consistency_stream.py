@@ -22,7 +22,7 @@ from sipt_lab.graphs.consistency import (
 )
 from sipt_lab.graphs.consistency_stream import FileConsistency
 from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.graph import load_graph_tsv
+from sipt_lab.graphs.tsv import load_graph_tsv
 
 FORMATS = ("tsv", "csv", "tsv.gz", "parquet")
 

@@ -30,7 +30,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.grid.runner import collect_results, run_grid
 from sipt_lab.core.outputs import _alive
 from sipt_lab.core.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
-from sipt_lab.graphs.graph import load_graph_tsv
+from sipt_lab.graphs.tsv import load_graph_tsv
 from sipt_lab.synthetic import builder
 from sipt_lab.data.topics import TopicConfig, cache_path, fit_topics
 

@@ -11,7 +11,7 @@ import argparse
 
 from sipt_lab.cli.arguments import nonempty
 from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
-from sipt_lab.graphs.graph import NOISE_MODES
+from sipt_lab.graphs.noise import NOISE_MODES
 
 
 #: GraphSpec fields -> the ``graph build`` flags that set them (errors name the flag).

@@ -43,7 +43,8 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.data.corpus import default_articles
 from sipt_lab.data.tasks import Task
 from sipt_lab.domains.base import Domain, DomainData
-from sipt_lab.graphs.graph import PretrainingGraph, factorize
+from sipt_lab.graphs.arrays import factorize
+from sipt_lab.graphs.graph import PretrainingGraph
 
 UNCATEGORIZED = "Uncategorized"
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)$")

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.arrays import factorize
 from sipt_lab.graphs.consistency_kernel import (
     TIE_POLICIES,
     ConsistencyReport,
@@ -36,7 +37,7 @@ from sipt_lab.graphs.consistency_kernel import (
     row_label_counts,
     tie_score,
 )
-from sipt_lab.graphs.graph import PretrainingGraph, factorize
+from sipt_lab.graphs.graph import PretrainingGraph
 
 __all__ = [
     "TIE_POLICIES",

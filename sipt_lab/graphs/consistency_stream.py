@@ -1,6 +1,6 @@
 """Local consistency of a labelled graph read from disk in bounded memory (out of core).
 
-The in-memory path (:func:`sipt_lab.graphs.graph.load_graph_tsv` + :func:`~sipt_lab.graphs.consistency.consistency_report`)
+The in-memory path (:func:`sipt_lab.graphs.tsv.load_graph_tsv` + :func:`~sipt_lab.graphs.consistency.consistency_report`)
 holds every edge. Here the edges are streamed in chunks (:func:`sipt_lab.graphs.edge_tables.edge_chunks`)
 and each chunk becomes *directed records*: for every edge ``{a, b}`` between labelled nodes with
 ``a != b`` the two int64 keys ``a * n + b`` and ``b * n + a`` (source, neighbour). Records are

@@ -13,7 +13,7 @@ import numpy as np
 
 from sipt_lab.data.corpus import Corpus, check_corpus_path, load_corpus
 from sipt_lab.data.topics import TopicConfig, fit_topics
-from sipt_lab.graphs.graph import add_noise
+from sipt_lab.graphs.noise import add_noise
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.synthetic.families import get_family
 from sipt_lab.synthetic.spec import GraphSpec

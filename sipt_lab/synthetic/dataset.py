@@ -16,7 +16,8 @@ import numpy as np
 
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.graphs.consistency import local_consistency
-from sipt_lab.graphs.graph import PretrainingGraph, write_edges_tsv, write_labels_tsv
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.tsv import write_edges_tsv, write_labels_tsv
 
 
 @dataclass

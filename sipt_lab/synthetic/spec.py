@@ -15,7 +15,7 @@ import numpy as np
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.data.topics import TopicAssignment
-from sipt_lab.graphs.graph import NOISE_MODES
+from sipt_lab.graphs.noise import NOISE_MODES
 from sipt_lab.synthetic.dataset import SyntheticDataset
 
 #: Largest accepted sizes, checked before anything is allocated: a build holds a few arrays of
@@ -32,7 +32,7 @@ class GraphSpec:
     Attributes:
         family: family name (a key of :data:`~sipt_lab.synthetic.families.FAMILIES`).
         n_nodes: number of pre-training samples (graph nodes).
-        noise: edge-noise rate in [0, 1] (see :func:`sipt_lab.graphs.graph.add_noise`).
+        noise: edge-noise rate in [0, 1] (see :func:`sipt_lab.graphs.noise.add_noise`).
         noise_mode: ``"add"`` or ``"flip"``.
         seed: seeds every random choice of the build.
         n_heldout: held-out samples built the same way, never in pre-training.
