@@ -19,7 +19,7 @@ Rare labels are specific (GO terms deep in the ontology), so the prefixes are sh
 terms and the candidates few; the common terms near the root never enter a prefix of a well
 annotated sample. Timings: ``benchmarks/bench_hamming.py``.
 
-The domain (registered as ``networks``, data files in :data:`LAYOUT`) pairs that graph with graph
+The domain (listed as ``networks``, data files in :data:`LAYOUT`) pairs that graph with graph
 samples for a GIN (:mod:`sipt_lab.models.graph_encoder`) and the multi-label GO task.
 """
 

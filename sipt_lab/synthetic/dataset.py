@@ -25,7 +25,7 @@ class SyntheticDataset:
     """One semi-synthetic pre-training set.
 
     Attributes:
-        family: registered family name (``"torus"``, ``"cliques"``, ...).
+        family: family name (``"torus"``, ``"cliques"``, ...).
         sentences: the ``n`` pre-training samples.
         graph: ``G_PT`` over the samples (node ``i`` is ``sentences[i]``).
         labels: ``(n,)`` int FT labels (the sentence's most probable LDA topic).
