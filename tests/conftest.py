@@ -5,12 +5,11 @@ torch uses one intra-op thread (the models here are tiny: threads gain nothing, 
 import numpy as np
 import pytest
 import torch
+from hf_fakes import WORDS
 
 from sipt_lab.data.corpus import Corpus
-from sipt_lab.synthetic import builder
 from sipt_lab.data.topics import TopicAssignment
-
-from hf_fakes import WORDS
+from sipt_lab.synthetic import builder
 
 
 @pytest.fixture(autouse=True)

@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.synthetic import builder
 from sipt_lab.synthetic.cliques import build_cliques
-from sipt_lab.synthetic.spec import GraphSpec
 from sipt_lab.synthetic.sentences import assign_sentences, confident_pools, proportional_counts
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.synthetic.spec import GraphSpec
 
 
 def build(n_nodes=50, seed=0, n_heldout=20, **kwargs):

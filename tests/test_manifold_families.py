@@ -7,14 +7,14 @@ import itertools
 import numpy as np
 import pytest
 
-from sipt_lab.data.corpus import Corpus, load_corpus
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import Corpus, load_corpus
+from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.manifolds import get_surface
-from sipt_lab.synthetic.manifold_families import DEFAULT_TOPICS, build_manifold
 from sipt_lab.synthetic.builder import build_dataset, resolve_spec
 from sipt_lab.synthetic.families import get_family
+from sipt_lab.synthetic.manifold_families import DEFAULT_TOPICS, build_manifold
 from sipt_lab.synthetic.spec import GraphSpec
-from sipt_lab.data.topics import TopicAssignment
 
 FAMILIES = ("plane", "mobius", "sphere", "torus", "klein", "projective")
 
