@@ -115,7 +115,8 @@ def _cpu_seconds() -> float:
 def _in_memory(fmt: str, edges: str, labels: str):
     from sipt_lab.graphs.consistency import consistency_report  # imported by measure already
     from sipt_lab.graphs.edge_tables import read_node_index, read_table
-    from sipt_lab.graphs.graph import PretrainingGraph, load_graph_tsv
+    from sipt_lab.graphs.graph import PretrainingGraph
+    from sipt_lab.graphs.tsv import load_graph_tsv
 
     if fmt == "tsv":
         read = load_graph_tsv(edges, labels)

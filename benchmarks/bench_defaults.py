@@ -102,7 +102,7 @@ def tiny_bert(directory: Path) -> str:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from sipt_lab.models.hf import named_checkpoint
+    from sipt_lab.models.hf_checkpoints import named_checkpoint
 
     tokenizer = AutoTokenizer.from_pretrained(named_checkpoint("minilm"))
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -41,7 +41,8 @@ import torch
 
 from sipt_lab.data.corpus import load_corpus
 from sipt_lab.models import load_encoder
-from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer, named_checkpoint
+from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
+from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.training import embed
 
 WARMUP_SENTENCES = 64

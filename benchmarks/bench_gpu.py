@@ -67,7 +67,7 @@ def random_graph(n: int, seed: int = 0) -> PretrainingGraph:
 
 def domain_inputs(domain: str, n: int, workdir: Path):
     """``(samples, encoder source, encoder name, preset name)`` of ``domain``: ``n`` random samples and its encoder."""
-    from sipt_lab.models.hf import named_checkpoint
+    from sipt_lab.models.hf_checkpoints import named_checkpoint
 
     rng = np.random.default_rng(0)
     if domain == "proteins":

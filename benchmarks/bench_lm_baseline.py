@@ -33,7 +33,7 @@ from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.synthetic import GraphSpec
-from sipt_lab.synthetic.registry import resolve_spec
+from sipt_lab.synthetic.builder import resolve_spec
 
 from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 

@@ -63,7 +63,8 @@ from bench_training import HuggingFace
 
 from sipt_lab.data.corpus import load_corpus
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer, named_checkpoint
+from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
+from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.sampler import GraphBatchSampler

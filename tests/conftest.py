@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hf_fakes import WORDS
 
 from sipt_lab.data.corpus import Corpus
-from sipt_lab.synthetic import registry
 from sipt_lab.data.topics import TopicAssignment
-
-from hf_fakes import WORDS
+from sipt_lab.synthetic import builder
 
 #: pyproject's ``pythonpath``: subprocesses (submitit's local jobs) import test modules by name, and
 #: with them the fakes and the constants test modules share.
@@ -83,5 +82,5 @@ def signal_free_corpus(monkeypatch):
     doc_topic = np.full((240, 12), 0.05 / 11)
     doc_topic[np.arange(240), owner] = 0.95
     corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)

@@ -72,7 +72,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sipt_lab.graphs.consistency import consistency_report
-    from sipt_lab.graphs.graph import load_graph_tsv
+    from sipt_lab.graphs.tsv import load_graph_tsv
 
     if args.example and (args.edges or args.labels):
         raise SiptError("--example replaces --edges/--labels; pass either --example or both files")

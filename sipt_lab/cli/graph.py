@@ -11,7 +11,7 @@ import argparse
 
 from sipt_lab.cli.arguments import nonempty
 from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
-from sipt_lab.graphs.graph import NOISE_MODES
+from sipt_lab.graphs.noise import NOISE_MODES
 
 
 #: GraphSpec fields -> the ``graph build`` flags that set them (errors name the flag).
@@ -61,7 +61,7 @@ def register(subparsers) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from sipt_lab.synthetic.registry import family_names, get_family
+    from sipt_lab.synthetic.families import family_names, get_family
 
     families = [get_family(name) for name in family_names()]
     rows = [("name", "nodes", "topics", "description")] + [
@@ -73,7 +73,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sipt_lab.synthetic.registry import GraphSpec, build_dataset, resolve_spec
+    from sipt_lab.synthetic.builder import build_dataset, resolve_spec
+    from sipt_lab.synthetic.spec import GraphSpec
 
     spec = resolve_spec(GraphSpec(
         family=args.graph,

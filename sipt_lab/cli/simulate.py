@@ -11,7 +11,7 @@ from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
 from sipt_lab.grid.runner import EXECUTORS
-from sipt_lab.graphs.graph import NOISE_MODES
+from sipt_lab.graphs.noise import NOISE_MODES
 from sipt_lab.core.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
 from sipt_lab.core.stats import format_mean_sd
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from sipt_lab.core.errors import SiptError
 
-
 #: Longest value an error message quotes whole (see :func:`shorten`).
 
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
 
-
 #: Name of the file in which a build records the files it wrote (see :func:`claim_output_dir`).
 
 

@@ -25,10 +25,10 @@ import json
 import os
 import re
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from sipt_lab.core.errors import SiptError
 

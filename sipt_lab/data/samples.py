@@ -24,7 +24,9 @@ import numpy as np
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import read_text_file, shorten
-from sipt_lab.graphs.graph import PretrainingGraph, factorize, read_edges_tsv, read_labels_tsv
+from sipt_lab.graphs.arrays import factorize
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.tsv import read_edges_tsv, read_labels_tsv
 
 SAMPLE_FORMATS = ("tsv", "jsonl", "txt")
 

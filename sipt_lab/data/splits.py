@@ -13,15 +13,15 @@ every edge touching them, so pre-training never sees their links.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.data.tasks import Task, check_train_labels
 from sipt_lab.core.fileio import read_text_file, shorten, write_text_atomic
+from sipt_lab.data.tasks import Task, check_train_labels
 from sipt_lab.graphs.graph import PretrainingGraph
 
 SPLIT_NAMES = ("train", "validation", "test")

@@ -23,8 +23,8 @@ fits a probe on frozen embeddings and scores it on the test split.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -239,7 +239,7 @@ TASK_KINDS: dict[str, TaskKind] = {
 
 
 def get_task_kind(name: str) -> TaskKind:
-    """The registered kind ``name``; SiptError naming the choices otherwise."""
+    """The kind ``name`` of :data:`TASK_KINDS`; SiptError naming the choices otherwise."""
     try:
         return TASK_KINDS[name]
     except KeyError:

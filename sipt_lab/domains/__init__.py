@@ -1,18 +1,18 @@
-"""Real domains for pre-training and fine-tuning: samples, tasks and ``G_PT`` builders by name
-(:mod:`~sipt_lab.domains.registry`); built in: ``wiki`` (:mod:`~sipt_lab.domains.wiki`)."""
+"""Real domains for pre-training and fine-tuning: samples, tasks and ``G_PT`` builders by name.
 
-from sipt_lab.domains.registry import (
-    DOMAINS,
+What a domain is: :mod:`~sipt_lab.domains.base`; the table of domains: :mod:`~sipt_lab.domains.table`;
+built in: ``abstracts``, ``networks``, ``proteins``, ``wiki`` (one module each).
+"""
+
+from sipt_lab.domains.base import (
     Domain,
     DomainData,
     GraphSummary,
     build_graph,
-    domain_names,
-    get_domain,
-    register_domain,
     subset,
     summarize_graph,
 )
+from sipt_lab.domains.table import DOMAINS, domain_names, get_domain
 
 __all__ = [
     "DOMAINS",
@@ -22,7 +22,6 @@ __all__ = [
     "build_graph",
     "domain_names",
     "get_domain",
-    "register_domain",
     "subset",
     "summarize_graph",
 ]

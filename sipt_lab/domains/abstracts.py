@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sipt_lab.domains.loaders import read_papers, read_scibert_task
-from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pairs, links_graph, register_domain
 from sipt_lab.core.errors import SiptError
+from sipt_lab.domains.base import Domain, LinkedData, add_split_tasks, id_pairs, links_graph
+from sipt_lab.domains.loaders import read_papers, read_scibert_task
 
 LAYOUT = "papers.jsonl and tasks/<task>/ (SciBERT train.txt, dev.txt, test.txt)"
 
@@ -36,11 +36,11 @@ def load_abstracts(directory: Path) -> LinkedData:
     return LinkedData(ids, texts, tasks, splits=splits, links=id_pairs(papers.ids, papers.graph))
 
 
-ABSTRACTS = register_domain(Domain(
+ABSTRACTS = Domain(
     name="abstracts",
     description="paper titles + abstracts over their citations (MAG), SciBERT classification tasks",
     load=load_abstracts,
     graphs={"citations": links_graph},
     default_task="mag",
     layout=LAYOUT,
-))
+)

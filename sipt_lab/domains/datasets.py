@@ -16,9 +16,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sipt_lab.domains.fetch import fetch, file_sha256
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_text_atomic
+from sipt_lab.domains.fetch import fetch, file_sha256
 
 SUMS_NAME = "SHA256SUMS"
 _ARCHIVES = (".tar.gz", ".tgz", ".zip")

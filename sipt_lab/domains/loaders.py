@@ -21,9 +21,9 @@ or malformed file is a one-line :class:`SiptError` naming the file, the line and
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp

@@ -19,7 +19,7 @@ Rare labels are specific (GO terms deep in the ontology), so the prefixes are sh
 terms and the candidates few; the common terms near the root never enter a prefix of a well
 annotated sample. Timings: ``benchmarks/bench_hamming.py``.
 
-The domain (registered as ``networks``, data files in :data:`LAYOUT`) pairs that graph with graph
+The domain (listed as ``networks``, data files in :data:`LAYOUT`) pairs that graph with graph
 samples for a GIN (:mod:`sipt_lab.models.graph_encoder`) and the multi-label GO task.
 """
 
@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from sipt_lab.domains.loaders import read_term_sets, read_tu_graphs
-from sipt_lab.domains.registry import SHARED, Domain, DomainData, register_domain
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.tasks import Task
+from sipt_lab.domains.base import SHARED, Domain, DomainData
+from sipt_lab.domains.loaders import read_term_sets, read_tu_graphs
 from sipt_lab.graphs.graph import PretrainingGraph
 
 #: The paper's threshold for NETWORKS: at most 9 differing GO labels.
@@ -256,7 +256,7 @@ def gin_source(init: str, data: NetworkData):
     return GraphInit(GINConfig(n_values=len(data.code_names)))
 
 
-NETWORKS = register_domain(Domain(
+NETWORKS = Domain(
     name="networks",
     description="PPI ego-networks (graphs) linked by GO-term Hamming distance <= 9, multi-label GO task",
     load=load_networks,
@@ -265,4 +265,4 @@ NETWORKS = register_domain(Domain(
     layout=LAYOUT,
     default_init="gin",
     encoder_source=gin_source,
-))
+)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
-from sipt_lab.domains.registry import Domain, LinkedData, add_split_tasks, id_pairs, links_graph, register_domain
 from sipt_lab.core.errors import SiptError
+from sipt_lab.domains.base import Domain, LinkedData, add_split_tasks, id_pairs, links_graph
+from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
 
 #: TAPE task -> task kind.
 TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression",
@@ -47,7 +47,7 @@ def load_proteins(directory: Path) -> LinkedData:
     return LinkedData(ids, texts, tasks, splits=splits, links=id_pairs(corpus.ids, graph))
 
 
-PROTEINS = register_domain(Domain(
+PROTEINS = Domain(
     name="proteins",
     description="protein sequences over their interactions (tree of life), TAPE tasks",
     load=load_proteins,
@@ -55,4 +55,4 @@ PROTEINS = register_domain(Domain(
     default_task="remote_homology",
     layout=LAYOUT,
     default_init="char",
-))
+)

@@ -39,11 +39,12 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.neighbors import NearestNeighbors
 
-from sipt_lab.data.corpus import default_articles
-from sipt_lab.domains.registry import Domain, DomainData, register_domain
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import default_articles
 from sipt_lab.data.tasks import Task
-from sipt_lab.graphs.graph import PretrainingGraph, factorize
+from sipt_lab.domains.base import Domain, DomainData
+from sipt_lab.graphs.arrays import factorize
+from sipt_lab.graphs.graph import PretrainingGraph
 
 UNCATEGORIZED = "Uncategorized"
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)$")
@@ -243,10 +244,10 @@ def random_graph(data: WikiArticles, seed: int = 0) -> PretrainingGraph:
     return rewired(mentions_graph(data), seed)
 
 
-WIKI = register_domain(Domain(
+WIKI = Domain(
     name="wiki",
     description="10,033 Wikipedia vital-article summaries, their category (11 classes), mention graph",
     load=load_wiki,
     graphs={"mentions": mentions_graph, "tfidf-knn": tfidf_knn_graph, "random": random_graph},
     default_task="category",
-))
+)

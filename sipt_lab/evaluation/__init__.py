@@ -3,6 +3,14 @@ shape of the embedding (Rips persistence on k-NN graph geodesics, :mod:`~sipt_la
 the radius that recovers ``G_PT`` and the r-NN accuracy there (Theorem 1's validity condition,
 :mod:`~sipt_lab.evaluation.radius_recovery`), method-vs-baseline comparisons (:mod:`~sipt_lab.evaluation.comparison`)."""
 
+from sipt_lab.evaluation.comparison import (
+    Comparison,
+    compare_errors,
+    format_comparison_table,
+    relative_error_reduction,
+    write_comparison_csv,
+)
+from sipt_lab.evaluation.embedding_topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
 from sipt_lab.evaluation.knn import (
     KnnScores,
     heldout_knn,
@@ -11,13 +19,6 @@ from sipt_lab.evaluation.knn import (
     loo_knn,
     loo_knn_auroc,
     macro_ovr_auroc,
-)
-from sipt_lab.evaluation.comparison import (
-    Comparison,
-    compare_errors,
-    format_comparison_table,
-    relative_error_reduction,
-    write_comparison_csv,
 )
 from sipt_lab.evaluation.radius_recovery import (
     MAX_RECOVERY_NODES,
@@ -29,7 +30,6 @@ from sipt_lab.evaluation.radius_recovery import (
     radius_terms,
 )
 from sipt_lab.evaluation.retrieval import link_retrieval_metrics
-from sipt_lab.evaluation.embedding_topology import RipsBetti, farthest_points, knn_geodesic_distances, rips_betti
 
 __all__ = [
     "MAX_RECOVERY_NODES",

@@ -25,8 +25,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
-from sipt_lab.graphs.consistency import local_consistency_per_node
 from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.consistency import local_consistency_per_node
 from sipt_lab.graphs.graph import PretrainingGraph
 
 MAX_RECOVERY_NODES = 4000  # n(n-1)/2 pairwise distances and edge labels, ~8e6 pairs, are held at once

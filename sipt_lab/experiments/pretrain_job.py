@@ -42,7 +42,8 @@ from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.core import outputs
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
-from sipt_lab.graphs.graph import PretrainingGraph, snowball_sample
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import model_loader

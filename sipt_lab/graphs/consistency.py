@@ -20,18 +20,36 @@ materialised) on vectorised group-by-label count matrices. Not to be confused wi
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.graph import PretrainingGraph, factorize
+from sipt_lab.graphs.arrays import factorize
+from sipt_lab.graphs.consistency_kernel import (
+    TIE_POLICIES,
+    ConsistencyReport,
+    check_ties,
+    edge_homophily_from_counts,
+    mean_over_connected,
+    node_homophily_from_counts,
+    node_scores,
+    report_from_counts,
+    row_label_counts,
+    tie_score,
+)
+from sipt_lab.graphs.graph import PretrainingGraph
 
-TIE_POLICIES = names.TIE_POLICIES
+__all__ = [
+    "TIE_POLICIES",
+    "ConsistencyReport",
+    "consistency_from_files",
+    "consistency_report",
+    "corollary1_bound",
+    "edge_homophily",
+    "local_consistency",
+    "local_consistency_per_node",
+    "node_homophily",
+]
 
 
 def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:
@@ -41,13 +59,13 @@ def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "spl
     plurality label, and ``1/k`` / 0 / 1 (``ties`` = split / strict / lenient) if it is one of ``k``
     tied plurality labels. ``labels``: ``(n,)`` class of each node (any sortable values).
     """
-    _check_ties(ties)
+    check_ties(ties)
     return _neighbour_stats(graph, *_label_codes(graph, labels), ties)[0]
 
 
 def local_consistency(graph: PretrainingGraph, labels, ties: str = "split") -> float:
     """Definition 5: mean :func:`local_consistency_per_node` over non-isolated nodes."""
-    return _mean_over_connected(local_consistency_per_node(graph, labels, ties))
+    return mean_over_connected(local_consistency_per_node(graph, labels, ties))
 
 
 def node_homophily(graph: PretrainingGraph, labels) -> float:
@@ -56,7 +74,7 @@ def node_homophily(graph: PretrainingGraph, labels) -> float:
     PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
     we exclude them, as :func:`local_consistency` does.
     """
-    return _node_homophily(graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
+    return node_homophily_from_counts(graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
 
 
 def edge_homophily(graph: PretrainingGraph, labels) -> float:
@@ -64,7 +82,7 @@ def edge_homophily(graph: PretrainingGraph, labels) -> float:
     codes, n_classes = _label_codes(graph, labels)
     if graph.n_edges == 0:
         raise SiptError("edge homophily is undefined on a graph without edges; add edges")
-    return _edge_homophily(_neighbour_stats(graph, codes, n_classes, "split")[1], graph.n_edges)
+    return edge_homophily_from_counts(_neighbour_stats(graph, codes, n_classes, "split")[1], graph.n_edges)
 
 
 def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
@@ -89,31 +107,13 @@ def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
     return local_consistency(PretrainingGraph.from_groups(pt_labels), ft_labels, ties)
 
 
-@dataclass(frozen=True)
-class ConsistencyReport:
-    """Summary of how consistent a labelling is over a graph (means over non-isolated nodes)."""
-
-    local_consistency: float
-    node_homophily: float
-    edge_homophily: float
-    n_nodes: int
-    n_edges: int
-    n_isolated: int
-    n_classes: int
-    tie_policy: str
-
-    def to_dict(self) -> dict:
-        """JSON-ready dict of the fields."""
-        return dataclasses.asdict(self)
-
-
 def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> ConsistencyReport:
     """Local consistency, node and edge homophily and graph counts in one :class:`ConsistencyReport`,
     from one pass that counts each node's neighbour labels."""
-    _check_ties(ties)
+    check_ties(ties)
     codes, n_classes = _label_codes(graph, labels)
     per_node, same = _neighbour_stats(graph, codes, n_classes, ties)
-    return _report(per_node, same, graph.degrees(), graph.n_edges, n_classes, ties)
+    return report_from_counts(per_node, same, graph.degrees(), graph.n_edges, n_classes, ties)
 
 
 def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = "stream",
@@ -133,7 +133,7 @@ def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = 
     duplicate edges are dropped and counted as there. Returns a
     :class:`~sipt_lab.graphs.consistency_stream.FileConsistency`.
     """
-    _check_ties(ties)
+    check_ties(ties)
     if engine == "stream":
         from sipt_lab.graphs.consistency_stream import stream_consistency
 
@@ -149,11 +149,6 @@ def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = 
 
 
 # ---------------------------------------------------------------------- internals
-def _check_ties(ties: str) -> None:
-    if ties not in TIE_POLICIES:
-        raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
-
-
 def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int, ties: str) -> tuple[np.ndarray, np.ndarray]:
     """One counting pass over the neighbours' labels: ``(n,)`` float local consistency per node (NaN
     for isolated nodes) and ``(n,)`` int count of neighbours sharing the node's label."""
@@ -161,40 +156,7 @@ def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int,
         counts = _group_label_counts(graph, codes, n_classes)
         return _clique_local_consistency(graph, counts, codes, ties), _lookup(counts, graph.group_codes, codes) - 1
     same, n_tied = _neighbour_label_counts(graph.adjacency(), codes, n_classes)
-    return _scores(n_tied, graph.degrees(), ties), same
-
-
-def _scores(n_tied: np.ndarray, degrees: np.ndarray, ties: str) -> np.ndarray:
-    """``(n,)`` float local consistency per node from the ``n_tied`` of
-    :func:`_neighbour_label_counts` and the ``(n,)`` degrees (NaN where 0)."""
-    score = np.where(n_tied > 0, _tie_score(n_tied, ties), 0.0)
-    score[degrees == 0] = np.nan
-    return score
-
-
-def _report(per_node, same, degrees, n_edges: int, n_classes: int, ties: str) -> ConsistencyReport:
-    """:class:`ConsistencyReport` from ``(n,)`` per-node scores, same-label neighbour counts and degrees."""
-    return ConsistencyReport(
-        local_consistency=_mean_over_connected(per_node),
-        node_homophily=_node_homophily(degrees, same),
-        edge_homophily=_edge_homophily(same, n_edges),
-        n_nodes=int(degrees.size),
-        n_edges=int(n_edges),
-        n_isolated=int(np.count_nonzero(degrees == 0)),
-        n_classes=int(n_classes),
-        tie_policy=ties,
-    )
-
-
-def _node_homophily(degrees: np.ndarray, same: np.ndarray) -> float:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fraction = same / degrees
-    return _mean_over_connected(np.where(degrees > 0, fraction, np.nan))
-
-
-def _edge_homophily(same: np.ndarray, n_edges: int) -> float:
-    """Every same-label edge counts once from each end."""
-    return float(same.sum(dtype=np.int64) / (2 * n_edges))
+    return node_scores(n_tied, graph.degrees(), ties), same
 
 
 def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
@@ -212,61 +174,9 @@ def _neighbour_label_counts(A: sp.csr_array, codes: np.ndarray, n_classes: int):
 
     ``same``: how many neighbours share the node's label; ``n_tied``: how many labels tie for the
     neighbours' plurality when the node's own label is one of them, else 0 (isolated nodes: 0, 0).
-    ``codes``: ``(n,)`` label codes ``0..n_classes-1``.
+    ``codes``: ``(n,)`` label codes ``0..n_classes-1``. See :func:`~sipt_lab.graphs.consistency_kernel.row_label_counts`.
     """
-    return _row_label_counts(A.indptr, A.indices, codes, codes, n_classes)
-
-
-def _row_label_counts(indptr, indices, codes, row_codes, n_classes: int):
-    """:func:`_neighbour_label_counts` of the rows of a CSR block: ``indptr`` ``(r+1,)`` and
-    ``indices`` (neighbours, into ``codes``) describe ``r`` rows whose own labels are ``row_codes``
-    ``(r,)``; a block of rows out of a larger graph when ``row_codes`` is a gather of ``codes``."""
-    # The smallest code dtype keeps the random gathers codes[indices] in cache.
-    dtype = np.min_scalar_type(max(n_classes - 1, 0))
-    return _neighbour_label_kernel(indptr, indices, codes.astype(dtype, copy=False),
-                                   row_codes.astype(dtype, copy=False), n_classes)
-
-
-# Serial on purpose: numba's parallel loops run on OpenMP threads that spin while they wait, which
-# made this 4x slower on a loaded 2-core machine, oversubscribes the one-process-per-core sweep
-# workers, and aborts forked children. nogil lets callers run it from several threads instead.
-@numba.njit(cache=True, nogil=True)
-def _neighbour_label_kernel(indptr, indices, codes, row_codes, n_classes):
-    """:func:`_neighbour_label_counts` on the raw CSR arrays: one pass per row plus an O(degree) or
-    O(classes) scan, with one scratch count array kept all zero between rows."""
-    n = indptr.size - 1
-    same = np.zeros(n, np.int32)
-    n_tied = np.zeros(n, np.int32)
-    counts = np.zeros(n_classes, np.int32)
-    for i in range(n):
-        start, end = indptr[i], indptr[i + 1]
-        top = n_top = 0
-        if n_classes <= end - start:
-            # Many neighbours per class: count, then scan every class (branch-free passes).
-            for e in range(start, end):
-                counts[codes[indices[e]]] += 1
-            own = counts[row_codes[i]]
-            for c in range(n_classes):
-                top = max(top, counts[c])
-            for c in range(n_classes):
-                n_top += counts[c] == top
-                counts[c] = 0
-        else:
-            # Fewer neighbours than classes: touch only the neighbours' labels. The second pass
-            # counts each top label once, as it resets the label's count on its first visit.
-            for e in range(start, end):
-                label = codes[indices[e]]
-                counts[label] += 1
-                top = max(top, counts[label])
-            own = counts[row_codes[i]]
-            for e in range(start, end):
-                label = codes[indices[e]]
-                n_top += counts[label] == top
-                counts[label] = 0
-        same[i] = own
-        if own == top and top > 0:
-            n_tied[i] = n_top
-    return same, n_tied
+    return row_label_counts(A.indptr, A.indices, codes, codes, n_classes)
 
 
 def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int):
@@ -316,15 +226,6 @@ def _lookup(counts, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.asarray(counts[rows, cols]).astype(np.int64).ravel()
 
 
-def _tie_score(n_tied: np.ndarray, ties: str) -> np.ndarray:
-    n_tied = np.asarray(n_tied, dtype=np.float64)
-    if ties == "split":
-        return 1.0 / np.maximum(n_tied, 1.0)
-    if ties == "strict":
-        return (n_tied == 1).astype(np.float64)
-    return np.ones_like(n_tied)
-
-
 def _group_label_counts(graph: PretrainingGraph, codes: np.ndarray, n_classes: int):
     """``(G, C)`` counts of each label within each group of an implicit clique graph."""
     groups = graph.group_codes
@@ -346,13 +247,8 @@ def _clique_local_consistency(graph: PretrainingGraph, counts, codes, ties: str)
     wins = (own == top[g]) & (n_top[g] == 1)
     tied = wins & (second[g] == top[g] - 1)
     score = np.where(wins, 1.0, 0.0)
-    score[tied] = _tie_score(1 + n_second[g][tied], ties)
+    score[tied] = tie_score(1 + n_second[g][tied], ties)
     score[graph.group_sizes[g] == 1] = np.nan
     return score
 
 
-def _mean_over_connected(per_node: np.ndarray) -> float:
-    connected = ~np.isnan(per_node)
-    if not connected.any():
-        raise SiptError("every node is isolated, so the measure is undefined; add edges to the graph")
-    return float(per_node[connected].mean())

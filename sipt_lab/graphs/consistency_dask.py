@@ -22,7 +22,8 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from sipt_lab.graphs.consistency import _check_ties
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.consistency_kernel import check_ties
 from sipt_lab.graphs.consistency_stream import (
     DEFAULT_CHUNK_EDGES,
     PARTITION_CHUNKS,
@@ -41,7 +42,6 @@ from sipt_lab.graphs.edge_tables import (
     read_node_index,
     read_text_range,
 )
-from sipt_lab.core.errors import SiptError
 
 #: Seconds to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT_S = 10
@@ -63,7 +63,7 @@ def dask_consistency(edges, labels, ties: str = "split", *, scheduler: str | Non
     (``tcp://host:8786``), or on a ``LocalCluster`` of ``workers`` threads when None; a scheduler
     not reached within ``connect_timeout`` seconds is a SiptError. ``chunk_edges`` sizes the text
     partitions (about 12 bytes per edge) and the shuffled partitions (``4 * chunk_edges`` records)."""
-    _check_ties(ties)
+    check_ties(ties)
     dd = _import_dask()
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
     index = read_node_index(labels, label_columns)

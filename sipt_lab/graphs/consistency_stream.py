@@ -1,6 +1,6 @@
 """Local consistency of a labelled graph read from disk in bounded memory (out of core).
 
-The in-memory path (:func:`sipt_lab.graphs.graph.load_graph_tsv` + :func:`~sipt_lab.graphs.consistency.consistency_report`)
+The in-memory path (:func:`sipt_lab.graphs.tsv.load_graph_tsv` + :func:`~sipt_lab.graphs.consistency.consistency_report`)
 holds every edge. Here the edges are streamed in chunks (:func:`sipt_lab.graphs.edge_tables.edge_chunks`)
 and each chunk becomes *directed records*: for every edge ``{a, b}`` between labelled nodes with
 ``a != b`` the two int64 keys ``a * n + b`` and ``b * n + a`` (source, neighbour). Records are
@@ -8,7 +8,7 @@ appended to spill files partitioned by source-node range, so every record of a n
 copy of a repeated edge, lands in one partition, whatever chunk it came from. Each partition is
 then loaded alone, sorted and deduplicated (exactly the graph's distinct edges, seen from their
 source), and its rows are counted by the same compiled per-row kernel as the in-memory path
-(:func:`_neighbour_label_counts <sipt_lab.graphs.consistency._neighbour_label_counts>`), giving every
+(:func:`~sipt_lab.graphs.consistency_kernel.row_label_counts`), giving every
 node's degree, same-label neighbour count and number of tied plurality labels. The report is then
 computed from those ``(n,)`` arrays by the same code as in memory, so the numbers are identical,
 ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sipt_lab.graphs.consistency import (
+from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.consistency_kernel import (
     ConsistencyReport,
-    _check_ties,
-    _report,
-    _row_label_counts,
-    _scores,
+    check_ties,
+    node_scores,
+    report_from_counts,
+    row_label_counts,
 )
 from sipt_lab.graphs.edge_tables import (
     NodeIndex,
@@ -48,7 +49,6 @@ from sipt_lab.graphs.edge_tables import (
     estimate_edges,
     read_node_index,
 )
-from sipt_lab.core.errors import SiptError
 
 #: Default number of edges per chunk.
 DEFAULT_CHUNK_EDGES = 1 << 21
@@ -60,7 +60,7 @@ PARTITION_CHUNKS = 4
 
 @dataclass(frozen=True)
 class FileConsistency:
-    """A :class:`~sipt_lab.graphs.consistency.ConsistencyReport` of a graph read from files, with what the
+    """A :class:`~sipt_lab.graphs.consistency_kernel.ConsistencyReport` of a graph read from files, with what the
     reader dropped (self-loops, repeated undirected edges)."""
 
     report: ConsistencyReport
@@ -122,7 +122,7 @@ class NodeCounts:
 
     def result(self, tally: EdgeTally, n_classes: int, ties: str) -> FileConsistency:
         n_edges = int(self.degree.sum()) // 2
-        report = _report(_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties)
+        report = report_from_counts(node_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties)
         return FileConsistency(report, tally.self_loops, tally.rows - tally.self_loops - n_edges)
 
 
@@ -131,7 +131,7 @@ def stream_consistency(edges, labels, ties: str = "split", *, chunk_edges: int |
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on this machine, in bounded memory (see
     the module doc): ``chunk_edges`` edges per chunk (default :data:`DEFAULT_CHUNK_EDGES`), spill
     files in a temporary directory under ``spill_dir`` (default: the system's)."""
-    _check_ties(ties)
+    check_ties(ties)
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
     index = read_node_index(labels, label_columns)
     n_parts = min(MAX_PARTITIONS, max(1, math.ceil(estimate_edges(edges) / (PARTITION_CHUNKS * chunk) * 2)))
@@ -180,7 +180,7 @@ def node_counts(keys: np.ndarray, index: NodeIndex):
     starts = np.flatnonzero(first)
     nodes = src[starts]
     indptr = np.append(starts, src.size)
-    same, n_tied = _row_label_counts(indptr, dst, index.codes, index.codes[nodes], index.n_classes)
+    same, n_tied = row_label_counts(indptr, dst, index.codes, index.codes[nodes], index.n_classes)
     return nodes, same, n_tied, np.diff(indptr)
 
 

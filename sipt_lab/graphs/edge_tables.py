@@ -3,7 +3,7 @@
 Formats follow the file name: Parquet (``.parquet``/``.pq``, or a directory of Parquet files), and
 text, ``.csv`` (comma-separated, ``"``-quoted fields allowed) or anything else tab-separated
 (``.tsv``, ``.txt``), each optionally ``.gz``. Text files keep the TSV conventions of
-:mod:`sipt_lab.graphs.graph`: two fields per line, surrounding spaces stripped, blank lines and lines
+:mod:`sipt_lab.graphs.tsv`: two fields per line, surrounding spaces stripped, blank lines and lines
 starting with ``#`` skipped; unlike the in-memory reader the fields must be separated by the
 delimiter, not by spaces. Parquet files name their columns (``u``/``v`` for edges and
 ``node``/``label`` for labels unless the caller names others).

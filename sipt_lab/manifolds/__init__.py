@@ -15,6 +15,7 @@
 """
 
 from sipt_lab.manifolds.geodesic import brute_force_pairs, geodesic_matrix, pairs_within, unfold_patch
+from sipt_lab.manifolds.homology import EXPECTED, SurfaceInvariants, TopologyReport, check_tiling, verify_tiling
 from sipt_lab.manifolds.placement import (
     Placement,
     TriplePools,
@@ -34,7 +35,6 @@ from sipt_lab.manifolds.radius_graphs import (
     vertex_labels,
 )
 from sipt_lab.manifolds.tilings import SURFACES, Tiling, get_surface
-from sipt_lab.manifolds.homology import EXPECTED, SurfaceInvariants, TopologyReport, check_tiling, verify_tiling
 
 __all__ = [
     "EXPECTED", "SURFACES", "Placement", "SurfaceInvariants", "Tiling", "TopologyReport", "TriplePools",

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.manifolds.tilings import Tiling
 from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.manifolds.tilings import Tiling
 
 #: Most backtracking steps of the vertex -> topic search before it gives up.
 MAX_SEARCH_STEPS = 200_000

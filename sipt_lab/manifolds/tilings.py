@@ -25,9 +25,9 @@ relies on that for exactness. :mod:`sipt_lab.manifolds.homology` proves each til
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Callable
 
 import numpy as np
 

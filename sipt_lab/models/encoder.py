@@ -72,8 +72,8 @@ class EncoderConfig:
 #: hidden 64, the :class:`EncoderConfig` defaults) is what sipt-lab's experiments use: on CLIQUES it
 #: beats the paper's SIPT AUROC in 300 steps, where hidden 10 needs thousands
 #: (benchmarks/bench_simulate.py). Attention dropout is 0 rather than the original HF BERT's 0.1:
-#: with dropout PyTorch's CPU attention falls back to its unfused path (2-3x slower per step,
-#: benchmarks/bench_training.py), and these short runs do not need the regulariser.
+#: with dropout PyTorch's CPU attention falls back to its slower unfused path
+#: (benchmarks/bench_training.py), and these short runs do not need the regulariser.
 ENCODER_PRESETS: dict[str, EncoderConfig] = dict(zip(names.ENCODER_PRESETS, (
     EncoderConfig(),
     EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),

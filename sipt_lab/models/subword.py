@@ -15,9 +15,10 @@ back whichever kind a ``tokenizer.json`` holds.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer as Backend
@@ -26,7 +27,15 @@ from tokenizers import models, normalizers, pre_tokenizers, trainers
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, CharTokenizer, Tokenizer, read_tokenizer_json
+from sipt_lab.models.tokenizer import (
+    CLS_ID,
+    MASK_ID,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    CharTokenizer,
+    Tokenizer,
+    read_tokenizer_json,
+)
 
 #: Subword models: kind -> (``tokenizers`` model, its trainer). Only models whose training is
 #: deterministic belong here (a run must be reproducible from its seed): ``tokenizers`` 0.23's BPE

@@ -92,7 +92,7 @@ class MaskedLM(Objective):
 
 
 class StructureInducing(Objective):
-    """``L_SI``: a registered pair loss over the batch's edge pairs and non-edge pairs."""
+    """``L_SI``: a pair loss of :data:`~sipt_lab.objectives.structure.STRUCTURE_LOSSES` over the batch's edge pairs and non-edge pairs."""
 
     name = "si"
     needs_pairs = True

@@ -9,7 +9,7 @@ library's ``ContrastiveLoss`` / ``MultiSimilarityLoss``); :data:`STRUCTURE_LOSSE
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

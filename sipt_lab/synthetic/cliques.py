@@ -19,22 +19,16 @@ from __future__ import annotations
 import numpy as np
 
 from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
-from sipt_lab.synthetic.registry import GraphSpec, register_family
 from sipt_lab.synthetic.sentences import assign_sentences, balanced_classes, node_table
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.synthetic.spec import Family, GraphSpec
 
 N_CLASSES = 10
 MIN_CONFIDENCE = 0.8
 
 
-@register_family(
-    "cliques",
-    default_nodes=50,
-    default_topics=100,
-    description="disjoint cliques: sentences linked iff they share their top LDA topic (10 topics)",
-)
 def build_cliques(
     spec: GraphSpec,
     corpus: Corpus,
@@ -66,3 +60,12 @@ def build_cliques(
         },
         tables={"nodes": node_table(assignment, topics)},
     )
+
+
+FAMILY = Family(
+    "cliques",
+    build_cliques,
+    default_nodes=50,
+    default_topics=100,
+    description="disjoint cliques: sentences linked iff they share their top LDA topic (10 topics)",
+)

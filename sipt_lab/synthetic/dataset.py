@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
-from sipt_lab.graphs.graph import PretrainingGraph, write_edges_tsv, write_labels_tsv
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.tsv import write_edges_tsv, write_labels_tsv
 
 
 @dataclass
@@ -24,7 +25,7 @@ class SyntheticDataset:
     """One semi-synthetic pre-training set.
 
     Attributes:
-        family: registered family name (``"torus"``, ``"cliques"``, ...).
+        family: family name (``"torus"``, ``"cliques"``, ...).
         sentences: the ``n`` pre-training samples.
         graph: ``G_PT`` over the samples (node ``i`` is ``sentences[i]``).
         labels: ``(n,)`` int FT labels (the sentence's most probable LDA topic).

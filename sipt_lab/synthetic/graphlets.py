@@ -30,7 +30,7 @@ its paw columns 9-11 are ORCA's 9-11).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import networkx as nx
 import numpy as np
@@ -55,7 +55,7 @@ _EMBEDDINGS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _atlas_classes(max_nodes: int) -> tuple[nx.Graph, ...]:
     if not 1 <= max_nodes <= 7:
         raise ValueError(f"the graph atlas covers 1 to 7 nodes, got max_nodes={max_nodes}")

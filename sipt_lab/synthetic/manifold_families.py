@@ -49,6 +49,7 @@ from functools import partial
 import numpy as np
 
 from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.manifolds import (
     check_tiling,
     get_surface,
@@ -60,8 +61,7 @@ from sipt_lab.manifolds import (
     triple_pools,
 )
 from sipt_lab.synthetic.dataset import SyntheticDataset
-from sipt_lab.synthetic.registry import GraphSpec, register_family
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.synthetic.spec import Family, GraphSpec
 
 DEFAULT_TOPICS = 20
 MIN_PER_TRIANGLE = 40
@@ -144,7 +144,7 @@ def _table(**columns: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(columns), rows
 
 
-_FAMILIES = {
+_SURFACES = {
     "plane": (100, "radius graph on a disk of 2 triangles (4 topic vertices)"),
     "mobius": (100, "radius graph on a Möbius band of 5 triangles (5 topic vertices)"),
     "sphere": (100, "radius graph on an octahedron, a sphere (6 topic vertices, 8 triangles)"),
@@ -153,6 +153,8 @@ _FAMILIES = {
     "projective": (100, "radius graph on the 6-vertex projective plane (6 topic vertices, 10 triangles)"),
 }
 
-for _name, (_nodes, _description) in _FAMILIES.items():
-    register_family(_name, default_nodes=_nodes, default_topics=DEFAULT_TOPICS, description=_description)(
-        partial(build_manifold, _name))
+FAMILIES = tuple(
+    Family(name, partial(build_manifold, name), default_nodes=nodes, default_topics=DEFAULT_TOPICS,
+           description=description)
+    for name, (nodes, description) in _SURFACES.items()
+)

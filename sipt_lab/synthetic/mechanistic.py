@@ -51,14 +51,14 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
-from sipt_lab.data.corpus import Corpus
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
 from sipt_lab.synthetic.graphlets import connected_graphs, orbit_counts
-from sipt_lab.synthetic.registry import GraphSpec, register_family
 from sipt_lab.synthetic.sentences import assign_sentences, node_table
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.synthetic.spec import Family, GraphSpec
 
 MIN_MOTIF_NODES = 2
 MAX_MOTIF_NODES = 5
@@ -223,6 +223,8 @@ _DESCRIPTIONS = {
     "motif": "cycle with motifs; topic = the cycle or the motif instance a node is in (high LC)",
     "structural": "cycle with motifs; topic = k-means cluster of graphlet degree vectors (low LC)",
 }
-for _name, _description in _DESCRIPTIONS.items():
-    register_family(_name, default_nodes=DEFAULT_NODES, default_topics=100, description=_description)(
-        partial(build_mechanistic, label=_name))
+FAMILIES = tuple(
+    Family(name, partial(build_mechanistic, label=name), default_nodes=DEFAULT_NODES, default_topics=100,
+           description=description)
+    for name, description in _DESCRIPTIONS.items()
+)

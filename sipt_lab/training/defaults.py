@@ -16,7 +16,7 @@ experiments' setting, which ``simulate`` takes from here, λ aside: the semi-syn
 paper's λ = 0.1 over hundreds of steps, where a user's short run of a fresh char encoder needs the
 structure term's larger share, λ = 0.5), a Hugging Face checkpoint gets InfoNCE,
 which compares directions and so fits any checkpoint's scale. A checkpoint whose weights were never
-trained (:func:`~sipt_lab.models.hf.is_untrained`) is a fresh init and trains at a fresh init's rate.
+trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`) is a fresh init and trains at a fresh init's rate.
 """
 
 from __future__ import annotations
@@ -87,11 +87,11 @@ def init_defaults(kind: str) -> InitDefaults:
 
 def init_kind(init: str) -> str:
     """The kind of an ``--init`` value: ``char``; ``fresh`` for a Hugging Face checkpoint directory
-    whose weights were never trained (:func:`~sipt_lab.models.hf.is_untrained`); else ``checkpoint``
+    whose weights were never trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`); else ``checkpoint``
     (a named or local checkpoint to warm-start from)."""
     if init == names.CHAR_INIT:
         return "char"
-    from sipt_lab.models.hf import NAMED_CHECKPOINTS, is_untrained
+    from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, is_untrained
 
     return "fresh" if init not in NAMED_CHECKPOINTS and is_untrained(init) else "checkpoint"
 

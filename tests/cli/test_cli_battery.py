@@ -22,7 +22,7 @@ import pytest
 
 from sipt_lab.core import outputs
 from sipt_lab.cli.main import main
-from sipt_lab.graphs.graph import read_labels_tsv
+from sipt_lab.graphs.tsv import read_labels_tsv
 
 N = 12
 IDS = [f"s{i}" for i in range(N)]
@@ -204,11 +204,11 @@ def _stubs(monkeypatch):
     import sipt_lab.experiments.paper.figures as figures
     import sipt_lab.experiments.lambda_sweep as lambda_sweep
     import sipt_lab.experiments.simulation.simulate as simulate
-    import sipt_lab.synthetic.registry as registry
+    import sipt_lab.synthetic.builder as builder
 
     monkeypatch.setattr(domain_run, "run_domain", _reached)
     monkeypatch.setattr(simulate, "run_grid", _reached)
-    monkeypatch.setattr(registry, "build_dataset", _reached)
+    monkeypatch.setattr(builder, "build_dataset", _reached)
     monkeypatch.setattr(lambda_sweep, "run_pretraining", _reached)
     monkeypatch.setitem(figures.FIGURES, "corollary1", _reached)
     monkeypatch.setattr(datasets, "fetch", _reached)  # never a download

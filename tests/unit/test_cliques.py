@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import SiptError
-from sipt_lab.synthetic import registry
-from sipt_lab.synthetic.cliques import build_cliques
-from sipt_lab.synthetic.registry import GraphSpec
-from sipt_lab.synthetic.sentences import assign_sentences, confident_pools, proportional_counts
 from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.synthetic import builder
+from sipt_lab.synthetic.cliques import build_cliques
+from sipt_lab.synthetic.sentences import assign_sentences, confident_pools, proportional_counts
+from sipt_lab.synthetic.spec import GraphSpec
 
 
 def build(n_nodes=50, seed=0, n_heldout=20, **kwargs):
@@ -72,10 +72,10 @@ def test_same_seed_same_dataset_and_other_seed_other_topics():
 
 def test_noise_is_added_by_build_dataset(monkeypatch):
     corpus, topics = fake_corpus_and_topics(n_topics=20, per_topic=10)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
-    clean = registry.build_dataset(GraphSpec("cliques", seed=1), progress=False)
-    noisy = registry.build_dataset(GraphSpec("cliques", seed=1, noise=0.5), progress=False)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    clean = builder.build_dataset(GraphSpec("cliques", seed=1), progress=False)
+    noisy = builder.build_dataset(GraphSpec("cliques", seed=1, noise=0.5), progress=False)
     assert clean.graph.n_edges == 100 and clean.local_consistency == 1.0
     assert noisy.sentences == clean.sentences
     assert noisy.graph.n_edges > 400  # ~0.5 of the 1125 non-edges added

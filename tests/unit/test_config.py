@@ -9,7 +9,7 @@ from sipt_lab.core.errors import ConfigError
 from sipt_lab.experiments.simulation.simulate import TRAINING_DEFAULTS, SimulationConfig, simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig
 from sipt_lab.synthetic import GraphSpec
-from sipt_lab.synthetic.registry import get_family
+from sipt_lab.synthetic.families import get_family
 from sipt_lab.training import TrainConfig
 
 
@@ -55,11 +55,11 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
     from sipt_lab.core.config import config_hash
-    from sipt_lab.synthetic import registry
+    from sipt_lab.synthetic import families
 
     before = config_hash(simulation_config("torus"))
     family = get_family("torus")
-    monkeypatch.setitem(registry.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
+    monkeypatch.setitem(families.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
     after = simulation_config("torus")
     assert after.graph.n_nodes == family.default_nodes + 10 and config_hash(after) != before
 

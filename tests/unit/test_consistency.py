@@ -3,6 +3,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.consistency import (
     TIE_POLICIES,
     ConsistencyReport,
@@ -13,7 +14,6 @@ from sipt_lab.graphs.consistency import (
     local_consistency_per_node,
     node_homophily,
 )
-from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
 
 # Hand-made graph, labels a=0, b=1, c=2:

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sipt_lab.cli.main import main
+from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.consistency import (
     TIE_POLICIES,
     consistency_from_files,
     consistency_report,
 )
 from sipt_lab.graphs.consistency_stream import FileConsistency
-from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.graph import load_graph_tsv
+from sipt_lab.graphs.tsv import load_graph_tsv
 
 FORMATS = ("tsv", "csv", "tsv.gz", "parquet")
 

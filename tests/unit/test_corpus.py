@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from sipt_lab.data.corpus import MIN_WORDS, load_corpus, split_sentences
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import MIN_WORDS, load_corpus, split_sentences
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():

@@ -17,7 +17,7 @@ from sipt_lab.experiments.domain.run import PRESETS
 from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
 from sipt_lab.experiments.simulation.simulate import simulation_config
 from sipt_lab.models import encoder_source
-from sipt_lab.models.hf import is_untrained
+from sipt_lab.models.hf_checkpoints import is_untrained
 from sipt_lab.objectives import ObjectiveInputs, Objective
 from sipt_lab.data.samples import read_sample_graph, read_samples
 from sipt_lab.training import TrainConfig, pretrain

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from sipt_lab.domains.loaders import LOADERS, get_loader, read_fasta, read_interactions, read_papers
 from sipt_lab.core.errors import SiptError
+from sipt_lab.domains.loaders import LOADERS, get_loader, read_fasta, read_interactions, read_papers
 
 
 def edges(graph) -> set[tuple[int, int]]:

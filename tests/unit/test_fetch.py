@@ -4,8 +4,8 @@ import hashlib
 
 import pytest
 
-from sipt_lab.domains.fetch import fetch
 from sipt_lab.core.errors import SiptError
+from sipt_lab.domains.fetch import fetch
 
 DATA = b">P1\nMKT\n" * 1000
 

@@ -3,18 +3,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sipt_lab.graphs import graph as graph_module
 from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.graph import (
-    NOISE_MODES,
-    PretrainingGraph,
-    add_noise,
-    load_graph_tsv,
-    read_edges_tsv,
-    read_labels_tsv,
-    write_edges_tsv,
-    write_labels_tsv,
-)
+from sipt_lab.graphs import graph as graph_module
+from sipt_lab.graphs import noise as noise_module
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.noise import NOISE_MODES, add_noise
+from sipt_lab.graphs.tsv import load_graph_tsv, read_edges_tsv, read_labels_tsv, write_edges_tsv, write_labels_tsv
 
 # 0-1, 1-2, 1-3, 3-4; node 5 isolated
 PATH_U = [0, 1, 1, 3]
@@ -205,7 +199,7 @@ def test_noise_pairs_cover_all_non_edges_uniformly():
 def test_pair_index_round_trip_for_large_ids():
     hi = np.array([1, 2, 2, 3_000_000, 2_000_000_000], dtype=np.int64)
     lo = np.array([0, 0, 1, 2_999_999, 123], dtype=np.int64)
-    back = graph_module._pair_unindex(graph_module._pair_index(lo, hi))
+    back = noise_module._pair_unindex(noise_module._pair_index(lo, hi))
     assert back[0].tolist() == lo.tolist() and back[1].tolist() == hi.tolist()
 
 

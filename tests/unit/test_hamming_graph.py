@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sipt_lab.core.errors import SiptError
 from sipt_lab.domains import networks
 from sipt_lab.domains.networks import hamming_graph
-from sipt_lab.core.errors import SiptError
 
 
 def brute_force_edges(labels: np.ndarray, max_distance: int) -> set[tuple[int, int]]:

@@ -15,7 +15,7 @@ from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, load_encoder, save_encoder
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig, build_tokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, UNK_ID, unigram_entropy
-from sipt_lab.synthetic import registry
+from sipt_lab.synthetic import builder
 from sipt_lab.training import TrainConfig, embed, pretrain
 from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler
 
@@ -133,8 +133,8 @@ def test_unigram_entropy_by_hand():
 @pytest.fixture
 def fake_cliques(monkeypatch):
     corpus, topics = fake_corpus_and_topics(n_topics=6, per_topic=12)
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
 
 
 def test_simulate_cell_with_subword_whole_word_bert_runs_and_is_recorded(tmp_path, fake_cliques):

@@ -7,12 +7,14 @@ import itertools
 import numpy as np
 import pytest
 
-from sipt_lab.data.corpus import Corpus, load_corpus
 from sipt_lab.core.errors import SiptError
-from sipt_lab.manifolds import get_surface
-from sipt_lab.synthetic.manifold_families import DEFAULT_TOPICS, build_manifold
-from sipt_lab.synthetic.registry import GraphSpec, build_dataset, get_family, resolve_spec
+from sipt_lab.data.corpus import Corpus, load_corpus
 from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.manifolds import get_surface
+from sipt_lab.synthetic.builder import build_dataset, resolve_spec
+from sipt_lab.synthetic.families import get_family
+from sipt_lab.synthetic.manifold_families import DEFAULT_TOPICS, build_manifold
+from sipt_lab.synthetic.spec import GraphSpec
 
 FAMILIES = ("plane", "mobius", "sphere", "torus", "klein", "projective")
 
@@ -134,11 +136,11 @@ def test_torus_on_the_default_corpus():
 @pytest.mark.slow
 def test_graph_build_writes_a_surface_with_its_picture(fake, tmp_path, monkeypatch, capsys):
     from sipt_lab.cli.main import main
-    from sipt_lab.synthetic import registry
+    from sipt_lab.synthetic import builder
 
     corpus, topics = fake
-    monkeypatch.setattr(registry, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(registry, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
     out = tmp_path / "torus"
     assert main(["graph", "build", "--graph", "torus", "--nodes", "60", "--topics", "10",
                  "--out", str(out), "--quiet"]) == 0

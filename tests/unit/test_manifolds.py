@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.manifolds import (
     EXPECTED,
     SURFACES,
@@ -27,10 +28,9 @@ from sipt_lab.manifolds import (
     verify_tiling,
 )
 from sipt_lab.manifolds.geodesic import unfold_patch
-from sipt_lab.viz.tiling_net import flat_net, plot_tiling
-from sipt_lab.manifolds.tilings import HEIGHT, cyclic_strip, lattice_positions, lattice_quotient, octahedron
 from sipt_lab.manifolds.homology import betti_numbers
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.manifolds.tilings import HEIGHT, cyclic_strip, lattice_positions, lattice_quotient, octahedron
+from sipt_lab.viz.tiling_net import flat_net, plot_tiling
 
 
 # ------------------------------------------------------------------ topology

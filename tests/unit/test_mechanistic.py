@@ -12,7 +12,7 @@ from sipt_lab.synthetic.mechanistic import (
     neighborhood_labels,
     structural_labels,
 )
-from sipt_lab.synthetic.registry import GraphSpec
+from sipt_lab.synthetic.spec import GraphSpec
 
 FAMILIES = ("neighborhood", "motif", "structural")
 

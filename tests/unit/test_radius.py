@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import MAX_RECOVERY_NODES, radius_graph, radius_nn_accuracy, radius_recovery
+from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 
 

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from domain_fixtures import SS3_OF, write_proteins
+
 from sipt_lab.cli.main import main
-from sipt_lab.domains.datasets import get_dataset
-from sipt_lab.domains.loaders import read_tape_task
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.tasks import flatten_tokens
+from sipt_lab.domains.datasets import get_dataset
+from sipt_lab.domains.loaders import read_tape_task
 from sipt_lab.experiments.domain.run import domain_view
 from sipt_lab.experiments.finetune_job import probe_encoder
 from sipt_lab.models import encoder_source
@@ -100,6 +100,7 @@ def test_finetuning_and_probe_learn_the_planted_per_residue_classes(view):
 
 def test_residues_must_be_single_tokens(view, tmp_path):
     from hf_fakes import write_tiny_bert
+
     from sipt_lab.models.graph_encoder import GraphFeaturizer
 
     texts = [view.data.samples[i] for i in view.splits.train[:4]]

@@ -3,8 +3,8 @@ import time
 import numpy as np
 import pytest
 
-from sipt_lab.data.corpus import load_corpus
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import load_corpus
 from sipt_lab.data.topics import TopicAssignment, TopicConfig, cache_path, fit_topics
 
 

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+from sipt_lab.core.errors import SiptError
+from sipt_lab.data.splits import check_task_splits, pretraining_graph, random_splits
 from sipt_lab.domains import build_graph, get_domain, summarize_graph
 from sipt_lab.domains.wiki import (
     MENTION_RULES,
@@ -14,8 +16,6 @@ from sipt_lab.domains.wiki import (
     tfidf_features,
     tfidf_knn_graph,
 )
-from sipt_lab.core.errors import SiptError
-from sipt_lab.data.splits import check_task_splits, pretraining_graph, random_splits
 from sipt_lab.graphs.graph import PretrainingGraph
 
 TITLES = ["Water", "New York", "New York City", "Dune (novel)", "Paris", "Earth", "Mechanical engineering",

@@ -65,10 +65,10 @@ from sipt_lab.grid.model_store import (STORE_KEYS, directory_digest, drop_damage
                                               stored_digest)
 from sipt_lab.grid.runner import read_result, run_grid
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.graphs.graph import snowball_sample
+from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.training.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_source
-from sipt_lab.models.hf import NAMED_CHECKPOINTS, check_checkpoint_dir, named_checkpoint
+from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, check_checkpoint_dir, named_checkpoint
 from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.viz.plots import labelled_errorbars
 from sipt_lab.core.stats import mean_sd

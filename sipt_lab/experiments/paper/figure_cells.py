@@ -80,7 +80,9 @@ from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.grid.runner import EXECUTORS, CellResult, GridInterrupted, result_rows, run_grid, write_results_csv
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.synthetic.registry import MAX_NODES, get_family, prepare_topics, resolve_spec
+from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
+from sipt_lab.synthetic.families import get_family
+from sipt_lab.synthetic.spec import MAX_NODES
 from sipt_lab.experiments.paper.theory import corollary1_experiment, correlated_labels, theorem1_check
 from sipt_lab.training.config import MAX_STEPS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.viz import plots
+from sipt_lab.viz import embedding_plots, plots
 from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF
 from sipt_lab.experiments.paper.figure_cells import (
@@ -148,7 +148,7 @@ def fig5cd(out_dir: str | Path, options: FigureOptions) -> list[Path]:
             for arm in ARMS for node, xy in enumerate(coordinates[arm].tolist())]
     write_results_csv(rows, out / "fig5cd.csv", list(rows[0]))
     panels = {f"{arm.upper()} (LOO 3-NN AUROC {arms[arm].metrics['auroc']:.3f})": coordinates[arm] for arm in ARMS}
-    figure = plots.embedding_panels(
+    figure = embedding_plots.embedding_panels(
         out / "fig5cd", panels, dataset.labels,
         title=f"Figure 5c/d: MÖBIUS, UMAP of pre-training embeddings ({dataset.n_nodes} sentences, seed 0, "
               f"LC {dataset.local_consistency:.3f})")
@@ -207,11 +207,11 @@ def topology(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     for surface, (results, positions, true_betti) in tables.surfaces.items():
         counts = {embedder: result.counts for embedder, result in results.items()}
         counts = {CHECK_ROW: counts.pop(CHECK_ROW), "sentences' positions": positions, **counts}
-        panel_rows.append(plots.TopologyRow(
+        panel_rows.append(embedding_plots.TopologyRow(
             surface.upper(), {embedder: result.diagram for embedder, result in results.items()}, counts, true_betti))
     write_results_csv(tables.rows, out / "topology.csv", list(tables.rows[0]))
     write_results_csv(tables.bars, out / "topology_bars.csv", list(tables.bars[0]))
-    figure = plots.topology_panels(
+    figure = embedding_plots.topology_panels(
         out / "topology", panel_rows, threshold=LONG_BAR_FRACTION, scale_name="L",
         title=f"Topology: Rips persistence of {KNN_NEIGHBOURS}-NN graph geodesics up to L = {RIPS_CUTOFF:g} eps "
               f"(eps = median distance to the {KNN_NEIGHBOURS}th neighbour); long-lived = lifetime >= eps; "

@@ -34,7 +34,8 @@ from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
-from sipt_lab.synthetic.registry import MAX_SEED, prepare_topics, resolve_spec
+from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
+from sipt_lab.synthetic.spec import MAX_SEED
 from sipt_lab.evaluation.concept_probe import concept_probe
 from sipt_lab.training.methods import ConceptOptions, Teacher, get_method, method_recipe, method_train_config, relation_accuracy
 from sipt_lab.training import TrainConfig, embed, pretrain, resolve_device
@@ -200,7 +201,7 @@ def simulation_config(
 ) -> SimulationConfig:
     """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
     (:data:`TRAINING_PRESETS`: ``default``, or ``paper``, the paper's settings), its sizes via
-    :func:`~sipt_lab.synthetic.registry.resolve_spec`, for whatever is not given.
+    :func:`~sipt_lab.synthetic.builder.resolve_spec`, for whatever is not given.
 
     ``encoder`` is an :class:`EncoderConfig` or the name of one of
     :data:`~sipt_lab.models.encoder.ENCODER_PRESETS` (None: the preset's). ``graph_options`` go to

@@ -1,27 +1,29 @@
-"""Domains by name: each gives its samples, its fine-tuning tasks and its pre-training graphs.
+"""What a domain is: its samples, its fine-tuning tasks and its pre-training graphs.
 
-A domain is a :class:`Domain` registered with :func:`register_domain`; :meth:`Domain.read` returns a
+A domain is a :class:`Domain`, plain data that each domain module defines and
+:data:`sipt_lab.domains.table.DOMAINS` lists by name; :meth:`Domain.read` returns a
 :class:`DomainData` (or a subclass carrying the domain's own fields), from the domain's own files
 (``wiki``) or from a data directory the user gives (``--data DIR``; the expected files of each
 domain are its ``layout``, documented in ``docs/domains.md``), and each of its ``graphs`` is
 a builder ``(data, seed) -> PretrainingGraph`` over the samples ``0..n-1``, a ``G_PT`` choice the
-user names. A new domain or graph is a registry entry, never a branch in the code that runs it.
+user names. A new domain or graph is a table entry, never a branch in the code that runs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, get_task_kind
+from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
@@ -55,7 +57,7 @@ GraphBuilder = Callable[[DomainData, int], PretrainingGraph]
 @dataclass(frozen=True)
 class Domain:
     """Attributes:
-    name: registry key.
+    name: its key in :data:`~sipt_lab.domains.table.DOMAINS`.
     description: one line for listings.
     load: ``() -> DomainData`` when ``layout`` is empty, else ``(data directory) -> DomainData``.
     graphs: graph name -> builder ``(data, seed) -> PretrainingGraph``; the first is the default.
@@ -89,31 +91,6 @@ class Domain:
         if not Path(data_dir).is_dir():
             raise SiptError(f"data directory {data_dir} does not exist; pass the directory holding {self.layout}")
         return self.load(Path(data_dir))
-
-
-DOMAINS: dict[str, Domain] = {}
-
-
-def register_domain(domain: Domain) -> Domain:
-    """Add ``domain`` to :data:`DOMAINS` (a duplicate name is a programming error)."""
-    if domain.name in DOMAINS:
-        raise KeyError(f"domain {domain.name!r} is already registered")
-    DOMAINS[domain.name] = domain
-    return domain
-
-
-def get_domain(name: str) -> Domain:
-    """The registered domain ``name``; SiptError naming the choices otherwise."""
-    _load_builtin_domains()
-    try:
-        return DOMAINS[name]
-    except KeyError:
-        raise SiptError(f"unknown domain {name!r}; choose one of: {', '.join(domain_names())}") from None
-
-
-def domain_names() -> list[str]:
-    _load_builtin_domains()
-    return list(DOMAINS)
 
 
 def build_graph(domain: Domain, graph: str, data: DomainData, seed: int = 0, fit_on=None) -> PretrainingGraph:
@@ -248,8 +225,3 @@ def _restrict_splits(splits: Splits, nodes: np.ndarray) -> Splits:
         return np.flatnonzero(np.isin(nodes, part)).astype(np.int64)
 
     return Splits(kept(splits.train), kept(splits.validation), kept(splits.test))
-
-
-def _load_builtin_domains() -> None:
-    # Importing the modules registers their domains.
-    from sipt_lab.domains import abstracts, networks, proteins, wiki  # noqa: F401
