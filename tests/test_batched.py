@@ -12,7 +12,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import ENCODER_PRESETS
 from sipt_lab.training import TrainConfig, pretrain
-from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 ENCODER = ENCODER_PRESETS["paper-small"]
 
@@ -94,7 +94,7 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
 
 
 def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_runs(monkeypatch):
-    import sipt_lab.training.batched as batched
+    import sipt_lab.training.stacked_step as batched
 
     base = _run(0, 0.0)
     noisy = dataclasses.replace(base, graph=PretrainingGraph.from_groups(np.arange(24) % 3))  # other links, same texts
