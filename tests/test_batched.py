@@ -109,3 +109,19 @@ def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_r
         np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=1e-4, atol=1e-5)
         for mine, theirs in zip(result.encoder.parameters(), alone.encoder.parameters()):
             torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=1e-4)
+
+
+def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
+    runs = [_run(seed, lam) for seed, lam in ((0, 0.0), (1, 0.1))]
+    whole = pretrain_batched(runs, ENCODER, progress=False)
+    short = [dataclasses.replace(run, config=dataclasses.replace(run.config, steps=3)) for run in runs]
+    pretrain_batched(short, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    assert (tmp_path / "checkpoint.pt").is_file()
+    resumed = pretrain_batched(runs, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    for mine, theirs in zip(resumed, whole):
+        for name, values in theirs.history.items():
+            np.testing.assert_array_equal(mine.history[name], values, err_msg=name)
+        for a, b in zip(mine.encoder.parameters(), theirs.encoder.parameters()):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(SiptError, match=r"another configuration \(differs in runs.1.train.lambda_si\)"):
+        pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, progress=False, checkpoint_dir=tmp_path)
