@@ -90,14 +90,16 @@ class RunLoss:
 
     Turning the share's rows into encoder inputs, masked positions and their targets is the
     featurisation seam, an :class:`~sipt_lab.models.EncoderInputs` (``inputs``). Token-id rows
-    (:class:`~sipt_lab.training.inputs.TokenRows`, text encoders) are encoded here, in up to ``max_buckets`` sub-batches of
-    similar length (see :func:`~sipt_lab.models.buckets.length_buckets`), each padded only to its own longest member; every
-    sample is encoded alone in its row, so the result is that of one pass over the whole batch padded
-    to its longest (bar dropout draws and float rounding), at a fraction of the padding. Any other
-    inputs (a PyG ``Batch`` of masked graphs for a GIN) encode themselves (``inputs.encode``).
-    ``inputs`` may also be the text encoders' ``(n, T)`` token id tensor, with ``lengths`` ``(n,)``
-    and ``mask_id``, which make its ``TokenRows``. With ``normalize`` the objectives see the
-    L2-normalised embeddings: the vector an encoder whose output is normalised writes.
+    (:class:`~sipt_lab.training.inputs.TokenRows`, text encoders) are encoded here, in up to
+    ``max_buckets`` sub-batches of similar length (:func:`~sipt_lab.models.buckets.length_buckets`),
+    each padded only to its own longest member; every sample is encoded alone in its row, so the
+    result is that of one pass over the whole batch padded to its longest (bar dropout draws and
+    float rounding), at a fraction of the padding. Any other inputs (a PyG ``Batch`` of masked
+    graphs for a GIN) encode themselves (``inputs.encode``). ``inputs`` may also be the text
+    encoders' ``(n, T)`` token id tensor, with ``lengths`` ``(n,)`` and ``mask_id``, which make its
+    ``TokenRows``. With ``normalize`` the objectives see the L2-normalised embeddings: the vector an
+    encoder whose output is normalised writes. ``place``: this process's share of the rows under
+    data parallelism; sharded terms are scaled so that DDP's gradient mean is the batch's gradient.
     """
 
     def __init__(self, inputs, lengths: np.ndarray | None, objectives: list[tuple[float, Objective]], device: torch.device,
