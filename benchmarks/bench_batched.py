@@ -8,7 +8,7 @@ Each way trains every model for ``--steps`` steps, in this process, with the sam
 (``--threads``, default 1):
 
 * ``per-model``: :func:`sipt_lab.training.pretrain` once per model (what a grid cell runs);
-* ``batched``: :func:`sipt_lab.training.batched.pretrain_batched` on all K at once;
+* ``batched``: :func:`sipt_lab.training.trainer.pretrain_batched` on all K at once;
 * ``batched, K = n`` (``--sizes n ...``): :func:`pretrain_batched` on the first ``n`` of the runs
   (needs ``n`` <= 2 x seeds), to show how the cost per model-step depends on how many models share
   a step (what :func:`sipt_lab.experiments.simulation.stacked_cells.plan_trainings` relies on);
@@ -46,7 +46,7 @@ from sipt_lab.models import CharInit
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
-from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 
 def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:

@@ -15,7 +15,7 @@ draws every step: ``B`` seeds (``--batch-size``, default 32), one positive and o
 
 Rows (samples/s = distinct sentences encoded per second; ratio > 1: ours faster):
 
-* **SIPT vs ST, driven**: our λ = 0.1 step (``_Step`` + ``_Replica`` + ``train_step``, built as
+* **SIPT vs ST, driven**: our λ = 0.1 step (``RunLoss`` + ``ModelStep`` + ``train_step``, built as
   :func:`sipt_lab.training.pretrain` builds them: MLM on the masked seeds plus ``L_SI`` over the
   batch pairs) against a loop that drives sentence-transformers directly: one
   ``SentenceTransformer`` forward over the same ``U`` sentences, ``losses.ContrastiveLoss``
@@ -58,7 +58,6 @@ import warnings
 
 import numpy as np
 import torch
-
 from bench_training import HuggingFace
 
 from sipt_lab.data.corpus import load_corpus
@@ -67,8 +66,9 @@ from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
 from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training import TrainConfig
+from sipt_lab.training.loop import train_step
 from sipt_lab.training.sampler import GraphBatchSampler
-from sipt_lab.training.trainer import _make_optimizer, _Replica, _Step, train_step
+from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
 
 LR, WEIGHT_DECAY = 3e-4, 0.01
 LAMBDA_SIPT = 0.1
@@ -108,11 +108,11 @@ class Ours:
         config = setup.config
         objectives = build_objectives(lambda_si, config.loss, config.loss_params)
         device = torch.device("cpu")
-        step_fn = _Step(torch.as_tensor(setup.ids, device=device), setup.lengths, objectives, device, None, setup.tokenizer.mask_id)
+        step_fn = RunLoss(torch.as_tensor(setup.ids, device=device), setup.lengths, objectives, device, None, setup.tokenizer.mask_id)
         torch.manual_seed(0)
         model, _ = load_hf_encoder(setup.path, setup.tokenizer.pad_id)
-        self.replica = _Replica(model, step_fn).to(device)
-        self.optimizer = _make_optimizer(self.replica.parameters(), config.lr, config.weight_decay, fused=False)
+        self.replica = ModelStep(model, step_fn).to(device)
+        self.optimizer = make_optimizer(self.replica.parameters(), config.lr, config.weight_decay, fused=False)
         self.scaler = torch.amp.GradScaler("cpu", enabled=False)
         self.replica.train()
         self.batches = setup.batches
@@ -120,7 +120,7 @@ class Ours:
 
     def run(self, steps: range) -> None:
         for step in steps:
-            train_step(self.replica, self.optimizer, self.scaler, [self.batches[step]])
+            train_step(self.replica, self.optimizer, self.scaler, [[self.batches[step]]])
 
 
 class STDriven:

@@ -33,8 +33,9 @@ from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import PAD_ID, CharTokenizer, encoder_preset
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.objectives import build_objectives
+from sipt_lab.training.loop import train_step
 from sipt_lab.training.sampler import GraphBatchSampler
-from sipt_lab.training.trainer import _make_optimizer, _Replica, _Step, train_step
+from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
 
 N_SAMPLES = 4000
 MAX_LEN = 512
@@ -53,7 +54,7 @@ class UntrimmedEncoder(TransformerEncoder):
 
 
 class Ours:
-    """Our trainer's step (``_Step`` + the trainer's optimiser) on precomputed sampler batches."""
+    """Our trainer's step (``RunLoss`` in a ``ModelStep`` + the trainer's optimiser) on precomputed sampler batches."""
 
     # fused=True is what RESULTS.md's rows measured; the trainer itself fuses on CUDA only (the
     # "for-loop AdamW" ablation row is its CPU step).
@@ -62,15 +63,15 @@ class Ours:
         torch.manual_seed(0)
         model = (TransformerEncoder if trim_last_layer else UntrimmedEncoder)(config)
         buckets = {} if max_buckets is None else {"max_buckets": max_buckets}
-        step_fn = _Step(torch.as_tensor(setup.ids), setup.lengths, build_objectives(lambda_si), torch.device("cpu"), **buckets)
-        self.replica = _Replica(model, step_fn).train()
-        self.optimizer = _make_optimizer(self.replica.parameters(), LR, WEIGHT_DECAY, fused=fused)
+        step_fn = RunLoss(torch.as_tensor(setup.ids), setup.lengths, build_objectives(lambda_si), torch.device("cpu"), **buckets)
+        self.replica = ModelStep(model, step_fn).train()
+        self.optimizer = make_optimizer(self.replica.parameters(), LR, WEIGHT_DECAY, fused=fused)
         self.scaler = torch.amp.GradScaler("cpu", enabled=False)
         self.batches = setup.batches
 
     def run(self, steps: range) -> None:
         for step in steps:
-            train_step(self.replica, self.optimizer, self.scaler, [self.batches[step]])
+            train_step(self.replica, self.optimizer, self.scaler, [[self.batches[step]]])
 
 
 class HuggingFace:

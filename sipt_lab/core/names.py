@@ -27,7 +27,7 @@ METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
 #: LinkBERT's document relations, in the order of its DRP head's classes
 #: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
 RELATIONS = ("contiguous", "random", "linked")
-#: Autocast precisions (:func:`sipt_lab.training.trainer.autocast_dtype`).
+#: Autocast precisions (:func:`sipt_lab.training.runtime.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: Learning-rate schedules (:data:`sipt_lab.training.config.LR_SCHEDULES`).
 LR_SCHEDULES = ("constant", "linear", "cosine")

@@ -27,7 +27,8 @@ from sipt_lab.models.sources import model_loader
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.training import embed
 from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
-from sipt_lab.training.trainer import encoder_inputs, resolve_device
+from sipt_lab.training.inputs import encoder_inputs
+from sipt_lab.training.runtime import resolve_device
 
 #: Evaluation modes: name -> the parts it runs.
 MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))

@@ -50,7 +50,8 @@ from sipt_lab.models.sources import model_loader
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
-from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
+from sipt_lab.training.checkpoint import CHECKPOINT_NAME
+from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
 from sipt_lab.training.config import MAX_STEPS, check_structure_geometry
 
 #: Files a pretrain run writes directly into its output directory (with those of ``model/``, they

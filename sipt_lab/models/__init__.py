@@ -75,7 +75,7 @@ class SequenceEncoder(Protocol):
 
 class EncoderInputs(Protocol):
     """The featurisation seam between samples and an encoder (what the trainer, ``embed`` and
-    fine-tuning index by sample number): ``TokenRows`` (:mod:`sipt_lab.training.trainer`) for text
+    fine-tuning index by sample number): ``TokenRows`` (:mod:`sipt_lab.training.inputs`) for text
     tokenizers, :class:`~sipt_lab.models.graph_encoder.GraphInputs` for graphs.
 
     ``lengths`` ``(n,)``: maskable positions per sample, position 0 never masked (``[CLS]``, or a

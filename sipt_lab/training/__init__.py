@@ -1,4 +1,4 @@
-"""Graph-aware batches and the LM / SIPT pre-training loop.
+"""Graph-aware batches, the pre-training loop over one or many models, embedding and fine-tuning.
 
 The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.training.defaults`
 (which the CLI's parser does) imports no torch.
@@ -12,9 +12,11 @@ _EXPORTS = {
     "GraphBatchSampler": "sampler",
     "PretrainBatch": "sampler",
     "PretrainResult": "trainer",
-    "embed": "trainer",
+    "embed": "embedding",
     "pretrain": "trainer",
-    "resolve_device": "trainer",
+    "pretrain_batched": "trainer",
+    "BatchedRun": "trainer",
+    "resolve_device": "runtime",
     "PRECISIONS": "config",
     "TrainConfig": "config",
     "steps_for_epochs": "config",

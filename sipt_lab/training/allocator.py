@@ -3,8 +3,8 @@
 A CPU training step allocates and frees the same large tensors (MLM logits and their gradients:
 megabytes each) every step. glibc serves blocks above its mmap threshold with fresh ``mmap`` calls
 and trims freed memory at the top of the heap back to the OS, so each step pays again for first-touch
-page faults on every such block, which are costly in a virtual machine: at the paper's CLIQUES
-settings they were ~15 % of a batched 6-model step (benchmarks/RESULTS.md, "Batched training").
+page faults on every such block, which are costly in a virtual machine (a sizeable share of a
+stacked CPU step; the figure is in the benchmark results, "Batched training").
 :func:`retain_freed_memory` raises both thresholds (what PyTorch's CPU performance guide reaches by
 preloading jemalloc or tcmalloc), so freed blocks are reused. It changes no number a run computes.
 """

@@ -4,8 +4,9 @@ its learning-rate schedule and the helpers that derive step counts and micro-bat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError

@@ -9,14 +9,10 @@ at :func:`guard_step`, and the pretrain report repeats it next to the before/aft
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sipt_lab.objectives.structure import loss_parameters
-
-if TYPE_CHECKING:
-    from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.config import TrainConfig
 
 #: ``L_SI`` must fall by at least this fraction of its first window's mean by the guard step.
 MIN_RELATIVE_DROP = 0.05

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -31,7 +31,8 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
-from sipt_lab.training.trainer import TokenRows, encoder_inputs, resolve_device
+from sipt_lab.training.inputs import TokenRows, encoder_inputs
+from sipt_lab.training.runtime import resolve_device
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]

@@ -10,7 +10,7 @@ graph-aware batches), the trainer's default; :mod:`sipt_lab.training.methods` na
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -18,10 +18,8 @@ import torch
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import EncoderSource, Tokenizer
 from sipt_lab.objectives import Objective, build_objectives
+from sipt_lab.training.config import TrainConfig
 from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler, PretrainBatch
-
-if TYPE_CHECKING:
-    from sipt_lab.training.config import TrainConfig
 
 
 class BatchSampler(Protocol):

@@ -16,7 +16,7 @@ from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.training import TrainConfig, embed, pretrain
-from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -173,7 +173,7 @@ def test_default_sipt_raises_knn_auroc_and_link_mrr_over_the_init(topical_files,
 
 @pytest.mark.slow
 def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny_bert, tmp_path, monkeypatch):
-    import sipt_lab.training.trainer as trainer
+    import sipt_lab.training.loop as trainer
 
     extra = ("--init", str(tiny_bert), "--steps", "6", "--batch-size", "8", "--save-every", "2", "--grad-accum", "2")
     assert main(_args(clique_files, tmp_path / "whole", *extra)) == 0

@@ -12,7 +12,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import ENCODER_PRESETS
 from sipt_lab.training import TrainConfig, pretrain
-from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 ENCODER = ENCODER_PRESETS["paper-small"]
 
@@ -95,7 +95,7 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
 
 
 def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_runs(monkeypatch):
-    import sipt_lab.training.batched as batched
+    import sipt_lab.training.stacked_step as batched
 
     base = _run(0, 0.0)
     noisy = dataclasses.replace(base, graph=PretrainingGraph.from_groups(np.arange(24) % 3))  # other links, same texts
@@ -110,3 +110,19 @@ def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_r
         np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=1e-4, atol=1e-5)
         for mine, theirs in zip(result.encoder.parameters(), alone.encoder.parameters()):
             torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=1e-4)
+
+
+def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
+    runs = [_run(seed, lam) for seed, lam in ((0, 0.0), (1, 0.1))]
+    whole = pretrain_batched(runs, ENCODER, progress=False)
+    short = [dataclasses.replace(run, config=dataclasses.replace(run.config, steps=3)) for run in runs]
+    pretrain_batched(short, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    assert (tmp_path / "checkpoint.pt").is_file()
+    resumed = pretrain_batched(runs, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    for mine, theirs in zip(resumed, whole):
+        for name, values in theirs.history.items():
+            np.testing.assert_array_equal(mine.history[name], values, err_msg=name)
+        for a, b in zip(mine.encoder.parameters(), theirs.encoder.parameters()):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(SiptError, match=r"another configuration \(differs in runs.1.train.lambda_si\)"):
+        pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, progress=False, checkpoint_dir=tmp_path)

@@ -22,7 +22,7 @@ from sipt_lab.objectives import ObjectiveInputs, Objective
 from sipt_lab.data.samples import read_sample_graph, read_samples
 from sipt_lab.training import TrainConfig, pretrain
 from sipt_lab.training.diagnostics import stalled_structure_loss
-from sipt_lab.training.trainer import _Step
+from sipt_lab.training.step import RunLoss as _Step
 
 from hf_fakes import WORDS, write_tiny_bert
 

@@ -18,7 +18,7 @@ from sipt_lab.experiments.domain.run import domain_view
 from sipt_lab.experiments.finetune_job import probe_encoder
 from sipt_lab.models import encoder_source
 from sipt_lab.training.finetune import FinetuneConfig, Readout, finetune, read_out, token_counts
-from sipt_lab.training.trainer import encoder_inputs
+from sipt_lab.training.inputs import encoder_inputs
 
 
 @pytest.fixture(scope="module")

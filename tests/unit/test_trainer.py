@@ -8,14 +8,22 @@ from torch import nn
 from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import loo_knn_auroc
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.models import CharTokenizer, EncoderConfig, SequenceEncoder, TransformerEncoder, encoder_preset, load_pretrained
+from sipt_lab.models import (
+    CharInit,
+    CharTokenizer,
+    EncoderConfig,
+    SequenceEncoder,
+    TransformerEncoder,
+    encoder_preset,
+    load_pretrained,
+)
+from sipt_lab.models.buckets import BUCKET_PENALTY, length_buckets
 from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
-from sipt_lab.models import CharInit
-from sipt_lab.training.sampler import KEEP_TOKEN, REPLACE_WITH_MASK
-from sipt_lab.models.buckets import BUCKET_PENALTY, length_buckets
-from sipt_lab.training.trainer import _Replica, _Step, train_step
 from sipt_lab.training.config import lr_factor
+from sipt_lab.training.loop import train_step
+from sipt_lab.training.sampler import KEEP_TOKEN, REPLACE_WITH_MASK
+from sipt_lab.training.step import ModelStep, RunLoss
 
 TINY = encoder_preset("paper-small", max_len=24)
 
@@ -269,7 +277,7 @@ def test_step_scores_the_batch_pairs_on_the_right_rows(pairs):
         z = encoder.embed(padded)
     pos, neg = torch.as_tensor(batch.positive_pairs), torch.as_tensor(batch.negative_pairs)
     expected = contrastive_loss(z, pos[:, 0], pos[:, 1], neg[:, 0], neg[:, 1])
-    step = _Step(torch.as_tensor(ids), lengths, build_objectives(1.0), torch.device("cpu"))
+    step = RunLoss(torch.as_tensor(ids), lengths, build_objectives(1.0), torch.device("cpu"))
     _, (total, si) = step.losses(encoder, batch)
     assert si.item() == pytest.approx(expected.item(), rel=1e-5)
 
@@ -284,8 +292,8 @@ def test_bucketed_step_equals_one_padded_pass(lambda_si, pairs):
         encoder = TransformerEncoder(config).train()
         objectives = build_objectives(lambda_si)
         optimizer = torch.optim.SGD(encoder.parameters(), lr=1.0)  # parameters move by the gradient
-        step = _Step(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), max_buckets=max_buckets)
-        losses = train_step(_Replica(encoder, step), optimizer, torch.amp.GradScaler("cpu", enabled=False), [batch])
+        step = RunLoss(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), max_buckets=max_buckets)
+        (losses,) = train_step(ModelStep(encoder, step), optimizer, torch.amp.GradScaler("cpu", enabled=False), [[batch]])
         results.append((losses, [p.detach().clone() for p in encoder.parameters()]))
     (single, single_params), (bucketed, bucketed_params) = results
     torch.testing.assert_close(bucketed, single, rtol=1e-5, atol=1e-6)
@@ -322,7 +330,7 @@ def test_step_feeds_the_encoder_bert_replacements_and_predicts_the_originals():
             return super().embed_and_masked_logits(input_ids, positions)
 
     encoder = Recording(encoder_preset("paper-small", vocab_size=tokenizer.vocab_size, max_len=64))
-    step = _Step(torch.as_tensor(ids), lengths, build_objectives(0.0), torch.device("cpu"), mask_id=tokenizer.mask_id)
+    step = RunLoss(torch.as_tensor(ids), lengths, build_objectives(0.0), torch.device("cpu"), mask_id=tokenizer.mask_id)
     step.losses(encoder, batch)
     (inputs,) = seen
     original = ids[batch.nodes[: batch.n_seeds], : inputs.shape[1]]

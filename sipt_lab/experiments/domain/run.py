@@ -73,7 +73,7 @@ from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.viz.plots import labelled_errorbars
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
-from sipt_lab.training.trainer import resolve_device
+from sipt_lab.training.runtime import resolve_device
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 BASELINE_ARM = "lm"
@@ -471,7 +471,7 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
     teachers = str((out / TEACHERS_DIR).resolve()) if lm_teachers else None
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed:
-        from sipt_lab.training.trainer import distributed_context
+        from sipt_lab.training.runtime import distributed_context
 
         place = distributed_context(resolve_device(cells[0].pretrain.device).type)
         if place.is_main and teachers:

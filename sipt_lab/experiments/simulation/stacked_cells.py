@@ -3,7 +3,7 @@
 A condition (one :class:`SimulationConfig` up to its seed) trains 2 arms x its seeds of one
 shape, and a grid's conditions that differ only in edge noise share that shape too;
 :func:`train_batched_cells` trains such cells together with
-:func:`~sipt_lab.training.batched.pretrain_batched` (the same numbers as separate runs, up to float
+:func:`~sipt_lab.training.trainer.pretrain_batched` (the same numbers as separate runs, up to float
 rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.grid.runner.store_cell`),
 so the cells stay what :func:`~sipt_lab.grid.runner.run_grid` would have written: finished
 cells are skipped, a re-run resumes per cell, and ``run_grid`` over the same configs afterwards
@@ -40,7 +40,7 @@ from sipt_lab.grid.runner import read_result, run_grid, store_cell
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
-from sipt_lab.training.batched import BatchedRun, pretrain_batched
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 
 def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,

@@ -1,0 +1,110 @@
+"""Checkpoints of a training: what they hold, and the check that one fits the run resuming from it.
+
+A checkpoint holds the step's parameters (one model and its objectives, or a stack of models), the
+optimiser and gradient-scaler state, every run's loss history so far, the torch RNG states and the
+JSON identity of the run(s). A run resumes only from a checkpoint of the same identity: its
+:class:`~sipt_lab.training.config.TrainConfig` up to the fields that may change on resume
+(``steps`` may grow), its encoder source and its tokenizer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_bytes_atomic
+from sipt_lab.models import Tokenizer
+from sipt_lab.training.config import _RESUMABLE_CHANGES, TrainConfig
+
+#: The checkpoint's file name in a run's checkpoint directory.
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def run_identity(config: TrainConfig, source: dict, tokenizer: Tokenizer) -> dict:
+    """What a checkpoint must match to be resumed: ``config`` without the resumable fields, the
+    encoder source's description and the tokenizer."""
+    run = {k: v for k, v in config_to_dict(config).items() if k not in _RESUMABLE_CHANGES}
+    return {"train": run, "encoder": source, "tokenizer": tokenizer.to_dict()}
+
+
+@dataclass
+class Checkpoint:
+    """The checkpoint file ``path`` of a training whose identity is ``identity``
+    (:func:`run_identity`, or a dict of several runs' identities) and which runs ``steps`` steps;
+    ``cuda_devices``: the devices whose RNG states it keeps."""
+
+    path: Path
+    identity: dict
+    steps: int
+    cuda_devices: Sequence[torch.device] = ()
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def save(self, module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+             histories: Sequence[torch.Tensor], step: int) -> None:
+        """Write the state after ``step`` steps (``histories``: per run ``(steps, columns)``; a
+        single run's is stored as its tensor, several as a list)."""
+        kept = [history[:step].cpu() for history in histories]
+        payload = {
+            "step": step,
+            "identity": json.dumps(self.identity, sort_keys=True),
+            "modules": module.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scaler": scaler.state_dict(),
+            "history": kept[0] if len(kept) == 1 else kept,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": [torch.cuda.get_rng_state(d) for d in self.cuda_devices],
+        }
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        write_bytes_atomic(self.path, buffer.getvalue())
+
+    def load(self, module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+             histories: Sequence[torch.Tensor]) -> int:
+        """Restore the state into the given objects; returns the step to continue from. SiptError
+        when the file cannot be read, was made by another configuration, or is beyond ``steps``."""
+        path = self.path
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # a truncated or foreign file: say which, never a traceback
+            raise SiptError(f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh") from None
+        differences = _differences(json.loads(payload["identity"]), self.identity)
+        if differences:
+            raise SiptError(
+                f"checkpoint {path} was made by another configuration (differs in {', '.join(differences)}); "
+                "use the same settings, or start afresh in another output directory"
+            )
+        step = int(payload["step"])
+        if step > self.steps:
+            raise SiptError(f"checkpoint {path} is at step {step}, beyond steps={self.steps}; raise steps")
+        module.load_state_dict(payload["modules"])
+        optimizer.load_state_dict(payload["optimizer"])
+        scaler.load_state_dict(payload["scaler"])
+        stored = payload["history"]
+        for history, values in zip(histories, [stored] if isinstance(stored, torch.Tensor) else stored):
+            history[:step] = values.to(history.device)
+        torch.set_rng_state(payload["torch_rng"])
+        for device, rng in zip(self.cuda_devices, payload["cuda_rng"]):
+            torch.cuda.set_rng_state(rng, device)
+        return step
+
+
+def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+    """Dotted names of the fields whose values differ between two nested dicts."""
+    names = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            names += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            names.append(f"{prefix}{key}")
+    return names

@@ -1,0 +1,179 @@
+"""The training loop: AdamW steps of a :class:`~sipt_lab.training.step.Step` over its runs' batches.
+
+One loop trains one model (:class:`~sipt_lab.training.step.ModelStep`, from
+:func:`~sipt_lab.training.trainer.pretrain`) or a stack of K models
+(:class:`~sipt_lab.training.stacked_step.StackedStep`, from
+:func:`~sipt_lab.training.trainer.pretrain_batched`); the step gives, per micro-batch of every
+run, the loss to back-propagate and each run's detached losses, and everything else lives here
+once: the learning-rate schedule, gradient accumulation (``grad_accum`` consecutive sampler
+batches per step), the gradient scaler, data parallelism, checkpoints and resume, the
+non-finite-loss stop, the ``L_SI`` stall guard and the progress bar. Steps count from 0.
+
+**Data parallel.** With ``place.world`` > 1 (under ``torchrun``) the step is wrapped in
+``DistributedDataParallel``: every process draws the same global batch and its step encodes its
+shard of the rows (:class:`~sipt_lab.training.step.RunLoss`), so K processes with global batch B
+optimise the same loss as one process with batch B (up to float rounding). Only rank 0 shows
+progress, warns and writes checkpoints.
+
+**Resume.** Batches are a pure function of the step and the rate a pure function of the step
+(:func:`~sipt_lab.training.config.lr_factor`), and a checkpoint keeps the RNG states, so a run
+resumed from a checkpoint ends with the numbers of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
+
+from sipt_lab.core.errors import SiptError
+from sipt_lab.training.checkpoint import Checkpoint
+from sipt_lab.training.config import TrainConfig, lr_factor
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.recipe import BatchSampler
+from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
+from sipt_lab.training.sampler import PretrainBatch
+from sipt_lab.training.step import Step, make_optimizer
+
+logger = logging.getLogger(__name__)
+
+
+def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, optimizer: torch.optim.Optimizer, *,
+          place: Distributed = SINGLE_PROCESS, checkpoint: Checkpoint | None = None,
+          warm_up: Callable[[], None] | None = None, progress: bool = True, desc: str = "pretrain",
+          position: int | None = None) -> list[dict[str, np.ndarray]]:
+    """Train ``step`` for ``config.steps`` optimiser steps; run ``k`` reads ``samplers[k]``'s batches.
+
+    ``config`` gives the steps, accumulation, rate schedule and logging cadence (shared by all
+    runs). With ``checkpoint``, a checkpoint there is resumed, and one is written every
+    ``checkpoint_every`` steps and at the end. ``warm_up`` is called once before the first step of
+    a run that starts afresh (not on resume). A non-finite loss stops the run with a SiptError
+    naming the step. ``position``: the terminal line of the step bar (tqdm's).
+
+    Returns:
+        per run, its history: ``"loss"`` (the weighted total), each term and ``"lr"`` to a
+        ``(steps,)`` float64 array of per-step values.
+    """
+    names = step.names
+    device = step.device
+    trainable: nn.Module = step
+    if place.world > 1:
+        trainable = DistributedDataParallel(step, broadcast_buffers=False,
+                                            find_unused_parameters=not all(run.needs_mlm for run in step.runs))
+    scaler = torch.amp.GradScaler(device.type, enabled=step.amp_dtype == torch.float16)
+    histories = [torch.full((config.steps, len(run_names)), float("nan"), device=device) for run_names in names]
+    start = checkpoint.load(step, optimizer, scaler, histories) if checkpoint is not None and checkpoint.exists() else 0
+    if start == 0 and warm_up is not None:
+        warm_up()
+
+    trainable.train()
+    checked = start
+    with tqdm(total=config.steps, initial=start, disable=not (progress and place.is_main), desc=desc, unit="step",
+              position=position) as bar:
+        for index in range(start, config.steps):
+            rate = config.lr * lr_factor(config, index)
+            for group in optimizer.param_groups:
+                group["lr"] = rate
+            micro = [[sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)]
+            for history, values in zip(histories, train_step(trainable, optimizer, scaler, micro)):
+                history[index, :-1] = values
+                history[index, -1] = rate
+            bar.update()
+            done = index + 1
+            save_now = checkpoint is not None and (done == config.steps or (config.checkpoint_every and done % config.checkpoint_every == 0))
+            if save_now or done % config.log_every == 0 or done == config.steps:
+                last = [check_finite(history, checked, done, run_names, run if len(names) > 1 else None)[-1]
+                        for run, (history, run_names) in enumerate(zip(histories, names))]
+                checked = done
+                bar.set_postfix(_postfix(last, names), refresh=False)
+            if done == guard_step(config.steps) and place.is_main:
+                _guard(histories, names, done, config)
+            if save_now and place.is_main:
+                checkpoint.save(step, optimizer, scaler, histories, done)
+    tables = [history.cpu().double().numpy() for history in histories]
+    return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
+
+
+def train_step(trainable: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+               micro: Sequence[Sequence[PretrainBatch]]) -> list[torch.Tensor]:
+    """One optimiser step over the micro-batches ``micro`` (``micro[j][k]``: micro-batch ``j`` of
+    run ``k``; gradients averaged over them, and over processes under DDP, which synchronises on
+    the last one only). ``trainable`` is a :class:`Step`, or one wrapped in ``DistributedDataParallel``.
+
+    Returns:
+        per run, its ``(1 + terms,)`` detached losses (weighted total, then each term), averaged
+        over the micro-batches.
+    """
+    step = trainable.module if isinstance(trainable, DistributedDataParallel) else trainable
+    optimizer.zero_grad(set_to_none=True)
+    reported = None
+    for k, batches in enumerate(micro):
+        last = k == len(micro) - 1
+        syncing = contextlib.nullcontext() if last or step is trainable else trainable.no_sync()
+        with syncing:
+            loss, values = trainable(batches)
+            scaler.scale(loss / len(micro)).backward()
+        shares = [run_values / len(micro) for run_values in values]
+        reported = shares if reported is None else [total + share for total, share in zip(reported, shares)]
+    with step.frozen():
+        scaler.step(optimizer)
+    scaler.update()
+    return reported
+
+
+def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:
+    """Fit ``encoder``'s new MLM head (``encoder.new_head_parameters()``) for ``config.head_warmup``
+    steps at the constant ``config.head_lr`` with every other parameter frozen, on the sampler's
+    first batches (their seeds' masks: the same for every λ, so LM and SIPT arms start from the
+    same state). ``step`` computes the MLM loss of a batch (one run). Returns a note for the log."""
+    head = encoder.new_head_parameters()
+    head_ids = {id(p) for p in head}
+    frozen = [p for p in step.parameters() if p.requires_grad and id(p) not in head_ids]
+    for parameter in frozen:
+        parameter.requires_grad_(False)
+    optimizer = make_optimizer(head, config.head_lr, config.weight_decay, fused=False)
+    scaler = torch.amp.GradScaler(enabled=False)
+    try:
+        step.train()
+        losses = [float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]) for k in range(config.head_warmup)]
+    finally:
+        for parameter in frozen:
+            parameter.requires_grad_(True)
+    steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
+    return (f"new MLM head fitted for {steps} with the encoder frozen: "
+            f"MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats")
+
+
+def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str], run: int | None = None) -> np.ndarray:
+    """Rows ``start..stop-1`` of a ``(steps, columns)`` history as numpy; SiptError at the first
+    non-finite one (naming run ``run`` when given)."""
+    values = history[start:stop].cpu().numpy()
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        terms = ", ".join(f"{name}={value:.4g}" for name, value in zip(names, values[row]))
+        which = "" if run is None else f"run {run}: "
+        raise SiptError(f"{which}non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32")
+    return values
+
+
+def _postfix(last: list[np.ndarray], names: list[list[str]]) -> dict[str, str]:
+    """The progress bar's latest values: one run's every column, several runs' mean total loss."""
+    if len(last) == 1:
+        return {name: f"{value:.4g}" for name, value in zip(names[0], last[0])}
+    return {"loss": f"{np.mean([values[0] for values in last]):.4g}"}
+
+
+def _guard(histories: Sequence[torch.Tensor], names: list[list[str]], done: int, config: TrainConfig) -> None:
+    """Log :func:`~sipt_lab.training.diagnostics.stalled_structure_loss` for each run with ``L_SI``."""
+    for run, (history, run_names) in enumerate(zip(histories, names)):
+        if "si" in run_names:
+            warning = stalled_structure_loss(history[:done, run_names.index("si")].cpu().double().numpy(), config)
+            if warning:
+                logger.warning(warning if len(names) == 1 else f"run {run}: {warning}")
