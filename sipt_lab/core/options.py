@@ -163,7 +163,7 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
         else:
             default = defaults[name] if name in defaults else _field_default(field)
             kwargs["default"] = list(default) if isinstance(default, tuple) else default
-        text = help.get(name, meta.help)
+        text = help[name] if name in help else meta.help.replace("%", "%%")
         if name not in required and kwargs.get("action") != "store_true" and "(default" not in text:
             shown = default_help.get(name, meta.default_help if name not in defaults else None)
             if shown is None and default is not None:
@@ -177,10 +177,14 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
         target = containers.get(name, container if container is not None else parser)
         target.add_argument(flag, dest=name, **kwargs)
         made[name] = flag
-    known = dict(parser.get_default("field_flags") or {})
-    known.update({f"{cls.__name__}.{name}": flag for name, flag in made.items()})
-    parser.set_defaults(field_flags=known)
+    record_field_flags(parser, {f"{cls.__name__}.{name}": flag for name, flag in made.items()})
     return made
+
+
+def record_field_flags(parser: argparse.ArgumentParser, flags: dict[str, str]) -> None:
+    """Merge ``flags`` (``"Class.field"`` -> flag) into the parser's ``field_flags`` default: for a
+    flag written by hand that sets a config field, so that the CLI names it in that field's errors."""
+    parser.set_defaults(field_flags={**(parser.get_default("field_flags") or {}), **flags})
 
 
 def config_from_args(namespace: argparse.Namespace, cls: type, fields: Iterable[str] | None = None, **given: Any) -> Any:
