@@ -1,4 +1,5 @@
-"""The configs of the jobs a researcher runs on their own data (``pretrain``, ``lambda-sweep``):
+"""The configs of the jobs a researcher runs on their own data (``pretrain``, ``lambda-sweep``,
+``finetune``):
 frozen dataclasses whose fields carry their range, choices and help
 (:func:`~sipt_lab.core.options.option`), validated once on construction.
 
@@ -7,12 +8,12 @@ This module imports no torch: the CLI's parser generates the jobs' flags from th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option, validate
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.config import FinetuneConfig, TrainConfig
 from sipt_lab.training.defaults import init_kind, train_config
 
 #: Hugging Face / char / named inits, listed in --help.
@@ -96,4 +97,45 @@ class LambdaSweep:
     def __post_init__(self) -> None:
         if len(self.lambdas) < 2 or len(set(self.lambdas)) != len(self.lambdas):
             raise ConfigError("LambdaSweep.lambdas", f"needs at least two distinct values, got {list(self.lambdas)}")
+        validate(self)
+
+
+#: Task kinds a ``finetune --labels`` file can hold (one label per sample).
+FILE_TASK_KINDS = tuple(kind for kind in names.TASK_KINDS if kind not in names.PER_TOKEN_TASK_KINDS)
+#: What ``--model`` / ``--baseline`` take, listed in --help.
+MODEL_HELP = ("a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name "
+              "(char or minilm, the encoder as that --init starts it)")
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """One ``sipt-lab finetune`` run (saved as ``config.json``).
+
+    Attributes:
+        model: the encoder to evaluate; baseline: an optional one to compare against (same splits).
+        samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
+        task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
+        splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
+        mode: a :data:`~sipt_lab.core.names.FINETUNE_MODES` name (checked when the job runs);
+        seeds: full fine-tuning repetitions.
+    """
+
+    model: str = option(help=f"encoder to evaluate: {MODEL_HELP}", nonempty=True, metavar="DIR")
+    baseline: str | None = option(None, help="encoder to compare against on the same splits (as --model)", nonempty=True,
+                                  metavar="DIR")
+    samples: str | None = option(None, help="samples file the labels belong to (with --labels)", nonempty=True, metavar="S")
+    labels: str | None = option(None, nonempty=True, metavar="L.tsv",
+                                help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression "
+                                "the label is a number, for --kind multilabel the sample's label names joined by commas "
+                                "(id<TAB>a,b,c)")
+    kind: str = option("classification", choices=FILE_TASK_KINDS, help="task kind of --labels")
+    task: str | None = option(None, help="a registered domain task, e.g. wiki:category", nonempty=True, metavar="DOMAIN:TASK")
+    splits: str | None = option(None, help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)",
+                                nonempty=True, metavar="SPLITS.tsv")
+    split_seed: int = option(0, help="seed of the random splits", range=(0, None))
+    mode: str = option("both", help=" | ".join(names.FINETUNE_MODES))
+    seeds: int = option(3, help="full fine-tuning repetitions", range=(1, None), metavar="K")
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+    def __post_init__(self) -> None:
         validate(self)

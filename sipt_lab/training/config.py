@@ -124,6 +124,36 @@ class TrainConfig:
                               f"{', '.join(unknown)}; it takes {', '.join(known)}")
 
 
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """How to fine-tune an encoder with a linear head on a labelled task.
+
+    Attributes:
+        lrs: the learning-rate grid, chosen on validation.
+        epochs: most passes over the train split.
+        patience: passes without a better validation score before stopping.
+        batch_size: samples per step.
+        weight_decay: AdamW's.
+        max_len: tokens per sample (None: the tokenizer's own).
+        device: ``auto``, ``cpu`` or ``cuda``.
+    """
+
+    lrs: tuple[float, ...] = option((2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low",
+                                    flag="--lr", metavar="LR")
+    epochs: int = option(3, help="most passes over the train split", range=(1, None))
+    patience: int = option(1, help="passes without a better validation score before stopping", range=(0, None))
+    batch_size: int = option(16, help="samples per step", range=(1, None), metavar="B")
+    weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
+    max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
+                                 default_help="the model's")
+    device: str = option("auto", help="auto, cpu or cuda", nonempty=True)
+
+    def __post_init__(self) -> None:
+        if not self.lrs:
+            raise ConfigError("FinetuneConfig.lrs", "is empty; give at least one learning rate")
+        validate(self)
+
+
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
 LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES, (
     lambda t: 1.0,
