@@ -134,7 +134,8 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
                          defaults: dict[str, Any] | None = None, default_help: dict[str, str] | None = None,
                          help: dict[str, str] | None = None, flags: dict[str, str] | None = None,
                          required: Iterable[str] = (), argparse_options: dict[str, dict[str, Any]] | None = None,
-                         container: Any = None, containers: dict[str, Any] | None = None) -> dict[str, str]:
+                         container: Any = None, containers: dict[str, Any] | None = None,
+                         check: bool = True) -> dict[str, str]:
     """Add one flag per field of ``cls`` in ``fields`` (in that order) to ``parser``, generated from
     the field (see the module docstring); return field -> flag.
 
@@ -142,6 +143,8 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
     the command resolves later), ``default_help`` what ``--help`` says about that default,
     ``help`` a field's help text, ``flags`` its flag; ``required`` fields have no default;
     ``argparse_options`` adds or replaces keyword arguments of ``add_argument`` per field.
+    ``check`` False parses each value by its type alone and leaves ranges and choices to the
+    config's :func:`validate` (its error then names the flag through ``field_flags``).
     Arguments go to ``container`` (an argument group) or, per field, ``containers[field]``, else to
     ``parser``. The mapping ``"Class.field" -> flag`` is merged into the parser's ``field_flags``
     default, which the CLI reads to name flags in config errors.
@@ -156,7 +159,7 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
         field = declared[name]
         meta = field_option(field) or Option(help="")
         flag = flags.get(name) or flag_of(cls, name)
-        kwargs = _argparse_kwargs(hints[name], meta)
+        kwargs = _argparse_kwargs(hints[name], meta if check else Option(help=meta.help))
         if name in required:
             kwargs["required"] = True
             default = None
@@ -216,6 +219,10 @@ def _argparse_kwargs(hint: Any, meta: Option) -> dict[str, Any]:
         kwargs["choices"] = list(meta.choices)
         if base in (int, float):
             kwargs["type"] = base
+    elif base is int and meta.low is None and meta.high is None:
+        kwargs["type"] = int
+    elif base is float and meta.low is None and meta.high is None:
+        kwargs["type"] = float
     elif base is int:
         kwargs["type"] = integer(int(meta.low) if meta.low is not None else None,
                                  int(meta.high) if meta.high is not None else INT64_MAX)

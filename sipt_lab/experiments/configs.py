@@ -60,6 +60,8 @@ class PretrainJob:
     def __post_init__(self) -> None:
         if self.train is None:
             object.__setattr__(self, "train", train_config(init_kind(self.init)))
+        if self.epochs is not None and not self.epochs > 0:
+            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
         validate(self)
         if self.method is not None:
             from sipt_lab.training.methods import get_method, method_train_config

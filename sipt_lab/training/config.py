@@ -50,7 +50,8 @@ class TrainConfig:
         loss: structure-inducing loss name (``"contrastive"``, ``"multisim"`` or ``"infonce"``).
         loss_params: that loss's parameters over its own defaults
             (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`; contrastive: pos_margin, neg_margin;
-            multisim: w_pos, w_neg, t; infonce: temperature).
+            multisim: w_pos, w_neg, t; infonce: temperature). None (the default) resolves on
+            construction to :data:`CHAR_LOSS_PARAMS` for the contrastive loss, ``{}`` for another.
         pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
             each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
             encoded samples, labelled by the graph).
@@ -87,8 +88,8 @@ class TrainConfig:
     loss: str = option("contrastive", choices=names.STRUCTURE_LOSSES,
                        help="structure-inducing loss, trained on the vector the encoder outputs "
                        "(L2-normalised when the checkpoint normalises)")
-    loss_params: dict[str, float] = option(help="a parameter of that loss, repeatable", flag="--loss-param",
-                                           metavar="NAME=VALUE", default_factory=lambda: dict(CHAR_LOSS_PARAMS))
+    loss_params: dict[str, float] | None = option(None, help="a parameter of that loss, repeatable", flag="--loss-param",
+                                                  metavar="NAME=VALUE")
     pairs: str = option("batch", choices=names.PAIR_MODES, help="pairs L_SI scores")
     negatives: str = option("uniform", choices=names.NEGATIVE_SAMPLERS,
                             help="each seed's non-neighbour: uniform, two-hop (hard) or same-component")
@@ -114,6 +115,8 @@ class TrainConfig:
     head_lr: float = option(1e-2, help="learning rate of the head warm-up", range=(0.0, None), open="low", metavar="LR")
 
     def __post_init__(self) -> None:
+        if self.loss_params is None:  # the char row's parameters of the default loss, another loss's own
+            object.__setattr__(self, "loss_params", dict(CHAR_LOSS_PARAMS) if self.loss == "contrastive" else {})
         validate(self)
         if self.mask_prob == 1.0 and self.mask_replacement != "keep":
             raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")

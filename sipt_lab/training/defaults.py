@@ -46,8 +46,7 @@ INIT_KINDS = ("char", "fresh", "checkpoint", "graph")
 
 def _default(name: str):
     """:class:`TrainConfig`'s default of field ``name``."""
-    field = {f.name: f for f in dataclasses.fields(TrainConfig)}[name]
-    return field.default_factory() if field.default is dataclasses.MISSING else field.default
+    return getattr(TrainConfig(), name)
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class InitDefaults:
     warmup: float = _default("warmup")
     lambda_si: float = _default("lambda_si")
     loss: str = _default("loss")
-    loss_params: dict[str, float] = field(default_factory=lambda: _default("loss_params"))
+    loss_params: dict[str, float] = field(default_factory=lambda: dict(_default("loss_params")))
     pairs: str = _default("pairs")
     mask_replacement: str = _default("mask_replacement")
     head_warmup: int = _default("head_warmup")
