@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sipt_lab.cli.arguments import FRACTION, POSITIVE, POSITIVE_INT, integer, nonempty
+from sipt_lab.cli.arguments import FRACTION, POSITIVE_INT, integer, nonempty
+from sipt_lab.core.options import add_config_arguments, config_from_args
+from sipt_lab.experiments.configs import FILE_TASK_KINDS, FinetuneJob
 from sipt_lab.grid.runner import EXECUTORS
-from sipt_lab.core.names import DOMAIN_PRESETS, FINETUNE_MODES, PER_TOKEN_TASK_KINDS, TASK_KINDS
+from sipt_lab.training.config import FinetuneConfig
+from sipt_lab.core.names import DOMAIN_PRESETS, FINETUNE_MODES
+
+
+#: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
+FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
+FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device")
 
 
 def register(subparsers) -> None:
@@ -20,24 +28,10 @@ def register(subparsers) -> None:
         "validation, a learning-rate grid, several seeds). With --baseline, the relative error reduction of "
         "the model over the baseline and a paired t-test over seeds, as the SIPT paper reports.",
     )
-    parser.add_argument("--model", required=True, type=nonempty, metavar="DIR",
-                        help="encoder to evaluate: a `sipt-lab pretrain` run directory (its model/ is used), a model "
-                        "directory, or an init name (char or minilm, the encoder as that --init starts it)")
-    parser.add_argument("--baseline", type=nonempty, metavar="DIR", help="encoder to compare against on the same splits (as --model)")
-    parser.add_argument("--task", type=nonempty, metavar="DOMAIN:TASK", help="a registered domain task, e.g. wiki:category")
-    parser.add_argument("--samples", type=nonempty, metavar="S", help="samples file the labels belong to (with --labels)")
-    parser.add_argument("--labels", type=nonempty, metavar="L.tsv",
-                        help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression the "
-                        "label is a number, for --kind multilabel the sample's label names joined by commas (id<TAB>a,b,c)")
-    parser.add_argument("--kind", default="classification", choices=sorted(set(TASK_KINDS) - set(PER_TOKEN_TASK_KINDS)), help="task kind of --labels (default: %(default)s)")
-    parser.add_argument("--splits", type=nonempty, metavar="SPLITS.tsv", help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)")
-    parser.add_argument("--mode", default="both", help=f"{' | '.join(FINETUNE_MODES)} (default: %(default)s)")
-    parser.add_argument("--seeds", type=POSITIVE_INT, default=3, metavar="K", help="full fine-tuning repetitions (default: %(default)s)")
-    parser.add_argument("--lr", type=POSITIVE, nargs="+", default=[2e-5, 5e-5, 1e-4], metavar="LR", help="learning-rate grid (default: %(default)s)")
-    parser.add_argument("--epochs", type=POSITIVE_INT, default=3, help="most passes over the train split (default: %(default)s)")
-    parser.add_argument("--batch-size", type=POSITIVE_INT, default=16, metavar="B", help="samples per step (default: %(default)s)")
-    parser.add_argument("--max-length", type=integer(2), metavar="T", help="tokens per sample (default: the model's)")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    add_config_arguments(parser, FinetuneJob, ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode",
+                                               "seeds"),
+                         required=("model",), argparse_options={"kind": {"choices": sorted(FILE_TASK_KINDS)}})
+    add_config_arguments(parser, FinetuneConfig, FINETUNE_FIELDS)
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
     parser.add_argument("--overwrite", action="store_true", help="replace the finetune run in --out, removing only the files sipt-lab wrote there")
     parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length",
@@ -87,12 +81,9 @@ def register(subparsers) -> None:
 
 
 def run_finetune(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.finetune_job import FinetuneJob, format_finetune_report, run_finetuning
-    from sipt_lab.training.finetune import FinetuneConfig
+    from sipt_lab.experiments.finetune_job import format_finetune_report, run_finetuning
 
-    config = FinetuneConfig(lrs=tuple(args.lr), epochs=args.epochs, batch_size=args.batch_size, max_len=args.max_length, device=args.device)
-    job = FinetuneJob(model=args.model, baseline=args.baseline, samples=args.samples, labels=args.labels, kind=args.kind,
-                      task=args.task, splits=args.splits, mode=args.mode, seeds=args.seeds, finetune=config)
+    job = config_from_args(args, FinetuneJob, FINETUNE_JOB_FIELDS, finetune=config_from_args(args, FinetuneConfig, FINETUNE_FIELDS))
     print(format_finetune_report(run_finetuning(job, args.out, overwrite=args.overwrite)))
     return 0
 

@@ -2,8 +2,9 @@
 
 Each subcommand lives in its own module of this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an
-exit status) and, where it builds configs, ``field_flags`` (config field -> the flag that sets it,
-e.g. ``{"TrainConfig.steps": "--steps"}``). This module is the only place that turns a
+exit status). Flags that set config fields are generated from the fields
+(:func:`sipt_lab.core.options.add_config_arguments`), which records ``field_flags`` (config field ->
+the flag that sets it, e.g. ``{"TrainConfig.steps": "--steps"}``) on the parser. This module is the only place that turns a
 :class:`~sipt_lab.core.errors.SiptError` into a one-line message and exit status 2; a
 :class:`~sipt_lab.core.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how

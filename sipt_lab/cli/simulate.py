@@ -12,16 +12,17 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
 from sipt_lab.grid.runner import EXECUTORS
 from sipt_lab.graphs.noise import NOISE_MODES
-from sipt_lab.core.names import ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
+from sipt_lab.core.options import add_config_arguments, record_field_flags
+from sipt_lab.training.config import TrainConfig
+from sipt_lab.core.names import LOSS_PARAMETERS, ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
 from sipt_lab.core.stats import format_mean_sd
 
 
-#: Config fields -> the ``simulate`` flags that set them (errors name the flag).
+#: Fields -> the hand-written ``simulate`` flags that set them (errors name the flag; the flags of
+#: TrainConfig fields are generated and record their own).
 FIELD_FLAGS = {
     **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
-    "TrainConfig.lambda_si": "--lambda-si", "TrainConfig.loss": "--loss", "TrainConfig.pairs": "--pairs", "TrainConfig.negatives": "--negatives",
-    "TrainConfig.steps": "--steps", "simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder",
-    "SimulationConfig.methods": "--methods",
+    "simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder", "SimulationConfig.methods": "--methods",
 }
 
 
@@ -49,30 +50,47 @@ def register(subparsers) -> None:
     parser.add_argument("--methods", nargs="+", default=["lm", "sipt"], metavar="NAME",
                         help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(METHODS)} "
                         "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)")
-    parser.add_argument("--lambda-si", type=float, default=PAPER_LAMBDA_SI, metavar="L",
-                        help="weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)")
-    parser.add_argument("--loss", default=INIT_DEFAULTS["char"].loss, metavar="LOSS",
-                        help=f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)")
+    _train_arguments(parser, ("lambda_si", "loss"))
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the structure-inducing loss, repeatable (contrastive: "
-                        "pos_margin, neg_margin, default 5 and 10; multisim: w_pos, w_neg, t)")
-    parser.add_argument("--pairs", metavar="MODE",
-                        help=f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} "
-                        "(sampled: each seed with one neighbour and one non-neighbour, the paper's; "
-                        "batch: every pair of samples in the batch; default: batch)")
-    parser.add_argument("--negatives", metavar="NAME",
-                        help=f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: uniform)")
-    parser.add_argument("--steps", type=int, metavar="N", help="optimiser steps per arm (default: the family's)")
+                        f"pos_margin, neg_margin, default {_margins()}; multisim: w_pos, w_neg, t)")
+    record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
+    _train_arguments(parser, ("pairs", "negatives"))
+    _train_arguments(parser, ("steps",))
     add_preset_flags(parser)
     parser.add_argument("--corpus", type=nonempty, metavar="PATH",
                         help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
-    parser.add_argument("--device", default="auto", metavar="DEV",
-                        help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
+    _train_arguments(parser, ("device",))
     parser.add_argument("--executor", default="local", metavar="NAME",
                         help=f"how seeds run: {', '.join(EXECUTORS)} (default: %(default)s)")
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.set_defaults(func=run, field_flags=FIELD_FLAGS)
+    record_field_flags(parser, FIELD_FLAGS)
+    parser.set_defaults(func=run)
+
+
+def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -> None:
+    """Flags of :class:`TrainConfig` fields, parsed by type alone: the config checks their values
+    (its errors name these flags)."""
+    add_config_arguments(
+        parser, TrainConfig, fields, check=False,
+        defaults={"lambda_si": PAPER_LAMBDA_SI, "pairs": None, "negatives": None, "steps": None},
+        help={"lambda_si": "weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)",
+              "loss": f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)",
+              "pairs": f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} (sampled: each seed with one neighbour "
+              "and one non-neighbour, the paper's; batch: every pair of samples in the batch; default: "
+              f"{INIT_DEFAULTS['char'].pairs})",
+              "negatives": f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: {TrainConfig.negatives})",
+              "steps": "optimiser steps per arm (default: the family's)",
+              "device": "auto (CUDA when present), cpu or cuda (default: %(default)s)"},
+        argparse_options={"loss": {"metavar": "LOSS"}, "pairs": {"metavar": "MODE"}, "negatives": {"metavar": "NAME"},
+                          "device": {"metavar": "DEV", "type": None}})
+
+
+def _margins() -> str:
+    """``"5 and 10"``: the contrastive margins a simulate run uses (the char row over the loss's own)."""
+    margins = {**LOSS_PARAMETERS["contrastive"], **INIT_DEFAULTS["char"].loss_params}
+    return f"{margins['pos_margin']:g} and {margins['neg_margin']:g}"
 
 
 def run(args: argparse.Namespace) -> int:

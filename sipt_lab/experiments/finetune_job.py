@@ -10,7 +10,6 @@ with the paper's relative error reduction and paired t-test over seeds) and writ
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.models.sources import model_loader
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.training import embed
+from sipt_lab.experiments.configs import FinetuneJob
 from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
@@ -147,31 +147,6 @@ def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: 
     if "full" in parts:
         results["full"] = [finetune(load, texts, task, splits, config, seed).test for seed in range(seeds)]
     return results
-
-
-@dataclass(frozen=True)
-class FinetuneJob:
-    """One ``sipt-lab finetune`` run (saved as ``config.json``).
-
-    Attributes:
-        model: the encoder to evaluate; baseline: an optional one to compare against (same splits).
-        samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
-        task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
-        splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
-        mode: a :data:`MODES` name; seeds: full fine-tuning repetitions.
-    """
-
-    model: str
-    baseline: str | None = None
-    samples: str | None = None
-    labels: str | None = None
-    kind: str = "classification"
-    task: str | None = None
-    splits: str | None = None
-    split_seed: int = 0
-    mode: str = "both"
-    seeds: int = 3
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
 def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:

@@ -32,10 +32,11 @@ import numpy as np
 
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config import config_from_dict, save_config
-from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.data.splits import link_queries
-from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
+from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, initial_embeddings, job_source, run_pretraining
 from sipt_lab.grid.runner import write_results_csv
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -48,34 +49,6 @@ SELECTION_METRICS = names.RETRIEVAL_METRICS
 #: Queries of the pre-training-graph retrieval (a random subset on large graphs).
 PT_QUERIES = 1000
 SWEEP_CONFIG, RESULT_FILE, TABLE_FILE = "sweep.json", "result.json", "lambda_sweep.csv"
-
-
-@dataclass(frozen=True)
-class LambdaSweep:
-    """One λ sweep (saved as ``sweep.json``).
-
-    Attributes:
-        job: the pre-training run every ``λ`` repeats (its ``samples``, ``edges``, ``labels`` are the
-            full data; ``job.train.lambda_si`` is ignored).
-        lambdas: the distinct values of ``λ_SI`` to pre-train, each in [0, 1].
-        validation: fraction of the linked samples held out to choose ``λ``, in (0, 0.5].
-        metric: the validation retrieval metric that chooses, a name in :data:`SELECTION_METRICS`.
-    """
-
-    job: PretrainJob
-    lambdas: tuple[float, ...] = DEFAULT_LAMBDAS
-    validation: float = 0.1
-    metric: str = "mrr"
-
-    def __post_init__(self) -> None:
-        if len(self.lambdas) < 2 or len(set(self.lambdas)) != len(self.lambdas):
-            raise ConfigError("LambdaSweep.lambdas", f"needs at least two distinct values, got {list(self.lambdas)}")
-        if not all(0.0 <= value <= 1.0 for value in self.lambdas):
-            raise ConfigError("LambdaSweep.lambdas", f"must lie in [0, 1], got {list(self.lambdas)}")
-        if not 0.0 < self.validation <= 0.5:
-            raise ConfigError("LambdaSweep.validation", f"must be a fraction in (0, 0.5], got {self.validation}")
-        if self.metric not in SELECTION_METRICS:
-            raise ConfigError("LambdaSweep.metric", f"{self.metric!r} is unknown; choose one of {', '.join(SELECTION_METRICS)}")
 
 
 @dataclass

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from sipt_lab.core.config import save_config
-from sipt_lab.training.defaults import init_kind, train_config
+from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
@@ -44,7 +44,7 @@ from sipt_lab.core import outputs
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
-from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config
+from sipt_lab.training.methods import Teacher, method_recipe
 from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import model_loader
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
@@ -63,50 +63,6 @@ FINISHED_MARKER = "result.json"
 REPORT_MAX_SAMPLES = 2000  # at most MAX_RECOVERY_NODES: the radius recovery sorts all pairs of the slice
 REPORT_LINK_QUERIES = 1000
 REPORT_K = 3
-
-
-@dataclass(frozen=True)
-class PretrainJob:
-    """Everything that defines one ``sipt-lab pretrain`` run (saved as ``config.json``).
-
-    Attributes:
-        samples, edges: paths of the samples file and the ``u<TAB>v`` edges TSV of sample ids.
-        labels: optional ``id<TAB>label`` TSV, used only for the report.
-        init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
-        pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
-        encoder: size preset of the ``char`` encoder (ignored otherwise).
-        epochs: passes over the samples; when set, ``train.steps`` is derived from it.
-        train: the trainer's settings, with ``steps`` resolved (None: the init kind's defaults,
-            :func:`sipt_lab.training.defaults.train_config`).
-        method: a pre-training method of :data:`sipt_lab.training.methods.METHODS` (its fixed settings
-            replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
-        teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
-    """
-
-    samples: str
-    edges: str
-    labels: str | None = None
-    init: str = "minilm"
-    pooling: str | None = None
-    encoder: str = "default"
-    epochs: float | None = None
-    train: TrainConfig | None = None
-    method: str | None = None
-    teacher: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.train is None:
-            object.__setattr__(self, "train", train_config(init_kind(self.init)))
-        if self.epochs is not None and self.epochs <= 0:
-            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
-        if self.method is not None:
-            try:
-                method = get_method(self.method)
-                object.__setattr__(self, "train", method_train_config(self.method, self.train))
-            except SiptError as error:
-                raise ConfigError("PretrainJob.method", str(error)) from None
-            if method.needs_teacher != (self.teacher is not None):
-                raise ConfigError("PretrainJob.teacher", f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR")
 
 
 @dataclass

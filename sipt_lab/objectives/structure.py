@@ -8,7 +8,6 @@ library's ``ContrastiveLoss`` / ``MultiSimilarityLoss``); :data:`STRUCTURE_LOSSE
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import torch
@@ -26,8 +25,8 @@ def contrastive_loss(
     p: torch.Tensor,
     a2: torch.Tensor,
     n: torch.Tensor,
-    pos_margin: float = 0.0,
-    neg_margin: float = 10.0,
+    pos_margin: float = names.LOSS_PARAMETERS["contrastive"]["pos_margin"],
+    neg_margin: float = names.LOSS_PARAMETERS["contrastive"]["neg_margin"],
 ) -> torch.Tensor:
     """The paper's contrastive loss on Euclidean distances ``d`` of raw (unnormalised) embeddings.
 
@@ -51,8 +50,8 @@ def grouped_contrastive_loss(
     positive_groups: torch.Tensor,
     negative_groups: torch.Tensor,
     n_groups: int,
-    pos_margin: float = 0.0,
-    neg_margin: float = 10.0,
+    pos_margin: float = names.LOSS_PARAMETERS["contrastive"]["pos_margin"],
+    neg_margin: float = names.LOSS_PARAMETERS["contrastive"]["neg_margin"],
 ) -> torch.Tensor:
     """:func:`contrastive_loss` of ``n_groups`` pair sets at once (the runs of a batched training,
     their rows side by side in ``embeddings``): ``(n_groups,)``, entry ``g`` the loss of the pairs
@@ -85,9 +84,9 @@ def multi_similarity_loss(
     p: torch.Tensor,
     a2: torch.Tensor,
     n: torch.Tensor,
-    w_pos: float = 1.0,
-    w_neg: float = 1.0,
-    t: float = 0.1,
+    w_pos: float = names.LOSS_PARAMETERS["multisim"]["w_pos"],
+    w_neg: float = names.LOSS_PARAMETERS["multisim"]["w_neg"],
+    t: float = names.LOSS_PARAMETERS["multisim"]["t"],
 ) -> torch.Tensor:
     """Multi-similarity loss on cosine similarities ``S`` of L2-normalised embeddings.
 
@@ -115,7 +114,7 @@ def infonce_loss(
     p: torch.Tensor,
     a2: torch.Tensor,
     n: torch.Tensor,
-    temperature: float = 0.05,
+    temperature: float = names.LOSS_PARAMETERS["infonce"]["temperature"],
 ) -> torch.Tensor:
     """InfoNCE (MultipleNegativesRanking / NT-Xent) on cosine similarities, where the negatives of
     an anchor are only its *non-linked* pairs: a sample linked to the anchor in ``G_PT`` is never
@@ -164,9 +163,9 @@ GROUPED_STRUCTURE_LOSSES: dict[str, PairLoss] = {"contrastive": grouped_contrast
 
 
 def loss_parameters(name: str) -> dict[str, float]:
-    """The tunable parameters of loss ``name`` with their defaults."""
-    signature = inspect.signature(get_structure_loss(name))
-    return {k: v.default for k, v in signature.parameters.items() if v.default is not inspect.Parameter.empty}
+    """The tunable parameters of loss ``name`` with their defaults (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`)."""
+    get_structure_loss(name)
+    return dict(names.LOSS_PARAMETERS[name])
 
 
 def get_structure_loss(name: str) -> PairLoss:

@@ -1,24 +1,22 @@
 """What one pre-training run does: :class:`TrainConfig` (validated once, in ``__post_init__``),
-its learning-rate schedule and the helpers that derive step counts and micro-batches from it."""
+its learning-rate schedule and the helpers that derive step counts and micro-batches from it.
+
+Its fields carry their range, choices and help (:func:`sipt_lab.core.options.option`); the CLI's
+training flags are generated from them. Its defaults are the fresh character encoder's (the ``char``
+row of :data:`sipt_lab.training.defaults.INIT_DEFAULTS`, which is read from here). This module
+imports no torch: the CLI's parser reads it.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.objectives import check_loss_params
-from sipt_lab.objectives.structure import STRUCTURE_LOSSES, check_geometry
-from sipt_lab.training.sampler import (
-    MASK_REPLACEMENTS,
-    MASK_UNITS,
-    NEGATIVE_SAMPLERS,
-    PAIR_MODES,
-    check_mask,
-)
+from sipt_lab.core.options import option, validate
 
 if TYPE_CHECKING:
     from sipt_lab.models import EncoderSource
@@ -30,11 +28,16 @@ MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
 #: does not, fp32 on CPU.
 PRECISIONS = names.PRECISIONS
+#: ``L_SI`` parameters of the fresh character encoder over the contrastive loss's own
+#: (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`): linked samples may sit up to µ+ = 5 apart.
+CHAR_LOSS_PARAMS = {"pos_margin": 5.0}
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How to pre-train (the paper's optimiser: AdamW, lr 3e-4, weight decay 0.01, no schedule).
+    """How to pre-train. The defaults are a fresh character encoder's (AdamW at lr 5e-4 with linear
+    decay, λ_SI 0.5, contrastive µ+ = 5 over every pair of the batch); the paper's optimiser was
+    AdamW at lr 3e-4, weight decay 0.01, no schedule.
 
     Attributes:
         steps: optimiser steps.
@@ -43,10 +46,13 @@ class TrainConfig:
         grad_accum: micro-batches (consecutive sampler batches) whose gradients make one step.
         lr, weight_decay: AdamW settings.
         lambda_si: weight of ``L_SI``; 0 is the LM baseline (continued LM pre-training on the same
-            samples, the paper's "same data, no structure" ablation), the paper's SIPT uses 0.1.
+            samples, the paper's "same data, no structure" ablation), the paper's SIPT uses 0.1
+            (:data:`~sipt_lab.training.defaults.PAPER_LAMBDA_SI`).
         loss: structure-inducing loss name (``"contrastive"``, ``"multisim"`` or ``"infonce"``).
-        loss_params: that loss's parameters (contrastive: pos_margin, neg_margin; multisim: w_pos,
-            w_neg, t; infonce: temperature).
+        loss_params: that loss's parameters over its own defaults
+            (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`; contrastive: pos_margin, neg_margin;
+            multisim: w_pos, w_neg, t; infonce: temperature). None (the default) resolves on
+            construction to :data:`CHAR_LOSS_PARAMS` for the contrastive loss, ``{}`` for another.
         pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
             each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
             encoded samples, labelled by the graph).
@@ -73,57 +79,83 @@ class TrainConfig:
         head_lr: the head warm-up's constant AdamW learning rate.
     """
 
-    steps: int = 1000
-    batch_size: int = 32
-    grad_accum: int = 1
-    lr: float = 3e-4
-    weight_decay: float = 0.01
-    lambda_si: float = 0.1
-    loss: str = "contrastive"
-    loss_params: dict[str, float] = field(default_factory=dict)
-    pairs: str = "sampled"
-    negatives: str = "uniform"
-    mask_prob: float = 0.15
-    mask_replacement: str = "mask"
-    mask_unit: str = "token"
-    seed: int = 0
-    device: str = "auto"
-    precision: str = "auto"
-    checkpoint_every: int = 0
-    log_every: int = 50
-    max_len: int | None = None
-    schedule: str = "constant"
-    warmup: float = 0.0
-    head_warmup: int = 0
-    head_lr: float = 1e-3
+    steps: int = option(1000, help="optimiser steps", range=(1, MAX_STEPS), metavar="N")
+    batch_size: int = option(32, help="samples per micro-batch", range=(1, None), metavar="B")
+    grad_accum: int = option(1, help="micro-batches per optimiser step", range=(1, None), metavar="K")
+    lr: float = option(5e-4, help="peak AdamW learning rate", range=(0.0, None), open="low")
+    weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
+    lambda_si: float = option(0.5, help="weight of L_SI in [0, 1]; 0 = continued LM pre-training", range=(0.0, 1.0),
+                              metavar="L")
+    loss: str = option("contrastive", choices=names.STRUCTURE_LOSSES,
+                       help="structure-inducing loss, trained on the vector the encoder outputs "
+                       "(L2-normalised when the checkpoint normalises)")
+    loss_params: dict[str, float] | None = option(None, help="a parameter of that loss, repeatable", flag="--loss-param",
+                                                  metavar="NAME=VALUE")
+    pairs: str = option("batch", choices=names.PAIR_MODES, help="pairs L_SI scores")
+    negatives: str = option("uniform", choices=names.NEGATIVE_SAMPLERS,
+                            help="each seed's non-neighbour: uniform, two-hop (hard) or same-component")
+    mask_prob: float = option(0.15, help="MLM masking probability per token (1 only with mask replacement keep)",
+                              range=(0.0, 1.0), open="low")
+    mask_replacement: str = option("mask", choices=names.MASK_REPLACEMENTS,
+                                   help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) "
+                                   "or mask (always [MASK])")
+    mask_unit: str = option("token", choices=names.MASK_UNITS, help="which tokens are masked together")
+    seed: int = option(0, help="seed of init, batches, masks and dropout", range=(0, None))
+    device: str = option("auto", help="auto (CUDA when present), cpu or cuda", nonempty=True)
+    precision: str = option("auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU")
+    checkpoint_every: int = option(0, help="checkpoint every N steps (always at the end)", range=(0, None),
+                                   flag="--save-every", metavar="N")
+    log_every: int = option(50, help="steps between progress-bar loss updates and non-finite-loss checks",
+                            range=(1, None), metavar="N")
+    max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
+                                 default_help="the encoder source's")
+    schedule: str = option("linear", choices=names.LR_SCHEDULES, help="decay after warm-up")
+    warmup: float = option(0.0, help="fraction of steps of linear warm-up", range=(0.0, 1.0), open="high", metavar="F")
+    head_warmup: int = option(0, help="steps that fit a checkpoint's new MLM head (one without its own) with the "
+                              "encoder frozen, before training; 0 = none", range=(0, MAX_STEPS), metavar="N")
+    head_lr: float = option(1e-2, help="learning rate of the head warm-up", range=(0.0, None), open="low", metavar="LR")
 
     def __post_init__(self) -> None:
-        for name, low, high in (("steps", 1, MAX_STEPS), ("batch_size", 1, None), ("grad_accum", 1, None),
-                                ("log_every", 1, None), ("checkpoint_every", 0, None),
-                                ("head_warmup", 0, MAX_STEPS)):
-            value = getattr(self, name)
-            if value < low or (high is not None and value > high):
-                bound = f"in [{low}, {high:,}]" if high is not None else f">= {low}"
-                raise ConfigError(f"TrainConfig.{name}", f"must be {bound}, got {value:,}")
-        for name in ("lr", "head_lr"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"TrainConfig.{name}", f"must be > 0, got {getattr(self, name)}")
-        if self.weight_decay < 0:
-            raise ConfigError("TrainConfig.weight_decay", f"must be >= 0, got {self.weight_decay}")
-        if not 0.0 <= self.lambda_si <= 1.0:
-            raise ConfigError("TrainConfig.lambda_si", f"must be in [0, 1], got {self.lambda_si}")
-        if self.mask_prob <= 0.0 or (self.mask_replacement in MASK_REPLACEMENTS and check_mask(self.mask_prob, self.mask_replacement)):
+        if self.loss_params is None:  # the char row's parameters of the default loss, another loss's own
+            object.__setattr__(self, "loss_params", dict(CHAR_LOSS_PARAMS) if self.loss == "contrastive" else {})
+        validate(self)
+        if self.mask_prob == 1.0 and self.mask_replacement != "keep":
             raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")
-        if self.max_len is not None and self.max_len < 2:
-            raise ConfigError("TrainConfig.max_len", f"must be >= 2 or None, got {self.max_len}")
-        if not 0.0 <= self.warmup < 1.0:
-            raise ConfigError("TrainConfig.warmup", f"must be a fraction of the steps in [0, 1), got {self.warmup}")
-        for name, choices in (("schedule", LR_SCHEDULES), ("precision", PRECISIONS), ("pairs", PAIR_MODES),
-                              ("negatives", NEGATIVE_SAMPLERS), ("loss", STRUCTURE_LOSSES),
-                              ("mask_replacement", MASK_REPLACEMENTS), ("mask_unit", MASK_UNITS)):
-            if getattr(self, name) not in choices:
-                raise ConfigError(f"TrainConfig.{name}", f"{getattr(self, name)!r} is unknown; choose one of {', '.join(choices)}")
-        check_loss_params(self.loss, dict(self.loss_params))
+        known = names.LOSS_PARAMETERS[self.loss]
+        unknown = sorted(set(self.loss_params) - set(known))
+        if unknown:
+            raise ConfigError("TrainConfig.loss_params", f"is wrong: loss {self.loss!r} has no parameter(s) "
+                              f"{', '.join(unknown)}; it takes {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """How to fine-tune an encoder with a linear head on a labelled task.
+
+    Attributes:
+        lrs: the learning-rate grid, chosen on validation.
+        epochs: most passes over the train split.
+        patience: passes without a better validation score before stopping.
+        batch_size: samples per step.
+        weight_decay: AdamW's.
+        max_len: tokens per sample (None: the tokenizer's own).
+        device: ``auto``, ``cpu`` or ``cuda``.
+    """
+
+    lrs: tuple[float, ...] = option((2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low",
+                                    flag="--lr", metavar="LR")
+    epochs: int = option(3, help="most passes over the train split", range=(1, None))
+    patience: int = option(1, help="passes without a better validation score before stopping", range=(0, None))
+    batch_size: int = option(16, help="samples per step", range=(1, None), metavar="B")
+    weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
+    max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
+                                 default_help="the model's")
+    device: str = option("auto", help="auto, cpu or cuda", nonempty=True)
+
+    def __post_init__(self) -> None:
+        if not self.lrs:
+            raise ConfigError("FinetuneConfig.lrs", "is empty; give at least one learning rate")
+        validate(self)
 
 
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
@@ -137,6 +169,8 @@ LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES,
 def check_structure_geometry(config: TrainConfig, source: EncoderSource) -> None:
     """SiptError, before anything trains, when ``config``'s ``L_SI`` cannot be satisfied on the
     vectors ``source``'s encoder outputs (:func:`~sipt_lab.objectives.structure.check_geometry`)."""
+    from sipt_lab.objectives.structure import check_geometry
+
     if config.lambda_si > 0:
         check_geometry(config.loss, dict(config.loss_params), source.normalizes)
 

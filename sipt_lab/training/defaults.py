@@ -17,6 +17,16 @@ paper's λ = 0.1 over hundreds of steps, where a user's short run of a fresh cha
 structure term's larger share, λ = 0.5), a Hugging Face checkpoint gets InfoNCE,
 which compares directions and so fits any checkpoint's scale. A checkpoint whose weights were never
 trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`) is a fresh init and trains at a fresh init's rate.
+
+One rule keeps the defaults in one place: :class:`~sipt_lab.training.config.TrainConfig`'s own
+defaults *are* the ``char`` row (a ``TrainConfig()`` trains a fresh character encoder the way
+``pretrain --init char`` does), and every other row states only how it differs. The command-line
+flags of these fields are generated from ``TrainConfig``'s fields and default to None where the
+value depends on the init kind; their ``--help`` names each kind's value (:func:`default_help`).
+The length of a run is the one difference in kind: ``TrainConfig.steps`` is 1000, while
+``pretrain`` without ``--steps`` makes one pass over the samples (``--epochs 1``). The loss's own
+parameters (its margins) live in :data:`~sipt_lab.core.names.LOSS_PARAMETERS`; the rows hold only
+their changes to them.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from dataclasses import dataclass, field
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
+from sipt_lab.training.config import TrainConfig
 
 #: λ_SI of the paper's semi-synthetic SIPT arm (its Methods), which ``simulate`` and the figures keep.
 PAPER_LAMBDA_SI = 0.1
@@ -33,16 +44,23 @@ PAPER_LAMBDA_SI = 0.1
 INIT_KINDS = ("char", "fresh", "checkpoint", "graph")
 
 
+def _default(name: str):
+    """:class:`TrainConfig`'s default of field ``name``."""
+    return getattr(TrainConfig(), name)
+
+
 @dataclass(frozen=True)
 class InitDefaults:
     """The settings a run of one init kind uses unless told otherwise (fields of
-    :class:`~sipt_lab.training.TrainConfig`).
+    :class:`~sipt_lab.training.TrainConfig`); a field left out is :class:`TrainConfig`'s default,
+    which is the ``char`` row.
 
     Attributes:
         lr: peak AdamW learning rate.
         schedule, warmup: learning-rate schedule and warm-up fraction of the steps.
         lambda_si: weight of ``L_SI``.
-        loss, loss_params: the structure-inducing loss and its parameters.
+        loss, loss_params: the structure-inducing loss and its parameters (over the loss's own,
+            :data:`~sipt_lab.core.names.LOSS_PARAMETERS`).
         pairs: which pairs ``L_SI`` scores.
         mask_replacement: what a masked token becomes.
         head_warmup: steps that fit a new MLM head with the encoder frozen before training
@@ -50,31 +68,31 @@ class InitDefaults:
         head_lr: the head warm-up's constant learning rate.
     """
 
-    lr: float
-    schedule: str
-    warmup: float
-    lambda_si: float
-    loss: str
-    loss_params: dict[str, float] = field(default_factory=dict)
-    pairs: str = "batch"
-    mask_replacement: str = "bert"
-    head_warmup: int = 0
-    head_lr: float = 1e-2
+    lr: float = _default("lr")
+    schedule: str = _default("schedule")
+    warmup: float = _default("warmup")
+    lambda_si: float = _default("lambda_si")
+    loss: str = _default("loss")
+    loss_params: dict[str, float] = field(default_factory=lambda: dict(_default("loss_params")))
+    pairs: str = _default("pairs")
+    mask_replacement: str = _default("mask_replacement")
+    head_warmup: int = _default("head_warmup")
+    head_lr: float = _default("head_lr")
 
     def train_options(self) -> dict:
         """These settings as keyword arguments of :class:`~sipt_lab.training.TrainConfig`."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-#: The defaults per init kind (see the module docstring; measured in ``benchmarks/bench_defaults.py``).
+_INFONCE = dict(names.LOSS_PARAMETERS["infonce"])
+#: The defaults per init kind (see the module docstring; measured in ``benchmarks/bench_defaults.py``):
+#: ``char`` is :class:`TrainConfig`'s defaults, the other rows say how they differ.
 INIT_DEFAULTS: dict[str, InitDefaults] = dict(zip(INIT_KINDS, (
-    InitDefaults(lr=5e-4, schedule="linear", warmup=0.0, lambda_si=0.5, loss="contrastive", loss_params={"pos_margin": 5.0},
-                 mask_replacement="mask"),
-    InitDefaults(lr=1e-3, schedule="linear", warmup=0.1, lambda_si=0.1, loss="infonce", loss_params={"temperature": 0.05}),
-    InitDefaults(lr=5e-5, schedule="linear", warmup=0.1, lambda_si=0.1, loss="infonce",
-                 loss_params={"temperature": 0.05}, head_warmup=100),
-    InitDefaults(lr=1e-3, schedule="constant", warmup=0.0, lambda_si=0.1, loss="contrastive",
-                 pairs="sampled", mask_replacement="mask"),
+    InitDefaults(),
+    InitDefaults(lr=1e-3, warmup=0.1, lambda_si=0.1, loss="infonce", loss_params=_INFONCE, mask_replacement="bert"),
+    InitDefaults(lr=5e-5, warmup=0.1, lambda_si=0.1, loss="infonce", loss_params=_INFONCE, mask_replacement="bert",
+                 head_warmup=100),
+    InitDefaults(lr=1e-3, schedule="constant", lambda_si=0.1, loss_params={}, pairs="sampled"),
 ), strict=True))
 
 
@@ -100,8 +118,6 @@ def train_config(kind: str, **given):
     """A :class:`~sipt_lab.training.TrainConfig` with ``kind``'s defaults for every field ``given``
     leaves out or sets to None. ``loss_params`` are the default loss's only when the loss is the
     default one, with any given parameters over them."""
-    from sipt_lab.training.config import TrainConfig
-
     defaults = init_defaults(kind).train_options()
     chosen = {name: value for name, value in given.items() if value is not None}
     if chosen.get("loss", defaults["loss"]) != defaults["loss"]:

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.training.config import FinetuneConfig
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
@@ -65,33 +66,6 @@ HEADS: dict[str, HeadSpec] = {
     "multilabel": HeadSpec(lambda y: y.shape[1], F.binary_cross_entropy_with_logits,
                            lambda y, train: torch.as_tensor(y, dtype=torch.float32), lambda out: torch.sigmoid(out).numpy()),
 }
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    """Attributes:
-    lrs: the learning-rate grid, chosen on validation.
-    epochs: most passes over the train split.
-    patience: passes without a better validation score before stopping.
-    batch_size: samples per step.
-    weight_decay: AdamW's.
-    max_len: tokens per sample (None: the tokenizer's own).
-    device: ``auto``, ``cpu`` or ``cuda``.
-    """
-
-    lrs: tuple[float, ...] = (2e-5, 5e-5, 1e-4)
-    epochs: int = 3
-    patience: int = 1
-    batch_size: int = 16
-    weight_decay: float = 0.01
-    max_len: int | None = None
-    device: str = "auto"
-
-    def __post_init__(self) -> None:
-        if not self.lrs or min(self.lrs) <= 0:
-            raise SiptError(f"fine-tuning learning rates {self.lrs} must be positive; give at least one")
-        if self.epochs < 1 or self.patience < 0 or self.batch_size < 1:
-            raise SiptError("fine-tuning needs epochs >= 1, patience >= 0 and batch_size >= 1")
 
 
 @dataclass(frozen=True)

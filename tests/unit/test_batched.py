@@ -23,7 +23,8 @@ def _run(seed: int, lambda_si: float, n: int = 24, **overrides) -> BatchedRun:
     alphabet = list("abcdefgh ")[: 6 + seed % 3]
     texts = ["".join(rng.choice(alphabet, size=k)) for k in rng.integers(4, 30, n)]
     graph = PretrainingGraph.from_groups(np.arange(n) % 4)
-    config = TrainConfig(steps=6, batch_size=8, lr=3e-3, seed=seed, lambda_si=lambda_si, device="cpu", max_len=24, **overrides)
+    config = TrainConfig(steps=6, batch_size=8, lr=3e-3, seed=seed, lambda_si=lambda_si, device="cpu", max_len=24,
+                         **{"pairs": "sampled", "schedule": "constant", **overrides})
     return BatchedRun(texts, graph, config)
 
 

@@ -71,3 +71,64 @@ def test_a_nested_config_behind_an_optional_hint_round_trips():
     job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
     again = config_from_dict(PretrainJob, config_to_dict(job))
     assert again == job and type(again.train) is type(job.train)
+
+
+# ---------------------------------------------------------------- fields make flags
+def test_option_fields_validate_and_make_flags():
+    import argparse
+    from dataclasses import dataclass
+
+    from sipt_lab.core.options import add_config_arguments, config_from_args, option, validate
+
+    @dataclass(frozen=True)
+    class Toy:
+        steps: int = option(10, help="steps", range=(1, 100), metavar="N")
+        rate: float = option(0.5, help="a rate", range=(0.0, 1.0), open="high")
+        kind: str = option("a", help="a kind", choices=("a", "b"))
+        grid: tuple[float, ...] = option((1.0, 2.0), help="a grid", range=(0.0, None), open="low", flag="--value")
+        path: str | None = option(None, help="a path", nonempty=True, default_help="none")
+
+        def __post_init__(self) -> None:
+            validate(self)
+
+    for bad, field in (({"steps": 0}, "Toy.steps"), ({"rate": 1.0}, "Toy.rate"), ({"kind": "c"}, "Toy.kind"),
+                       ({"grid": (1.0, -1.0)}, "Toy.grid"), ({"path": " "}, "Toy.path")):
+        with pytest.raises(ConfigError) as caught:
+            Toy(**bad)
+        assert caught.value.field == field
+    parser = argparse.ArgumentParser()
+    flags = add_config_arguments(parser, Toy, ("steps", "rate", "kind", "grid", "path"))
+    assert flags == {"steps": "--steps", "rate": "--rate", "kind": "--kind", "grid": "--value", "path": "--path"}
+    assert parser.get_default("field_flags")["Toy.grid"] == "--value"
+    args = parser.parse_args(["--steps", "5", "--value", "3", "4"])
+    assert config_from_args(args, Toy) == Toy(steps=5, grid=(3.0, 4.0))
+    help_text = " ".join(parser.format_help().split())
+    assert "steps (default: 10)" in help_text and "a path (default: none)" in help_text
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--steps", "101"])
+
+
+def test_pretrain_flags_come_from_train_config():
+    from sipt_lab.cli.main import build_parser
+    from sipt_lab.training.config import TrainConfig
+
+    pretrain = next(a for a in build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith("pretrain"))
+    by_flag = {action.option_strings[0]: action for action in pretrain._actions if action.option_strings}
+    assert by_flag["--batch-size"].default == TrainConfig.batch_size
+    assert by_flag["--precision"].default == TrainConfig.precision and by_flag["--save-every"].dest == "checkpoint_every"
+    assert by_flag["--lr"].default is None  # the init kind's: its help names each kind's value
+    assert pretrain.get_default("field_flags")["TrainConfig.max_len"] == "--max-length"
+
+
+def test_train_config_defaults_are_the_char_row_and_margins_live_once():
+    from sipt_lab.core.names import LOSS_PARAMETERS
+    from sipt_lab.objectives.structure import contrastive_loss, loss_parameters
+    from sipt_lab.training.defaults import INIT_DEFAULTS, train_config
+    import inspect
+
+    assert train_config("char") == TrainConfig()
+    assert TrainConfig(loss="multisim").loss_params == {}
+    assert loss_parameters("contrastive") == LOSS_PARAMETERS["contrastive"]
+    defaults = {k: v.default for k, v in inspect.signature(contrastive_loss).parameters.items() if v.default is not inspect.Parameter.empty}
+    assert defaults == LOSS_PARAMETERS["contrastive"]
+    assert INIT_DEFAULTS["char"].loss_params == TrainConfig().loss_params

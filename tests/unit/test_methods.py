@@ -146,7 +146,8 @@ def test_keep_replacement_selects_every_token():
 def test_linkbert_checkpoint_resume_is_identical(tmp_path):
     texts, groups = _alphabet_documents(3, 6)
     graph = PretrainingGraph.from_groups(groups)
-    config = TrainConfig(steps=6, batch_size=8, lambda_si=0.0, mask_replacement="bert", device="cpu", checkpoint_every=3, max_len=40)
+    config = TrainConfig(steps=6, batch_size=8, lambda_si=0.0, mask_replacement="bert", schedule="constant", device="cpu",
+                         checkpoint_every=3, max_len=40)
     whole = pretrain(texts, graph, config, TINY, progress=False, method=LinkBertRecipe())
     first = pretrain(texts, graph, TrainConfig(**{**config.__dict__, "steps": 3}), TINY, progress=False,
                      method=LinkBertRecipe(), checkpoint_dir=tmp_path)

@@ -39,7 +39,7 @@ def _cliques(seed=0, n_cliques=4, size=10):
 
 
 def _config(**overrides):
-    base = dict(steps=8, batch_size=12, lambda_si=0.1, lr=1e-3, log_every=3, max_len=24, seed=3, device="cpu")
+    base = dict(steps=8, batch_size=12, lambda_si=0.1, lr=1e-3, schedule="constant", log_every=3, max_len=24, seed=3, device="cpu")
     return TrainConfig(**{**base, **overrides})
 
 
@@ -308,7 +308,7 @@ def test_lr_schedules_warm_up_and_decay_as_documented():
     assert factors[2:] == pytest.approx([1 - k / 8 for k in range(8)])
     cosine = TrainConfig(steps=5, schedule="cosine")
     assert [lr_factor(cosine, s) for s in (0, 5)] == pytest.approx([1.0, 0.0])
-    assert {lr_factor(TrainConfig(steps=7), s) for s in range(7)} == {1.0}
+    assert {lr_factor(TrainConfig(steps=7, schedule="constant"), s) for s in range(7)} == {1.0}
     with pytest.raises(SiptError, match="TrainConfig.schedule 'step' is unknown"):
         pretrain(["ab cd"] * 4, PretrainingGraph.from_groups([0, 0, 1, 1]), TrainConfig(steps=1, schedule="step"), EncoderConfig())
 

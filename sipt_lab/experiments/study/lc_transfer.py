@@ -49,11 +49,14 @@ import numpy as np
 from sipt_lab.core import fileio, names, outputs
 from sipt_lab.core.config import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.options import option, validate
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.training import TrainConfig
 
 #: Metrics of :func:`heldout_metrics`, each in ``[0, 1]``.
 STUDY_METRICS = names.STUDY_METRICS
+#: The study's training length and batch over the init kind's defaults (a short run per arm).
+STUDY_TRAIN = {"steps": 100, "batch_size": 16, "max_len": 64}
 #: Arms of the study (``tfidf`` is a reference row that needs no training; ``natural`` is SIPT over
 #: the task's own graph, when one is given).
 STUDY_ARMS = ("init", "lm", "sipt", "natural", "tfidf")
@@ -92,42 +95,38 @@ class LcTransferConfig:
             protocol; labelled so in the summary and the verdict).
     """
 
-    samples: str | None = None
-    labels: str | None = None
-    edges: str | None = None
-    n_pretrain: int = 600
-    n_train: int = 300
-    n_validation: int = 100
-    n_test: int = 300
-    levels: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
-    seeds: int = 3
-    init: str = "minilm"
-    pooling: str | None = None
-    encoder: str = "default"
+    samples: str | None = option(None, nonempty=True, metavar="S", help="samples file of the task (with --labels; default: "
+                                 "vital-article summaries of 4 categories)")
+    labels: str | None = option(None, help="id<TAB>label of every sample", nonempty=True, metavar="L.tsv")
+    edges: str | None = option(None, nonempty=True, metavar="E.tsv",
+                               help="the task's own graph (u<TAB>v sample ids): one more SIPT arm on it, its gain set beside "
+                               "what its LC predicts")
+    n_pretrain: int = option(600, help="pre-training samples", range=(2, None), metavar="N")
+    n_train: int = option(300, range=(2, None), metavar="N",
+                          help="never-seen fine-tuning train samples: the k-NN references and probe data")
+    n_validation: int = option(100, help="never-seen validation samples", range=(1, None), metavar="N")
+    n_test: int = option(300, help="never-seen test samples", range=(1, None), metavar="N")
+    levels: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), range=(0.0, 1.0), metavar="Q",
+                                       help="the dial's q grid, each in [0, 1] (q=0: the random control)")
+    seeds: int = option(3, help="seeds, each training every arm", range=(1, None))
+    init: str = option("minilm", help="char, minilm or a Hugging Face directory", nonempty=True)
+    pooling: str | None = option(None, choices=names.POOLINGS, help="pooling of a Hugging Face init (default: its own)")
+    encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
     train: TrainConfig | None = None
-    k: int = 3
-    metric: str = "knn_auroc"
-    split_seed: int = 0
-    bootstrap: int = 2000
-    pilot_sd: float | None = None
-    protocol: str = "inductive"
+    k: int = option(3, help="neighbours of the k-NN metric", range=(1, None))
+    metric: str = option("knn_auroc", choices=STUDY_METRICS, help="metric of the gains and the slope")
+    split_seed: int = option(0, help="seed of the splits and the dial's graphs", range=(0, None))
+    bootstrap: int = option(2000, help="bootstrap resamples of the slope's CI", range=(1, None), metavar="B")
+    pilot_sd: float | None = option(None, help="sd of a pilot's paired gains over seeds", range=(0.0, None))
+    protocol: str = option("inductive", choices=names.STUDY_PROTOCOLS,
+                           help="inductive: fine-tuning splits never pre-trained on; transductive: every split "
+                           "pre-trained on too")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
-        outside = [q for q in self.levels if not 0.0 <= q <= 1.0]
-        if outside:
-            raise ConfigError("LcTransferConfig.levels", f"q is a probability and must lie in [0, 1], got {outside[0]:g}")
+        validate(self)
         if len(set(self.levels)) < 2:
             raise ConfigError("LcTransferConfig.levels", f"needs at least two distinct levels (one gives no slope), got {list(self.levels)}")
-        for name, low in (("n_pretrain", 2), ("n_train", 2), ("n_validation", 1), ("n_test", 1), ("seeds", 1), ("k", 1), ("bootstrap", 1)):
-            if getattr(self, name) < low:
-                raise ConfigError(f"LcTransferConfig.{name}", f"must be >= {low}, got {getattr(self, name)}")
-        if self.pilot_sd is not None and not (math.isfinite(self.pilot_sd) and self.pilot_sd >= 0):
-            raise ConfigError("LcTransferConfig.pilot_sd", f"must be a finite sd >= 0, got {self.pilot_sd}")
-        if self.protocol not in names.STUDY_PROTOCOLS:
-            raise ConfigError("LcTransferConfig.protocol", f"unknown protocol {self.protocol!r}; choose one of {', '.join(names.STUDY_PROTOCOLS)}")
-        if self.metric not in STUDY_METRICS:
-            raise ConfigError("LcTransferConfig.metric", f"unknown metric {self.metric!r}; choose one of {', '.join(STUDY_METRICS)}")
         if (self.samples is None) != (self.labels is None):
             raise ConfigError("LcTransferConfig.labels", "give the samples file and its labels together, or neither (the default task)")
         if self.edges is not None and self.samples is None:
@@ -135,7 +134,7 @@ class LcTransferConfig:
         if self.train is None:
             from sipt_lab.training.defaults import init_kind, train_config
 
-            object.__setattr__(self, "train", train_config(init_kind(self.init), steps=100, batch_size=16, max_len=64))
+            object.__setattr__(self, "train", train_config(init_kind(self.init), **STUDY_TRAIN))
 
     @property
     def sizes(self) -> dict[str, int]:

