@@ -36,7 +36,7 @@ from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.data.splits import link_queries
 from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, PretrainJob, initial_embeddings, job_source, run_pretraining
-from sipt_lab.grid.runner import write_results_csv
+from sipt_lab.grid import write_results_csv
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import load_encoder
