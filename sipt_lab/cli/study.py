@@ -83,7 +83,8 @@ def lc_transfer_config(args: argparse.Namespace):
     """The :class:`~sipt_lab.experiments.study.lc_transfer.LcTransferConfig` the parsed flags describe."""
     from sipt_lab.training.defaults import init_kind, train_config
     from sipt_lab.core.errors import SiptError
-    from sipt_lab.experiments.study.lc_transfer import LcTransferConfig, pilot_sd
+    from sipt_lab.experiments.study.config import LcTransferConfig
+    from sipt_lab.experiments.study.stats import pilot_sd
     from sipt_lab.core.stats import seeds_for_effect
 
     if args.seeds == "auto" and args.pilot is None:
