@@ -35,22 +35,22 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.core.config import save_config
-from sipt_lab.training.defaults import init_kind, train_config
-from sipt_lab.graphs.consistency import local_consistency
-from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.core import outputs
+from sipt_lab.core.config import save_config
+from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
+from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph, snowball_sample
-from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config
 from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import model_loader
-from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
-from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
-from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
 from sipt_lab.training.config import MAX_STEPS, check_structure_geometry
+from sipt_lab.training.defaults import init_kind, train_config
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config
+from sipt_lab.training.trainer import CHECKPOINT_NAME, autocast_dtype, distributed_context, resolve_device
 
 #: Files a pretrain run writes directly into its output directory (with those of ``model/``, they
 #: are recorded in its manifest; ``--overwrite`` removes only recorded files).
