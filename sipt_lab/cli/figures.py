@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sipt_lab.cli.arguments import POSITIVE, integer, nonempty
 from sipt_lab.cli.simulate import add_preset_flags
-from sipt_lab.grid.runner import EXECUTORS
+from sipt_lab.grid import EXECUTORS
 
 DEFAULT_OUT = "paper_figures/out"
 

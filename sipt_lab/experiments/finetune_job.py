@@ -17,13 +17,13 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config import save_config
 from sipt_lab.core.errors import SiptError
-from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
-from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
-from sipt_lab.data.tasks import Task, flatten_tokens, get_task_kind, linear_probe
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.models.sources import model_loader
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
+from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
+from sipt_lab.data.tasks import Task, flatten_tokens, get_task_kind, linear_probe
+from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.models.sources import model_loader
 from sipt_lab.training import embed
 from sipt_lab.experiments.configs import FinetuneJob
 from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts

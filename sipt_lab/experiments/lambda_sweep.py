@@ -15,6 +15,8 @@ is reported beside it.
   ``validation_ids.txt``;
 * ``lambda-<λ>/``: one ordinary ``sipt-lab pretrain`` run per ``λ`` on the split (finished runs are
   kept, unfinished ones resume from their checkpoint);
+* ``cells/``: the grid of those runs (one :func:`pretrain_lambda` cell per ``λ``, run by
+  :func:`~sipt_lab.grid.run_grid`: a finished run is skipped, and an executor may run them side by side);
 * ``lambda_sweep.csv`` and ``result.json`` (written last): per row (random vectors, the initial
   encoder, each ``λ``) the validation and pre-training-graph LRAP, nDCG, AP and MRR; the chosen
   ``λ`` and its model directory.
@@ -23,6 +25,7 @@ is reported beside it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -37,18 +40,18 @@ from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.data.splits import link_queries
 from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
 from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, initial_embeddings, job_source, run_pretraining
-from sipt_lab.grid.runner import write_results_csv
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
-from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.models import load_encoder
 from sipt_lab.data.samples import Samples, read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.grid import check_executor, run_grid, write_results_csv
+from sipt_lab.models import load_encoder
 from sipt_lab.training import embed, resolve_device
 
 DEFAULT_LAMBDAS = names.LAMBDA_GRID
 SELECTION_METRICS = names.RETRIEVAL_METRICS
 #: Queries of the pre-training-graph retrieval (a random subset on large graphs).
 PT_QUERIES = 1000
-SWEEP_CONFIG, RESULT_FILE, TABLE_FILE = "sweep.json", "result.json", "lambda_sweep.csv"
+SWEEP_CONFIG, RESULT_FILE, TABLE_FILE, CELLS_DIR = "sweep.json", "result.json", "lambda_sweep.csv", "cells"
 
 
 @dataclass
@@ -61,10 +64,30 @@ class SweepOutcome:
     out_dir: Path | None = None
 
 
-def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print) -> SweepOutcome:
-    """Pre-train every ``λ`` of ``sweep`` into ``out`` and choose one (module docstring). The inputs
-    are read before anything is written, and ``out`` is locked while the sweep runs."""
+@dataclass(frozen=True)
+class LambdaRun:
+    """One cell of a sweep's grid: the pre-training run ``job`` (the split's job at one ``λ``) into ``run_dir``."""
+
+    job: PretrainJob
+    run_dir: str
+
+
+def pretrain_lambda(run: LambdaRun, progress: bool = True) -> dict:
+    """The cell function: pre-train ``run`` (resuming from its checkpoint) unless it has finished;
+    the run's log lines are returned (``log``) for the sweep to print."""
+    lines: list[str] = []
+    if not (Path(run.run_dir) / FINISHED_MARKER).is_file():
+        run_pretraining(run.job, run.run_dir, resume=True, progress=progress, log=lines.append)
+    return {"run_dir": run.run_dir, "lambda_si": run.job.train.lambda_si, "log": lines}
+
+
+def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print,
+                     executor: str = "serial") -> SweepOutcome:
+    """Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
+    by ``executor``) and choose one (module docstring). The inputs are read before anything is
+    written, and ``out`` is locked while the sweep runs."""
     outputs.check_output_dir(out)
+    check_executor(executor)
     job = sweep.job
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
@@ -81,13 +104,17 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = Tr
         train_graph = graph.subgraph(train_nodes)
         rows = [_row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
                 _row("initial", math.nan, initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)), graph, train_graph, validation, train_nodes)]
-        for value in sweep.lambdas:
-            run_dir = out_dir / lambda_dir_name(value)
-            if not (run_dir / FINISHED_MARKER).is_file():
-                log(f"lambda-sweep: pre-training λ = {value:g} into {run_dir}")
-                run_job = dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value))
-                run_pretraining(run_job, run_dir, resume=True, progress=progress, log=log)
-            encoder, tokenizer = load_encoder(run_dir / "model", device)
+        runs = [LambdaRun(dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value)),
+                          str((out_dir / lambda_dir_name(value)).resolve())) for value in sweep.lambdas]
+        for run in runs:
+            if not (Path(run.run_dir) / FINISHED_MARKER).is_file():
+                log(f"lambda-sweep: pre-training λ = {run.job.train.lambda_si:g} into {run.run_dir}")
+        cells = run_grid(functools.partial(pretrain_lambda, progress=progress), runs, out_dir / CELLS_DIR,
+                         executor=executor, progress=progress, required_keys=("run_dir",))
+        for value, cell in zip(sweep.lambdas, cells):
+            for line in cell.result["log"]:
+                log(line)
+            encoder, tokenizer = load_encoder(Path(cell.result["run_dir"]) / "model", device)
             vectors = embed(encoder, tokenizer, texts)
             rows.append(_row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes))
 

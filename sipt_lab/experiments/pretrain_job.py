@@ -45,9 +45,9 @@ from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_te
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.training.methods import Teacher, method_recipe
+from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import model_loader
-from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME

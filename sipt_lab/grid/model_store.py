@@ -1,17 +1,17 @@
-"""Encoders trained once and read by several grid cells: a store of model directories keyed by config hash.
+"""Model directories trained once and read by several grid cells: a store keyed by cell hash.
 
-A store is a :func:`~sipt_lab.grid.runner.run_grid` root whose cells train an encoder and
-save it next to their result::
+A store is a :func:`~sipt_lab.grid.runner.run_grid` root whose cells save a model next to
+their result::
 
-    <root>/<config_hash(config)>/model/        the encoder (save_encoder: char format or a Hugging Face directory)
-                                /result.json   {"digest": sha256 of model/'s files, ...}, written last
+    <root>/<hash>/model/        the model's files (whatever the cell saved)
+                 /result.json   {"digest": sha256 of model/'s files, ...}, written last
 
-so the grid machinery gives what sharing needs: a stored model is trained once (a finished cell is
+so the grid machinery gives what sharing needs: a stored model is made once (a finished cell is
 skipped on every later run), two processes asking for the same one wait on its lock instead of
-training it twice, and a run killed half-way resumes. :func:`load_model` refuses a model whose
-files no longer match the digest recorded when it was saved (one line naming the directory), and
-:func:`drop_damaged` forgets such entries before a grid runs, so that they are rebuilt rather than
-read silently wrong.
+making it twice, and a run killed half-way resumes. :func:`check_model` refuses a model whose
+files no longer match the digest recorded when it was saved (one line naming the directory),
+and :func:`drop_damaged` forgets such entries before a grid runs, so that they are rebuilt rather
+than read silently wrong. What a model is (and how it is saved or loaded) is the caller's business.
 """
 
 from __future__ import annotations
@@ -21,19 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from sipt_lab.core.config import config_hash
 from sipt_lab.core.errors import SiptError
-from sipt_lab.grid.runner import read_result
+from sipt_lab.grid.cells import Cell, read_result
 
 MODEL_DIR = "model"
 STORE_KEYS = ("digest",)
 
 
-def model_dir(root: str | Path, config: Any) -> Path:
-    """Where the store ``root`` keeps the model that ``config`` trains."""
-    return Path(root).resolve() / config_hash(config) / MODEL_DIR
+def model_dir(root: str | Path, cell: Any) -> Path:
+    """Where the store ``root`` keeps the model of ``cell`` (a :class:`~sipt_lab.grid.cells.Cell` or a config)."""
+    return Cell.of(cell).dir(root) / MODEL_DIR
 
 
 def directory_digest(directory: str | Path) -> str:
@@ -48,49 +45,34 @@ def directory_digest(directory: str | Path) -> str:
     return digest.hexdigest()
 
 
-def save_model(encoder, tokenizer, directory: str | Path) -> dict:
-    """Save ``encoder`` and ``tokenizer`` into ``directory`` (replaced); returns ``{"digest": ...}``
-    for the cell's result."""
-    from sipt_lab.models import save_encoder
-
-    save_encoder(encoder, tokenizer, directory)
-    return {"digest": directory_digest(directory)}
-
-
-def stored_digest(root: str | Path, config: Any) -> str | None:
-    """The digest recorded for ``config``'s model in the store, None when it is not (validly) stored."""
-    result = read_result(Path(root).resolve() / config_hash(config), STORE_KEYS)
+def stored_digest(root: str | Path, cell: Any) -> str | None:
+    """The digest recorded for ``cell``'s model in the store, None when it is not (validly) stored."""
+    result = read_result(Cell.of(cell).dir(root), STORE_KEYS)
     return None if result is None else str(result["digest"])
 
 
-def load_model(directory: str | Path, digest: str | None, device: str | torch.device = "cpu"):
-    """``(encoder, tokenizer)`` of a saved model, in eval mode on ``device``, after checking that its
-    files still have ``digest`` (None: no check); a missing, changed or unreadable model is a
-    one-line :class:`SiptError` naming the directory."""
-    from sipt_lab.models import load_encoder
-
+def check_model(directory: str | Path, digest: str | None) -> Path:
+    """``directory`` after checking that it exists and its files still have ``digest`` (None: no
+    check); otherwise a one-line :class:`SiptError` naming the directory."""
     directory = Path(directory)
     if not directory.is_dir():
         raise SiptError(f"model {directory} is missing; re-run the command to rebuild it, or pass an existing model directory")
     if digest is not None and directory_digest(directory) != digest:
         raise SiptError(f"model {directory} changed since it was saved (its files no longer match their digest); "
                         "remove its cell directory to rebuild it, or restore the files")
-    try:
-        return load_encoder(directory, device)
-    except SiptError:
-        raise
-    except Exception as error:  # a damaged file: torch / safetensors / json errors
-        raise SiptError(f"model {directory} cannot be loaded ({type(error).__name__}); remove it to rebuild it") from None
+    return directory
 
 
-def drop_damaged(root: str | Path, configs: Sequence[Any]) -> list[Any]:
-    """Forget (remove ``result.json`` of) every stored model of ``configs`` whose files are missing
-    or no longer match their digest, so that the next grid over ``root`` rebuilds it; returns those configs."""
+def drop_damaged(root: str | Path, cells: Sequence[Any]) -> list[Any]:
+    """Forget (remove ``result.json`` of) every stored model of ``cells`` (Cells or configs) whose
+    files are missing or no longer match their digest, so that the next grid over ``root`` rebuilds
+    it; returns those cells as given."""
     dropped = []
-    for config in configs:
-        digest = stored_digest(root, config)
-        directory = model_dir(root, config)
+    for given in cells:
+        cell = Cell.of(given)
+        digest = stored_digest(root, cell)
+        directory = model_dir(root, cell)
         if digest is not None and (not directory.is_dir() or directory_digest(directory) != digest):
             (directory.parent / "result.json").unlink(missing_ok=True)
-            dropped.append(config)
+            dropped.append(given)
     return dropped

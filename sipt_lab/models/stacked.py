@@ -284,7 +284,6 @@ class _Packing:
     def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
         """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
         ``(K * T, H)`` outputs (filler slots: arbitrary)."""
-        hidden = qkv.shape[1] // 3
         outputs = []
         for bucket, rows in zip(self.buckets, self._bucket_rows(qkv.index_select(0, self.gather))):
             q, k, v = _heads(rows, bucket.sequences, 3, heads)

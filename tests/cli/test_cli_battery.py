@@ -209,7 +209,7 @@ def _stubs(monkeypatch):
     monkeypatch.setattr(domain_run, "run_domain", _reached)
     monkeypatch.setattr(simulate, "run_grid", _reached)
     monkeypatch.setattr(builder, "build_dataset", _reached)
-    monkeypatch.setattr(lambda_sweep, "run_pretraining", _reached)
+    monkeypatch.setattr(lambda_sweep, "run_grid", _reached)  # each λ is a grid cell
     monkeypatch.setitem(figures.FIGURES, "corollary1", _reached)
     monkeypatch.setattr(datasets, "fetch", _reached)  # never a download
 

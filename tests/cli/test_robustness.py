@@ -27,7 +27,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.core.config import config_hash
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.core.errors import SiptError
-from sipt_lab.grid.runner import collect_results, run_grid
+from sipt_lab.grid import collect_results, run_grid
 from sipt_lab.core.outputs import _alive
 from sipt_lab.core.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
 from sipt_lab.graphs.tsv import load_graph_tsv
@@ -293,7 +293,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
 
 
 def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import simulate as simulate_module
+    from sipt_lab.experiments.simulation import arms as simulate_module
 
     def broken(dataset, config, progress=False):
         raise RuntimeError("encoder exploded")
@@ -336,7 +336,7 @@ def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
 
 
 def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import simulate as simulate_module
+    from sipt_lab.experiments.simulation import arms as simulate_module
 
     real_run_arms = simulate_module.run_arms
 
@@ -356,7 +356,7 @@ def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monke
 GRID_SCRIPT = '''
 import dataclasses, os, sys, time
 from pathlib import Path
-from sipt_lab.grid.runner import GridInterrupted, grid, run_grid
+from sipt_lab.grid import GridInterrupted, grid, run_grid
 
 @dataclasses.dataclass(frozen=True)
 class Slow:
@@ -491,7 +491,7 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
 ])
 def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
-    from sipt_lab.experiments.simulation import simulate as simulate_module
+    from sipt_lab.experiments.simulation import arms as simulate_module
 
     monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
     fails(capsys, ["simulate", "--graph", "cliques", "--executor", "serial", *args, "--out", str(tmp_path / "o")],
@@ -555,7 +555,7 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
 def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkeypatch):
     captured = {}
     monkeypatch.setattr("sipt_lab.experiments.domain.run.run_domain", lambda cells, out, executor: captured.setdefault("cells", cells))
-    monkeypatch.setattr("sipt_lab.experiments.domain.run.format_domain_summary", lambda summary: "")
+    monkeypatch.setattr("sipt_lab.experiments.domain.report.format_domain_summary", lambda summary: "")
     base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]
     assert main([*base, "--grad-accum", "4", "--out", str(tmp_path / "a")]) == 0
     assert {(cell.pretrain.batch_size, cell.pretrain.grad_accum) for cell in captured["cells"]} == {(4, 4)}  # the cpu preset's 16 seeds per step, in 4 micro-batches

@@ -21,7 +21,7 @@ from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.training import TrainConfig, embed
 
-from hf_fakes import WORDS, write_tiny_bert, write_tiny_distilbert, write_tiny_roberta
+from hf_fakes import WORDS, write_tiny_distilbert, write_tiny_roberta
 
 from conftest import GROUP_SIZE, N_GROUPS
 

@@ -1,12 +1,10 @@
 import json
 
-import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.data.corpus import Corpus
-from sipt_lab.experiments.simulation.simulate import LOSS_PARAMS, simulation_config
-from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.experiments.presets import LOSS_PARAMS
+from sipt_lab.experiments.simulation.config import simulation_config
 
 
 def run_json(capsys, *args):

@@ -6,7 +6,9 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError
-from sipt_lab.experiments.simulation.simulate import TRAINING_DEFAULTS, SimulationConfig, simulation_config
+from sipt_lab.experiments.presets import TRAINING_DEFAULTS
+from sipt_lab.experiments.simulation.simulate import SimulationConfig
+from sipt_lab.experiments.simulation.config import simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.families import get_family

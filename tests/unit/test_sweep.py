@@ -9,7 +9,7 @@ import pytest
 
 from sipt_lab.core.config import config_hash
 from sipt_lab.core.errors import SiptError
-from sipt_lab.grid.runner import collect_results, grid, run_grid, summarize, write_results_csv
+from sipt_lab.grid import collect_results, grid, run_grid, summarize, write_results_csv
 
 
 @dataclasses.dataclass(frozen=True)

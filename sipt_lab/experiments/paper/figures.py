@@ -1,7 +1,8 @@
 """The paper's figures and the theory checks, each a function ``(out_dir, options) -> paths``.
 
 :data:`FIGURES` maps a name to a function that gets the figure's numbers from
-:mod:`sipt_lab.experiments.paper.figure_cells` (configs, grid cells, tables), writes them as
+the modules beside this one (:mod:`~sipt_lab.experiments.paper.figure5`, ``topology_tables``,
+``corollary_cells``, ``heldout_scale``: configs, grid cells, tables), writes them as
 ``<out_dir>/<name>.csv`` (atomically) and draws ``<name>.png`` / ``<name>.pdf`` with
 :mod:`sipt_lab.viz.plots`. :func:`make_figures` runs a list of them; ``sipt-lab figures`` and the
 scripts in ``paper_figures/`` call it. A new figure is one function here (or in its own module)
@@ -18,33 +19,28 @@ import numpy as np
 
 from sipt_lab.viz import embedding_plots, plots
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.outputs import prepare_output_dir
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF
-from sipt_lab.experiments.paper.figure_cells import (
-    CHECK_ROW,
+from sipt_lab.experiments.paper.corollary_cells import (
     COROLLARY2_N,
     COROLLARY2_SURFACES,
-    HELDOUT_SCALE_NODES,
-    SCALE_METRICS,
-    TOPOLOGY_CHECK_POINTS,
-    FigureOptions,
-    check_options,
     corollary1_rows,
     corollary2_rows,
+)
+from sipt_lab.experiments.paper.figure5 import (
     fig5a_rows,
     fig5b_rows,
-    heldout_scale_tables,
-    mean_sd_columns,
     run_figure5_grid,
-    say,
     theorem1_rows,
-    topology_tables,
     trained_arms,
     umap_2d,
 )
+from sipt_lab.experiments.paper.figure_options import FigureOptions, check_options, mean_sd_columns, say
+from sipt_lab.experiments.paper.heldout_scale import HELDOUT_SCALE_NODES, SCALE_METRICS, heldout_scale_tables
 from sipt_lab.experiments.paper.methods_figure import methods_figure
-from sipt_lab.experiments.simulation.simulate import ARMS
-from sipt_lab.grid.runner import result_rows, write_results_csv
-from sipt_lab.core.outputs import prepare_output_dir
+from sipt_lab.experiments.paper.topology_tables import CHECK_ROW, TOPOLOGY_CHECK_POINTS, topology_tables
+from sipt_lab.experiments.simulation.config import ARMS
+from sipt_lab.grid import result_rows, write_results_csv
 
 # --- Figure 5 (the shared grid) -------------------------------------------------------------------
 
@@ -199,7 +195,7 @@ def corollary2(out_dir: str | Path, options: FigureOptions) -> list[Path]:
 
 def topology(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     """Betti numbers read off LM and SIPT embeddings on TORUS and SPHERE, and the rule's check on
-    evenly spread true positions (:func:`~sipt_lab.experiments.paper.figure_cells.topology_tables`)."""
+    evenly spread true positions (:func:`~sipt_lab.experiments.paper.topology_tables.topology_tables`)."""
     check_options(options)
     out = Path(out_dir)
     tables = topology_tables(options)

@@ -7,8 +7,7 @@ intra-sample ones (LM, MLSM, LSM15, LSM) do not. Cells are :func:`simulate_seed`
 :class:`SimulationConfig` per (family, seed) holding all methods, under ``<cells_dir>/methods``.
 
 Budget: :data:`METHODS_FAMILIES` at :data:`METHODS_STEPS` steps per method (``--steps`` overrides),
-sized so that the default 3 seeds finish within 20 minutes on 2 CPU cores (measured in
-benchmarks/RESULTS.md).
+sized for a CPU (measured in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -16,11 +15,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from sipt_lab.core import names
-from sipt_lab.viz import plots
-from sipt_lab.experiments.paper.figure_cells import FigureOptions, cells_root, check_options, mean_sd_columns, prepare_grid_topics
-from sipt_lab.experiments.simulation.simulate import SEED_RESULT_KEYS, simulate_seed, simulation_config
-from sipt_lab.grid.runner import GridInterrupted, result_rows, run_grid, write_results_csv
+from sipt_lab.experiments.paper.figure_options import (
+    FigureOptions,
+    cells_root,
+    check_options,
+    mean_sd_columns,
+    prepare_grid_topics,
+)
+from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, simulate_seed
+from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.grid import GridInterrupted, result_rows, run_grid, write_results_csv
 from sipt_lab.training.methods import METHODS
+from sipt_lab.viz import plots
 
 #: Families of the figure: high LC (CLIQUES), a manifold (TORUS) and a mechanistic graph of low LC.
 METHODS_FAMILIES = ("cliques", "torus", "structural")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sipt_lab.graphs.consistency import corollary1_bound, local_consistency
 from sipt_lab.evaluation import loo_knn, radius_terms
+from sipt_lab.graphs.consistency import corollary1_bound, local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.objectives.structure import get_structure_loss
 from sipt_lab.training.sampler import sampled_pairs

@@ -1,10 +1,10 @@
-"""Grid cells of :func:`~sipt_lab.experiments.simulation.simulate.simulate_seed`, trained in batches.
+"""Grid cells of :func:`~sipt_lab.experiments.simulation.arms.simulate_seed`, trained in batches.
 
 A condition (one :class:`SimulationConfig` up to its seed) trains 2 arms x its seeds of one
 shape, and a grid's conditions that differ only in edge noise share that shape too;
 :func:`train_batched_cells` trains such cells together with
 :func:`~sipt_lab.training.trainer.pretrain_batched` (the same numbers as separate runs, up to float
-rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.grid.runner.store_cell`),
+rounding) and records each seed's result as its own grid cell (:func:`~sipt_lab.grid.cells.store_cell`),
 so the cells stay what :func:`~sipt_lab.grid.runner.run_grid` would have written: finished
 cells are skipped, a re-run resumes per cell, and ``run_grid`` over the same configs afterwards
 only loads them. The unit a training holds is a model (:class:`ModelJob`), not a cell: a seed's LM
@@ -23,21 +23,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sipt_lab.core.config import config_hash
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.simulation.simulate import (
-    ARMS,
-    SEED_RESULT_KEYS,
-    ArmOutput,
-    SimulationConfig,
-    arm_config,
-    evaluate_arm,
-    seed_fields,
-    with_seed,
-)
-from sipt_lab.grid.runner import read_result, run_grid, store_cell
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, ArmOutput, arm_config, evaluate_arm, seed_fields
+from sipt_lab.experiments.simulation.config import ARMS, SimulationConfig, with_seed
+from sipt_lab.grid import Cell, as_cells, run_grid, store_cell, unfinished
 from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training.trainer import BatchedRun, pretrain_batched
@@ -45,7 +38,7 @@ from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
                      progress: bool = False, position: int | None = None) -> list[dict[str, ArmOutput]]:
-    """:func:`~sipt_lab.experiments.simulation.simulate.run_arms` of every ``(dataset, config)`` pair (configs
+    """:func:`~sipt_lab.experiments.simulation.arms.run_arms` of every ``(dataset, config)`` pair (configs
     equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
     bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
     batched training time plus its own embedding time."""
@@ -102,30 +95,35 @@ class BatchedTraining:
 def train_batch(training: BatchedTraining) -> dict:
     """Train ``training``'s models as one batched model and record each model's evaluation on each
     cell it serves (``<cells_root>/<cell hash>/arms/<arm>.json``); the result names those records."""
-    cells = {config_hash(cell): cell for job in training.jobs for cell in (job.source, *job.cells)}
-    datasets = {key: build_dataset(cell.graph, progress=False) for key, cell in cells.items()}
     _check_methods(job.arm for job in training.jobs)
+    jobs = [(job, Cell.of(job.source), [Cell.of(cell) for cell in job.cells]) for job in training.jobs]
+    datasets = {}
+    for _, source, served in jobs:
+        for cell in (source, *served):
+            if cell.hash not in datasets:
+                datasets[cell.hash] = build_dataset(cell.config.graph, progress=False)
     runs = []
-    for job in training.jobs:
-        source = datasets[config_hash(job.source)]
-        if any(datasets[config_hash(cell)].sentences != source.sentences for cell in job.cells):
+    for job, source, served in jobs:
+        sentences = datasets[source.hash].sentences
+        if any(datasets[cell.hash].sentences != sentences for cell in served):
             raise SiptError(f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
                             "train them without --batched")
-        runs.append(BatchedRun(source.sentences, source.graph, arm_config(job.source, job.arm)))
+        runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
     results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)
     written = []
-    for job, result in zip(training.jobs, results):
-        for cell in job.cells:
-            dataset = datasets[config_hash(cell)]
+    for (job, _, served), result in zip(jobs, results):
+        for cell in served:
+            dataset = datasets[cell.hash]
             path = arm_record(training.cells_root, cell, job.arm)
-            write_json_atomic(path, {"seed": seed_fields(cell, dataset), "metrics": evaluate_arm(dataset, cell, result, share).metrics})
+            write_json_atomic(path, {"seed": seed_fields(cell.config, dataset),
+                                     "metrics": evaluate_arm(dataset, cell.config, result, share).metrics})
             written.append(str(path))
     return {"arms": written}
 
 
-def arm_record(cells_root: str | Path, cell: SimulationConfig, arm: str) -> Path:
-    """Where a batched training records cell ``cell``'s ``arm``."""
-    return Path(cells_root) / config_hash(cell) / "arms" / f"{arm}.json"
+def arm_record(cells_root: str | Path, cell: Any, arm: str) -> Path:
+    """Where a batched training records ``arm`` of ``cell`` (a :class:`~sipt_lab.grid.Cell` or its config)."""
+    return Path(cells_root) / Cell.of(cell).hash / "arms" / f"{arm}.json"
 
 
 def batch_key(config: SimulationConfig) -> str:
@@ -176,35 +174,37 @@ def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_op
     return trainings
 
 
-def train_batched_cells(configs: Sequence[SimulationConfig], root: str | Path, *, executor: str = "serial",
+def train_batched_cells(configs: Sequence[SimulationConfig | Cell], root: str | Path, *, executor: str = "serial",
                         progress: bool = True, **executor_options) -> int:
-    """Train the unfinished cells of ``configs`` under ``root`` in batched trainings
-    (:func:`plan_trainings`), cells of a grid under ``root/batched`` run by ``executor``, and store
-    each cell whose arms all finished (also when the grid stops early; a re-run first stores the
-    cells whose arms a stopped run recorded, then trains the rest); returns how many cells were
-    unfinished. With ``progress``, each training shows its steps on a line of its own."""
+    """Train the unfinished cells of ``configs`` (configs, or Cells hashed by the caller) under
+    ``root`` in batched trainings (:func:`plan_trainings`), cells of a grid under ``root/batched``
+    run by ``executor``, and store each cell whose arms all finished (also when the grid stops
+    early; a re-run first stores the cells whose arms a stopped run recorded, then trains the
+    rest); returns how many cells were unfinished. With ``progress``, each training shows its
+    steps on a line of its own."""
     root = Path(root).resolve()
-    unfinished = [c for c in configs if read_result(root / config_hash(c), SEED_RESULT_KEYS) is None]
-    pending = _store_recorded(unfinished, root)
-    trainings = [BatchedTraining(jobs, str(root), 1 + index if progress else None)
-                 for index, jobs in enumerate(plan_trainings(pending, executor, executor_options))]
+    waiting = unfinished(as_cells(configs), root, SEED_RESULT_KEYS)
+    pending = _store_recorded(waiting, root)
+    plan = plan_trainings([cell.config for cell in pending], executor, executor_options)
+    trainings = [BatchedTraining(jobs, str(root), 1 + index if progress else None) for index, jobs in enumerate(plan)]
     try:
         run_grid(train_batch, trainings, root / "batched", executor=executor, progress=progress, required_keys=("arms",),
                  **executor_options)
     finally:
         _store_recorded(pending, root)
-    return len(unfinished)
+    return len(waiting)
 
 
-def _store_recorded(cells: Sequence[SimulationConfig], root: Path) -> list[SimulationConfig]:
+def _store_recorded(cells: Sequence[Cell], root: Path) -> list[Cell]:
     """Store each of ``cells`` whose every arm has its record (:func:`arm_record`) as a finished grid
     cell; returns the others."""
     missing = []
     for cell in cells:
-        records = [arm_record(root, cell, arm) for arm in cell.methods]
+        records = [arm_record(root, cell, arm) for arm in cell.config.methods]
         if not all(path.is_file() for path in records):
             missing.append(cell)
             continue
         arms = [json.loads(path.read_text(encoding="utf-8")) for path in records]
-        store_cell(cell, root, {**arms[0]["seed"], "methods": {arm: record["metrics"] for arm, record in zip(cell.methods, arms)}})
+        store_cell(cell, root, {**arms[0]["seed"],
+                                "methods": {arm: record["metrics"] for arm, record in zip(cell.config.methods, arms)}})
     return missing

@@ -1,0 +1,108 @@
+"""One arm of a domain run on one seed: pre-train it (unless off the shelf), then score it (:func:`domain_cell`)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import torch
+
+from sipt_lab.data.splits import pretraining_graph
+from sipt_lab.evaluation import link_retrieval_metrics
+from sipt_lab.experiments.domain.cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.teachers import is_stored, load_teacher, save_model, teacher_cell
+from sipt_lab.experiments.domain.view import domain_view
+from sipt_lab.experiments.finetune_job import check_mode, probe_encoder
+from sipt_lab.grid import read_result
+from sipt_lab.grid.model_store import STORE_KEYS, model_dir, stored_digest
+from sipt_lab.models import encoder_source
+from sipt_lab.training import embed, pretrain, steps_for_epochs
+from sipt_lab.training.finetune import finetune
+from sipt_lab.training.methods import Teacher, method_recipe, method_train_config
+
+
+def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
+    """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
+    test split, and for SIPT the validation samples' link retrieval and the graph's summary.
+    ``teachers``: the run's store of lm arms (:data:`TEACHERS_DIR`) when it has MLSM arms: the
+    ``lm`` cell then loads its stored encoder, an MLSM cell its teacher, from there."""
+    from sipt_lab.domains import summarize_graph
+
+    start = time.perf_counter()
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    texts = list(view.data.samples)
+    result = {"arm": cell.arm, "graph": cell.graph, "lambda_si": cell.lambda_si, "seed": cell.seed, "kind": view.task.kind,
+              "n_samples": len(texts), "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")}}
+    graph = None
+    if cell.arm == "off-the-shelf":
+        source = _encoder_source(cell, view.data)
+        tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
+        with torch.random.fork_rng(devices=[]):  # the warm start pre-training begins from (a random init is seeded as there)
+            torch.manual_seed(cell.seed)
+            encoder = source.encoder(tokenizer)[0]
+    elif is_stored(cell, teachers):
+        stored = read_result(model_dir(teachers, cell).parent, STORE_KEYS)
+        encoder, tokenizer = load_teacher(cell, teachers)
+        result |= {"pretrain_final": stored["pretrain_final"], "teacher_digest": stored["digest"]}
+    else:
+        teacher = load_teacher(cell, teachers) if isinstance(cell, ConceptCell) else None
+        graph, trained = pretrain_arm(cell, None if teacher is None else Teacher(*teacher))
+        encoder, tokenizer = trained.encoder, trained.tokenizer
+        result["pretrain_final"] = {name: float(values[-1]) for name, values in trained.history.items()}
+        if "concepts" in trained.objectives:
+            result["concepts"] = dict(trained.objectives["concepts"].targets.stats)
+            result["teacher_digest"] = cell.teacher_digest or stored_digest(teachers, teacher_cell(cell))
+    vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
+    parts = check_mode(cell.mode)
+    scores = {}
+    if "probe" in parts:
+        scores["probe"] = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors)
+    if "full" in parts:
+        def load():
+            return copy.deepcopy(encoder).train(), tokenizer
+        scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
+    result["scores"] = scores
+    if cell.graph is not None:
+        result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task))
+        result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.link_queries)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def train_teacher(cell: DomainCell, teachers: str) -> dict:
+    """A cell of the teacher store: pre-train the lm arm ``cell`` and save it beside its result."""
+    _, trained = pretrain_arm(cell)
+    saved = save_model(trained.encoder, trained.tokenizer, model_dir(teachers, cell))
+    return {**saved, "pretrain_final": {name: float(values[-1]) for name, values in trained.history.items()}}
+
+
+def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
+    """``(G_PT, PretrainResult)``: the LM-only, SIPT or further method's pre-training of ``cell``
+    (not off the shelf); ``teacher`` the MLSM family's."""
+    from sipt_lab.domains import build_graph, get_domain
+
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    spec = get_domain(cell.domain)
+    source = _encoder_source(cell, view.data)
+    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed, fit_on=view.pretraining_samples)
+    seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
+    train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
+    if cell.epochs is not None:
+        train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
+                                                                  train.batch_size, train.grad_accum))
+    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS else None
+    recipe = None
+    if method is not None:
+        train = method_train_config(method, train)
+        recipe = method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
+    samples = view.data.samples
+    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False, method=recipe)
+
+
+def _encoder_source(cell: DomainCell, data):
+    """The cell's warm start: the domain's own source builder when it has one (the GIN), else ``--init``'s."""
+    from sipt_lab.domains import get_domain
+
+    spec = get_domain(cell.domain)
+    return spec.encoder_source(cell.init, data) if spec.encoder_source is not None else encoder_source(cell.init)

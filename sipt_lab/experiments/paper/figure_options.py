@@ -1,0 +1,130 @@
+"""How to make the paper's figures (:class:`FigureOptions`), checked once, and the helpers every
+figure's cells share: where the grid cells live, topic models fitted before the workers start,
+mean ± sd columns and progress lines.
+
+Each figure's expensive work runs as cells of :func:`~sipt_lab.grid.run_grid` under
+``options.cells_dir`` (default ``<out_dir>/cells``), so it is computed once and a re-run skips
+finished cells.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.stats import mean_sd
+from sipt_lab.experiments.simulation.config import check_seeds, simulation_config
+from sipt_lab.grid import check_executor
+from sipt_lab.synthetic import GraphSpec
+from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
+
+#: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
+FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
+NOISE_RATES = (0.0, 0.05, 0.1, 0.15, 0.5)
+
+
+@dataclass(frozen=True)
+class FigureOptions:
+    """How to make the figures (round-trips through :mod:`sipt_lab.core.config`).
+
+    Attributes:
+        seeds: seeds ``0 .. seeds-1`` of every experiment (error bars are sd over seeds).
+        executor: where grid cells run (``serial``, ``local``, ``slurm``).
+        steps: pre-training steps per arm; None: each family's default.
+        n_nodes: pre-training samples per dataset; None: each family's default.
+        families: the graph families of ``fig5a`` / ``theorem1``.
+        noise_rates: the edge-noise rates of ``fig5b`` / ``theorem1`` (on CLIQUES).
+        cells_dir: where grid cells live; None: ``<out_dir>/cells``.
+        progress: progress bars and lines on stderr.
+        passes: ``heldout_scale``'s training budget, passes over each pre-training sample per arm;
+            None: :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_PASSES`.
+        scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
+            :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_NODES`.
+        preset: training settings per family (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`:
+            ``default`` or ``paper``).
+        encoder: char encoder sizes, a name in :data:`~sipt_lab.models.encoder.ENCODER_PRESETS`;
+            None: the preset's.
+        batched: train each condition's seeds x arms of the Figure 5 grid as one batched model
+            (conditions side by side under ``executor``), and ``fig5cd`` / ``topology``'s two
+            arms as one batched model in this process (same cells).
+    """
+
+    seeds: int = 3
+    executor: str = "local"
+    steps: int | None = None
+    n_nodes: int | None = None
+    families: tuple[str, ...] = FIGURE5_FAMILIES
+    noise_rates: tuple[float, ...] = NOISE_RATES
+    cells_dir: str | None = None
+    progress: bool = True
+    passes: float | None = None
+    scale_nodes: tuple[int, ...] | None = None
+    preset: str = "default"
+    encoder: str | None = None
+    batched: bool = False
+
+
+#: Config fields the options set -> the ``figures`` flags that set them. Until the CLI translates
+#: config errors for ``figures`` itself, :func:`check_options` names the flag.
+OPTION_FLAGS = {"simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder",
+                "TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "GraphSpec.noise": "--noise-rates"}
+
+
+def check_options(options: FigureOptions) -> None:
+    """One-line SiptErrors for options that cannot run, before anything runs: the seeds, the
+    executor (:func:`~sipt_lab.grid.check_executor`), and the experiment configs the options make
+    (validated by the configs themselves: steps, nodes, preset, encoder, families, noise rates)."""
+    check_seeds(options.seeds)
+    check_executor(options.executor)
+    if not options.families:
+        raise SiptError("no graph families given; name at least one")
+    try:
+        for family in options.families:
+            experiment_config(family, options)
+        for rate in options.noise_rates:
+            experiment_config("cliques", options, noise=rate)
+    except ConfigError as error:
+        raise SiptError(error.for_flags(OPTION_FLAGS)) from None
+    if options.passes is not None and options.passes <= 0:
+        raise SiptError(f"--passes must be a positive number of passes per sample, got {options.passes}")
+    if options.scale_nodes is not None and (not options.scale_nodes or min(options.scale_nodes) < 2):
+        raise SiptError(f"--scale-nodes must be sizes of at least 2 nodes, got {options.scale_nodes}")
+
+
+def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noise: float = 0.0):
+    """The :class:`~sipt_lab.experiments.simulation.config.SimulationConfig` of one experiment under
+    ``options`` (family defaults otherwise)."""
+    graph_options = {"noise": float(noise)}
+    if options.n_nodes is not None:
+        graph_options["n_nodes"] = options.n_nodes
+    return simulation_config(family, seed=seed, steps=options.steps, preset=options.preset, encoder=options.encoder,
+                             graph_options=graph_options)
+
+
+def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:
+    """The directory of the shared grid cells."""
+    return Path(options.cells_dir) if options.cells_dir is not None else Path(out_dir) / "cells"
+
+
+def prepare_grid_topics(specs: Sequence[GraphSpec], options: FigureOptions) -> None:
+    """Fit each topic model the grid's datasets need once, here, rather than in every worker at once
+    (only for executors that run cells in other processes)."""
+    if options.executor != "serial":
+        models = {(spec.corpus, spec.n_topics): spec for spec in map(resolve_spec, specs)}
+        for spec in models.values():
+            prepare_topics(spec, progress=options.progress)
+
+
+def mean_sd_columns(name: str, values: Sequence[float | None]) -> dict[str, float]:
+    """``{name_mean, name_sd}`` of :func:`sipt_lab.core.stats.mean_sd` (sample sd, nan for one value)."""
+    mean, sd = mean_sd(values)
+    return {f"{name}_mean": mean, f"{name}_sd": sd}
+
+
+def say(options: FigureOptions, message: str) -> None:
+    """A progress line on stderr when ``options.progress``."""
+    if options.progress:
+        print(f"sipt-lab figures: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,215 @@
+"""Every preset of the experiments in one place: how ``simulate`` / ``figures`` train each graph
+family (:data:`TRAINING_PRESETS`), and the budgets of ``domain run`` (:data:`PRESETS`, with
+per-domain replacements in :data:`DOMAIN_PRESETS`).
+
+The encoder sizes they name are the models' table, :data:`sipt_lab.models.encoder.ENCODER_PRESETS`;
+the objectives' defaults per init kind are :data:`sipt_lab.training.defaults.INIT_DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from sipt_lab.core import names
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.models import EncoderConfig
+from sipt_lab.models.encoder import ENCODER_PRESETS
+from sipt_lab.models.subword import TokenizerConfig
+from sipt_lab.training import TrainConfig
+from sipt_lab.training.defaults import PAPER_LAMBDA_SI, init_defaults, train_config
+from sipt_lab.training.finetune import FinetuneConfig
+
+# --- simulate / figures: training per graph family ---------------------------------------------
+
+#: The defaults of the character transformer every experiment trains; the SIPT arm's λ is the
+#: paper's protocol (0.1), not the char init's default for a user's short run.
+CHAR_DEFAULTS = dataclasses.replace(init_defaults("char"), lambda_si=PAPER_LAMBDA_SI)
+
+#: ``L_SI`` parameters of the experiments, per loss, where they differ from the loss's own defaults
+#: (the original code's): the char init's (:data:`sipt_lab.training.defaults.INIT_DEFAULTS`). The contrastive
+#: loss keeps µ− = 10 but lets linked samples sit up to µ+ = 5 apart instead of pulling them onto one
+#: point: with µ+ = 0 no embedding satisfies both hinges on a radius graph (a node's neighbours are
+#: often not each other's), and the compromise blurs the neighbourhoods; with µ+ = µ−/2 the surface
+#: itself, scaled, has zero loss (measured on the manifolds by benchmarks/bench_margins.py).
+LOSS_PARAMS: dict[str, dict[str, float]] = {CHAR_DEFAULTS.loss: CHAR_DEFAULTS.loss_params}
+
+
+@dataclass(frozen=True)
+class FamilyTraining:
+    """How one graph family trains under a preset (see :data:`TRAINING_PRESETS`).
+
+    Attributes:
+        encoder: encoder sizes.
+        tokenizer: the encoder's vocabulary (characters, or a subword vocabulary learnt on the corpus).
+        steps: optimiser steps per arm (unless ``epochs`` is set).
+        epochs: when set, ``steps`` is that many passes over the pre-training samples
+            (:func:`~sipt_lab.training.config.steps_for_epochs` of the resolved graph and batch).
+        batch_size: seeds per step; None: the whole graph every step (``n_nodes``).
+        lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
+        loss_params: ``L_SI`` parameters per loss over the loss's own defaults (:data:`LOSS_PARAMS`;
+            ``{}``: the original code's µ+ = 0).
+    """
+
+    encoder: EncoderConfig = ENCODER_PRESETS["default"]
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    steps: int = 600
+    epochs: float | None = None
+    batch_size: int | None = 32
+    lr: float = CHAR_DEFAULTS.lr
+    pairs: str = CHAR_DEFAULTS.pairs
+    schedule: str = CHAR_DEFAULTS.schedule
+    warmup: float = CHAR_DEFAULTS.warmup
+    max_len: int | None = 64
+    loss_params: dict[str, dict[str, float]] = dataclasses.field(default_factory=lambda: LOSS_PARAMS)
+
+
+#: The ``default`` preset per graph family; families not listed use ``FamilyTraining()``. The paper
+#: trained 1,500-8,000 epochs at lr 3e-4 (no schedule) with hidden 10 or 256 on a GPU. On a CPU, a
+#: hidden-64 encoder at lr 5e-4 with linear decay, on sentences truncated to their first 63
+#: characters, with ``L_SI`` over every pair in the batch, fits the pre-training graph in a few
+#: hundred steps (benchmarks/bench_simulate.py, bench_pairs.py; numbers in benchmarks/RESULTS.md).
+TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
+    # a BPE vocabulary learnt on the sentences: the LM arm learns (benchmarks/bench_lm_baseline.py)
+    "cliques": FamilyTraining(batch_size=50, tokenizer=TokenizerConfig("bpe")),
+    "torus": FamilyTraining(steps=400),  # a shorter default run for the largest default surface
+    "neighborhood": FamilyTraining(batch_size=64),
+    "motif": FamilyTraining(batch_size=64),
+    "structural": FamilyTraining(batch_size=64),
+}
+
+#: The paper's settings (its Methods and original code): CLIQUES and the mechanistic graphs train
+#: the ``paper-small`` encoder (hidden 10) on the whole graph every step for 8,000 steps; the
+#: surfaces the ``paper-manifolds`` encoder (hidden 256 x 3 layers) for 1,500 epochs of 16 seeds;
+#: AdamW at lr 3e-4, constant, no warm-up; the paper's pairs (each seed with one sampled neighbour
+#: and non-neighbour) and contrastive margins (µ+ = 0, µ− = 10). Sentences keep sipt-lab's
+#: 63-character cut (the original padded to the longest, <= 350). CLIQUES uses a BPE vocabulary
+#: learnt on its sentences instead of characters: with characters the LM baseline stays on the
+#: unigram plateau (benchmarks/bench_lm_baseline.py, RESULTS.md).
+PAPER_SMALL = FamilyTraining(encoder=ENCODER_PRESETS["paper-small"], steps=8000, batch_size=None, lr=3e-4,
+                             pairs="sampled", schedule="constant", loss_params={})
+PAPER_MANIFOLDS = dataclasses.replace(PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0,
+                                      batch_size=16)
+
+
+@dataclass(frozen=True)
+class TrainingPreset:
+    """Per-family training of one preset: ``families[name]``, else ``fallback``."""
+
+    fallback: FamilyTraining
+    families: dict[str, FamilyTraining]
+
+    def for_family(self, family: str) -> FamilyTraining:
+        return self.families.get(family, self.fallback)
+
+
+#: Training presets by name (:data:`sipt_lab.core.names.SIMULATION_PRESETS`), resolved by
+#: :func:`~sipt_lab.experiments.simulation.config.simulation_config`.
+TRAINING_PRESETS: dict[str, TrainingPreset] = dict(zip(names.SIMULATION_PRESETS, (
+    TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
+    TrainingPreset(PAPER_SMALL, {"cliques": dataclasses.replace(PAPER_SMALL, tokenizer=TokenizerConfig("bpe")),
+                                 **{surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")}}),
+), strict=True))
+
+
+def training_preset(name: str) -> TrainingPreset:
+    """The training preset ``name``; a ConfigError naming ``simulation_config.preset`` otherwise."""
+    if name not in TRAINING_PRESETS:
+        raise ConfigError("simulation_config.preset", f"{name!r} is unknown; choose one of {', '.join(TRAINING_PRESETS)}")
+    return TRAINING_PRESETS[name]
+
+
+def encoder_config(name: str | EncoderConfig | None, fallback: EncoderConfig) -> EncoderConfig:
+    """An encoder given by its :data:`~sipt_lab.models.encoder.ENCODER_PRESETS` name or as a config
+    (None: ``fallback``); a ConfigError naming ``simulation_config.encoder`` for an unknown name."""
+    if name is None:
+        return fallback
+    if not isinstance(name, str):
+        return name
+    if name not in ENCODER_PRESETS:
+        raise ConfigError("simulation_config.encoder", f"{name!r} is unknown; choose one of {', '.join(ENCODER_PRESETS)}")
+    return ENCODER_PRESETS[name]
+
+
+# --- domain run: budgets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DomainPreset:
+    """The budget of a domain run.
+
+    Attributes:
+        n_samples: samples per seed (a snowball slice), None for all.
+        pretrain: the trainer's settings (``steps``, ``batch_size``, ``lr``, ``max_len`` ...).
+        finetune: full fine-tuning's settings.
+        lambdas: the SIPT ``λ`` grid.
+        mode: a :data:`~sipt_lab.experiments.finetune_job.MODES` name.
+        epochs: when set, pre-training runs this many passes over the pre-training samples
+            (``pretrain.steps`` is then replaced, :func:`~sipt_lab.training.steps_for_epochs`).
+    """
+
+    n_samples: int | None
+    pretrain: TrainConfig
+    finetune: FinetuneConfig
+    lambdas: tuple[float, ...]
+    mode: str
+    epochs: float | None = None
+
+
+#: ``cpu``: a budget for a few CPU cores with MiniLM (benchmarks/RESULTS.md); ``full``: the paper's
+#: scale for a GPU. The objective (loss, λ, head warm-up) is a checkpoint's default
+#: (:data:`sipt_lab.training.defaults.INIT_DEFAULTS`); the presets set the budget.
+PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
+    DomainPreset(
+        n_samples=1000,
+        pretrain=train_config("checkpoint", steps=40, batch_size=16, lr=1e-4, max_len=32, log_every=5),
+        finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
+        lambdas=(0.1,),
+        mode="both",
+    ),
+    DomainPreset(
+        n_samples=None,
+        pretrain=train_config("checkpoint", steps=2000, batch_size=64, max_len=128, checkpoint_every=500),
+        finetune=FinetuneConfig(lrs=(2e-5, 5e-5, 1e-4), epochs=3, patience=1, batch_size=32, max_len=128),
+        lambdas=(0.05, 0.1, 0.3),
+        mode="both",
+    ),
+), strict=True))
+
+
+#: Per-domain presets that replace :data:`PRESETS` entries, keyed ``(domain, preset)``. ``full`` follows
+#: the paper's Methods: PROTEINS and ABSTRACTS warm-start a 12-layer BERT (TAPE's, SciBERT's: pass it
+#: as ``--init DIR``) and continue for 1 and 4 epochs at 512 tokens, λ chosen by link retrieval over
+#: {0.05, 0.1, 0.3}; SciBERT's fine-tuning grid (lr 5e-6 .. 5e-5, batch 32, no early stopping);
+#: NETWORKS trains the GIN from scratch with batch 1024 and lr 0.01 (Hu et al.'s attribute masking,
+#: scaled), λ = 0.1, and fine-tunes as Hu et al. (lr 1e-3, batch 32). bf16 autocast on a GPU that has
+#: it (precision ``auto``). Batch sizes are global: under torchrun each of K GPUs encodes 1/K of them.
+DOMAIN_PRESETS: dict[tuple[str, str], DomainPreset] = {
+    ("proteins", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
+        finetune=FinetuneConfig(lrs=(1e-5, 5e-5, 1e-4), epochs=10, patience=2, batch_size=32, max_len=512),
+        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=1.0),
+    ("abstracts", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
+        finetune=FinetuneConfig(lrs=(5e-6, 1e-5, 2e-5, 5e-5), epochs=4, patience=4, batch_size=32, max_len=512),
+        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=4.0),
+    ("networks", "cpu"): DomainPreset(
+        n_samples=600,
+        pretrain=train_config("graph", steps=60, batch_size=64, log_every=10),
+        finetune=FinetuneConfig(lrs=(1e-3,), epochs=5, patience=2, batch_size=32),
+        lambdas=(0.1,), mode="both"),
+    ("networks", "full"): DomainPreset(
+        n_samples=None,
+        pretrain=train_config("graph", batch_size=1024, lr=1e-2, checkpoint_every=500, log_every=50),
+        finetune=FinetuneConfig(lrs=(1e-3,), epochs=50, patience=10, batch_size=32),
+        lambdas=(0.1,), mode="both", epochs=100.0),
+}
+
+
+def preset_for(domain: str, name: str) -> DomainPreset:
+    """The preset ``name`` (a :data:`PRESETS` key) for ``domain``: its :data:`DOMAIN_PRESETS` entry if any."""
+    if name not in PRESETS:
+        raise SiptError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    return DOMAIN_PRESETS.get((domain, name), PRESETS[name])

@@ -1,0 +1,140 @@
+"""One seed of the study as a grid cell (:class:`StudySeed`, :func:`study_seed`): the seed's arms
+trained and scored on the never-seen samples, each arm from the same start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sipt_lab.core.errors import SiptError
+from sipt_lab.experiments.study.config import ARTICLE_CATEGORIES, LcTransferConfig
+from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
+from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
+from sipt_lab.graphs.graph import PretrainingGraph
+
+
+def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray, PretrainingGraph | None]:
+    """``(ids, texts, labels (n,) ints, the task's own graph or None)`` of the study's task: the
+    config's files, or the default articles of :data:`ARTICLE_CATEGORIES`."""
+    if config.samples is not None:
+        from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+
+        samples = read_samples(config.samples)
+        natural = None if config.edges is None else read_sample_graph(config.edges, samples)
+        return list(samples.ids), list(samples.texts), read_sample_labels(config.labels, samples)[0], natural
+    from sipt_lab.data.corpus import default_articles
+
+    chosen = [(i, a) for i, a in enumerate(default_articles()) if a["topic"] in ARTICLE_CATEGORIES]
+    return ([f"article{i}" for i, _ in chosen], [a["extract"] for _, a in chosen],
+            np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]), None)
+
+
+def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
+    """The trained arms' :class:`~sipt_lab.training.TrainConfig` for ``seed``: identical but for
+    ``lambda_si`` (0 for ``lm``)."""
+    sipt = replace(config.train, seed=seed)
+    return {"lm": replace(sipt, lambda_si=0.0), "sipt": sipt}
+
+
+def train_arm(texts: list[str], graph: PretrainingGraph, train, source, *, progress: bool = False):
+    """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``."""
+    from sipt_lab.training import pretrain
+
+    return pretrain(texts, graph, train, source, progress=progress)
+
+
+def study_source(config: LcTransferConfig):
+    """The study's :class:`~sipt_lab.models.EncoderSource` (``init``, char size, pooling)."""
+    from sipt_lab.models import encoder_preset, encoder_source
+
+    return encoder_source(config.init, encoder_preset(config.encoder) if config.init == "char" else None, config.pooling)
+
+
+@dataclass(frozen=True)
+class StudySeed:
+    """One cell of a study's grid: every trained arm of ``seed``."""
+
+    study: LcTransferConfig
+    seed: int
+
+
+#: Keys of a :func:`study_seed` result; a stored result without them is recomputed.
+SEED_KEYS = ("rows", "encoder_consistency")
+
+
+def study_inputs(config: LcTransferConfig):
+    """``(ids, texts, labels, splits, natural)``: the task, its splits and the task's own graph over
+    the pre-training nodes (None without one), the same in every process; SiptError when that graph
+    links no two pre-training samples."""
+    ids, texts, labels, natural = study_task(config)
+    splits = inductive_splits(labels, config.sizes, np.random.default_rng(config.split_seed))
+    if natural is not None:
+        natural = natural.subgraph(pretraining_nodes(splits, config.protocol))
+        if natural.n_edges == 0:
+            raise SiptError(f"{config.edges} links no two pre-training samples; give a graph over the samples, or more pre-training samples")
+    return ids, texts, labels, splits, natural
+
+
+class Scorer:
+    """The never-seen samples of a study: their texts, and :func:`heldout_metrics` of vectors of them."""
+
+    def __init__(self, config: LcTransferConfig, texts: list[str], labels: np.ndarray, splits: dict[str, np.ndarray]):
+        new = np.concatenate([splits[name] for name in ("train", "validation", "test")])
+        self.texts, self.labels, self.k = [texts[i] for i in new], labels[new], config.k
+        self.positions = np.split(np.arange(new.size), np.cumsum([config.n_train, config.n_validation]))
+
+    def __call__(self, vectors: np.ndarray) -> dict[str, float]:
+        return heldout_metrics(vectors, self.labels, *self.positions, self.k)
+
+
+def study_seed(cell: StudySeed, progress: bool = False) -> dict:
+    """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level) and
+    ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``."""
+    from sipt_lab.experiments.pretrain_job import initial_embeddings
+    from sipt_lab.graphs.consistency import local_consistency
+    from sipt_lab.training import embed
+
+    config, seed = cell.study, cell.seed
+    _, texts, labels, splits, natural = study_inputs(config)
+    source = study_source(config)
+    pt = pretraining_nodes(splits, config.protocol)
+    pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
+    score = Scorer(config, texts, labels, splits)
+    rows: list[dict] = []
+    record = row_recorder(rows)
+    targets = [dial_target_lc(pt_labels, q) for q in config.levels]
+
+    trains = arm_configs(config, seed)
+    tokenizer = source.tokenizer(pt_texts, config.train.max_len)
+    init_pt = initial_embeddings(pt_texts, trains["lm"], source, tokenizer)
+    own = encoder_consistency(init_pt, pt_labels, config.k)
+    record("init", seed, score(initial_embeddings(score.texts, trains["lm"], source, tokenizer)))
+    graphs = [dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
+              for level, q in enumerate(config.levels)]
+    lm = train_arm(pt_texts, graphs[-1], trains["lm"], source, progress=progress)
+    record("lm", seed, score(embed(lm.encoder, lm.tokenizer, score.texts, device=trains["lm"].device)))
+    for level, (q, graph) in enumerate(zip(config.levels, graphs)):
+        lc = float(local_consistency(graph, pt_labels))
+        sipt = train_arm(pt_texts, graph, trains["sipt"], source, progress=progress)
+        record("sipt", seed, score(embed(sipt.encoder, sipt.tokenizer, score.texts, device=trains["sipt"].device)),
+               level, q, targets[level], lc)
+    if natural is not None:
+        own_graph = train_arm(pt_texts, natural, trains["sipt"], source, progress=progress)
+        record("natural", seed, score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
+               lc=float(local_consistency(natural, pt_labels)))
+    return {"rows": rows, "encoder_consistency": own}
+
+
+def row_recorder(rows: list[dict]):
+    """``record(arm, seed, metrics, level=None, q=None, target=None, lc=None)``: one row per metric into ``rows``."""
+    def record(arm: str, seed, metrics: dict, level=None, q=None, target=None, lc=None) -> None:
+        rows.extend({"level": level, "q": q, "target_lc": target, "lc": lc, "arm": arm, "seed": seed,
+                     "metric": metric, "value": value} for metric, value in metrics.items())
+    return record
+
+
+def level_lines(rows: list[dict], metric: str) -> list[str]:
+    """One line per seed and dial level: the level's measured LC and SIPT's ``metric``."""
+    return [f"seed {row['seed']} q={row['q']:g} (LC {row['lc']:.3f}): {metric} SIPT {row['value']:.3f}"
+            for row in rows if row["arm"] == "sipt" and row["metric"] == metric]
