@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 import torch
 
-from sipt_lab.experiments.simulation.config import ARMS, simulation_config
+from sipt_lab.experiments.simulation.simulation_config import ARMS, simulation_config
 from sipt_lab.models import CharInit
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.synthetic import build_dataset

@@ -27,9 +27,9 @@ import numpy as np
 
 from sipt_lab.experiments.simulation.stacked_cells import train_batched_cells
 from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulation.config import SimulationConfig, simulation_config
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
 from sipt_lab.experiments.simulation.simulate import aggregate
-from sipt_lab.experiments.simulation.arms import simulate_seed
+from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
 from sipt_lab.grid import run_grid
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig

@@ -20,8 +20,8 @@ import numpy as np
 
 from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
 from sipt_lab.experiments.presets import LOSS_PARAMS
-from sipt_lab.experiments.simulation.arms import simulate_seed
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import run_grid
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.experiments.paper.theory import theorem1_check

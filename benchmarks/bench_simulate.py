@@ -25,8 +25,8 @@ import numpy as np
 
 from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
 from sipt_lab.experiments.simulation.simulate import aggregate
-from sipt_lab.experiments.simulation.arms import simulate_seed
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import run_grid
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.topics import CACHE_ENV

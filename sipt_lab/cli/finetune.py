@@ -9,7 +9,7 @@ from sipt_lab.cli.arguments import FRACTION, POSITIVE_INT, integer, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, FinetuneJob
 from sipt_lab.grid import EXECUTORS
-from sipt_lab.training.config import FinetuneConfig
+from sipt_lab.training.train_config import FinetuneConfig
 from sipt_lab.core.names import DOMAIN_PRESETS, FINETUNE_MODES
 
 
@@ -102,13 +102,13 @@ def run_domain(args: argparse.Namespace) -> int:
     import dataclasses
 
     from sipt_lab.core import outputs
-    from sipt_lab.experiments.domain.cells import domain_cells
+    from sipt_lab.experiments.domain.domain_cells import domain_cells
     from sipt_lab.experiments.domain.report import format_domain_summary
     from sipt_lab.experiments.presets import preset_for
     from sipt_lab.experiments.domain.run import run_domain
     from sipt_lab.experiments.finetune_job import check_mode
     from sipt_lab.experiments.pretrain_job import launched_rank
-    from sipt_lab.training.config import split_batch
+    from sipt_lab.training.train_config import split_batch
 
     outputs.check_output_dir(args.out)
     preset = preset_for(args.name, args.preset)

@@ -9,7 +9,7 @@ from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
 
 #: What ``--model`` takes besides a directory, listed in --help.

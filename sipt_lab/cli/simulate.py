@@ -12,7 +12,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
 from sipt_lab.graphs.noise import NOISE_MODES
 from sipt_lab.core.options import add_config_arguments, record_field_flags
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.core.names import LOSS_PARAMETERS, ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
 from sipt_lab.grid import EXECUTORS
 from sipt_lab.core.stats import format_mean_sd
@@ -95,7 +95,7 @@ def _margins() -> str:
 
 def run(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.simulation.simulate import simulate
-    from sipt_lab.experiments.simulation.config import simulation_config
+    from sipt_lab.experiments.simulation.simulation_config import simulation_config
 
     graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
     if args.nodes is not None:

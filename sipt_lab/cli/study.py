@@ -6,9 +6,9 @@ import argparse
 
 from sipt_lab.cli.arguments import POSITIVE, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.study.config import STUDY_TRAIN
+from sipt_lab.experiments.study.study_config import STUDY_TRAIN
 from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.train_config import TrainConfig
 
 #: LcTransferConfig fields set by flags of the same name (``seeds`` aside: ``--seeds`` also takes ``auto``).
 STUDY_FIELDS = ("samples", "labels", "edges", "n_pretrain", "n_train", "n_validation", "n_test", "levels", "init",
@@ -55,8 +55,8 @@ def lc_transfer_config(args: argparse.Namespace):
     """The :class:`~sipt_lab.experiments.study.lc_transfer.LcTransferConfig` the parsed flags describe."""
     from sipt_lab.training.defaults import init_kind, train_config
     from sipt_lab.core.errors import SiptError
-    from sipt_lab.experiments.study.config import LcTransferConfig
-    from sipt_lab.experiments.study.stats import pilot_sd
+    from sipt_lab.experiments.study.study_config import LcTransferConfig
+    from sipt_lab.experiments.study.gain_stats import pilot_sd
     from sipt_lab.core.stats import seeds_for_effect
 
     if args.seeds == "auto" and args.pilot is None:

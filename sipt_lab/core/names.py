@@ -38,7 +38,7 @@ METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
 RELATIONS = ("contiguous", "random", "linked")
 #: Autocast precisions (:func:`sipt_lab.training.runtime.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-#: Learning-rate schedules (:data:`sipt_lab.training.config.LR_SCHEDULES`).
+#: Learning-rate schedules (:data:`sipt_lab.training.train_config.LR_SCHEDULES`).
 LR_SCHEDULES = ("constant", "linear", "cosine")
 #: Per-sample pooling of a Hugging Face encoder.
 POOLINGS = ("cls", "mean")

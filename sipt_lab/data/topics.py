@@ -36,7 +36,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.feature_extraction.text import CountVectorizer
 from tqdm.auto import tqdm
 
-from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_bytes_atomic
 from sipt_lab.data.corpus import Corpus

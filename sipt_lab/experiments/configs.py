@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option, validate
-from sipt_lab.training.config import FinetuneConfig, TrainConfig
+from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 from sipt_lab.training.defaults import init_kind, train_config
 
 #: Hugging Face / char / named inits, listed in --help.

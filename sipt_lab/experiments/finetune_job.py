@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core import names, outputs
-from sipt_lab.core.config import save_config
+from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.core.stats import format_mean_sd

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core import names, outputs
-from sipt_lab.core.config import config_from_dict, save_config
+from sipt_lab.core.config_io import config_from_dict, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.data.splits import link_queries

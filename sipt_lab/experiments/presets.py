@@ -44,7 +44,7 @@ class FamilyTraining:
         tokenizer: the encoder's vocabulary (characters, or a subword vocabulary learnt on the corpus).
         steps: optimiser steps per arm (unless ``epochs`` is set).
         epochs: when set, ``steps`` is that many passes over the pre-training samples
-            (:func:`~sipt_lab.training.config.steps_for_epochs` of the resolved graph and batch).
+            (:func:`~sipt_lab.training.train_config.steps_for_epochs` of the resolved graph and batch).
         batch_size: seeds per step; None: the whole graph every step (``n_nodes``).
         lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
         loss_params: ``L_SI`` parameters per loss over the loss's own defaults (:data:`LOSS_PARAMS`;
@@ -104,7 +104,7 @@ class TrainingPreset:
 
 
 #: Training presets by name (:data:`sipt_lab.core.names.SIMULATION_PRESETS`), resolved by
-#: :func:`~sipt_lab.experiments.simulation.config.simulation_config`.
+#: :func:`~sipt_lab.experiments.simulation.simulation_config.simulation_config`.
 TRAINING_PRESETS: dict[str, TrainingPreset] = dict(zip(names.SIMULATION_PRESETS, (
     TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
     TrainingPreset(PAPER_SMALL, {"cliques": dataclasses.replace(PAPER_SMALL, tokenizer=TokenizerConfig("bpe")),

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.core.config import save_config
+from sipt_lab.core.config_io import save_config
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.core.errors import ConfigError, SiptError
@@ -52,7 +52,7 @@ from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
-from sipt_lab.training.config import MAX_STEPS, check_structure_geometry
+from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry
 
 #: Files a pretrain run writes directly into its output directory (with those of ``model/``, they
 #: are recorded in its manifest; ``--overwrite`` removes only recorded files).

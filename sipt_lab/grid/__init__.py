@@ -1,7 +1,7 @@
 """Resumable grids of frozen configs: one runner (:func:`run_grid`), one hash per cell (:class:`Cell`).
 
 Rooms: :mod:`~sipt_lab.grid.cells` (a cell, its hash and files), :mod:`~sipt_lab.grid.executors`
-(where cells run), :mod:`~sipt_lab.grid.runner` (:func:`run_grid`), :mod:`~sipt_lab.grid.table`
+(where cells run), :mod:`~sipt_lab.grid.runner` (:func:`run_grid`), :mod:`~sipt_lab.grid.results_table`
 (the finished cells as a CSV), :mod:`~sipt_lab.grid.model_store` (model directories kept as cells).
 The package imports nothing above :mod:`sipt_lab.core`: it knows nothing of what a cell computes.
 """
@@ -19,7 +19,7 @@ from sipt_lab.grid.cells import (
 )
 from sipt_lab.grid.executors import EXECUTORS, check_executor
 from sipt_lab.grid.runner import run_grid
-from sipt_lab.grid.table import collect_results, result_rows, write_results_csv
+from sipt_lab.grid.results_table import collect_results, result_rows, write_results_csv
 
 __all__ = [
     "EXECUTORS",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from sipt_lab.core.config import config_hash, save_config
+from sipt_lab.core.config_io import config_hash, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.core.outputs import hold_lock
@@ -38,7 +38,7 @@ CELL_LOCK = "lock"
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    """A grid cell's config and its hash (:func:`~sipt_lab.core.config.config_hash`), the name of
+    """A grid cell's config and its hash (:func:`~sipt_lab.core.config_io.config_hash`), the name of
     its directory under a grid root. Build it with :meth:`of` or :func:`as_cells`."""
 
     config: Any

@@ -6,7 +6,7 @@ whose ``result.json`` validates (a damaged one is recomputed), and runs the othe
 finished. A cell whose lock belongs to a live process (another run on the same root) is waited
 for, not computed twice; the lock of a dead process is taken over. Ctrl-C stops the grid at
 once, raising :class:`~sipt_lab.grid.cells.GridInterrupted` with the cells that finished.
-:mod:`sipt_lab.grid.table` turns the finished cells into one tidy table.
+:mod:`sipt_lab.grid.results_table` turns the finished cells into one tidy table.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from torch import nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GINConv, global_add_pool, global_mean_pool
 
-from sipt_lab.core.config import config_from_dict, config_to_dict
+from sipt_lab.core.config_io import config_from_dict, config_to_dict
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic
 

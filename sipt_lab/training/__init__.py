@@ -17,9 +17,9 @@ _EXPORTS = {
     "pretrain_batched": "trainer",
     "BatchedRun": "trainer",
     "resolve_device": "runtime",
-    "PRECISIONS": "config",
-    "TrainConfig": "config",
-    "steps_for_epochs": "config",
+    "PRECISIONS": "train_config",
+    "TrainConfig": "train_config",
+    "steps_for_epochs": "train_config",
 }
 
 __all__ = sorted(_EXPORTS)

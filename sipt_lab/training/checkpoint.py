@@ -3,7 +3,7 @@
 A checkpoint holds the step's parameters (one model and its objectives, or a stack of models), the
 optimiser and gradient-scaler state, every run's loss history so far, the torch RNG states and the
 JSON identity of the run(s). A run resumes only from a checkpoint of the same identity: its
-:class:`~sipt_lab.training.config.TrainConfig` up to the fields that may change on resume
+:class:`~sipt_lab.training.train_config.TrainConfig` up to the fields that may change on resume
 (``steps`` may grow), its encoder source and its tokenizer.
 """
 
@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_bytes_atomic
 from sipt_lab.models import Tokenizer
-from sipt_lab.training.config import _RESUMABLE_CHANGES, TrainConfig
+from sipt_lab.training.train_config import _RESUMABLE_CHANGES, TrainConfig
 
 #: The checkpoint's file name in a run's checkpoint directory.
 CHECKPOINT_NAME = "checkpoint.pt"

@@ -18,7 +18,7 @@ structure term's larger share, λ = 0.5), a Hugging Face checkpoint gets InfoNCE
 which compares directions and so fits any checkpoint's scale. A checkpoint whose weights were never
 trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`) is a fresh init and trains at a fresh init's rate.
 
-One rule keeps the defaults in one place: :class:`~sipt_lab.training.config.TrainConfig`'s own
+One rule keeps the defaults in one place: :class:`~sipt_lab.training.train_config.TrainConfig`'s own
 defaults *are* the ``char`` row (a ``TrainConfig()`` trains a fresh character encoder the way
 ``pretrain --init char`` does), and every other row states only how it differs. The command-line
 flags of these fields are generated from ``TrainConfig``'s fields and default to None where the
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.train_config import TrainConfig
 
 #: λ_SI of the paper's semi-synthetic SIPT arm (its Methods), which ``simulate`` and the figures keep.
 PAPER_LAMBDA_SI = 0.1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sipt_lab.objectives.structure import loss_parameters
-from sipt_lab.training.config import TrainConfig
+from sipt_lab.training.train_config import TrainConfig
 
 #: ``L_SI`` must fall by at least this fraction of its first window's mean by the guard step.
 MIN_RELATIVE_DROP = 0.05

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.training.config import FinetuneConfig
+from sipt_lab.training.train_config import FinetuneConfig
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer

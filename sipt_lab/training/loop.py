@@ -16,7 +16,7 @@ optimise the same loss as one process with batch B (up to float rounding). Only 
 progress, warns and writes checkpoints.
 
 **Resume.** Batches are a pure function of the step and the rate a pure function of the step
-(:func:`~sipt_lab.training.config.lr_factor`), and a checkpoint keeps the RNG states, so a run
+(:func:`~sipt_lab.training.train_config.lr_factor`), and a checkpoint keeps the RNG states, so a run
 resumed from a checkpoint ends with the numbers of an uninterrupted one.
 """
 
@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.training.checkpoint import Checkpoint
-from sipt_lab.training.config import TrainConfig, lr_factor
+from sipt_lab.training.train_config import TrainConfig, lr_factor
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
 from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed

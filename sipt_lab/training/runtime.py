@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.training.config import PRECISIONS
+from sipt_lab.training.train_config import PRECISIONS
 
 
 def resolve_device(name: str | torch.device) -> torch.device:

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sipt_lab.core.config import config_to_dict, save_config
+from sipt_lab.core.config_io import config_to_dict, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -41,7 +41,7 @@ from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, s
 from sipt_lab.objectives import Objective
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME, Checkpoint, run_identity
-from sipt_lab.training.config import TrainConfig, check_structure_geometry
+from sipt_lab.training.train_config import TrainConfig, check_structure_geometry
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
 from sipt_lab.training.loop import train, warm_up_head
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData

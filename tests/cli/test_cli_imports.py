@@ -20,7 +20,7 @@ def test_light_names_are_the_registries_keys():
     from sipt_lab.models import ENCODER_PRESETS
     from sipt_lab.objectives.structure import STRUCTURE_LOSSES
     from sipt_lab.training.sampler import PAIR_MODES
-    from sipt_lab.training.config import LR_SCHEDULES
+    from sipt_lab.training.train_config import LR_SCHEDULES
 
     assert tuple(TASK_KINDS) == names.TASK_KINDS  # TaskKind carries its own name
     assert tuple(k for k, kind in TASK_KINDS.items() if kind.per_token) == names.PER_TOKEN_TASK_KINDS

@@ -24,7 +24,7 @@ from test_simulate import SMALL
 
 from sipt_lab.data import topics as topics_module
 from sipt_lab.cli.main import main
-from sipt_lab.core.config import config_hash
+from sipt_lab.core.config_io import config_hash
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.core.errors import SiptError
 from sipt_lab.grid import collect_results, run_grid
@@ -293,7 +293,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
 
 
 def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import arms as simulate_module
+    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
 
     def broken(dataset, config, progress=False):
         raise RuntimeError("encoder exploded")
@@ -336,7 +336,7 @@ def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
 
 
 def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import arms as simulate_module
+    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
 
     real_run_arms = simulate_module.run_arms
 
@@ -491,7 +491,7 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
 ])
 def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
-    from sipt_lab.experiments.simulation import arms as simulate_module
+    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
 
     monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
     fails(capsys, ["simulate", "--graph", "cliques", "--executor", "serial", *args, "--out", str(tmp_path / "o")],

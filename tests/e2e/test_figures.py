@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.core.config import config_from_dict, config_hash, config_to_dict
+from sipt_lab.core.config_io import config_from_dict, config_hash, config_to_dict
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.experiments.paper.heldout_scale import HELDOUT_SCALE_NODES, HELDOUT_SCALE_PASSES, heldout_probe, heldout_scale_configs
 from sipt_lab.experiments.paper.figure_options import FigureOptions, experiment_config

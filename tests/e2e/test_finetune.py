@@ -15,7 +15,7 @@ from sipt_lab.data.splits import random_splits
 from sipt_lab.data.tasks import Task
 from sipt_lab.experiments.presets import PRESETS
 from sipt_lab.experiments.domain.report import choose_lambdas
-from sipt_lab.experiments.domain.cells import domain_cells
+from sipt_lab.experiments.domain.domain_cells import domain_cells
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.domain.run import run_domain
 from sipt_lab.experiments.finetune_job import encoder_loader

@@ -10,7 +10,7 @@ from domain_fixtures import write_abstracts, write_networks, write_proteins
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains import build_graph, get_domain, subset
-from sipt_lab.experiments.domain.cells import domain_cells
+from sipt_lab.experiments.domain.domain_cells import domain_cells
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.presets import preset_for
 from sipt_lab.experiments.domain.run import run_domain

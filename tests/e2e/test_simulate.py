@@ -4,7 +4,7 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.experiments.presets import LOSS_PARAMS
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 
 
 def run_json(capsys, *args):
@@ -79,9 +79,9 @@ def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, sign
 
 
 def test_presets_resolve_per_family_and_change_the_hash():
-    from sipt_lab.core.config import config_hash
+    from sipt_lab.core.config_io import config_hash
     from sipt_lab.models import ENCODER_PRESETS
-    from sipt_lab.training.config import steps_for_epochs
+    from sipt_lab.training.train_config import steps_for_epochs
 
     cliques = simulation_config("cliques", preset="paper")
     assert cliques.encoder == ENCODER_PRESETS["paper-small"]

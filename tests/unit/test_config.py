@@ -8,7 +8,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.experiments.presets import TRAINING_DEFAULTS
 from sipt_lab.experiments.simulation.simulate import SimulationConfig
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.families import get_family
@@ -56,7 +56,7 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
-    from sipt_lab.core.config import config_hash
+    from sipt_lab.core.config_io import config_hash
     from sipt_lab.synthetic import families
 
     before = config_hash(simulation_config("torus"))
@@ -67,7 +67,7 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
 
 
 def test_a_nested_config_behind_an_optional_hint_round_trips():
-    from sipt_lab.core.config import config_from_dict, config_to_dict
+    from sipt_lab.core.config_io import config_from_dict, config_to_dict
     from sipt_lab.experiments.pretrain_job import PretrainJob
 
     job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
@@ -112,7 +112,7 @@ def test_option_fields_validate_and_make_flags():
 
 def test_pretrain_flags_come_from_train_config():
     from sipt_lab.cli.main import build_parser
-    from sipt_lab.training.config import TrainConfig
+    from sipt_lab.training.train_config import TrainConfig
 
     pretrain = next(a for a in build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith("pretrain"))
     by_flag = {action.option_strings[0]: action for action in pretrain._actions if action.option_strings}

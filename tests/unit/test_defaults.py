@@ -15,7 +15,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
 from sipt_lab.experiments.presets import PRESETS
 from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.models import encoder_source
 from sipt_lab.models.hf_checkpoints import is_untrained
 from sipt_lab.objectives import ObjectiveInputs, Objective

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from synthetic_fakes import fake_corpus_and_topics
 
-from sipt_lab.core.config import config_hash, load_config, save_config
+from sipt_lab.core.config_io import config_hash, load_config, save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.simulation.config import SimulationConfig, simulation_config
-from sipt_lab.experiments.simulation.arms import simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
+from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, load_encoder, save_encoder
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig, build_tokenizer, load_tokenizer

@@ -204,7 +204,7 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
 
 def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
     from sipt_lab.experiments.presets import PRESETS
-    from sipt_lab.experiments.domain.cells import domain_cells
+    from sipt_lab.experiments.domain.domain_cells import domain_cells
 
     cells = domain_cells("wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm"))
     assert [(c.arm, c.graph) for c in cells] == [
@@ -216,7 +216,7 @@ def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
 
 def test_a_teacher_layer_beyond_the_lm_arm_is_refused_when_the_simulation_is_configured():
     from sipt_lab.core.errors import ConfigError
-    from sipt_lab.experiments.simulation.config import simulation_config
+    from sipt_lab.experiments.simulation.simulation_config import simulation_config
 
     two_layers = EncoderConfig(hidden=8, n_heads=2, n_layers=2)
     assert simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=2))

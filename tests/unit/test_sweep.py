@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sipt_lab.core.config import config_hash
+from sipt_lab.core.config_io import config_hash
 from sipt_lab.core.errors import SiptError
 from sipt_lab.grid import collect_results, grid, run_grid, summarize, write_results_csv
 

@@ -11,7 +11,7 @@ import numpy as np
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.data.tasks import get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table
-from sipt_lab.experiments.domain.cells import BASELINE_ARM, CONCEPT_METHODS, DomainCell
+from sipt_lab.experiments.domain.domain_cells import BASELINE_ARM, CONCEPT_METHODS, DomainCell
 from sipt_lab.viz.plots import labelled_errorbars
 
 

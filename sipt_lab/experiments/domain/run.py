@@ -33,7 +33,7 @@ Each arm is scored by a linear probe on frozen embeddings and/or full fine-tunin
 split, evaluated on the test split; SIPT is compared with LM-only (and off-the-shelf) as relative
 error reduction with a paired t-test over seeds, next to the local consistency of the task over
 each graph, Theorem 1's prediction of where SIPT can help. Every (arm, graph, λ, seed) is one
-resumable :func:`~sipt_lab.grid.run_grid` cell. The rooms: :mod:`~sipt_lab.experiments.domain.cells`
+resumable :func:`~sipt_lab.grid.run_grid` cell. The rooms: :mod:`~sipt_lab.experiments.domain.domain_cells`
 (the cells), :mod:`~sipt_lab.experiments.domain.view` (a seed's slice), ``arms`` (one cell's work),
 ``teachers`` (the teacher store), ``report`` (the summary); budgets are in
 :mod:`sipt_lab.experiments.presets`.
@@ -50,8 +50,8 @@ import torch.distributed as dist
 
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.evaluation.comparison import Comparison, write_comparison_csv
-from sipt_lab.experiments.domain.arms import domain_cell, pretrain_arm, train_teacher
-from sipt_lab.experiments.domain.cells import RESULT_KEYS, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.domain_arms import domain_cell, pretrain_arm, train_teacher
+from sipt_lab.experiments.domain.domain_cells import RESULT_KEYS, ConceptCell, DomainCell
 from sipt_lab.experiments.domain.report import plot_rre_vs_lc, summarize_domain
 from sipt_lab.experiments.domain.teachers import TEACHERS_DIR, is_stored, load_teacher, stored_teachers
 from sipt_lab.grid import as_cells, run_grid, unfinished

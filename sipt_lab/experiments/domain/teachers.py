@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.domain.cells import BASELINE_ARM, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.domain_cells import BASELINE_ARM, ConceptCell, DomainCell
 from sipt_lab.grid import Cell
 from sipt_lab.grid.model_store import check_model, directory_digest, model_dir, stored_digest
 from sipt_lab.training.trainer import resolve_device

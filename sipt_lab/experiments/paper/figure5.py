@@ -1,6 +1,6 @@
 """The Figure 5 grid and Theorem 1's oracle, as grid cells and tables.
 
-``fig5a``, ``fig5b`` and ``theorem1`` share ONE grid of :func:`~sipt_lab.experiments.simulation.arms.simulate_seed`
+``fig5a``, ``fig5b`` and ``theorem1`` share ONE grid of :func:`~sipt_lab.experiments.simulation.simulation_arms.simulate_seed`
 cells (:func:`figure5_configs`): every family at noise 0, plus CLIQUES at every noise rate, seeds
 ``0 .. seeds-1``. Its tidy table (every config field and metric) is ``fig5_cells.csv``.
 ``FigureOptions.batched`` trains each condition's seeds x arms as one batched model
@@ -33,8 +33,8 @@ from sipt_lab.experiments.paper.figure_options import (
 )
 from sipt_lab.experiments.paper.paper_values import CLIQUES_NOISE_AUROC, FAMILY_AUROC
 from sipt_lab.experiments.paper.theory import theorem1_check
-from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, run_arms, simulate_seed
-from sipt_lab.experiments.simulation.config import ARMS, SimulationConfig
+from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, run_arms, simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import ARMS, SimulationConfig
 from sipt_lab.experiments.simulation.stacked_cells import run_arms_batched, train_batched_cells
 from sipt_lab.grid import CellResult, GridInterrupted, as_cells, result_rows, run_grid, write_results_csv
 from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.stats import mean_sd
-from sipt_lab.experiments.simulation.config import check_seeds, simulation_config
+from sipt_lab.experiments.simulation.simulation_config import check_seeds, simulation_config
 from sipt_lab.grid import check_executor
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
@@ -28,7 +28,7 @@ NOISE_RATES = (0.0, 0.05, 0.1, 0.15, 0.5)
 
 @dataclass(frozen=True)
 class FigureOptions:
-    """How to make the figures (round-trips through :mod:`sipt_lab.core.config`).
+    """How to make the figures (round-trips through :mod:`sipt_lab.core.config_io`).
 
     Attributes:
         seeds: seeds ``0 .. seeds-1`` of every experiment (error bars are sd over seeds).
@@ -95,7 +95,7 @@ def check_options(options: FigureOptions) -> None:
 
 
 def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noise: float = 0.0):
-    """The :class:`~sipt_lab.experiments.simulation.config.SimulationConfig` of one experiment under
+    """The :class:`~sipt_lab.experiments.simulation.simulation_config.SimulationConfig` of one experiment under
     ``options`` (family defaults otherwise)."""
     graph_options = {"noise": float(noise)}
     if options.n_nodes is not None:

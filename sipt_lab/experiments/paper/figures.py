@@ -39,7 +39,7 @@ from sipt_lab.experiments.paper.figure_options import FigureOptions, check_optio
 from sipt_lab.experiments.paper.heldout_scale import HELDOUT_SCALE_NODES, SCALE_METRICS, heldout_scale_tables
 from sipt_lab.experiments.paper.methods_figure import methods_figure
 from sipt_lab.experiments.paper.topology_tables import CHECK_ROW, TOPOLOGY_CHECK_POINTS, topology_tables
-from sipt_lab.experiments.simulation.config import ARMS
+from sipt_lab.experiments.simulation.simulation_config import ARMS
 from sipt_lab.grid import result_rows, write_results_csv
 
 # --- Figure 5 (the shared grid) -------------------------------------------------------------------

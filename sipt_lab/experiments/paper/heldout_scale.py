@@ -22,8 +22,8 @@ import numpy as np
 from sipt_lab.data.tasks import ProbeResult, linear_probe
 from sipt_lab.experiments.paper.figure5 import seed_summary
 from sipt_lab.experiments.paper.figure_options import FigureOptions, cells_root, prepare_grid_topics
-from sipt_lab.experiments.simulation.arms import run_arms, seed_result
-from sipt_lab.experiments.simulation.config import SimulationConfig, simulation_config
+from sipt_lab.experiments.simulation.simulation_arms import run_arms, seed_result
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
 from sipt_lab.grid import CellResult, run_grid
 from sipt_lab.synthetic import build_dataset
 

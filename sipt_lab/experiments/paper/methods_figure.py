@@ -22,8 +22,8 @@ from sipt_lab.experiments.paper.figure_options import (
     mean_sd_columns,
     prepare_grid_topics,
 )
-from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, simulate_seed
-from sipt_lab.experiments.simulation.config import simulation_config
+from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import GridInterrupted, result_rows, run_grid, write_results_csv
 from sipt_lab.training.methods import METHODS
 from sipt_lab.viz import plots

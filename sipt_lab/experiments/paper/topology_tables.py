@@ -33,7 +33,7 @@ import numpy as np
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RipsBetti, rips_betti
 from sipt_lab.experiments.paper.figure5 import trained_arms
 from sipt_lab.experiments.paper.figure_options import FigureOptions, say
-from sipt_lab.experiments.simulation.config import ARMS
+from sipt_lab.experiments.simulation.simulation_config import ARMS
 
 TOPOLOGY_SURFACES = ("torus", "sphere")
 TOPOLOGY_MAX_POINTS = 300

@@ -1,6 +1,6 @@
 """``sipt-lab simulate``: one semi-synthetic experiment, LM vs SIPT on a graph family, over seeds.
 
-Each seed is one cell of :func:`sipt_lab.grid.run_grid` (:func:`~sipt_lab.experiments.simulation.arms.simulate_seed`),
+Each seed is one cell of :func:`sipt_lab.grid.run_grid` (:func:`~sipt_lab.experiments.simulation.simulation_arms.simulate_seed`),
 so an interrupted run resumes with finished seeds loaded from disk, and the same cell function
 serves the paper's figures. The seeds' configs are hashed once (:class:`~sipt_lab.grid.Cell`): the
 first names the default output directory, and the batched trainings and the grid reuse them.
@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from sipt_lab.core.config import config_to_dict, save_config
+from sipt_lab.core.config_io import config_to_dict, save_config
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.core.outputs import prepare_grid_dir
-from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, simulate_seed
-from sipt_lab.experiments.simulation.config import SimulationConfig, check_seeds, with_seed
+from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, check_seeds, with_seed
 from sipt_lab.experiments.simulation.stacked_cells import train_batched_cells
 from sipt_lab.grid import CellResult, GridInterrupted, as_cells, check_executor, run_grid
-from sipt_lab.grid.table import flatten
+from sipt_lab.grid.results_table import flatten
 from sipt_lab.synthetic.builder import prepare_topics
 from sipt_lab.training import resolve_device
 

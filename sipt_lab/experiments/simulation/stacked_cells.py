@@ -1,4 +1,4 @@
-"""Grid cells of :func:`~sipt_lab.experiments.simulation.arms.simulate_seed`, trained in batches.
+"""Grid cells of :func:`~sipt_lab.experiments.simulation.simulation_arms.simulate_seed`, trained in batches.
 
 A condition (one :class:`SimulationConfig` up to its seed) trains 2 arms x its seeds of one
 shape, and a grid's conditions that differ only in edge noise share that shape too;
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sipt_lab.core.config import config_hash
+from sipt_lab.core.config_io import config_hash
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.experiments.simulation.arms import SEED_RESULT_KEYS, ArmOutput, arm_config, evaluate_arm, seed_fields
-from sipt_lab.experiments.simulation.config import ARMS, SimulationConfig, with_seed
+from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, ArmOutput, arm_config, evaluate_arm, seed_fields
+from sipt_lab.experiments.simulation.simulation_config import ARMS, SimulationConfig, with_seed
 from sipt_lab.grid import Cell, as_cells, run_grid, store_cell, unfinished
 from sipt_lab.models import CharInit
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
@@ -38,7 +38,7 @@ from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
                      progress: bool = False, position: int | None = None) -> list[dict[str, ArmOutput]]:
-    """:func:`~sipt_lab.experiments.simulation.arms.run_arms` of every ``(dataset, config)`` pair (configs
+    """:func:`~sipt_lab.experiments.simulation.simulation_arms.run_arms` of every ``(dataset, config)`` pair (configs
     equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
     bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
     batched training time plus its own embedding time."""

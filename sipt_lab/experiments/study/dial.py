@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.study.config import SPLIT_NAMES
+from sipt_lab.experiments.study.study_config import SPLIT_NAMES
 from sipt_lab.graphs.graph import PretrainingGraph
 
 

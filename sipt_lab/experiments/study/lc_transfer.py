@@ -32,8 +32,8 @@ asked, :func:`sipt_lab.core.outputs.run_output`):
   grid; empty for arms that do not depend on it: ``init``, ``lm``, ``tfidf``), ``q``, ``target_lc``,
   ``lc`` (measured over the pre-training nodes for that seed's graph), ``arm``, ``seed`` (empty
   for ``tfidf``), ``metric``, ``value`` (in ``[0, 1]``);
-* ``cells/``: the grid of seeds (one :func:`~sipt_lab.experiments.study.arms.study_seed` cell per seed);
-* ``summary.json``: :func:`~sipt_lab.experiments.study.stats.summarise`'s fields (``slope``, ``slope_ci``, ``crossover_lc``,
+* ``cells/``: the grid of seeds (one :func:`~sipt_lab.experiments.study.study_arms.study_seed` cell per seed);
+* ``summary.json``: :func:`~sipt_lab.experiments.study.gain_stats.summarise`'s fields (``slope``, ``slope_ci``, ``crossover_lc``,
   ``control_gain``, ``encoder_consistency``, ``crossover_minus_encoder``, per-level paired gains,
   ``mde``, ``verdict``);
 * ``gain_vs_lc.png`` / ``.pdf``: the paired gain SIPT − LM-only against measured LC, 95 % CIs.
@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core import fileio, outputs
-from sipt_lab.core.config import save_config
-from sipt_lab.experiments.study.arms import (
+from sipt_lab.core.config_io import save_config
+from sipt_lab.experiments.study.study_arms import (
     SEED_KEYS,
     Scorer,
     StudySeed,
@@ -58,10 +58,10 @@ from sipt_lab.experiments.study.arms import (
     study_seed,
     study_source,
 )
-from sipt_lab.experiments.study.config import LcTransferConfig
+from sipt_lab.experiments.study.study_config import LcTransferConfig
 from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
 from sipt_lab.experiments.study.metrics import tfidf_vectors
-from sipt_lab.experiments.study.stats import power_line, summarise
+from sipt_lab.experiments.study.gain_stats import power_line, summarise
 from sipt_lab.grid import check_executor, run_grid
 
 RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf")

@@ -10,7 +10,7 @@ import numpy as np
 
 from sipt_lab.core import fileio
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.study.config import LcTransferConfig
+from sipt_lab.experiments.study.study_config import LcTransferConfig
 
 
 def pilot_sd(summary_path: str | Path) -> float:

@@ -14,7 +14,7 @@ from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.spec import MAX_SEED
 from sipt_lab.synthetic.builder import resolve_spec
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.config import steps_for_epochs
+from sipt_lab.training.train_config import steps_for_epochs
 from sipt_lab.training.methods import ConceptOptions, method_train_config
 
 #: The default methods (arms) of an experiment; any of :data:`sipt_lab.training.methods.METHODS` may be run.

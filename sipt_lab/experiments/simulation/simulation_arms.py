@@ -19,7 +19,7 @@ import numpy as np
 
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.evaluation.concept_probe import concept_probe
-from sipt_lab.experiments.simulation.config import SimulationConfig
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig
 from sipt_lab.models import CharInit
 from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.synthetic import SyntheticDataset, build_dataset

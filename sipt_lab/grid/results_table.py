@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sipt_lab.core.config import config_to_dict
+from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.grid.cells import CellResult, read_json_object, read_result

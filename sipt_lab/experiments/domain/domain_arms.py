@@ -10,7 +10,7 @@ import torch
 
 from sipt_lab.data.splits import pretraining_graph
 from sipt_lab.evaluation import link_retrieval_metrics
-from sipt_lab.experiments.domain.cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.domain_cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
 from sipt_lab.experiments.domain.teachers import is_stored, load_teacher, save_model, teacher_cell
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode, probe_encoder
