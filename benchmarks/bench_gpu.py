@@ -29,9 +29,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import sys
 import tempfile
 import time
-import sys
 from pathlib import Path
 
 import numpy as np

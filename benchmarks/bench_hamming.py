@@ -70,7 +70,7 @@ def main() -> None:
         print(f"| {n:,} | {labels.sum(axis=1).mean():.1f} | {seconds:.2f} | {graph.n_edges:,} | {reference} | {ratio} |")
     labels = go_like_labels(30_000)
     chosen = networks.PREFIX_SHARED
-    print(f"\n| ℓ (n = 30,000) | hamming_graph s | edges |\n|---|---|---|")
+    print("\n| ℓ (n = 30,000) | hamming_graph s | edges |\n|---|---|---|")
     try:
         for shared in (1, 2, 3):
             networks.PREFIX_SHARED = shared

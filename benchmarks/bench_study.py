@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from sipt_lab.training.defaults import train_config
-from sipt_lab.experiments.study.study_config import LcTransferConfig
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
+from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.training.defaults import train_config
 
 #: Scale name -> (LcTransferConfig fields, TrainConfig fields).
 SCALES = {

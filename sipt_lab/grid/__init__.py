@@ -18,8 +18,8 @@ from sipt_lab.grid.cells import (
     unfinished,
 )
 from sipt_lab.grid.executors import EXECUTORS, check_executor
-from sipt_lab.grid.runner import run_grid
 from sipt_lab.grid.results_table import collect_results, result_rows, write_results_csv
+from sipt_lab.grid.runner import run_grid
 
 __all__ = [
     "EXECUTORS",

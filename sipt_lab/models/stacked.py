@@ -17,8 +17,8 @@ pays per sequence and head, and on a bucket of a few hundred sequences two batch
 of them are cheaper forward and backward, the more so with each product and gradient computed in
 its faster layout (:mod:`sipt_lab.models.matmul`; benchmarks/RESULTS.md, "Batched training").
 
-Row gathers are ``index_select``: on a CPU it copies whole rows, 5x faster than advanced indexing's
-element loop for ``(20000, 30)`` rows (1.8x with the backward).
+Row gathers are ``index_select``: on a CPU it copies whole rows, where advanced indexing loops over
+elements (benchmarks/RESULTS.md).
 
 ``torch.func.vmap`` over ``functional_call`` was measured as the alternative: PyTorch has no
 batching rule for the CPU flash-attention kernel and falls back to a per-model loop, and
@@ -51,8 +51,7 @@ class StackedEncoders(nn.Module):
 
     Build it with :meth:`stack`, train it, and copy the weights back with :meth:`unstack`.
     ``max_buckets``: attention length buckets per step; a bucket holds hundreds of sequences, so
-    more buckets (less padding) cost little: 8 measured ~1.5 % faster than 4 at the paper's CLIQUES
-    settings (benchmarks/RESULTS.md).
+    more buckets (less padding) cost little (benchmarks/RESULTS.md measures 8 against 4).
     """
 
     def __init__(self, encoders: Sequence[TransformerEncoder], max_buckets: int = 8) -> None:

@@ -28,12 +28,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.training.train_config import FinetuneConfig
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
 from sipt_lab.training.runtime import resolve_device
+from sipt_lab.training.train_config import FinetuneConfig
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]

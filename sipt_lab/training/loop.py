@@ -34,12 +34,12 @@ from tqdm.auto import tqdm
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.training.checkpoint import Checkpoint
-from sipt_lab.training.train_config import TrainConfig, lr_factor
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
 from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
 from sipt_lab.training.sampler import PretrainBatch
 from sipt_lab.training.step import Step, make_optimizer
+from sipt_lab.training.train_config import TrainConfig, lr_factor
 
 logger = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, 
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
-from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.training.recipe import Plan, Recipe, RunData, graph_sampler
 from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
+from sipt_lab.training.train_config import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import torch
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import EncoderSource, Tokenizer
 from sipt_lab.objectives import Objective, build_objectives
-from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler, PretrainBatch
+from sipt_lab.training.train_config import TrainConfig
 
 
 class BatchSampler(Protocol):

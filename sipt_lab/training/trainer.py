@@ -41,13 +41,13 @@ from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, s
 from sipt_lab.objectives import Objective
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME, Checkpoint, run_identity
-from sipt_lab.training.train_config import TrainConfig, check_structure_geometry
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
 from sipt_lab.training.loop import train, warm_up_head
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, local_device, resolve_device
 from sipt_lab.training.stacked_step import StackedStep
 from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
+from sipt_lab.training.train_config import TrainConfig, check_structure_geometry
 
 #: TrainConfig fields that may differ between the runs of one batched training.
 PER_RUN_FIELDS = ("seed", "lambda_si")

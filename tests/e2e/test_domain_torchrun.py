@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from domain_fixtures import write_proteins
+
 from sipt_lab.cli.main import main
 
 pytestmark = pytest.mark.slow

@@ -18,14 +18,19 @@ import pytest
 from sipt_lab.cli.main import main
 from sipt_lab.core.config_io import config_from_dict, config_hash, config_to_dict
 from sipt_lab.data.corpus import Corpus
-from sipt_lab.experiments.paper.heldout_scale import HELDOUT_SCALE_NODES, HELDOUT_SCALE_PASSES, heldout_probe, heldout_scale_configs
-from sipt_lab.experiments.paper.figure_options import FigureOptions, experiment_config
-from sipt_lab.experiments.paper.figure5 import figure5_configs, run_figure5_grid
-from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
-from sipt_lab.experiments.paper.figures import FIGURES
-from sipt_lab.experiments.presets import LOSS_PARAMS
-from sipt_lab.synthetic import builder
 from sipt_lab.data.topics import TopicAssignment
+from sipt_lab.experiments.paper.figure5 import figure5_configs, run_figure5_grid
+from sipt_lab.experiments.paper.figure_options import FigureOptions, experiment_config
+from sipt_lab.experiments.paper.figures import FIGURES
+from sipt_lab.experiments.paper.heldout_scale import (
+    HELDOUT_SCALE_NODES,
+    HELDOUT_SCALE_PASSES,
+    heldout_probe,
+    heldout_scale_configs,
+)
+from sipt_lab.experiments.presets import LOSS_PARAMS
+from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
+from sipt_lab.synthetic import builder
 
 pytestmark = pytest.mark.slow
 

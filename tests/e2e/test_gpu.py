@@ -16,8 +16,8 @@ from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.training import TrainConfig, embed, pretrain
-from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 from sipt_lab.training.finetune import FinetuneConfig, finetune
+from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -12,16 +12,16 @@ import torch
 from hf_fakes import WORDS, write_tiny_bert
 
 from sipt_lab.cli.main import main
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
+from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
+from sipt_lab.experiments.study.gain_stats import summarise
+from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
+from sipt_lab.experiments.study.metrics import encoder_consistency
+from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
+from sipt_lab.experiments.study.study_config import LcTransferConfig
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.training.defaults import train_config
-from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.study.study_config import LcTransferConfig
-from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
-from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
-from sipt_lab.experiments.study.metrics import encoder_consistency
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.gain_stats import summarise
-from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
 
 #: How far the measured LC of a 400-node, 4-class dial graph may lie from its target.
 DIAL_TOLERANCE = 0.06

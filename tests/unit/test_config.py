@@ -29,7 +29,7 @@ def test_simulation_config_is_fully_resolved():
 
 def test_simulation_config_has_no_second_set_of_defaults():
     with pytest.raises(TypeError):
-        SimulationConfig(graph=GraphSpec("torus"))  # noqa: the factory is the way
+        SimulationConfig(graph=GraphSpec("torus"))  # the factory is the way
     resolved = simulation_config("torus")
     with pytest.raises(ConfigError, match=r"SimulationConfig.graph has unresolved sizes .*simulation_config\(\)"):
         dataclasses.replace(resolved, graph=GraphSpec("torus"))
@@ -123,10 +123,11 @@ def test_pretrain_flags_come_from_train_config():
 
 
 def test_train_config_defaults_are_the_char_row_and_margins_live_once():
+    import inspect
+
     from sipt_lab.core.names import LOSS_PARAMETERS
     from sipt_lab.objectives.structure import contrastive_loss, loss_parameters
     from sipt_lab.training.defaults import INIT_DEFAULTS, train_config
-    import inspect
 
     assert train_config("char") == TrainConfig()
     assert TrainConfig(loss="multisim").loss_params == {}

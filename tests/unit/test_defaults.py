@@ -10,21 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hf_fakes import WORDS, write_tiny_bert
 
 from sipt_lab.cli.main import main
-from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
+from sipt_lab.data.samples import read_sample_graph, read_samples
 from sipt_lab.experiments.presets import PRESETS
 from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.models import encoder_source
 from sipt_lab.models.hf_checkpoints import is_untrained
-from sipt_lab.objectives import ObjectiveInputs, Objective
-from sipt_lab.data.samples import read_sample_graph, read_samples
+from sipt_lab.objectives import Objective, ObjectiveInputs
 from sipt_lab.training import TrainConfig, pretrain
+from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
 from sipt_lab.training.diagnostics import stalled_structure_loss
 from sipt_lab.training.step import RunLoss as _Step
-
-from hf_fakes import WORDS, write_tiny_bert
 
 
 # ---------------------------------------------------------------- one table, every command

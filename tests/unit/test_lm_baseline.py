@@ -10,8 +10,8 @@ from synthetic_fakes import fake_corpus_and_topics
 
 from sipt_lab.core.config_io import config_hash, load_config, save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
 from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, load_encoder, save_encoder
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig, build_tokenizer, load_tokenizer
@@ -179,4 +179,4 @@ def test_bpe_vocabulary_with_sep_for_segment_pairs_round_trips():
     assert with_sep.sep_id == 4 and SubwordTokenizer.from_dict(with_sep.to_dict()).sep_id == 4
     assert with_sep.sep_id not in with_sep.encode(texts)[0][:, 1:]  # never produced from text
     with pytest.raises(SiptError, match="no \\[SEP\\]"):
-        SubwordTokenizer.build(texts, vocab_size=60).sep_id
+        _ = SubwordTokenizer.build(texts, vocab_size=60).sep_id

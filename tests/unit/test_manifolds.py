@@ -78,7 +78,7 @@ def test_a_fin_is_not_a_surface():
     assert report.edge_triangle_counts == (1, 3)
     assert not report.is_surface
     with pytest.raises(ValueError, match="more than two triangles"):
-        fin.neighbors
+        _ = fin.neighbors
 
 
 def test_two_spheres_pinched_at_a_vertex_fail_the_link_check():

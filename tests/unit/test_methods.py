@@ -6,16 +6,31 @@ import pytest
 import torch
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.training.methods import METHODS, ConceptOptions, LinkBertRecipe, get_method, method_recipe, relation_accuracy
-from sipt_lab.models import CharTokenizer, EncoderConfig
 from sipt_lab.core.names import METHODS as METHOD_NAMES
-from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonneg, learn_dictionary
 from sipt_lab.evaluation.concept_probe import fit_linear_probe
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.models import CharTokenizer, EncoderConfig
+from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonneg, learn_dictionary
 from sipt_lab.training import TrainConfig, pretrain
+from sipt_lab.training.methods import (
+    METHODS,
+    ConceptOptions,
+    LinkBertRecipe,
+    get_method,
+    method_recipe,
+    relation_accuracy,
+)
 from sipt_lab.training.sampler import KEEP_TOKEN, GraphBatchSampler
-from sipt_lab.training.segment_pairs import (CONTIGUOUS, LINKED, RANDOM, draw_relations, half_length, inverse_degree_neighbours,
-                                             join_segments, split_halves)
+from sipt_lab.training.segment_pairs import (
+    CONTIGUOUS,
+    LINKED,
+    RANDOM,
+    draw_relations,
+    half_length,
+    inverse_degree_neighbours,
+    join_segments,
+    split_halves,
+)
 
 TINY = EncoderConfig(hidden=32, n_layers=2, n_heads=2, ffn=64, max_len=64)
 
@@ -203,8 +218,8 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
 
 
 def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
-    from sipt_lab.experiments.presets import PRESETS
     from sipt_lab.experiments.domain.domain_cells import domain_cells
+    from sipt_lab.experiments.presets import PRESETS
 
     cells = domain_cells("wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm"))
     assert [(c.arm, c.graph) for c in cells] == [

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.viz import embedding_plots, plots
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.outputs import prepare_output_dir
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF
@@ -41,6 +40,7 @@ from sipt_lab.experiments.paper.methods_figure import methods_figure
 from sipt_lab.experiments.paper.topology_tables import CHECK_ROW, TOPOLOGY_CHECK_POINTS, topology_tables
 from sipt_lab.experiments.simulation.simulation_config import ARMS
 from sipt_lab.grid import result_rows, write_results_csv
+from sipt_lab.viz import embedding_plots, plots
 
 # --- Figure 5 (the shared grid) -------------------------------------------------------------------
 

@@ -48,6 +48,9 @@ import numpy as np
 
 from sipt_lab.core import fileio, outputs
 from sipt_lab.core.config_io import save_config
+from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
+from sipt_lab.experiments.study.gain_stats import power_line, summarise
+from sipt_lab.experiments.study.metrics import tfidf_vectors
 from sipt_lab.experiments.study.study_arms import (
     SEED_KEYS,
     Scorer,
@@ -59,9 +62,6 @@ from sipt_lab.experiments.study.study_arms import (
     study_source,
 )
 from sipt_lab.experiments.study.study_config import LcTransferConfig
-from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
-from sipt_lab.experiments.study.metrics import tfidf_vectors
-from sipt_lab.experiments.study.gain_stats import power_line, summarise
 from sipt_lab.grid import check_executor, run_grid
 
 RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf")

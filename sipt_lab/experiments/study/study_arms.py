@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.study.study_config import ARTICLE_CATEGORIES, LcTransferConfig
 from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
 from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
+from sipt_lab.experiments.study.study_config import ARTICLE_CATEGORIES, LcTransferConfig
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
