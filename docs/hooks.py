@@ -10,7 +10,7 @@
   dropped): ``results/README.md`` and ``benchmarks/RESULTS.md`` are shown on the site, not copied.
 * ``<!-- results-table: NAME -->`` is replaced by the Markdown table ``NAME`` of
   ``results/tables.py``, computed from the CSVs committed under ``results/`` (the README's headline
-  table is checked against the same function by ``tests/test_docs.py``).
+  table is checked against the same function by ``tests/unit/test_docs.py``).
 """
 
 from __future__ import annotations

@@ -45,3 +45,16 @@ def test_module_names_are_unique():
     stems = Counter(p.stem for p in PACKAGE.rglob("*.py")
                     if p.stem != "__init__" and p.parent.name != "cli")
     assert {name: n for name, n in stems.items() if n > 1} == {}
+
+
+def test_no_merge_conflict_markers_are_committed():
+    root = PACKAGE.parent
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=root).stdout.split()
+    marked = []
+    for name in tracked:
+        path = root / name
+        if path.suffix in {".py", ".md", ".toml", ".yml", ".cfg", ".txt", ""} and path.is_file():
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            if any(line.startswith(("<<<<<<< ", ">>>>>>> ")) for line in lines):
+                marked.append(name)
+    assert marked == []
