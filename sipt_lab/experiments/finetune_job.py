@@ -10,6 +10,7 @@ with the paper's relative error reduction and paired t-test over seeds) and writ
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +42,11 @@ def check_mode(mode: str) -> tuple[str, ...]:
     return MODES[mode]
 
 
-def encoder_loader(model: str | Path, max_len: int | None = None) -> EncoderLoader:
+def encoder_loader(model: str | Path, max_len: int | None = None, texts: Sequence[str] = ()) -> EncoderLoader:
     """A loader of fresh copies of ``model`` in train mode: a directory written by ``sipt-lab
     pretrain`` (the run directory or its ``model/``), any Hugging Face checkpoint directory, or an
     ``--init`` name such as ``minilm`` (off the shelf); see :func:`~sipt_lab.models.sources.model_loader`."""
-    load_eval = model_loader(model, max_len=max_len)
+    load_eval = model_loader(model, max_len=max_len, texts=texts)
 
     def load():
         encoder, tokenizer = load_eval()
@@ -190,7 +191,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
-    loaders = {name: encoder_loader(path, job.finetune.max_len) for name, path in models.items()}
+    loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
     with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
         results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
         kind = get_task_kind(task.kind)

@@ -213,7 +213,7 @@ def embed_samples(model: str | Path, samples_path: str | Path, out: str | Path, 
             raise SiptError(f"{path} exists; pass --overwrite to replace it, or another --out")
     device = resolve_device(device)
     samples = read_samples(samples_path)
-    encoder, tokenizer = model_loader(model, device)()
+    encoder, tokenizer = model_loader(model, device, texts=samples.texts)()
     vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)
     write_bytes_atomic(vectors_path, _npy_bytes(vectors))
     write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))

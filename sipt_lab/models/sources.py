@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -148,20 +148,22 @@ def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path
 MODEL_NAMES = (CHAR_INIT, *NAMED_CHECKPOINTS)
 
 
-def model_loader(model: str | Path, device: str | torch.device = "cpu",
-                 max_len: int | None = None) -> Callable[[], tuple[nn.Module, Tokenizer]]:
+def model_loader(model: str | Path, device: str | torch.device = "cpu", max_len: int | None = None,
+                 texts: Sequence[str] = ()) -> Callable[[], tuple[nn.Module, Tokenizer]]:
     """A function returning a fresh ``(encoder in eval mode, tokenizer)`` of ``model``, as every
     command that takes a model reads it: a saved model directory (:func:`load_encoder`), a
     ``sipt-lab pretrain`` run directory (its ``model/``), or a name in :data:`MODEL_NAMES` (the
     encoder as ``--init`` starts it, off the shelf). Checks ``model`` now; SiptError naming the
-    choices otherwise. ``max_len`` applies to a named init's tokenizer only."""
+    choices otherwise. ``max_len`` applies to a named init's tokenizer only, and so does ``texts``, the
+    samples the model will read: a tokenizer learnt from text (the char init's alphabet) is built
+    from them, as ``pretrain`` builds it from its samples (with none, every character is unknown)."""
     path = model_directory(model)
     if path is not None:
         return lambda: load_encoder(path, device)
     source = encoder_source(str(model))
 
     def load() -> tuple[nn.Module, Tokenizer]:
-        tokenizer = source.tokenizer([], max_len)
+        tokenizer = source.tokenizer(list(texts), max_len)
         return source.encoder(tokenizer)[0].to(device).eval(), tokenizer
 
     return load

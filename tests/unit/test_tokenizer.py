@@ -62,3 +62,20 @@ def test_load_missing_file_is_a_sipt_error(tmp_path):
 def test_too_short_max_len_is_rejected():
     with pytest.raises(SiptError, match="max_len"):
         CharTokenizer.build(["abc"], max_len=1)
+
+
+def test_a_named_char_model_learns_its_alphabet_from_the_texts_it_will_read():
+    """``finetune --model char`` (an untrained char encoder as a baseline) reads the task's texts:
+    with no texts every character was unknown and every sample got the same embedding."""
+    import torch
+
+    from sipt_lab.models.sources import model_loader
+    from sipt_lab.training import embed
+
+    texts = ["the cat sat", "a dog ran far", "zebras graze"]
+    torch.manual_seed(0)
+    encoder, tokenizer = model_loader("char", texts=texts)()
+    codes = tokenizer.encode(texts)[0]
+    assert len(set(codes[0].tolist()) - {tokenizer.pad_id}) > 3
+    vectors = embed(encoder, tokenizer, texts, device="cpu")
+    assert vectors.shape[0] == 3 and not torch.allclose(torch.as_tensor(vectors[0]), torch.as_tensor(vectors[1]))
