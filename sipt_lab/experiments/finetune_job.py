@@ -180,9 +180,33 @@ FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
 
 
 def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
-    """Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
+    r"""Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
     with a baseline) into ``out``, under the output rule of :func:`sipt_lab.core.outputs.run_output`
-    (an earlier run there is replaced only with ``overwrite``); returns the results."""
+    (an earlier run there is replaced only with ``overwrite``); returns the results.
+
+    A linear probe of the ``char`` init (a fresh character encoder; pass a
+    :func:`~sipt_lab.experiments.pretrain_job.run_pretraining` directory to score a pre-trained one)
+    on random 80/10/10 splits:
+
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> texts = ["red apple", "green apple", "ripe pear", "sour pear", "blue sky", "grey sky", "clear night", "dark night"]
+    >>> _ = (tmp / "samples.tsv").write_text("".join(f"s{i}\t{text}\n" for i, text in enumerate(texts)))
+    >>> _ = (tmp / "labels.tsv").write_text("".join(f"s{i}\t{'fruit' if i < 4 else 'sky'}\n" for i in range(8)))
+    >>> from sipt_lab import FinetuneConfig, FinetuneJob, run_finetuning
+    >>> job = FinetuneJob(model="char", samples=str(tmp / "samples.tsv"), labels=str(tmp / "labels.tsv"), mode="probe",
+    ...                   finetune=FinetuneConfig(device="cpu"))
+    >>> report = run_finetuning(job, tmp / "finetune")
+    >>> report["task"], report["kind"], report["sizes"]
+    ('labels', 'classification', {'train': 6, 'validation': 1, 'test': 1})
+    >>> sorted(report["results"]["model"]["probe"][0])
+    ['accuracy', 'macro_f1']
+    >>> sorted(path.name for path in (tmp / "finetune").iterdir())
+    ['.sipt-lab-files.json', 'config.json', 'results.json']
+
+    ```
+    """
     outputs.check_output_dir(out)
     parts = check_mode(job.mode)
     if job.seeds < 1:

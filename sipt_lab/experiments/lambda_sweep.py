@@ -83,9 +83,31 @@ def pretrain_lambda(run: LambdaRun, progress: bool = True) -> dict:
 
 def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print,
                      executor: str = "serial") -> SweepOutcome:
-    """Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
+    r"""Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
     by ``executor``) and choose one (module docstring). The inputs are read before anything is
-    written, and ``out`` is locked while the sweep runs."""
+    written, and ``out`` is locked while the sweep runs.
+
+    Two values of ``λ``, two steps each, a quarter of the linked samples held out to choose:
+
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> texts = ["red apple", "green apple", "ripe pear", "sour pear", "blue sky", "grey sky", "clear night", "dark night"]
+    >>> _ = (tmp / "samples.tsv").write_text("".join(f"s{i}\t{text}\n" for i, text in enumerate(texts)))
+    >>> _ = (tmp / "edges.tsv").write_text("s0\ts1\ns2\ts3\ns0\ts2\ns4\ts5\ns6\ts7\ns4\ts6\n")
+    >>> from sipt_lab import LambdaSweep, PretrainJob, run_lambda_sweep, train_config
+    >>> job = PretrainJob(samples=str(tmp / "samples.tsv"), edges=str(tmp / "edges.tsv"), init="char",
+    ...                   encoder="paper-small", train=train_config("char", steps=2, batch_size=4, device="cpu"))
+    >>> outcome = run_lambda_sweep(LambdaSweep(job=job, lambdas=(0.0, 0.5), validation=0.25), tmp / "sweep", progress=False)
+    lambda-sweep: pre-training λ = 0 into .../lambda-0
+    lambda-sweep: pre-training λ = 0.5 into .../lambda-0.5
+    >>> [row["embedder"] for row in outcome.rows], outcome.chosen in (0.0, 0.5)
+    (['random', 'initial', 'lm', 'sipt'], True)
+    >>> outcome.model_dir.parent.name in ("lambda-0", "lambda-0.5")
+    True
+
+    ```
+    """
     outputs.check_output_dir(out)
     check_executor(executor)
     job = sweep.job

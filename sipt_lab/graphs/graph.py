@@ -47,6 +47,19 @@ class PretrainingGraph:
     Build it with :meth:`from_edges`, :meth:`from_adjacency`, :meth:`from_groups` (implicit label
     cliques) or :meth:`from_networkx`; never mutate it (the arrays it hands out are read-only).
     ``dropped_self_loops`` and ``dropped_duplicates`` count what the constructor threw away.
+
+    ```pycon
+    >>> from sipt_lab import PretrainingGraph
+    >>> graph = PretrainingGraph.from_edges([0, 1, 1, 2], [1, 0, 2, 2], n_nodes=4)
+    >>> graph, graph.dropped_duplicates, graph.dropped_self_loops
+    (PretrainingGraph(n_nodes=4, n_edges=2, sparse), 1, 1)
+    >>> graph.neighbors(1).tolist(), graph.degrees().tolist()
+    ([0, 2], [1, 2, 1, 0])
+    >>> cliques = PretrainingGraph.from_groups(["x", "x", "x", "y", "y"])  # implicit: no edge list stored
+    >>> cliques.n_edges, cliques.has_edge([0, 0], [2, 3]).tolist()
+    (4, [True, False])
+
+    ```
     """
 
     def __init__(

@@ -117,7 +117,20 @@ def init_kind(init: str) -> str:
 def train_config(kind: str, **given):
     """A :class:`~sipt_lab.training.TrainConfig` with ``kind``'s defaults for every field ``given``
     leaves out or sets to None. ``loss_params`` are the default loss's only when the loss is the
-    default one, with any given parameters over them."""
+    default one, with any given parameters over them.
+
+    ```pycon
+    >>> from sipt_lab import TrainConfig, train_config
+    >>> config = train_config("checkpoint", steps=200, lambda_si=None)
+    >>> config.steps, config.lr, config.lambda_si, config.loss, config.head_warmup
+    (200, 5e-05, 0.1, 'infonce', 100)
+    >>> train_config("char") == TrainConfig()
+    True
+    >>> train_config("char", loss="multisim").loss_params
+    {}
+
+    ```
+    """
     defaults = init_defaults(kind).train_options()
     chosen = {name: value for name, value in given.items() if value is not None}
     if chosen.get("loss", defaults["loss"]) != defaults["loss"]:

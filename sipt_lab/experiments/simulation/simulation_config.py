@@ -101,6 +101,23 @@ def simulation_config(
     the preset's one key at a time. Everything is resolved here (the whole-graph batch to
     ``n_nodes``, epochs to steps), so the config's hash records what runs. Invalid values raise
     :class:`~sipt_lab.core.errors.ConfigError` naming the field.
+
+    ```pycon
+    >>> from sipt_lab import ConfigError, simulation_config
+    >>> config = simulation_config("cliques", seed=1, steps=20, train_options={"lambda_si": 0.5})
+    >>> config.graph.family, config.graph.n_nodes, config.graph.n_topics, config.graph.seed
+    ('cliques', 50, 100, 1)
+    >>> config.train.steps, config.train.batch_size, config.train.lambda_si, config.train.seed, config.methods
+    (20, 50, 0.5, 1, ('lm', 'sipt'))
+    >>> simulation_config("cliques", encoder="paper-small").encoder.hidden
+    10
+    >>> try:
+    ...     simulation_config("cliques", graph_options={"noise": 2.0})
+    ... except ConfigError as error:
+    ...     print(error)
+    GraphSpec.noise must be a probability in [0, 1], got 2.0
+
+    ```
     """
     training = training_preset(preset)
     defaults = training.for_family(family)

@@ -71,10 +71,36 @@ CELLS_DIR = "cells"
 
 def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
                     log=print, executor: str = "serial") -> dict:
-    """Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
+    r"""Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
     study's with ``overwrite``, under :func:`sipt_lab.core.outputs.run_output`); returns the summary.
     Every input check runs before any training. Each seed is one cell of :func:`~sipt_lab.grid.run_grid`
-    under ``out/cells``, run by ``executor``."""
+    under ``out/cells``, run by ``executor``.
+
+    A toy study: 32 labelled samples, the dial at ``q = 0`` and ``1``, one seed of two steps per arm
+    (far too small to conclude anything; it shows the calls and the files):
+
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from sipt_lab import LcTransferConfig, run_lc_transfer, train_config
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> rng = np.random.default_rng(0)
+    >>> words = {"fruit": "apple pear plum fig lime kiwi".split(), "sky": "cloud rain sun star moon wind".split()}
+    >>> labels = ["fruit", "sky"] * 16
+    >>> _ = (tmp / "samples.tsv").write_text("".join(f"s{i}\t{' '.join(rng.choice(words[y], 4))}\n" for i, y in enumerate(labels)))
+    >>> _ = (tmp / "labels.tsv").write_text("".join(f"s{i}\t{y}\n" for i, y in enumerate(labels)))
+    >>> config = LcTransferConfig(samples=str(tmp / "samples.tsv"), labels=str(tmp / "labels.tsv"), n_pretrain=12,
+    ...                           n_train=8, n_validation=4, n_test=8, levels=(0.0, 1.0), seeds=1, init="char",
+    ...                           encoder="paper-small", bootstrap=10,
+    ...                           train=train_config("char", steps=2, batch_size=4, max_len=16, device="cpu"))
+    >>> summary = run_lc_transfer(config, tmp / "study", progress=False, log=lambda line: None)
+    >>> summary["metric"], summary["seeds"], summary["protocol"], len(summary["levels"])
+    ('knn_auroc', 1, 'inductive', 2)
+    >>> sorted(path.name for path in (tmp / "study").iterdir())
+    ['.sipt-lab-files.json', 'cells', 'config.json', 'gain_vs_lc.pdf', 'gain_vs_lc.png', 'results.csv', 'splits.tsv', 'summary.json']
+
+    ```
+    """
     outputs.check_output_dir(out)
     check_executor(executor)
     ids, texts, labels, splits, _ = study_inputs(config)
