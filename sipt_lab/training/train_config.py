@@ -135,7 +135,7 @@ class TrainConfig:
                                     f"left out: {EVAL_EVERY_DEFAULT}", range=(1, MAX_STEPS), metavar="N",
                                     default_help="none", omit_default=True)
     keep_best: str | None = option(None, choices=names.EVAL_METRICS, metavar="METRIC", omit_default=True,
-                                   help="keep the model with the best value of this evaluation metric in DIR/best "
+                                   help=f"keep the model with the best value of this evaluation metric ({', '.join(names.EVAL_METRICS)}) in DIR/best "
                                    f"(evaluating every {EVAL_EVERY_DEFAULT} steps unless --eval-every says)")
     patience: int | None = option(None, help="stop after N evaluations without a better --keep-best metric",
                                   range=(1, None), metavar="N", default_help="never", omit_default=True)
