@@ -172,6 +172,8 @@ class FinetuneConfig:
         weight_decay: AdamW's.
         max_len: tokens per sample (None: the tokenizer's own).
         device: ``auto``, ``cpu`` or ``cuda``.
+        eval_every: also score validation and test every this many steps (not only after each
+            pass); None: after each pass only. Left out of the saved config while None.
     """
 
     lrs: tuple[float, ...] = option((2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low",
@@ -183,6 +185,9 @@ class FinetuneConfig:
     max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
                                  default_help="the model's")
     device: str = option("auto", help="auto, cpu or cuda", nonempty=True)
+    eval_every: int | None = option(None, help="also score validation and test every N steps (history.csv); "
+                                    "they are scored after every pass anyway", range=(1, None), metavar="N",
+                                    default_help="after each pass only", omit_default=True)
 
     def __post_init__(self) -> None:
         if not self.lrs:
