@@ -9,6 +9,9 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
   sipt-lab's own format for ``char``);
 * ``history.csv``: step, loss terms, lr;
+* ``tensorboard/`` (``report_to`` ``tensorboard``, the default), ``evaluations.csv`` and ``best/``
+  when the run evaluates and keeps its best model (:mod:`~sipt_lab.experiments.pretrain_watch`);
+  ``model/README.md``, a model card, for Hugging Face inits (:mod:`~sipt_lab.experiments.model_card`);
 * ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
   ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.core.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
