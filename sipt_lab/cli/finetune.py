@@ -15,7 +15,7 @@ from sipt_lab.core.names import DOMAIN_PRESETS, FINETUNE_MODES
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
 FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
-FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device")
+FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every")
 
 
 def register(subparsers) -> None:

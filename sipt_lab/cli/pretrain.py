@@ -9,7 +9,7 @@ from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
-from sipt_lab.training.train_config import TrainConfig
+from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
 
 #: What ``--model`` takes besides a directory, listed in --help.
@@ -21,6 +21,8 @@ PER_KIND = tuple(name for name in INIT_DEFAULTS["char"].train_options() if name 
 #: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
 TRAIN_FIELDS = ("steps", "batch_size", "grad_accum", "lr", "warmup", "schedule", "head_warmup", "head_lr", "max_len",
                 "seed", "device", "precision", "checkpoint_every", "loss", "pairs", "negatives", "mask_replacement")
+#: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
+WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
 JOB_FIELDS = ("samples", "edges", "labels", "init", "encoder", "pooling", "epochs")
 #: What to do when a pre-training step does not fit in GPU memory (the CLI's out-of-memory message).
@@ -44,6 +46,7 @@ def register(subparsers) -> None:
     add_training_arguments(parser)
     add_config_arguments(parser, PretrainJob, ("method", "teacher"))
     _train_arguments(parser, ("lambda_si",))
+    _train_arguments(parser, WATCH_FIELDS)
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint (the same settings; a larger --steps only with --schedule constant and no --warmup, so that no learning-rate schedule is spliced)")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out, removing only the files sipt-lab wrote there")
     parser.set_defaults(func=run_pretrain, memory_hint=PRETRAIN_MEMORY_HINT,
@@ -106,9 +109,9 @@ def _train_arguments(parser, fields, container=None) -> None:
         parser, TrainConfig, fields, container=container,
         defaults={"steps": None, **{name: None for name in per_kind}},
         default_help={"max_len": "the checkpoint's, 256 for minilm", **{name: default_help(name) for name in per_kind}},
-        argparse_options={name: {"choices": sorted(choices)} for name, choices in (
+        argparse_options={**{name: {"choices": sorted(choices)} for name, choices in (
             ("loss", STRUCTURE_LOSSES), ("pairs", PAIR_MODES), ("negatives", NEGATIVE_SAMPLERS), ("schedule", LR_SCHEDULES))
-            if name in fields})
+            if name in fields}, "eval_every": {"nargs": "?", "const": EVAL_EVERY_DEFAULT}})
 
 
 def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options) -> PretrainJob:
@@ -117,7 +120,7 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
     (``method``, ``teacher``) set."""
     from sipt_lab.training.defaults import init_kind, train_config
 
-    given = {name: getattr(args, name) for name in TRAIN_FIELDS}
+    given = {name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS if hasattr(args, name)}
     train = train_config(init_kind(args.init), **{**given, "steps": args.steps if args.steps is not None else 1},
                          lambda_si=lambda_si, loss_params=parse_loss_params(args.loss_param))
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)

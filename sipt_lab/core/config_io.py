@@ -16,13 +16,34 @@ from typing import Any, TypeVar
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.options import field_option
 
 C = TypeVar("C")
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
-    """A JSON-ready dict of a (possibly nested) dataclass config; tuples become lists."""
-    return json.loads(json.dumps(dataclasses.asdict(config), default=_json_default))
+    """A JSON-ready dict of a (possibly nested) dataclass config; tuples become lists. A field
+    declared with ``option(..., omit_default=True)`` is left out while it holds its default."""
+    return json.loads(json.dumps(_as_dict(config), default=_json_default))
+
+
+def _as_dict(value: Any) -> Any:
+    """``dataclasses.asdict`` without the fields :func:`_omitted` leaves out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _as_dict(getattr(value, f.name)) for f in dataclasses.fields(value) if not _omitted(value, f)}
+    if isinstance(value, (list, tuple)):
+        return [_as_dict(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_dict(item) for key, item in value.items()}
+    return value
+
+
+def _omitted(config: Any, field: dataclasses.Field) -> bool:
+    meta = field_option(field)
+    if meta is None or not meta.omit_default:
+        return False
+    default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    return getattr(config, field.name) == default
 
 
 def config_from_dict(cls: type[C], data: dict[str, Any]) -> C:

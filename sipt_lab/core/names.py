@@ -38,6 +38,15 @@ METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
 RELATIONS = ("contiguous", "random", "linked")
 #: Autocast precisions (:func:`sipt_lab.training.runtime.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+#: Metrics of the evaluations during pre-training (:mod:`sipt_lab.experiments.pretrain_watch`), all
+#: higher-is-better: link retrieval of ``G_PT`` and, with labels, LOO 3-NN AUROC and accuracy and the
+#: labels' local consistency over the embedding's own 3-NN graph.
+EVAL_METRICS = ("link_mrr", "link_lrap", "loo_3nn_auroc", "loo_3nn_accuracy", "knn_lc")
+#: Those of :data:`EVAL_METRICS` that need labels.
+LABEL_METRICS = ("loo_3nn_auroc", "loo_3nn_accuracy", "knn_lc")
+#: Where a pre-training run logs besides its ``history.csv``: TensorBoard event files (and CSV
+#: files), CSV files only, or nothing more.
+REPORT_TO = ("tensorboard", "csv", "none")
 #: Learning-rate schedules (:data:`sipt_lab.training.train_config.LR_SCHEDULES`).
 LR_SCHEDULES = ("constant", "linear", "cosine")
 #: Per-sample pooling of a Hugging Face encoder.

@@ -56,6 +56,7 @@ class Option:
     metavar: str | None = None
     nonempty: bool = False
     default_help: str | None = None
+    omit_default: bool = False
 
     def bounds(self) -> str:
         """``"in [0, 1)"``, ``">= 1"``, ``"> 0"`` ... ('' when unbounded)."""
@@ -87,18 +88,20 @@ class Option:
 def option(default: Any = dataclasses.MISSING, *, help: str, range: tuple[float | None, float | None] | None = None,
            open: str | None = None, choices: Iterable[Any] | None = None, flag: str | None = None,
            metavar: str | None = None, nonempty: bool = False, default_help: str | None = None,
-           default_factory: Callable[[], Any] | Any = dataclasses.MISSING) -> Any:
+           default_factory: Callable[[], Any] | Any = dataclasses.MISSING, omit_default: bool = False) -> Any:
     """A dataclass field carrying its help, range (``range=(low, high)``, None: unbounded;
     ``open="low"|"high"|"both"`` excludes that end), ``choices``, command-line ``flag`` (default
     ``--field-name``) and ``metavar``; ``nonempty``: a string that must not be blank (a path);
     ``default_help``: what ``--help`` says the default is, in place of the value (e.g. "the
-    checkpoint's" for a field whose None is resolved later)."""
+    checkpoint's" for a field whose None is resolved later); ``omit_default``: the field is left out of
+    the config's saved form and hash while it holds its default (a field added later, or one that
+    only watches a run, so that configs saved before it keep their hash)."""
     low, high = range if range is not None else (None, None)
     if open not in (None, "low", "high", "both"):
         raise ValueError(f"open must be 'low', 'high' or 'both', got {open!r}")
     meta = Option(help=help, low=low, high=high, low_open=open in ("low", "both"), high_open=open in ("high", "both"),
                   choices=None if choices is None else tuple(choices), flag=flag, metavar=metavar, nonempty=nonempty,
-                  default_help=default_help)
+                  default_help=default_help, omit_default=omit_default)
     return dataclasses.field(default=default, default_factory=default_factory, metadata={OPTION_KEY: meta})
 
 

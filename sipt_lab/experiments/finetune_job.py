@@ -18,7 +18,7 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
@@ -27,7 +27,7 @@ from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_co
 from sipt_lab.models.sources import model_loader
 from sipt_lab.training import embed
 from sipt_lab.experiments.configs import FinetuneJob
-from sipt_lab.training.finetune import SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
+from sipt_lab.training.finetune import HISTORY_COLUMNS, SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
 
@@ -138,15 +138,18 @@ def token_probe(encoder, tokenizer, texts: list[str], task: Task, splits: Splits
 
 
 def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, mode: str,
-                     config: FinetuneConfig, seeds: int = 1) -> dict[str, list[dict[str, float]]]:
+                     config: FinetuneConfig, seeds: int = 1, record=None) -> dict[str, list[dict[str, float]]]:
     """``{"probe": [test metrics], "full": [test metrics per seed 0..seeds-1]}`` for the parts of ``mode``
-    (the probe is deterministic, so it runs once)."""
+    (the probe is deterministic, so it runs once). ``record`` receives full fine-tuning's history
+    rows (:func:`~sipt_lab.training.finetune.finetune`'s, with ``part`` and ``seed``)."""
     parts = check_mode(mode)
     results: dict[str, list[dict[str, float]]] = {}
     if "probe" in parts:
         results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len)]
     if "full" in parts:
-        results["full"] = [finetune(load, texts, task, splits, config, seed).test for seed in range(seeds)]
+        results["full"] = [finetune(load, texts, task, splits, config, seed,
+                                    None if record is None else _tagged(record, part="full", seed=seed)).test
+                           for seed in range(seeds)]
     return results
 
 
@@ -175,8 +178,22 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
     return list(samples.ids), list(samples.texts), Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names))
 
 
-#: Files a finetune run writes into its output directory (recorded in its manifest).
+def _tagged(record, **tags):
+    return lambda row: record({**tags, **row})
+
+
+def history_csv(rows: list[dict]) -> str:
+    """``history.csv`` of a finetune run: one row per logged value (:data:`HISTORY_COLUMNS`)."""
+    lines = [",".join(HISTORY_COLUMNS)]
+    for row in rows:
+        lines.append(",".join(f"{row[name]:.6g}" if isinstance(row[name], float) else str(row[name]) for name in HISTORY_COLUMNS))
+    return "\n".join(lines) + "\n"
+
+
+#: Files a finetune run writes into its output directory (recorded in its manifest); ``history.csv``
+#: (full fine-tuning's loss per step and validation and test metrics per pass) only when it fine-tunes.
 FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
+HISTORY_CSV = "history.csv"
 
 
 def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
@@ -217,7 +234,9 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
     with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
-        results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds) for name, load in loaders.items()}
+        history: list[dict] = []
+        results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds,
+                                          _tagged(history.append, model=name)) for name, load in loaders.items()}
         kind = get_task_kind(task.kind)
         comparisons = []
         outputs.record_files(out_dir, list(FINETUNE_FILES))
@@ -230,6 +249,9 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
         report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
                   "results": results, "comparisons": [c.__dict__ for c in comparisons]}
         save_config(job, out_dir / "config.json")
+        if history:
+            outputs.record_files(out_dir, [HISTORY_CSV])
+            write_text_atomic(out_dir / HISTORY_CSV, history_csv(history))
         write_json_atomic(out_dir / "results.json", report)
     return report
 

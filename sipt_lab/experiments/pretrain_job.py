@@ -9,6 +9,9 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
   sipt-lab's own format for ``char``);
 * ``history.csv``: step, loss terms, lr;
+* ``tensorboard/`` (``report_to`` ``tensorboard``, the default), ``evaluations.csv`` and ``best/``
+  when the run evaluates and keeps its best model (:mod:`~sipt_lab.experiments.pretrain_watch`);
+  ``model/README.md``, a model card, for Hugging Face inits (:mod:`~sipt_lab.experiments.model_card`);
 * ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
   ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.core.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
@@ -44,10 +47,12 @@ from sipt_lab.core import outputs
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
+from sipt_lab.experiments.model_card import write_model_card
+from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch
 from sipt_lab.training.methods import Teacher, method_recipe
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.models import encoder_preset, encoder_source
-from sipt_lab.models.sources import model_loader
+from sipt_lab.models.sources import CheckpointInit, model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
@@ -111,6 +116,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     if graph.n_edges == 0:
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+    check_watch(job.train, labels is not None)
     source = job_source(job)
     check_structure_geometry(job.train, source)
     if job.epochs is not None:
@@ -123,7 +129,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
     tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
-    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model",),
+    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model", BEST_DIR, TENSORBOARD_DIR),
                            keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
                            main_process=main, log=log) as out_dir:
         extended_from = _check_resumed_steps(out_dir, job) if resume else None
@@ -138,22 +144,32 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
         start = time.perf_counter()
         teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
         recipe = None if job.method is None else method_recipe(job.method, teacher)
-        result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe)
-        seconds = time.perf_counter() - start
-        if place.is_main:
-            for note in result.notes:
-                log(f"note: {note}")
-        report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
-                  "warnings": history_warnings(result.history, job.train),
-                  "final": {name: float(values[-1]) for name, values in result.history.items()}}
-        if extended_from is not None:
-            report["extended_from_steps"] = extended_from
-        if labels is not None:
-            after = evaluate_embeddings(embed(result.encoder, result.tokenizer, report_texts), report_graph, labels[report_nodes])
-            report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
-                       "before": before, "after": after}
+        watching = RunWatch(job.train, out_dir, graph, texts, labels, place.is_main)
+        try:
+            result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe,
+                              watch=watching)
+            seconds = time.perf_counter() - start
+            if place.is_main:
+                for note in result.notes:
+                    log(f"note: {note}")
+            report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
+                      "warnings": history_warnings(result.history, job.train),
+                      "final": {name: float(values[-1]) for name, values in result.history.items()}}
+            if extended_from is not None:
+                report["extended_from_steps"] = extended_from
+            if labels is not None:
+                after_vectors = embed(result.encoder, result.tokenizer, report_texts)
+                after = evaluate_embeddings(after_vectors, report_graph, labels[report_nodes])
+                report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
+                           "before": before, "after": after}
+                watching.project(after_vectors, labels[report_nodes])
+            report |= watching.finish(len(result.history["loss"]), seconds, log if place.is_main else None)
+        finally:
+            watching.close()
         if place.is_main:
             result.encoder.save(out_dir / "model", result.tokenizer)
+            if isinstance(source, CheckpointInit):  # a Hugging Face directory: the Hub reads its card
+                write_model_card(out_dir / "model", job, report, graph)
             outputs.record_tree(out_dir, "model")
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)

@@ -1,4 +1,4 @@
-"""Embedding samples with a (trained) encoder: :func:`embed`."""
+"""Embedding samples with a (trained) encoder: :func:`embed`, :func:`embed_inputs`."""
 
 from __future__ import annotations
 
@@ -28,10 +28,15 @@ def embed(
     """
     device = next(encoder.parameters()).device if device is None else resolve_device(device)
     encoder = encoder.to(device)
+    return embed_inputs(encoder, encoder_inputs(tokenizer, list(texts), device), batch_size)
+
+
+def embed_inputs(encoder: nn.Module, inputs, batch_size: int = 256) -> np.ndarray:
+    """:func:`embed` of samples already featurised (:func:`~sipt_lab.training.inputs.encoder_inputs`
+    on the encoder's device): for embedding the same samples again and again, tokenised once."""
     vectors = getattr(encoder, "output_embeddings", encoder.embed)
-    inputs = encoder_inputs(tokenizer, list(texts), device)
     order = np.argsort(inputs.lengths, kind="stable")
-    out = np.empty((len(texts), encoder.hidden_size), dtype=np.float32)
+    out = np.empty((len(order), encoder.hidden_size), dtype=np.float32)
     with evaluating(encoder), torch.inference_mode():
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]

@@ -83,6 +83,10 @@ class FinetuneResult:
 
 
 SPLIT_NAMES = ("train", "validation", "test")
+#: Columns of a fine-tuning history (``history.csv`` of ``sipt-lab finetune``): which model and part
+#: (``model``, ``part``, ``seed``, set by the caller), then the learning rate, pass (1-based), steps
+#: done, split (``train`` for the loss) and metric.
+HISTORY_COLUMNS = ("model", "part", "seed", "lr", "epoch", "step", "split", "metric", "value")
 
 
 def token_counts(tokenizer: Tokenizer, texts: list[str], inputs) -> np.ndarray:
@@ -145,12 +149,16 @@ def _readouts(per_token: bool, tokenizer: Tokenizer, split_texts: dict[str, list
                            else np.ones(len(split_texts[name]), dtype=np.int64)) for name in inputs}
 
 
-def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, config: FinetuneConfig, seed: int = 0) -> FinetuneResult:
+def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, config: FinetuneConfig, seed: int = 0,
+             record: Callable[[dict], None] | None = None) -> FinetuneResult:
     """Fine-tune the encoder that ``load`` gives on ``task`` (see the module docstring).
 
     Args:
         load: returns a fresh encoder and its tokenizer (called once per learning rate).
         texts: all ``n`` samples' texts; ``splits`` index into them and ``task`` labels them.
+        record: called with one row per logged value (:data:`HISTORY_COLUMNS` minus the
+            caller's): every step's train loss, and the validation and test metrics after every
+            pass and every ``config.eval_every`` steps, for every learning rate.
     """
     kind, head_spec = get_task_kind(task.kind), HEADS[task.kind]
     raw = {name: task.labels_of(getattr(splits, name)) for name in SPLIT_NAMES}
@@ -170,13 +178,14 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
             targets = head_spec.target(labels["train"], labels["train"])
             head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
-            result = _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device)
+            result = _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device,
+                                     record or (lambda row: None))
         if best is None or result.validation[kind.primary] > best.validation[kind.primary]:
             best = result
     return best
 
 
-def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device) -> FinetuneResult:
+def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device, record) -> FinetuneResult:
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=config.weight_decay)
     per_epoch = math.ceil(len(inputs["train"].lengths) / config.batch_size)
     total = per_epoch * config.epochs
@@ -184,7 +193,16 @@ def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, c
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(total - s, 0) / max(total - warmup, 1)))
     rng = np.random.default_rng([seed, 7])
     train = readouts["train"]
-    best, stale, epochs = None, 0, 0
+    best, stale, epochs, step = None, 0, 0, 0
+
+    def score(epoch: int) -> dict[str, dict[str, float]]:
+        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], readouts[name], config.batch_size)))
+                  for name in ("validation", "test")}
+        for name, metrics in scores.items():
+            for metric, value in metrics.items():
+                record({"lr": lr, "epoch": epoch, "step": step, "split": name, "metric": metric, "value": float(value)})
+        return scores
+
     for epoch in range(config.epochs):
         model.train()
         for rows in np.array_split(rng.permutation(len(inputs["train"].lengths)), per_epoch):
@@ -194,9 +212,13 @@ def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, c
             loss.backward()
             optimizer.step()
             schedule.step()
+            step += 1
+            record({"lr": lr, "epoch": epoch + 1, "step": step, "split": "train", "metric": "loss", "value": float(loss.item())})
+            if config.eval_every is not None and step % config.eval_every == 0 and step % per_epoch:
+                score(epoch + 1)
+                model.train()
         epochs = epoch + 1
-        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], readouts[name], config.batch_size)))
-                  for name in ("validation", "test")}
+        scores = score(epochs)
         if not np.isfinite(loss.item()):
             raise SiptError(f"fine-tuning loss became non-finite at lr {lr}; lower the learning rates")
         if best is None or scores["validation"][kind.primary] > best.validation[kind.primary]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -40,6 +41,7 @@ from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
 from sipt_lab.training.sampler import PretrainBatch
 from sipt_lab.training.step import Step, make_optimizer
 from sipt_lab.training.train_config import TrainConfig, lr_factor
+from sipt_lab.training.watch import Watch
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ logger = logging.getLogger(__name__)
 def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, optimizer: torch.optim.Optimizer, *,
           place: Distributed = SINGLE_PROCESS, checkpoint: Checkpoint | None = None,
           warm_up: Callable[[], None] | None = None, progress: bool = True, desc: str = "pretrain",
-          position: int | None = None) -> list[dict[str, np.ndarray]]:
+          position: int | None = None, watch: Watch | None = None) -> list[dict[str, np.ndarray]]:
     """Train ``step`` for ``config.steps`` optimiser steps; run ``k`` reads ``samplers[k]``'s batches.
 
     ``config`` gives the steps, accumulation, rate schedule and logging cadence (shared by all
@@ -56,9 +58,16 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
     a run that starts afresh (not on resume). A non-finite loss stops the run with a SiptError
     naming the step. ``position``: the terminal line of the step bar (tqdm's).
 
+    ``watch`` (:class:`~sipt_lab.training.watch.Watch`): with its ``evaluate`` and
+    ``config.eval_every``, the model is evaluated every ``eval_every`` steps and at the last; with
+    ``config.keep_best``, ``watch.keep_best`` is called at each new best value of that metric, and
+    with ``config.patience`` the run stops after that many evaluations without one; ``watch.log``
+    receives every step's loss terms (``loss/<term>``, one run) and ``lr``, the throughput and the
+    evaluations (main process only).
+
     Returns:
         per run, its history: ``"loss"`` (the weighted total), each term and ``"lr"`` to a
-        ``(steps,)`` float64 array of per-step values.
+        ``(steps,)`` float64 array of per-step values (fewer when the patience stopped the run).
     """
     names = step.names
     device = step.device
@@ -74,6 +83,11 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
 
     trainable.train()
     checked = start
+    watch = watch if watch is not None else Watch()
+    log = watch.log if place.is_main else None
+    evaluating = watch.evaluate is not None and config.eval_every is not None
+    best, stale, stopped = None, 0, None
+    clock, clocked, evaluation_seconds = time.perf_counter(), start, 0.0
     with tqdm(total=config.steps, initial=start, disable=not (progress and place.is_main), desc=desc, unit="step",
               position=position) as bar:
         for index in range(start, config.steps):
@@ -86,16 +100,39 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
                 history[index, -1] = rate
             bar.update()
             done = index + 1
-            save_now = checkpoint is not None and (done == config.steps or (config.checkpoint_every and done % config.checkpoint_every == 0))
-            if save_now or done % config.log_every == 0 or done == config.steps:
-                last = [check_finite(history, checked, done, run_names, run if len(names) > 1 else None)[-1]
+            if evaluating and (done % config.eval_every == 0 or done == config.steps):
+                began = time.perf_counter()
+                metrics = watch.evaluate(done)
+                evaluation_seconds += time.perf_counter() - began
+                if log is not None:
+                    log(done, {f"eval/{name}": value for name, value in metrics.items()}
+                        | {"eval/seconds": time.perf_counter() - began})
+                improved, stale = _progress(metrics, config.keep_best, best, stale)
+                if improved is not None:
+                    best = improved
+                    if watch.keep_best is not None and place.is_main:
+                        watch.keep_best(done)
+                if config.patience is not None and stale >= config.patience:
+                    stopped = done
+            save_now = checkpoint is not None and (done == config.steps or stopped is not None
+                                                   or (config.checkpoint_every and done % config.checkpoint_every == 0))
+            if save_now or done % config.log_every == 0 or done == config.steps or stopped is not None:
+                rows = [check_finite(history, checked, done, run_names, run if len(names) > 1 else None)
                         for run, (history, run_names) in enumerate(zip(histories, names))]
+                if log is not None:
+                    seconds = time.perf_counter() - clock - evaluation_seconds
+                    _log_rows(log, rows, checked, names, config, (done - clocked) / max(seconds, 1e-9))
+                    clock, clocked, evaluation_seconds = time.perf_counter(), done, 0.0
                 checked = done
-                bar.set_postfix(_postfix(last, names), refresh=False)
+                bar.set_postfix(_postfix([values[-1] for values in rows], names), refresh=False)
             if done == guard_step(config.steps) and place.is_main:
                 _guard(histories, names, done, config)
             if save_now and place.is_main:
                 checkpoint.save(step, optimizer, scaler, histories, done)
+            if stopped is not None:
+                logger.info("stopped at step %d: %d evaluations without a better %s", done, stale, config.keep_best)
+                histories = [history[:done] for history in histories]
+                break
     tables = [history.cpu().double().numpy() for history in histories]
     return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
 
@@ -161,6 +198,34 @@ def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str],
         which = "" if run is None else f"run {run}: "
         raise SiptError(f"{which}non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32")
     return values
+
+
+def _progress(metrics: dict[str, float], metric: str | None, best: float | None, stale: int) -> tuple[float | None, int]:
+    """``(the new best value or None, evaluations since the last best)`` after an evaluation's
+    ``metrics``, tracking ``metric`` (higher is better; None: no tracking)."""
+    if metric is None:
+        return None, stale
+    if metric not in metrics:
+        raise SiptError(f"the evaluation gives no {metric}; it gives {', '.join(metrics) or 'nothing'}")
+    value = float(metrics[metric])
+    if best is None or value > best:
+        return value, 0
+    return None, stale + 1
+
+
+def _log_rows(log: Callable[[int, dict[str, float]], None], rows: list[np.ndarray], start: int, names: list[list[str]],
+              config: TrainConfig, steps_per_second: float) -> None:
+    """History rows ``start..`` of every run to ``log``, each at its count of steps done (one run: each term as ``loss/<term>``;
+    several: their mean total as ``loss/loss``), then the throughput at the last of them."""
+    for offset in range(len(rows[0])):
+        if len(rows) == 1:
+            values = {(name if name == "lr" else f"loss/{name}"): float(v) for name, v in zip(names[0], rows[0][offset])}
+        else:
+            values = {"loss/loss": float(np.mean([run[offset][0] for run in rows])), "lr": float(rows[0][offset][-1])}
+        log(start + offset + 1, values)
+    samples = config.batch_size * config.grad_accum * len(rows)
+    log(start + len(rows[0]), {"throughput/steps_per_second": steps_per_second,
+                                    "throughput/samples_per_second": steps_per_second * samples})
 
 
 def _postfix(last: list[np.ndarray], names: list[list[str]]) -> dict[str, str]:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from sipt_lab.models import EncoderSource
 
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
-_RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device")
+_RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "eval_every", "keep_best", "patience",
+                      "report_to")
 #: Largest accepted ``steps`` (the trainer allocates a loss history of that length).
 MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
@@ -31,6 +32,10 @@ PRECISIONS = names.PRECISIONS
 #: ``L_SI`` parameters of the fresh character encoder over the contrastive loss's own
 #: (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`): linked samples may sit up to µ+ = 5 apart.
 CHAR_LOSS_PARAMS = {"pos_margin": 5.0}
+#: Steps between evaluations when evaluating is asked for without an interval (``--eval-every``
+#: alone, or ``--keep-best`` without it): rare enough that the evaluations of the validation slice
+#: cost a small share of the training time.
+EVAL_EVERY_DEFAULT = 100
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,17 @@ class TrainConfig:
         head_warmup: steps that fit a new MLM head (an init without one of its own) with the
             encoder frozen, before the first training step; 0: none.
         head_lr: the head warm-up's constant AdamW learning rate.
+        eval_every: steps between evaluations of the embedding during training (and one at the
+            last step); None: none. Only runs that are given an evaluator evaluate (``pretrain``).
+        keep_best: the evaluation metric (a name in :data:`~sipt_lab.core.names.EVAL_METRICS`)
+            whose best value's model is kept beside the last one; evaluates every
+            :data:`EVAL_EVERY_DEFAULT` steps when ``eval_every`` is None.
+        patience: stop after this many evaluations without a better ``keep_best``; None: never.
+        report_to: where the run logs besides its ``history.csv``, a name in
+            :data:`~sipt_lab.core.names.REPORT_TO`.
+
+    The last four watch a run rather than define it: they are left out of the saved config while
+    they hold their defaults, and a checkpoint resumes whatever they are.
     """
 
     steps: int = option(1000, help="optimiser steps", range=(1, MAX_STEPS), metavar="N")
@@ -114,11 +130,27 @@ class TrainConfig:
     head_warmup: int = option(0, help="steps that fit a checkpoint's new MLM head (one without its own) with the "
                               "encoder frozen, before training; 0 = none", range=(0, MAX_STEPS), metavar="N")
     head_lr: float = option(1e-2, help="learning rate of the head warm-up", range=(0.0, None), open="low", metavar="LR")
+    eval_every: int | None = option(None, help="evaluate the embedding every N steps and at the end (link retrieval "
+                                    f"on the graph; with labels LOO 3-NN AUROC and the LC of its 3-NN graph); N "
+                                    f"left out: {EVAL_EVERY_DEFAULT}", range=(1, MAX_STEPS), metavar="N",
+                                    default_help="none", omit_default=True)
+    keep_best: str | None = option(None, choices=names.EVAL_METRICS, metavar="METRIC", omit_default=True,
+                                   help=f"keep the model with the best value of this evaluation metric ({', '.join(names.EVAL_METRICS)}) in DIR/best "
+                                   f"(evaluating every {EVAL_EVERY_DEFAULT} steps unless --eval-every says)")
+    patience: int | None = option(None, help="stop after N evaluations without a better --keep-best metric",
+                                  range=(1, None), metavar="N", default_help="never", omit_default=True)
+    report_to: str = option("tensorboard", choices=names.REPORT_TO, omit_default=True,
+                            help="log loss terms, learning rate, evaluations and throughput to TensorBoard event "
+                            "files in DIR/tensorboard (and CSV), to CSV files only, or to none besides history.csv")
 
     def __post_init__(self) -> None:
         if self.loss_params is None:  # the char row's parameters of the default loss, another loss's own
             object.__setattr__(self, "loss_params", dict(CHAR_LOSS_PARAMS) if self.loss == "contrastive" else {})
         validate(self)
+        if self.keep_best is not None and self.eval_every is None:
+            object.__setattr__(self, "eval_every", EVAL_EVERY_DEFAULT)
+        if self.patience is not None and self.keep_best is None:
+            raise ConfigError("TrainConfig.patience", "needs keep_best, the metric whose progress it waits for")
         if self.mask_prob == 1.0 and self.mask_replacement != "keep":
             raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")
         known = names.LOSS_PARAMETERS[self.loss]
@@ -140,6 +172,8 @@ class FinetuneConfig:
         weight_decay: AdamW's.
         max_len: tokens per sample (None: the tokenizer's own).
         device: ``auto``, ``cpu`` or ``cuda``.
+        eval_every: also score validation and test every this many steps (not only after each
+            pass); None: after each pass only. Left out of the saved config while None.
     """
 
     lrs: tuple[float, ...] = option((2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low",
@@ -151,6 +185,9 @@ class FinetuneConfig:
     max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
                                  default_help="the model's")
     device: str = option("auto", help="auto, cpu or cuda", nonempty=True)
+    eval_every: int | None = option(None, help="also score validation and test every N steps (history.csv); "
+                                    "they are scored after every pass anyway", range=(1, None), metavar="N",
+                                    default_help="after each pass only", omit_default=True)
 
     def __post_init__(self) -> None:
         if not self.lrs:

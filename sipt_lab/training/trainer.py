@@ -48,6 +48,7 @@ from sipt_lab.training.runtime import autocast_dtype, distributed_context, local
 from sipt_lab.training.stacked_step import StackedStep
 from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
 from sipt_lab.training.train_config import TrainConfig, check_structure_geometry
+from sipt_lab.training.watch import WatchFactory
 
 #: TrainConfig fields that may differ between the runs of one batched training.
 PER_RUN_FIELDS = ("seed", "lambda_si")
@@ -89,6 +90,7 @@ def pretrain(
     checkpoint_dir: str | Path | None = None,
     progress: bool = True,
     method: Recipe | None = None,
+    watch: WatchFactory | None = None,
 ) -> PretrainResult:
     """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``); ``texts`` are the
     samples the source's tokenizer featurises (:func:`~sipt_lab.training.inputs.encoder_inputs`):
@@ -105,6 +107,8 @@ def pretrain(
     is data parallel (:mod:`sipt_lab.training.loop`; each process's dropout draws differ). ``method``
     is the pre-training method's :class:`~sipt_lab.training.recipe.Recipe` (None: LM / SIPT by
     ``config.lambda_si``; :func:`sipt_lab.training.methods.method_recipe` gives the others).
+    ``watch`` builds, from the encoder and its tokenizer, the loop's
+    :class:`~sipt_lab.training.watch.Watch` (evaluations, best model, logged scalars).
     """
     recipe = method or GraphRecipe()
     source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
@@ -141,7 +145,7 @@ def pretrain(
                 notes.append(warm_up_head(model, head_step, plan.sampler, config))
 
         (history,) = train(step, [plan.sampler], config, optimizer, place=place, checkpoint=checkpoint,
-                           warm_up=warm_up, progress=progress)
+                           warm_up=warm_up, progress=progress, watch=None if watch is None else watch(model, tokenizer))
     model.eval()
     return PretrainResult(model, tokenizer, history, config, described, notes,
                           {objective.name: objective.eval() for _, objective in plan.objectives})

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +171,10 @@ def read_json(path: Path):
 
 
 def file_listing(root: Path) -> list[str]:
-    """Every file under ``root``, relative, sorted: which files a run writes is pinned too."""
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    """Every file under ``root``, relative, sorted: which files a run writes is pinned too (a
+    TensorBoard event file by its kind: its name holds the time, host and process)."""
+    return sorted(re.sub(r"events\.out\.tfevents\..*$", "events.out.tfevents.<time.host.pid>", p.relative_to(root).as_posix())
+                  for p in root.rglob("*") if p.is_file())
 
 
 @pytest.fixture(scope="module")
