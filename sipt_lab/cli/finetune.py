@@ -10,7 +10,6 @@ from sipt_lab.core.options import add_config_arguments, config_from_args, record
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
 from sipt_lab.training.train_config import FinetuneConfig
 
-
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
 FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
 FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device")

@@ -14,7 +14,6 @@ from sipt_lab.core.options import add_config_arguments, config_from_args
 from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
 from sipt_lab.synthetic.graph_spec import GraphSpec
 
-
 #: GraphSpec fields set by the ``graph build`` flags, in the order ``--help`` lists them. Their
 #: values are parsed by type alone and checked by GraphSpec (whose errors name the flag).
 GRAPH_FIELDS = ("family", "n_nodes", "noise", "noise_mode", "seed", "n_topics", "n_heldout", "corpus")

@@ -9,8 +9,8 @@ from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
-from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
+from sipt_lab.training.train_config import TrainConfig
 
 #: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
 #: their flags default to None and their help names each kind's value.

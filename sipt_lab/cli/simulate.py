@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import math
 
-from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
-from sipt_lab.graphs.noise import NOISE_MODES
-from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.simulation.simulate_job import PRESET_HELP, SimulateJob
-from sipt_lab.synthetic.graph_spec import GraphSpec
-from sipt_lab.training.train_config import TrainConfig
 from sipt_lab.core.names import LOSS_PARAMETERS, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.core.stats import format_mean_sd
-
+from sipt_lab.experiments.simulation.simulate_job import PRESET_HELP, SimulateJob
+from sipt_lab.graphs.noise import NOISE_MODES
+from sipt_lab.synthetic.graph_spec import GraphSpec
+from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
+from sipt_lab.training.train_config import TrainConfig
 
 #: GraphSpec fields set by ``simulate`` flags, and their help where it differs from ``graph build``'s.
 GRAPH_FIELDS = ("family", "noise", "noise_mode", "n_nodes", "seed")

