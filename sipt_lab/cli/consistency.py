@@ -11,14 +11,13 @@ import argparse
 from contextlib import ExitStack
 from importlib import resources
 
-from sipt_lab.cli.arguments import nonempty
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
-from sipt_lab.core.names import TIE_POLICIES
+from sipt_lab.core.options import add_config_arguments, config_from_args
+from sipt_lab.graphs.consistency_job import ConsistencyJob
 
 EXAMPLE_EDGES = "example_edges.tsv"
 EXAMPLE_LABELS = "example_labels.tsv"
-ENGINES = ("memory", "stream", "dask")
 
 
 def register(subparsers) -> None:
@@ -30,49 +29,20 @@ def register(subparsers) -> None:
         "leave-one-out accuracy of a one-hop majority vote), node homophily and edge homophily. "
         "Isolated nodes are counted but left out of the means.",
     )
-    parser.add_argument("--edges", type=nonempty, metavar="EDGES.tsv",
-                        help="undirected edges, one 'u<TAB>v' per line; '#' starts a comment; "
-                        "self-loops and duplicate edges are dropped and reported")
-    parser.add_argument("--labels", type=nonempty, metavar="LABELS.tsv",
-                        help="one 'node<TAB>label' per line; these nodes are the graph's nodes "
-                        "(nodes without edges are isolated) and every edge must use them")
-    parser.add_argument("--example", action="store_true",
-                        help="use the packaged 31-node two-field example instead of --edges/--labels")
-    parser.add_argument("--ties", choices=TIE_POLICIES, default="split",
-                        help="score of a node whose label ties with k-1 others for its neighbours' "
-                        "plurality: split = 1/k (expected accuracy of a random tie-break), "
-                        "strict = 0, lenient = 1 (default: %(default)s)")
+    add_config_arguments(parser, ConsistencyJob, ("edges", "labels", "example", "ties"))
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of a table")
     scale = parser.add_argument_group("graphs larger than memory")
-    scale.add_argument("--engine", choices=ENGINES,
-                       help="memory: read the whole edge list (TSV); stream: read the edges in chunks "
-                       "in bounded memory (TSV, CSV, optionally .gz, or Parquet); dask: the same on a "
-                       "Dask cluster (default: stream for Parquet/CSV edges or with --chunk-size, "
-                       "else memory); all give the same numbers")
-    scale.add_argument("--chunk-size", type=int, metavar="EDGES",
-                       help="edges per chunk of the stream engine (default: 2097152), and about per "
-                       "Dask partition of a text file; memory grows with it")
-    scale.add_argument("--edge-columns", default="u,v", metavar="U,V",
-                       help="the two node columns of a Parquet edges file (default: %(default)s)")
-    scale.add_argument("--label-columns", default="node,label", metavar="NODE,LABEL",
-                       help="the node and label columns of a Parquet labels file (default: %(default)s)")
-    scale.add_argument("--scheduler", metavar="ADDRESS",
-                       help="Dask scheduler address (tcp://host:8786) for --engine dask; "
-                       "default: a LocalCluster on this machine")
-    scale.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
-                       help="give up on an unreachable --scheduler after this long (default: %(default)g)")
-    scale.add_argument("--workers", type=int, default=2, metavar="N",
-                       help="LocalCluster workers when no --scheduler is given (default: %(default)s)")
-    scale.add_argument("--spill-dir", metavar="DIR",
-                       help="where the stream engine writes its temporary spill files "
-                       "(16 bytes per edge; default: the system's temporary directory)")
+    add_config_arguments(parser, ConsistencyJob, ("engine", "chunk_size", "edge_columns", "label_columns", "scheduler",
+                                                  "scheduler_timeout", "workers", "spill_dir"), container=scale)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from sipt_lab.graphs.consistency import consistency_report
     from sipt_lab.graphs.tsv import load_graph_tsv
+
+    json_output, args = args.json, config_from_args(args, ConsistencyJob)
 
     if args.example and (args.edges or args.labels):
         raise SiptError("--example replaces --edges/--labels; pass either --example or both files")
@@ -87,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             edges_file, labels_file = args.edges, args.labels
         engine = _engine(args, edges_file, labels_file)
         if engine != "memory":
-            return _print_result(args, {**_from_files(args, engine, edges_file, labels_file),
+            return _print_result(json_output, {**_from_files(args, engine, edges_file, labels_file),
                                         "edges_file": edges_file, "labels_file": labels_file})
         labelled = load_graph_tsv(edges_file, labels_file)
     report = consistency_report(labelled.graph, labelled.labels, args.ties)
@@ -98,15 +68,15 @@ def run(args: argparse.Namespace) -> int:
         "edges_file": edges_file,
         "labels_file": labels_file,
     }
-    return _print_result(args, result)
+    return _print_result(json_output, result)
 
 
-def _print_result(args: argparse.Namespace, result: dict) -> int:
-    print(json_text(result, sort_keys=False) if args.json else _table(result))
+def _print_result(json_output: bool, result: dict) -> int:
+    print(json_text(result, sort_keys=False) if json_output else _table(result))
     return 0
 
 
-def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
+def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
     """The engine asked for, or the one the files need; checks the flags that go with it."""
     from sipt_lab.graphs.edge_tables import is_parquet
 
@@ -127,7 +97,7 @@ def _engine(args: argparse.Namespace, edges_file, labels_file) -> str:
     return engine
 
 
-def _from_files(args: argparse.Namespace, engine: str, edges_file, labels_file) -> dict:
+def _from_files(args: ConsistencyJob, engine: str, edges_file, labels_file) -> dict:
     from sipt_lab.graphs.consistency import consistency_from_files
 
     result = consistency_from_files(

@@ -2,7 +2,8 @@
 
 The figure registry imports torch, scikit-learn and matplotlib, so it is imported only when the
 command runs: ``--only`` names are checked then (an unknown one lists them all), and options left
-out take :class:`~sipt_lab.experiments.paper.figures.FigureOptions`' defaults.
+out take :class:`~sipt_lab.experiments.paper.figure_options.FigureOptions`' defaults. The flags are
+generated from its fields; a config error names the field, shown here as its flag.
 """
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ import sys
 import time
 from pathlib import Path
 
-from sipt_lab.cli.arguments import POSITIVE, integer, nonempty
+from sipt_lab.cli.arguments import nonempty
 from sipt_lab.cli.simulate import add_preset_flags
-from sipt_lab.grid import EXECUTORS
+from sipt_lab.core.options import add_config_arguments, config_from_args, options_of, record_field_flags
+from sipt_lab.experiments.paper.figure_options import FigureOptions
 
 DEFAULT_OUT = "paper_figures/out"
+#: FigureOptions fields set by ``figures`` flags.
+FIGURE_FIELDS = ("seeds", "executor", "steps", "n_nodes", "families", "passes", "scale_nodes", "preset", "encoder", "batched")
+#: What --help says of a field's default where the flag itself defaults to None.
+FIGURE_FIELD_DEFAULTS = {name: meta.default_help for name, meta in options_of(FigureOptions).items()}
 
 
 def register(subparsers) -> None:
@@ -30,30 +36,24 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="make only these figures (default: all)")
-    parser.add_argument("--seeds", type=int, metavar="K",
-                        help="seeds 0..K-1 per experiment (default: 3)")
-    parser.add_argument("--executor", metavar="NAME",
-                        help=f"where grid cells run: {', '.join(EXECUTORS)} (default: local)")
+    # Options left out stay None here and take FigureOptions' defaults (the ones --help shows).
+    add_config_arguments(parser, FigureOptions, ("seeds", "executor"), check=False, defaults={"seeds": None, "executor": None},
+                         default_help={"seeds": str(FigureOptions.seeds), "executor": FigureOptions.executor})
     parser.add_argument("--out", default=DEFAULT_OUT, type=nonempty, metavar="DIR", help="output directory (default: %(default)s)")
-    parser.add_argument("--steps", type=int, metavar="N", help="pre-training steps per arm (default: each family's)")
-    parser.add_argument("--nodes", type=int, metavar="N",
-                        help="pre-training samples per dataset (default: each family's)")
-    parser.add_argument("--families", nargs="+", metavar="NAME",
-                        help="graph families of fig5a and theorem1 (default: all eight of Figure 5a)")
-    parser.add_argument("--passes", type=POSITIVE, metavar="P",
-                        help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / batch; default 64)")
-    parser.add_argument("--scale-nodes", type=integer(2, 1_000_000), nargs="+", metavar="N",
-                        help="heldout_scale: pre-training sizes for every family (default: CLIQUES 50 200 1000, TORUS 50 200 500)")
-    add_preset_flags(parser)
+    add_config_arguments(parser, FigureOptions, ("steps", "n_nodes"), check=False)
+    add_config_arguments(parser, FigureOptions, ("families",), check=False, defaults={"families": None},
+                         default_help={"families": FIGURE_FIELD_DEFAULTS["families"]})
+    add_config_arguments(parser, FigureOptions, ("passes", "scale_nodes"))
+    add_preset_flags(parser, FigureOptions)
+    record_field_flags(parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes"})  # of each experiment
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.paper.figures import FigureOptions, make_figures
+    from sipt_lab.experiments.paper.figures import make_figures
 
-    given = {"seeds": args.seeds, "executor": args.executor, "families": tuple(args.families or ()) or None,
-             "passes": args.passes, "preset": args.preset, "encoder": args.encoder, "batched": args.batched, "scale_nodes": tuple(args.scale_nodes) if args.scale_nodes else None}
-    options = FigureOptions(steps=args.steps, n_nodes=args.nodes, **{k: v for k, v in given.items() if v is not None})
+    given = {name: getattr(args, name) for name in FIGURE_FIELDS}
+    options = config_from_args(args, FigureOptions, (), **{name: value for name, value in given.items() if value is not None})
     start = time.perf_counter()
     written = make_figures(args.only, args.out, options)
     for name, paths in written.items():

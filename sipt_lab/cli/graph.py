@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import nonempty
+from sipt_lab.core.options import add_config_arguments, config_from_args
 from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
-from sipt_lab.graphs.noise import NOISE_MODES
+from sipt_lab.synthetic.graph_spec import GraphSpec
 
-
-#: GraphSpec fields -> the ``graph build`` flags that set them (errors name the flag).
-GRAPH_FLAGS = {"GraphSpec.n_nodes": "--nodes", "GraphSpec.noise": "--noise", "GraphSpec.noise_mode": "--noise-mode",
-               "GraphSpec.seed": "--seed", "GraphSpec.n_topics": "--topics", "GraphSpec.n_heldout": "--heldout"}
+#: GraphSpec fields set by the ``graph build`` flags, in the order ``--help`` lists them. Their
+#: values are parsed by type alone and checked by GraphSpec (whose errors name the flag).
+GRAPH_FIELDS = ("family", "n_nodes", "noise", "noise_mode", "seed", "n_topics", "n_heldout", "corpus")
 
 
 def register(subparsers) -> None:
@@ -38,26 +38,12 @@ def register(subparsers) -> None:
         "sentences.tsv (node, sentence), heldout.tsv (label, sentence), meta.json and the family's "
         "extra tables. edges.tsv and labels.tsv are readable by 'sipt-lab consistency'.",
     )
-    build.add_argument("--graph", required=True, metavar="NAME",
-                       help="graph family ('sipt-lab graph list' shows them)")
-    build.add_argument("--nodes", type=int, metavar="N", help="pre-training nodes (default: the family's)")
-    build.add_argument("--noise", type=float, default=0.0, metavar="P",
-                       help="edge-noise probability in [0, 1] (default: %(default)s)")
-    build.add_argument("--noise-mode", default="add", metavar="MODE",
-                       help=f"{' or '.join(NOISE_MODES)}: add = every non-edge appears with probability P; "
-                       "flip = also every edge disappears with probability P (default: %(default)s)")
-    build.add_argument("--seed", type=int, default=0, metavar="S",
-                       help="seed of every random choice (default: %(default)s)")
-    build.add_argument("--topics", type=int, metavar="K", help="LDA topic count (default: the family's)")
-    build.add_argument("--heldout", type=int, default=20, metavar="H",
-                       help="held-out sentences built the same way (default: %(default)s)")
-    build.add_argument("--corpus", type=nonempty, metavar="PATH",
-                       help="one sentence per line (text or JSONL, maybe .gz); default: the embedded corpus")
+    add_config_arguments(build, GraphSpec, GRAPH_FIELDS, check=False, required=("family",))
     build.add_argument("--out", required=True, type=nonempty, metavar="DIR",
                        help="output directory, created if missing; it must be empty or hold an earlier "
                        "build, whose files are replaced")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
-    build.set_defaults(func=run_build, field_flags=GRAPH_FLAGS)
+    build.set_defaults(func=run_build)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -74,18 +60,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     from sipt_lab.synthetic.builder import build_dataset, resolve_spec
-    from sipt_lab.synthetic.spec import GraphSpec
 
-    spec = resolve_spec(GraphSpec(
-        family=args.graph,
-        n_nodes=args.nodes,
-        noise=args.noise,
-        noise_mode=args.noise_mode,
-        seed=args.seed,
-        n_heldout=args.heldout,
-        n_topics=args.topics,
-        corpus=args.corpus,
-    ))
+    spec = resolve_spec(config_from_args(args, GraphSpec, GRAPH_FIELDS))
     check_output_dir(args.out, owned_only=True)  # before the build; nothing is written if it fails
     dataset = build_dataset(spec, progress=not args.quiet)
     out = claim_output_dir(args.out)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.cli.arguments import POSITIVE_INT, nonempty
+from sipt_lab.cli.arguments import nonempty
 from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
+from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
 from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
+from sipt_lab.training.train_config import TrainConfig
 
-#: What ``--model`` takes besides a directory, listed in --help.
-MODEL_NAMES_HELP = "char or minilm, the encoder as that --init starts it"
 #: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
 #: their flags default to None and their help names each kind's value.
 PER_KIND = tuple(name for name in INIT_DEFAULTS["char"].train_options() if name != "loss_params")
@@ -73,12 +72,10 @@ def register(subparsers) -> None:
         description="Write EMB.npy (float32, one row per sample, in file order) and EMB.ids.tsv with an "
         "encoder saved by `sipt-lab pretrain` (DIR/model) or any Hugging Face checkpoint directory.",
     )
-    embed.add_argument("--model", required=True, type=nonempty, metavar="DIR", help=f"encoder: a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name ({MODEL_NAMES_HELP})")
-    embed.add_argument("--samples", required=True, type=nonempty, metavar="S", help="samples file (as for pretrain)")
+    add_config_arguments(embed, EmbedJob, ("model", "samples"), required=("model", "samples"))
     embed.add_argument("--out", required=True, type=nonempty, metavar="EMB", help="output .npy path (its ids go to EMB.ids.tsv)")
     embed.add_argument("--overwrite", action="store_true", help="replace an existing EMB.npy and EMB.ids.tsv")
-    embed.add_argument("--batch-size", type=POSITIVE_INT, default=256, metavar="B", help="samples per forward pass (default: %(default)s)")
-    embed.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    add_config_arguments(embed, EmbedJob, ("batch_size", "device"), argparse_options={"device": {"type": None}})
     embed.set_defaults(func=run_embed, memory_hint="lower --batch-size")
 
 
@@ -161,7 +158,8 @@ def run_lambda_sweep(args: argparse.Namespace) -> int:
 def run_embed(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretrain_job import embed_samples
 
-    vectors, ids = embed_samples(args.model, args.samples, args.out, batch_size=args.batch_size, device=args.device,
+    job = config_from_args(args, EmbedJob)
+    vectors, ids = embed_samples(job.model, job.samples, args.out, batch_size=job.batch_size, device=job.device,
                                  overwrite=args.overwrite)
     print(f"embeddings: {vectors}   ids: {ids}")
     return 0

@@ -5,25 +5,23 @@ from __future__ import annotations
 import argparse
 import math
 
-from sipt_lab.cli.arguments import nonempty
-from sipt_lab.cli.graph import GRAPH_FLAGS
-from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
-from sipt_lab.graphs.noise import NOISE_MODES
-from sipt_lab.core.options import add_config_arguments, record_field_flags
-from sipt_lab.training.train_config import TrainConfig
-from sipt_lab.core.names import LOSS_PARAMETERS, ENCODER_PRESETS, METHODS, NEGATIVE_SAMPLERS, PAIR_MODES, SIMULATION_PRESETS, STRUCTURE_LOSSES
-from sipt_lab.grid import EXECUTORS
+from sipt_lab.core.names import LOSS_PARAMETERS, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.core.stats import format_mean_sd
+from sipt_lab.experiments.simulation.simulate_job import PRESET_HELP, SimulateJob
+from sipt_lab.graphs.noise import NOISE_MODES
+from sipt_lab.synthetic.graph_spec import GraphSpec
+from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
+from sipt_lab.training.train_config import TrainConfig
 
-
-#: Fields -> the hand-written ``simulate`` flags that set them (errors name the flag; the flags of
-#: TrainConfig fields are generated and record their own).
-FIELD_FLAGS = {
-    **{field: flag for field, flag in GRAPH_FLAGS.items() if flag in ("--nodes", "--noise", "--noise-mode", "--seed")},
-    "simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder", "SimulationConfig.methods": "--methods",
-}
+#: GraphSpec fields set by ``simulate`` flags, and their help where it differs from ``graph build``'s.
+GRAPH_FIELDS = ("family", "noise", "noise_mode", "n_nodes", "seed")
+GRAPH_HELP = {"family": "graph family (see `sipt-lab graph list`), e.g. torus, cliques",
+              "noise": "edge-noise rate in [0, 1] (default: %(default)s)",
+              "noise_mode": f"noise model: {' or '.join(NOISE_MODES)} (default: %(default)s)",
+              "n_nodes": "pre-training samples (default: the family's)", "seed": "first seed (default: %(default)s)"}
 
 
 def register(subparsers) -> None:
@@ -37,19 +35,10 @@ def register(subparsers) -> None:
         "local consistency over the graph (Theorem 1's bound). Finished seeds are kept in --out "
         "and skipped when the same command runs again.",
     )
-    parser.add_argument("--graph", required=True, metavar="NAME",
-                        help="graph family (see `sipt-lab graph list`), e.g. torus, cliques")
-    parser.add_argument("--noise", type=float, default=0.0, metavar="P",
-                        help="edge-noise rate in [0, 1] (default: %(default)s)")
-    parser.add_argument("--noise-mode", default="add", metavar="MODE",
-                        help=f"noise model: {' or '.join(NOISE_MODES)} (default: %(default)s)")
-    parser.add_argument("--nodes", type=int, metavar="N", help="pre-training samples (default: the family's)")
-    parser.add_argument("--seeds", type=int, default=3, metavar="K",
-                        help="independent repetitions, seeds 0..K-1 from --seed (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
-    parser.add_argument("--methods", nargs="+", default=["lm", "sipt"], metavar="NAME",
-                        help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(METHODS)} "
-                        "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)")
+    add_config_arguments(parser, GraphSpec, GRAPH_FIELDS[:4], check=False, required=("family",), help=GRAPH_HELP)
+    add_config_arguments(parser, SimulateJob, ("seeds",), check=False)
+    add_config_arguments(parser, GraphSpec, ("seed",), check=False, help=GRAPH_HELP, argparse_options={"seed": {"metavar": None}})
+    add_config_arguments(parser, SimulateJob, ("methods",), check=False)
     _train_arguments(parser, ("lambda_si", "loss"))
     parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the structure-inducing loss, repeatable (contrastive: "
@@ -58,14 +47,13 @@ def register(subparsers) -> None:
     _train_arguments(parser, ("pairs", "negatives"))
     _train_arguments(parser, ("steps",))
     add_preset_flags(parser)
-    parser.add_argument("--corpus", type=nonempty, metavar="PATH",
-                        help="sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus")
+    add_config_arguments(parser, GraphSpec, ("corpus",), check=False,
+                         help={"corpus": "sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus"})
     _train_arguments(parser, ("device",))
-    parser.add_argument("--executor", default="local", metavar="NAME",
-                        help=f"how seeds run: {', '.join(EXECUTORS)} (default: %(default)s)")
+    add_config_arguments(parser, SimulateJob, ("executor",), check=False)
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    record_field_flags(parser, FIELD_FLAGS)
+    record_field_flags(parser, {"SimulationConfig.methods": "--methods"})  # checked again once resolved
     parser.set_defaults(func=run)
 
 
@@ -97,41 +85,28 @@ def run(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.simulation.simulate import simulate
     from sipt_lab.experiments.simulation.simulation_config import simulation_config
 
-    graph_options = {"noise": args.noise, "noise_mode": args.noise_mode, "corpus": args.corpus}
-    if args.nodes is not None:
-        graph_options["n_nodes"] = args.nodes
+    job = config_from_args(args, SimulateJob, graph=config_from_args(args, GraphSpec, GRAPH_FIELDS + ("corpus",)))
+    graph_options = {"noise": job.graph.noise, "noise_mode": job.graph.noise_mode, "corpus": job.graph.corpus}
+    if job.graph.n_nodes is not None:
+        graph_options["n_nodes"] = job.graph.n_nodes
     train_options = {"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device,
                      "loss_params": parse_loss_params(args.loss_param)}
     if args.pairs is not None:
         train_options["pairs"] = args.pairs
     if args.negatives is not None:
         train_options["negatives"] = args.negatives
-    config = simulation_config(
-        args.graph,
-        seed=args.seed,
-        steps=args.steps,
-        preset=args.preset,
-        encoder=args.encoder,
-        graph_options=graph_options,
-        train_options=train_options,
-        methods=tuple(args.methods),
-    )
-    summary = simulate(config, args.seeds, args.out, executor=args.executor, progress=not args.json, batched=args.batched)
+    config = simulation_config(job.graph.family, seed=job.graph.seed, steps=args.steps, preset=job.preset, encoder=job.encoder,
+                               graph_options=graph_options, train_options=train_options, methods=job.methods)
+    summary = simulate(config, job.seeds, args.out, executor=job.executor, progress=not args.json, batched=job.batched)
     print(json_text(summary, sort_keys=False) if args.json else format_summary(summary))
     return 0
 
 
-def add_preset_flags(parser: argparse.ArgumentParser) -> None:
-    """``--preset``, ``--encoder`` and ``--batched`` (shared with ``sipt-lab figures``)."""
-    parser.add_argument("--preset", default="default", metavar="NAME",
-                        help=f"training settings per family: {' or '.join(SIMULATION_PRESETS)} (paper: the paper's "
-                        "encoder sizes, whole graph per step, 8,000 steps or 1,500 epochs, lr 3e-4 constant, "
-                        "sampled pairs; default: %(default)s)")
-    parser.add_argument("--encoder", metavar="NAME",
-                        help=f"char encoder sizes: {', '.join(ENCODER_PRESETS)} (default: the preset's)")
-    parser.add_argument("--batched", action="store_true",
-                        help="train all seeds x arms of a condition as one batched model, conditions side by side "
-                        "under --executor (same numbers up to float rounding; faster for small encoders on a CPU)")
+def add_preset_flags(parser: argparse.ArgumentParser, cls: type = SimulateJob, **options) -> None:
+    """``--preset``, ``--encoder`` and ``--batched`` from the fields of ``cls`` (``SimulateJob``, or
+    ``FigureOptions`` for ``sipt-lab figures``)."""
+    preset_help = f"{PRESET_HELP.removesuffix(')')}; default: %(default)s)"  # the default inside the parenthesis
+    add_config_arguments(parser, cls, ("preset", "encoder", "batched"), check=False, help={"preset": preset_help}, **options)
 
 
 def parse_loss_params(items: list[str]) -> dict[str, float]:

@@ -6,6 +6,8 @@ field cannot run raises :class:`ConfigError`, which names the field (``TrainConf
 CLI shows the flag that sets that field instead.
 """
 
+import re
+
 
 class SiptError(Exception):
     """A user-facing problem (bad input, impossible request). The message is one line."""
@@ -25,5 +27,7 @@ class ConfigError(SiptError):
         self.problem = problem
 
     def for_flags(self, flags: dict[str, str]) -> str:
-        """The message with the field replaced by its entry in ``flags`` (field -> CLI flag), if any."""
-        return f"{flags[self.field]} {self.problem}" if self.field in flags else str(self)
+        """The message with the field, and any other ``Class.field`` the problem names, replaced by
+        its entry in ``flags`` (field -> CLI flag), if any."""
+        problem = re.sub(r"\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b", lambda found: flags.get(found[0], found[0]), self.problem)
+        return f"{flags.get(self.field, self.field)} {problem}"

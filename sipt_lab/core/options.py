@@ -145,9 +145,11 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
     ``defaults`` replaces a field's default on the command line (e.g. None for a field whose default
     the command resolves later), ``default_help`` what ``--help`` says about that default,
     ``help`` a field's help text, ``flags`` its flag; ``required`` fields have no default;
-    ``argparse_options`` adds or replaces keyword arguments of ``add_argument`` per field.
-    ``check`` False parses each value by its type alone and leaves ranges and choices to the
-    config's :func:`validate` (its error then names the flag through ``field_flags``).
+    ``argparse_options`` adds or replaces keyword arguments of ``add_argument`` per field. A field
+    whose ``flag`` is its own name without dashes becomes a positional argument.
+    ``check`` False parses each value by its type alone (a ``nonempty`` string still refuses a
+    blank one) and leaves ranges and choices to the config's :func:`validate` (its error then
+    names the flag through ``field_flags``).
     Arguments go to ``container`` (an argument group) or, per field, ``containers[field]``, else to
     ``parser``. The mapping ``"Class.field" -> flag`` is merged into the parser's ``field_flags``
     default, which the CLI reads to name flags in config errors.
@@ -162,7 +164,7 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
         field = declared[name]
         meta = field_option(field) or Option(help="")
         flag = flags.get(name) or flag_of(cls, name)
-        kwargs = _argparse_kwargs(hints[name], meta if check else Option(help=meta.help))
+        kwargs = _argparse_kwargs(hints[name], meta if check else Option(help=meta.help, nonempty=meta.nonempty))
         if name in required:
             kwargs["required"] = True
             default = None
@@ -172,7 +174,7 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
         text = help[name] if name in help else meta.help.replace("%", "%%")
         if name not in required and kwargs.get("action") != "store_true" and "(default" not in text:
             shown = default_help.get(name, meta.default_help if name not in defaults else None)
-            if shown is None and default is not None:
+            if shown is None and default is not None and default != ():  # an empty list: nothing to show
                 shown = "%(default)s"
             if shown is not None:
                 text = f"{text} {shown}" if shown.startswith("(default") else f"{text} (default: {shown})"
@@ -181,8 +183,14 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, field
             kwargs["metavar"] = meta.metavar
         kwargs.update(argparse_options.get(name, {}))
         target = containers.get(name, container if container is not None else parser)
-        target.add_argument(flag, dest=name, **kwargs)
-        made[name] = flag
+        if flag.startswith("-"):
+            target.add_argument(flag, dest=name, **kwargs)
+            made[name] = flag
+        else:  # a positional argument: its flag is its name (the field's), errors show its metavar
+            kwargs.pop("required", None)
+            kwargs.pop("default", None)
+            target.add_argument(name, **kwargs)
+            made[name] = kwargs.get("metavar") or name.upper()
     record_field_flags(parser, {f"{cls.__name__}.{name}": flag for name, flag in made.items()})
     return made
 

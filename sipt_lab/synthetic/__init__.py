@@ -1,9 +1,30 @@
-"""Semi-synthetic graph families over topic-modelled sentences (the SIPT paper's Methods)."""
+"""Semi-synthetic graph families over topic-modelled sentences (the SIPT paper's Methods).
 
-from sipt_lab.synthetic.builder import build_dataset, resolve_spec
-from sipt_lab.synthetic.dataset import SyntheticDataset
-from sipt_lab.synthetic.families import FAMILIES, family_names, get_family
-from sipt_lab.synthetic.spec import Family, GraphSpec
+The names below are imported on first use, so that :mod:`sipt_lab.synthetic.graph_spec` (which the
+CLI's parser reads) loads without the families and scikit-learn.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Exported name -> the module of this package that defines it.
+_EXPORTS = {"build_dataset": "builder", "resolve_spec": "builder", "SyntheticDataset": "dataset", "FAMILIES": "families",
+            "family_names": "families", "get_family": "families", "Family": "spec", "GraphSpec": "graph_spec"}
 
 __all__ = ["FAMILIES", "Family", "GraphSpec", "SyntheticDataset", "build_dataset", "family_names", "get_family",
            "resolve_spec"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sipt_lab.synthetic.builder import build_dataset, resolve_spec
+    from sipt_lab.synthetic.dataset import SyntheticDataset
+    from sipt_lab.synthetic.families import FAMILIES, family_names, get_family
+    from sipt_lab.synthetic.graph_spec import GraphSpec
+    from sipt_lab.synthetic.spec import Family
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sipt_lab.synthetic' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sipt_lab.synthetic.{_EXPORTS[name]}"), name)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.experiments.configs import DomainRunConfig
 from sipt_lab.experiments.finetune_job import check_mode
 from sipt_lab.experiments.presets import DomainPreset
 from sipt_lab.grid.model_store import directory_digest
@@ -135,3 +136,22 @@ def _teacher_reference(teacher: str | Path) -> dict:
         raise SiptError(f"teacher {teacher} is not an encoder (no encoder.pt or config.json); pass a model directory "
                         "written by `sipt-lab pretrain` (its model/ folder) or a Hugging Face checkpoint")
     return {"teacher": str(path), "teacher_digest": directory_digest(path)}
+
+
+def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
+    """The cells of one ``domain run``: the domain's preset under ``config.preset`` with the values
+    ``config`` replaces (samples, steps, lambdas, mode, micro-batches), then :func:`domain_cells`."""
+    from sipt_lab.experiments.presets import preset_for
+    from sipt_lab.training.train_config import split_batch
+
+    preset = preset_for(config.domain, config.preset)
+    changes = {"n_samples": config.samples, "lambdas": config.lambdas, "mode": config.mode}
+    preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
+    if config.steps is not None:
+        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=config.steps), epochs=None)
+    if config.grad_accum is not None:
+        preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
+    check_mode(preset.mode)
+    return domain_cells(config.domain, list(config.graphs) if config.graphs else None, config.seeds, preset,
+                        init=config.init, task=config.task, device=config.device, methods=config.methods,
+                        data_dir=config.data_dir, teacher=config.teacher, concepts=ConceptOptions(layer=config.teacher_layer))

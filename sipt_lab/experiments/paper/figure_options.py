@@ -5,6 +5,9 @@ mean ± sd columns and progress lines.
 Each figure's expensive work runs as cells of :func:`~sipt_lab.grid.run_grid` under
 ``options.cells_dir`` (default ``<out_dir>/cells``), so it is computed once and a re-run skips
 finished cells.
+
+The module is light (no torch): the CLI's parser generates the ``figures`` flags from
+:class:`FigureOptions`' fields; what runs imports the experiments when called.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.errors import ConfigError
+from sipt_lab.core.options import option, validate
 from sipt_lab.core.stats import mean_sd
-from sipt_lab.experiments.simulation.simulation_config import check_seeds, simulation_config
-from sipt_lab.grid import check_executor
-from sipt_lab.synthetic import GraphSpec
-from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
+from sipt_lab.experiments.simulation.simulate_job import BATCHED_HELP, check_seeds, encoder_option, preset_option
+from sipt_lab.grid import EXECUTORS, check_executor
+from sipt_lab.synthetic.graph_spec import GraphSpec
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
 FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
@@ -52,51 +55,50 @@ class FigureOptions:
             arms as one batched model in this process (same cells).
     """
 
-    seeds: int = 3
-    executor: str = "local"
-    steps: int | None = None
-    n_nodes: int | None = None
-    families: tuple[str, ...] = FIGURE5_FAMILIES
+    seeds: int = option(3, help="seeds 0..K-1 per experiment", metavar="K")
+    executor: str = option("local", help=f"where grid cells run: {', '.join(EXECUTORS)}", metavar="NAME")
+    steps: int | None = option(None, help="pre-training steps per arm", metavar="N", default_help="each family's")
+    n_nodes: int | None = option(None, help="pre-training samples per dataset", flag="--nodes", metavar="N",
+                                 default_help="each family's")
+    families: tuple[str, ...] = option(FIGURE5_FAMILIES, help="graph families of fig5a and theorem1", metavar="NAME",
+                                       default_help="all eight of Figure 5a")
     noise_rates: tuple[float, ...] = NOISE_RATES
     cells_dir: str | None = None
     progress: bool = True
-    passes: float | None = None
-    scale_nodes: tuple[int, ...] | None = None
-    preset: str = "default"
-    encoder: str | None = None
-    batched: bool = False
-
-
-#: Config fields the options set -> the ``figures`` flags that set them. Until the CLI translates
-#: config errors for ``figures`` itself, :func:`check_options` names the flag.
-OPTION_FLAGS = {"simulation_config.preset": "--preset", "simulation_config.encoder": "--encoder",
-                "TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "GraphSpec.noise": "--noise-rates"}
+    passes: float | None = option(None, range=(0.0, None), open="low", metavar="P",
+                                  help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / "
+                                  "batch; default 64)")
+    scale_nodes: tuple[int, ...] | None = option(None, range=(2, 1_000_000), metavar="N",
+                                                 help="heldout_scale: pre-training sizes for every family",
+                                                 default_help="CLIQUES 50 200 1000, TORUS 50 200 500")
+    preset: str = preset_option()
+    encoder: str | None = encoder_option()
+    batched: bool = option(False, help=BATCHED_HELP)
 
 
 def check_options(options: FigureOptions) -> None:
-    """One-line SiptErrors for options that cannot run, before anything runs: the seeds, the
-    executor (:func:`~sipt_lab.grid.check_executor`), and the experiment configs the options make
-    (validated by the configs themselves: steps, nodes, preset, encoder, families, noise rates)."""
-    check_seeds(options.seeds)
+    """Errors for options that cannot run, before anything runs: the fields' ranges and choices, the
+    seeds, the executor (:func:`~sipt_lab.grid.check_executor`), and the experiment configs the
+    options make (validated by the configs themselves, whose errors name their fields: steps,
+    nodes, noise rates)."""
+    validate(options)
+    check_seeds(options.seeds, field="FigureOptions.seeds")
     check_executor(options.executor)
     if not options.families:
-        raise SiptError("no graph families given; name at least one")
-    try:
-        for family in options.families:
-            experiment_config(family, options)
-        for rate in options.noise_rates:
-            experiment_config("cliques", options, noise=rate)
-    except ConfigError as error:
-        raise SiptError(error.for_flags(OPTION_FLAGS)) from None
-    if options.passes is not None and options.passes <= 0:
-        raise SiptError(f"--passes must be a positive number of passes per sample, got {options.passes}")
-    if options.scale_nodes is not None and (not options.scale_nodes or min(options.scale_nodes) < 2):
-        raise SiptError(f"--scale-nodes must be sizes of at least 2 nodes, got {options.scale_nodes}")
+        raise ConfigError("FigureOptions.families", "is empty; name at least one graph family")
+    if options.scale_nodes is not None and not options.scale_nodes:
+        raise ConfigError("FigureOptions.scale_nodes", "is empty; name at least one size of 2 nodes or more")
+    for family in options.families:
+        experiment_config(family, options)
+    for rate in options.noise_rates:
+        experiment_config("cliques", options, noise=rate)
 
 
 def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noise: float = 0.0):
     """The :class:`~sipt_lab.experiments.simulation.simulation_config.SimulationConfig` of one experiment under
     ``options`` (family defaults otherwise)."""
+    from sipt_lab.experiments.simulation.simulation_config import simulation_config
+
     graph_options = {"noise": float(noise)}
     if options.n_nodes is not None:
         graph_options["n_nodes"] = options.n_nodes
@@ -112,6 +114,8 @@ def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:
 def prepare_grid_topics(specs: Sequence[GraphSpec], options: FigureOptions) -> None:
     """Fit each topic model the grid's datasets need once, here, rather than in every worker at once
     (only for executors that run cells in other processes)."""
+    from sipt_lab.synthetic.builder import prepare_topics, resolve_spec
+
     if options.executor != "serial":
         models = {(spec.corpus, spec.n_topics): spec for spec in map(resolve_spec, specs)}
         for spec in models.values():

@@ -16,8 +16,9 @@ import numpy as np
 from sipt_lab.core.config_io import config_to_dict, save_config
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.core.outputs import prepare_grid_dir
+from sipt_lab.experiments.simulation.simulate_job import check_seeds
 from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, simulate_seed
-from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, check_seeds, with_seed
+from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, with_seed
 from sipt_lab.experiments.simulation.stacked_cells import train_batched_cells
 from sipt_lab.grid import CellResult, GridInterrupted, as_cells, check_executor, run_grid
 from sipt_lab.grid.results_table import flatten

@@ -8,21 +8,17 @@ from typing import Any
 
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.experiments.presets import CHAR_DEFAULTS, encoder_config, training_preset
+from sipt_lab.experiments.simulation.simulate_job import ARMS
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.subword import TokenizerConfig
-from sipt_lab.synthetic import GraphSpec
-from sipt_lab.synthetic.spec import MAX_SEED
 from sipt_lab.synthetic.builder import resolve_spec
+from sipt_lab.synthetic.graph_spec import GraphSpec
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.train_config import steps_for_epochs
 from sipt_lab.training.methods import ConceptOptions, method_train_config
+from sipt_lab.training.train_config import steps_for_epochs
 
-#: The default methods (arms) of an experiment; any of :data:`sipt_lab.training.methods.METHODS` may be run.
-ARMS = ("lm", "sipt")
 #: No MLSM / LSM settings given: the methods' defaults.
 DEFAULT_CONCEPTS = ConceptOptions()
-#: Largest accepted number of seeds of one experiment.
-MAX_SEEDS = 1_000
 
 
 @dataclass(frozen=True)
@@ -135,15 +131,6 @@ def simulation_config(
     return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries,
                             tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,
                             methods=tuple(methods), concepts=concepts)
-
-
-def check_seeds(n_seeds: int, first: int = 0) -> None:
-    """SiptError unless ``n_seeds`` seeds from ``first`` on are a valid run (1 to :data:`MAX_SEEDS`
-    seeds, the last a valid graph seed)."""
-    if not 1 <= n_seeds <= MAX_SEEDS:
-        raise SiptError(f"--seeds must be >= 1 and <= {MAX_SEEDS}, got {n_seeds:,}")
-    if first + n_seeds - 1 > MAX_SEED:
-        raise SiptError(f"--seed + --seeds - 1 must be at most {MAX_SEED}; pass a smaller --seed")
 
 
 def with_seed(config: SimulationConfig, seed: int) -> SimulationConfig:
