@@ -11,7 +11,6 @@ from sipt_lab.core.options import add_config_arguments, config_from_args, record
 from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
 from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
-from sipt_lab.training.train_config import TrainConfig
 
 #: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
 #: their flags default to None and their help names each kind's value.

@@ -101,7 +101,7 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     ...                   init="char", encoder="paper-small", train=train_config("char", steps=2, batch_size=4, device="cpu"))
     >>> outcome = run_pretraining(job, tmp / "run", progress=False)
     >>> sorted(path.name for path in outcome.out_dir.iterdir())
-    ['.sipt-lab-files.json', 'checkpoint.pt', 'config.json', 'history.csv', 'model', 'result.json']
+    ['.sipt-lab-files.json', 'checkpoint.pt', 'config.json', 'history.csv', 'model', 'result.json', 'tensorboard']
     >>> outcome.report["n_samples"], outcome.report["n_edges"], outcome.report["local_consistency"]
     (8, 6, 1.0)
     >>> sorted(outcome.report["final"]), sorted(outcome.report["after"])[:3]
