@@ -53,8 +53,14 @@ def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:
     """The K runs of one condition (seeds x arms) and their encoder source (sizes and vocabulary)."""
     runs, encoder = [], None
     for seed in range(args.seeds):
-        config = simulation_config(args.family, seed=seed, steps=args.steps, preset=args.preset,
-                                   graph_options={"noise": args.noise}, train_options={"device": args.device})
+        config = simulation_config(
+            args.family,
+            seed=seed,
+            steps=args.steps,
+            preset=args.preset,
+            graph_options={"noise": args.noise},
+            train_options={"device": args.device},
+        )
         dataset = build_dataset(config.graph, progress=False)
         for arm in ARMS:
             train = dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
@@ -124,14 +130,30 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.0)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=1, help="measure every way this many times, interleaved; report medians")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads for every way (default 1: a grid's local workers use one each)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu; on cuda the CPU-time columns count the host's share)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="measure every way this many times, interleaved; report medians"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads for every way (default 1: a grid's local workers use one each)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu or cuda (default: cpu; on cuda the CPU-time columns count the host's share)",
+    )
     parser.add_argument("--vmap", type=int, default=0, metavar="N", help="also time N steps of the vmap variant")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N batched steps")
-    parser.add_argument("--sizes", type=int, nargs="*", default=[], metavar="K",
-                        help="also time batched trainings of the first K runs (K <= 2 x seeds)")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="K",
+        help="also time batched trainings of the first K runs (K <= 2 x seeds)",
+    )
     args = parser.parse_args()
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the marginal step is measured against a 1-step run)")
@@ -143,44 +165,62 @@ def main() -> None:
     for size in args.sizes:
         if not 1 <= size <= k:
             parser.error(f"--sizes {size}: use 1..{k} (2 x --seeds)")
-    ways = {"per-model": (runs, lambda rs: [pretrain(r.texts, r.graph, r.config, encoder, progress=False) for r in rs]),
-            "batched": (runs, lambda rs: pretrain_batched(rs, encoder, progress=False))}
+    ways = {
+        "per-model": (runs, lambda rs: [pretrain(r.texts, r.graph, r.config, encoder, progress=False) for r in rs]),
+        "batched": (runs, lambda rs: pretrain_batched(rs, encoder, progress=False)),
+    }
     ways.update({f"batched, K = {size}": (runs[:size], ways["batched"][1]) for size in args.sizes})
     pretrain_batched(runs[:1], encoder, progress=False)  # one-off warm-up (kernels, thread pools) outside every timing
-    times = {name: [] for name in ways}  # per repeat: (marginal wall, marginal CPU, whole wall, whole CPU) per model-step
+    times = {
+        name: [] for name in ways
+    }  # per repeat: (marginal wall, marginal CPU, whole wall, whole CPU) per model-step
     results = {}
     for _ in range(args.repeats):
         for name, (way_runs, train) in ways.items():
             _, one = _timed(train, way_runs, 1)
             results[name], whole = _timed(train, way_runs, args.steps)
             models = len(way_runs)
-            times[name].append([(w - o) / (models * (args.steps - 1)) for w, o in zip(whole, one)]
-                               + [t / (models * args.steps) for t in whole])
+            times[name].append(
+                [(w - o) / (models * (args.steps - 1)) for w, o in zip(whole, one)]
+                + [t / (models * args.steps) for t in whole]
+            )
     median = {name: np.median(np.array(values), axis=0) * 1000 for name, values in times.items()}
     if args.vmap:
         start = _clocks()
         vmap_seconds(runs, encoder, args.vmap)
         per_pass = [(now - then) / (k * args.vmap) * 1000 for now, then in zip(_clocks(), start)]
         median["vmap (trunk only)"] = np.array(per_pass + per_pass)  # no set-up: its step and run columns are alike
-    difference = max(np.abs(a.history["loss"] - b.history["loss"]).max() for a, b in zip(results["per-model"], results["batched"]))
-    print(f"{args.family}, preset {args.preset}, encoder hidden {encoder.config.hidden} x {encoder.config.n_layers} layers, "
-          f"{encoder.vocabulary.kind} vocabulary, "
-          f"batch {runs[0].config.batch_size}, pairs {runs[0].config.pairs}, K = {k} models "
-          f"({args.seeds} seeds x {len(ARMS)} arms), {args.steps} steps each, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} cores, device {args.device}, median of {args.repeats} repeat(s)")
-    print(f"{'way':<20} {'step wall ms':>13} {'step CPU ms':>12} {'ratio (wall)':>13} {'ratio (CPU)':>12} "
-          f"{'run wall ms':>12} {'run CPU ms':>11}")
+    difference = max(
+        np.abs(a.history["loss"] - b.history["loss"]).max() for a, b in zip(results["per-model"], results["batched"])
+    )
+    print(
+        f"{args.family}, preset {args.preset}, encoder hidden {encoder.config.hidden} x {encoder.config.n_layers} layers, "
+        f"{encoder.vocabulary.kind} vocabulary, "
+        f"batch {runs[0].config.batch_size}, pairs {runs[0].config.pairs}, K = {k} models "
+        f"({args.seeds} seeds x {len(ARMS)} arms), {args.steps} steps each, torch threads {torch.get_num_threads()}, "
+        f"{os.cpu_count()} cores, device {args.device}, median of {args.repeats} repeat(s)"
+    )
+    print(
+        f"{'way':<20} {'step wall ms':>13} {'step CPU ms':>12} {'ratio (wall)':>13} {'ratio (CPU)':>12} "
+        f"{'run wall ms':>12} {'run CPU ms':>11}"
+    )
     base = median["per-model"]
     for name, (step_wall, step_cpu, run_wall, run_cpu) in median.items():
-        print(f"{name:<20} {step_wall:13.2f} {step_cpu:12.2f} {base[0] / step_wall:13.2f} {base[1] / step_cpu:12.2f} "
-              f"{run_wall:12.2f} {run_cpu:11.2f}")
-    print(f"per model-step; step = marginal cost of one more step ((N-step run - 1-step run) / (N - 1)); run = the "
-          f"{args.steps}-step run / steps, set-up included; ratio = per-model step / this way's step; 'vmap' times "
-          f"{args.vmap} trunk passes only; largest |loss, batched - per-model| over every step of the {k} models: {difference:.2e}")
+        print(
+            f"{name:<20} {step_wall:13.2f} {step_cpu:12.2f} {base[0] / step_wall:13.2f} {base[1] / step_cpu:12.2f} "
+            f"{run_wall:12.2f} {run_cpu:11.2f}"
+        )
+    print(
+        f"per model-step; step = marginal cost of one more step ((N-step run - 1-step run) / (N - 1)); run = the "
+        f"{args.steps}-step run / steps, set-up included; ratio = per-model step / this way's step; 'vmap' times "
+        f"{args.vmap} trunk passes only; largest |loss, batched - per-model| over every step of the {k} models: {difference:.2e}"
+    )
     if args.profile:
         print_profile(runs, encoder, args.profile)
-    print(f"one condition at 8,000 steps (linear in steps), wall / CPU time: batched {median['batched'][0] * k * 8:.0f} / "
-          f"{median['batched'][1] * k * 8:.0f} s, per-model {base[0] * k * 8:.0f} / {base[1] * k * 8:.0f} s")
+    print(
+        f"one condition at 8,000 steps (linear in steps), wall / CPU time: batched {median['batched'][0] * k * 8:.0f} / "
+        f"{median['batched'][1] * k * 8:.0f} s, per-model {base[0] * k * 8:.0f} / {base[1] * k * 8:.0f} s"
+    )
 
 
 if __name__ == "__main__":

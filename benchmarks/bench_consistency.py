@@ -66,8 +66,7 @@ def planted_partition(n: int, m: int, p_within: float, rng: np.random.Generator)
 def first_call_seconds(cache_dir: str) -> float:
     """Seconds of :data:`FIRST_CALL` in a fresh interpreter with ``NUMBA_CACHE_DIR=cache_dir``."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, check=True, capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, check=True, capture_output=True, text=True)
     return float(done.stdout.split()[-1])
 
 
@@ -110,10 +109,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cache_dir:
         t_compile = first_call_seconds(cache_dir)
         t_cached = first_call_seconds(cache_dir)  # the compiling run has just filled it
-    rows.append(("0. first call: JIT compile", "5 n / 3 e", t_compile, None, "-", None,
-                 "fresh process, empty numba cache"))
-    rows.append(("0b. first call: cache load", "5 n / 3 e", t_cached, None, "-", None,
-                 "fresh process, kernel cached on disk"))
+    rows.append(
+        ("0. first call: JIT compile", "5 n / 3 e", t_compile, None, "-", None, "fresh process, empty numba cache")
+    )
+    rows.append(
+        ("0b. first call: cache load", "5 n / 3 e", t_cached, None, "-", None, "fresh process, kernel cached on disk")
+    )
 
     graph, labels = planted_partition(100_000, 1_000_000, 0.05, rng)
     G = graph.to_networkx()
@@ -121,25 +122,53 @@ def main() -> None:
     t, lc = best_of(REPEATS, partial(local_consistency, graph, labels))
     t_ref, lc_ref = best_of(REPEATS, partial(networkx_local_consistency, G, label_list))
     same = abs(lc - lc_ref) < 1e-12
-    rows.append(("1. sparse LC vs networkx loop", f"{graph.n_nodes:,} n / {graph.n_edges:,} e", t, t_ref,
-                 ">= 100x", t_ref / t >= 100 and same, f"LC={lc:.6f} nx={lc_ref:.6f} equal={same}"))
+    rows.append(
+        (
+            "1. sparse LC vs networkx loop",
+            f"{graph.n_nodes:,} n / {graph.n_edges:,} e",
+            t,
+            t_ref,
+            ">= 100x",
+            t_ref / t >= 100 and same,
+            f"LC={lc:.6f} nx={lc_ref:.6f} equal={same}",
+        )
+    )
     del graph, labels, G
 
     graph, labels = planted_partition(1_000_000, 20_000_000, 0.05, rng)
     t, lc = best_of(REPEATS, partial(local_consistency, graph, labels))
-    rows.append(("2. sparse LC", f"{graph.n_nodes:,} n / {graph.n_edges:,} e", t, None, "<= 1 s",
-                 t <= 1.0, f"LC={lc:.4f}"))
+    rows.append(
+        ("2. sparse LC", f"{graph.n_nodes:,} n / {graph.n_edges:,} e", t, None, "<= 1 s", t <= 1.0, f"LC={lc:.4f}")
+    )
     t, (h_node, h_edge) = best_of(REPEATS, partial(homophilies, graph, labels))
-    rows.append(("2b. node + edge homophily", f"{graph.n_nodes:,} n / {graph.n_edges:,} e", t, None, "<= 1 s",
-                 t <= 1.0, f"node={h_node:.4f} edge={h_edge:.4f}"))
+    rows.append(
+        (
+            "2b. node + edge homophily",
+            f"{graph.n_nodes:,} n / {graph.n_edges:,} e",
+            t,
+            None,
+            "<= 1 s",
+            t <= 1.0,
+            f"node={h_node:.4f} edge={h_edge:.4f}",
+        )
+    )
     del graph, labels
 
     groups = rng.integers(0, 1000, 10_000_000)
     ft = np.where(rng.random(groups.size) < 0.7, groups % N_CLASSES, rng.integers(0, N_CLASSES, groups.size))
     cliques = PretrainingGraph.from_groups(groups)
     t, lc = best_of(REPEATS, partial(local_consistency, cliques, ft))
-    rows.append(("3. implicit clique LC", f"{cliques.n_nodes:,} n / {cliques.n_edges:,} e", t, None,
-                 "<= 1 s", t <= 1.0, f"LC={lc:.4f}"))
+    rows.append(
+        (
+            "3. implicit clique LC",
+            f"{cliques.n_nodes:,} n / {cliques.n_edges:,} e",
+            t,
+            None,
+            "<= 1 s",
+            t <= 1.0,
+            f"LC={lc:.4f}",
+        )
+    )
     del cliques
 
     small = PretrainingGraph.from_groups(groups[:200_000])
@@ -147,22 +176,40 @@ def main() -> None:
     t, lc = best_of(REPEATS, lambda: local_consistency(small, ft[:200_000]))
     t_ref, lc_ref = best_of(REPEATS, lambda: local_consistency(materialised, ft[:200_000]))
     same = abs(lc - lc_ref) < 1e-12
-    rows.append(("3b. implicit vs materialised", f"{small.n_nodes:,} n / {small.n_edges:,} e", t, t_ref,
-                 "equal", same, f"LC={lc:.6f} equal={same}"))
+    rows.append(
+        (
+            "3b. implicit vs materialised",
+            f"{small.n_nodes:,} n / {small.n_edges:,} e",
+            t,
+            t_ref,
+            "equal",
+            same,
+            f"LC={lc:.6f} equal={same}",
+        )
+    )
 
     header = ("case", "graph", "ours (s)", "reference (s)", "speed-up", "target", "met", "check")
     table = [header] + [
-        (name, size, f"{ours:.4f}", "-" if ref is None else f"{ref:.4f}",
-         "-" if ref is None else f"{ref / ours:.0f}x", target,
-         "-" if ok is None else "yes" if ok else "NO", check)
+        (
+            name,
+            size,
+            f"{ours:.4f}",
+            "-" if ref is None else f"{ref:.4f}",
+            "-" if ref is None else f"{ref / ours:.0f}x",
+            target,
+            "-" if ok is None else "yes" if ok else "NO",
+            check,
+        )
         for name, size, ours, ref, target, ok, check in rows
     ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
-    print(f"peak RSS {peak_rss_gib():.2f} GiB; python {sys.version.split()[0]}, numpy {np.__version__}, "
-          f"networkx {nx.__version__}, numba {numba.__version__}; best of {REPEATS} after a warm-up, "
-          f"graph building not timed; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"peak RSS {peak_rss_gib():.2f} GiB; python {sys.version.split()[0]}, numpy {np.__version__}, "
+        f"networkx {nx.__version__}, numba {numba.__version__}; best of {REPEATS} after a warm-up, "
+        f"graph building not timed; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

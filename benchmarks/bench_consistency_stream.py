@@ -64,11 +64,17 @@ def write_graph(directory: Path, m: int, seed: int = 0) -> dict:
     """Parquet and TSV edges and TSV labels of a random graph with ``m`` edges; their paths."""
     rng = np.random.default_rng(seed)
     n = max(2, int(m * NODES_PER_EDGE))
-    paths = {"parquet": directory / f"edges-{m}.parquet", "tsv": directory / f"edges-{m}.tsv",
-             "labels": directory / f"labels-{m}.tsv"}
+    paths = {
+        "parquet": directory / f"edges-{m}.parquet",
+        "tsv": directory / f"edges-{m}.tsv",
+        "labels": directory / f"labels-{m}.tsv",
+    }
     schema = pa.schema([("u", pa.int64()), ("v", pa.int64())])
     text = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
-    with pq.ParquetWriter(paths["parquet"], schema) as parquet, pacsv.CSVWriter(paths["tsv"], schema, write_options=text) as tsv:
+    with (
+        pq.ParquetWriter(paths["parquet"], schema) as parquet,
+        pacsv.CSVWriter(paths["tsv"], schema, write_options=text) as tsv,
+    ):
         for start in range(0, m, WRITE_ROWS):
             k = min(WRITE_ROWS, m - start)
             table = pa.table({"u": rng.integers(0, n, k), "v": rng.integers(0, n, k)}, schema=schema)
@@ -98,12 +104,21 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
         con.execute("SET threads = 2")
         con.execute("SET memory_limit = '8GB'")
         con.execute(f"SET temp_directory = '{Path(edges).parent / 'duckdb-tmp'}'")
-        source = (f"read_parquet('{edges}')" if fmt == "parquet" else
-                  f"read_csv('{edges}', delim='\\t', header=false, columns={{'u': 'BIGINT', 'v': 'BIGINT'}})")
-        label_source = f"read_csv('{labels}', delim='\\t', header=false, columns={{'node': 'BIGINT', 'label': 'VARCHAR'}})"
+        source = (
+            f"read_parquet('{edges}')"
+            if fmt == "parquet"
+            else f"read_csv('{edges}', delim='\\t', header=false, columns={{'u': 'BIGINT', 'v': 'BIGINT'}})"
+        )
+        label_source = (
+            f"read_csv('{labels}', delim='\\t', header=false, columns={{'node': 'BIGINT', 'label': 'VARCHAR'}})"
+        )
         values = con.execute(SQL.format(edges=source, labels=label_source)).fetchone()
-    return {"seconds": time.perf_counter() - start, "cpu_seconds": _cpu_seconds() - cpu, "values": [float(x) for x in values],
-            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu_seconds() - cpu,
+        "values": [float(x) for x in values],
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
 
 
 def _cpu_seconds() -> float:
@@ -129,12 +144,15 @@ def _in_memory(fmt: str, edges: str, labels: str):
 
 def run_child(method: str, fmt: str, graph: dict, timeout: float) -> dict | None:
     """:func:`measure` in a fresh interpreter (so that its peak RSS is its own); None on timeout."""
-    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-            f"import bench_consistency_stream as b; "
-            f"print('RESULT', json.dumps(b.measure({method!r}, {fmt!r}, {graph[fmt]!r}, {graph['labels']!r})))")
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"import bench_consistency_stream as b; "
+        f"print('RESULT', json.dumps(b.measure({method!r}, {fmt!r}, {graph[fmt]!r}, {graph['labels']!r})))"
+    )
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired:
         return None
     if done.returncode:
@@ -147,8 +165,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 3e6, 1e7], help="edges per graph")
     parser.add_argument("--memory-max", type=float, default=1e7, help="largest size for the in-memory path")
     parser.add_argument("--formats", nargs="+", default=["parquet", "tsv"], choices=["parquet", "tsv"])
-    parser.add_argument("--methods", nargs="+", default=["stream", "memory", "duckdb"],
-                        choices=["stream", "memory", "duckdb"])
+    parser.add_argument(
+        "--methods", nargs="+", default=["stream", "memory", "duckdb"], choices=["stream", "memory", "duckdb"]
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run before it is skipped")
     parser.add_argument("--dir", help="where to write the graphs (default: a temporary directory)")
     args = parser.parse_args()
@@ -165,7 +184,7 @@ def main() -> None:
                         continue
                     results[method] = run_child(method, fmt, graph, args.timeout)
                 rows += _rows(m, graph["n"], fmt, results)
-                print(_format(rows[-len(results):]), flush=True)
+                print(_format(rows[-len(results) :]), flush=True)
             for path in (graph["parquet"], graph["tsv"], graph["labels"]):
                 Path(path).unlink()
     finally:
@@ -187,19 +206,52 @@ def _rows(m: int, n: int, fmt: str, results: dict) -> list[tuple]:
         if stream and method != "stream":
             same = np.allclose(result["values"], stream["values"], rtol=1e-9, atol=0)
             check = "equal" if same else f"DIFFERENT {result['values']} vs {stream['values']}"
-        rows.append((m, n, fmt, method, result["seconds"], result["cpu_seconds"], m / result["seconds"],
-                     result["peak_rss_gib"], ratio, check))
+        rows.append(
+            (
+                m,
+                n,
+                fmt,
+                method,
+                result["seconds"],
+                result["cpu_seconds"],
+                m / result["seconds"],
+                result["peak_rss_gib"],
+                ratio,
+                check,
+            )
+        )
     return rows
 
 
 def _format(rows: list[tuple], header: bool = False) -> str:
-    names = ("edges", "nodes", "input", "method", "seconds", "CPU s", "edges/s", "peak RSS GiB", "time / stream",
-             "LC, homophilies")
+    names = (
+        "edges",
+        "nodes",
+        "input",
+        "method",
+        "seconds",
+        "CPU s",
+        "edges/s",
+        "peak RSS GiB",
+        "time / stream",
+        "LC, homophilies",
+    )
     lines = [names] if header else []
     for m, n, fmt, method, seconds, cpu, rate, rss, ratio, check in rows:
-        lines.append((f"{m:,}", f"{n:,}", fmt, method, "-" if seconds is None else f"{seconds:.1f}",
-                      "-" if cpu is None else f"{cpu:.1f}",
-                      "-" if rate is None else f"{rate / 1e6:.2f} M", "-" if rss is None else f"{rss:.2f}", ratio, check))
+        lines.append(
+            (
+                f"{m:,}",
+                f"{n:,}",
+                fmt,
+                method,
+                "-" if seconds is None else f"{seconds:.1f}",
+                "-" if cpu is None else f"{cpu:.1f}",
+                "-" if rate is None else f"{rate / 1e6:.2f} M",
+                "-" if rss is None else f"{rss:.2f}",
+                ratio,
+                check,
+            )
+        )
     widths = [max(len(line[k]) for line in lines) for k in range(len(names))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in lines)
 
@@ -212,8 +264,10 @@ def _print_scaling(rows: list[tuple]) -> None:
             continue
         sizes, seconds = map(np.array, zip(*stream))
         slope = np.polyfit(sizes, seconds, 1)[0]
-        print(f"stream from {fmt}: {', '.join(f'{m / s / 1e6:.2f} M' for m, s in stream)} edges/s over "
-              f"{', '.join(f'{m:,}' for m in sizes)} edges; linear fit: {slope * 1e9 / 60:.1f} min per 1e9 edges")
+        print(
+            f"stream from {fmt}: {', '.join(f'{m / s / 1e6:.2f} M' for m, s in stream)} edges/s over "
+            f"{', '.join(f'{m:,}' for m in sizes)} edges; linear fit: {slope * 1e9 / 60:.1f} min per 1e9 edges"
+        )
 
 
 if __name__ == "__main__":

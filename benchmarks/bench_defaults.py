@@ -92,7 +92,12 @@ def tasks(root: Path, per_category: int, cliques_nodes: int) -> dict[str, dict[s
     cliques = build_dataset(GraphSpec(family="cliques", n_nodes=cliques_nodes, seed=0))
     return {
         "wiki-categories": write_task(root / "wiki", texts, labels, linked),
-        "topic-cliques": write_task(root / "cliques", cliques.sentences, [f"topic{t}" for t in cliques.labels], [tuple(edge) for edge in cliques.graph.edges().tolist()]),
+        "topic-cliques": write_task(
+            root / "cliques",
+            cliques.sentences,
+            [f"topic{t}" for t in cliques.labels],
+            [tuple(edge) for edge in cliques.graph.edges().tolist()],
+        ),
         "random": write_task(root / "random", texts, labels, random_edges(len(texts), len(linked), rng)),
     }
 
@@ -105,8 +110,14 @@ def tiny_bert(directory: Path) -> str:
     from sipt_lab.models.hf_checkpoints import named_checkpoint
 
     tokenizer = AutoTokenizer.from_pretrained(named_checkpoint("minilm"))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     BertForMaskedLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -124,30 +135,57 @@ def job(task: dict[str, str], init: str, steps: int, seed: int, lambda_si: float
     [--lambda-si]`` runs."""
     options = {**OVERRIDES, **({} if lambda_si is None else {"lambda_si": lambda_si})}
     train = train_config(init_kind(init), steps=steps, batch_size=16, max_len=64, seed=seed, **options)
-    return PretrainJob(samples=task["samples"], edges=task["edges"], labels=task["labels"], init=init, train=train, pooling=None if init == "char" else POOLING.get("checkpoints"))
+    return PretrainJob(
+        samples=task["samples"],
+        edges=task["edges"],
+        labels=task["labels"],
+        init=init,
+        train=train,
+        pooling=None if init == "char" else POOLING.get("checkpoints"),
+    )
 
 
-def report_rows(root: Path, graphs: dict[str, dict[str, str]], inits: dict[str, str], seeds: int, steps: int) -> list[dict]:
+def report_rows(
+    root: Path, graphs: dict[str, dict[str, str]], inits: dict[str, str], seeds: int, steps: int
+) -> list[dict]:
     rows = []
     for init_name, init in inits.items():
         for graph_name, task in graphs.items():
             # the control's LM-only arm separates what MLM alone moves from what the random graph does
             for arm, lambda_si in (("sipt", None), ("lm", 0.0)) if graph_name == "random" else (("sipt", None),):
                 for seed in range(seeds):
-                    outcome = run_pretraining(job(task, init, steps, seed, lambda_si), root / "runs" / f"{init_name}-{graph_name}-{arm}-{seed}",
-                                              progress=False, log=lambda _: None)
+                    outcome = run_pretraining(
+                        job(task, init, steps, seed, lambda_si),
+                        root / "runs" / f"{init_name}-{graph_name}-{arm}-{seed}",
+                        progress=False,
+                        log=lambda _: None,
+                    )
                     report, si = outcome.report, outcome.result.history.get("si", np.full(1, np.nan))
-                    rows.append({"init": init_name, "graph": graph_name if arm == "sipt" else f"{graph_name} (LM only)", "seed": seed,
-                                 "lc": report["local_consistency"], **{f"{m}_before": report["before"][m] for m in METRICS},
-                                 **{f"{m}_after": report["after"][m] for m in METRICS},
-                                 "si_first": float(si[0]), "si_last": float(si[-1]), "warnings": len(report["warnings"])})
-                    print(f"  {init_name:9s} {rows[-1]['graph']:15s} seed {seed}: AUROC {rows[-1]['loo_3nn_auroc_before']:.3f} -> "
-                          f"{rows[-1]['loo_3nn_auroc_after']:.3f}, MRR {rows[-1]['link_mrr_before']:.3f} -> {rows[-1]['link_mrr_after']:.3f}", flush=True)
+                    rows.append(
+                        {
+                            "init": init_name,
+                            "graph": graph_name if arm == "sipt" else f"{graph_name} (LM only)",
+                            "seed": seed,
+                            "lc": report["local_consistency"],
+                            **{f"{m}_before": report["before"][m] for m in METRICS},
+                            **{f"{m}_after": report["after"][m] for m in METRICS},
+                            "si_first": float(si[0]),
+                            "si_last": float(si[-1]),
+                            "warnings": len(report["warnings"]),
+                        }
+                    )
+                    print(
+                        f"  {init_name:9s} {rows[-1]['graph']:15s} seed {seed}: AUROC {rows[-1]['loo_3nn_auroc_before']:.3f} -> "
+                        f"{rows[-1]['loo_3nn_auroc_after']:.3f}, MRR {rows[-1]['link_mrr_before']:.3f} -> {rows[-1]['link_mrr_after']:.3f}",
+                        flush=True,
+                    )
     return rows
 
 
 def print_report_table(rows: list[dict]) -> None:
-    print("\n| init | graph | LC | LOO 3-NN AUROC | link MRR | r-NN accuracy | L_SI first -> last | rises (AUROC, MRR) |")
+    print(
+        "\n| init | graph | LC | LOO 3-NN AUROC | link MRR | r-NN accuracy | L_SI first -> last | rises (AUROC, MRR) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for init in dict.fromkeys(r["init"] for r in rows):
         for graph in dict.fromkeys(r["graph"] for r in rows):
@@ -159,7 +197,9 @@ def print_report_table(rows: list[dict]) -> None:
                 cells.append(f"{before} -> {after}")
             rises = [r[f"{m}_after"] - r[f"{m}_before"] for r in group for m in METRICS[:2]]
             si = f"{np.mean([r['si_first'] for r in group]):.3g} -> {np.mean([r['si_last'] for r in group]):.3g}"
-            print(f"| {init} | {graph} | {group[0]['lc']:.3f} | {' | '.join(cells)} | {si} | {sum(d > 0 for d in rises)}/{len(rises)} |")
+            print(
+                f"| {init} | {graph} | {group[0]['lc']:.3f} | {' | '.join(cells)} | {si} | {sum(d > 0 for d in rises)}/{len(rises)} |"
+            )
     verdicts = []
     for init in dict.fromkeys(r["init"] for r in rows):
         linked = [r for r in rows if r["init"] == init and r["lc"] == 1.0]
@@ -167,13 +207,21 @@ def print_report_table(rows: list[dict]) -> None:
         verdict = f"{init}: AUROC and MRR rise on every LC-1 run: {'yes' if rise else 'NO'}"
 
         def control(graph: str, init: str = init) -> np.ndarray:
-            return np.array([r["loo_3nn_auroc_after"] - r["loo_3nn_auroc_before"] for r in rows if r["init"] == init and r["graph"] == graph])
+            return np.array(
+                [
+                    r["loo_3nn_auroc_after"] - r["loo_3nn_auroc_before"]
+                    for r in rows
+                    if r["init"] == init and r["graph"] == graph
+                ]
+            )
 
         sipt, lm = control("random"), control("random (LM only)")
         if len(sipt) > 1 and len(sipt) == len(lm):
             noise = 2 * np.std(sipt - lm, ddof=1)
-            verdict += (f"; random graph: AUROC change {sipt.mean():+.3f} (LM only {lm.mean():+.3f}), "
-                        f"SIPT - LM {np.mean(sipt - lm):+.3f} (2 sd {noise:.3f})")
+            verdict += (
+                f"; random graph: AUROC change {sipt.mean():+.3f} (LM only {lm.mean():+.3f}), "
+                f"SIPT - LM {np.mean(sipt - lm):+.3f} (2 sd {noise:.3f})"
+            )
         verdicts.append(verdict)
     print("\n" + "\n".join(verdicts))
 
@@ -191,8 +239,12 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str
     labels = np.asarray(labels)
     order = rng.permutation(len(texts))
     pretraining, train, test = np.array_split(order, 3)
-    task = write_task(root / "inductive", [texts[i] for i in pretraining], labels[pretraining].tolist(),
-                      category_edges(labels[pretraining].tolist(), rng))
+    task = write_task(
+        root / "inductive",
+        [texts[i] for i in pretraining],
+        labels[pretraining].tolist(),
+        category_edges(labels[pretraining].tolist(), rng),
+    )
 
     def scores(vectors: np.ndarray) -> tuple[float, float]:
         knn = heldout_knn(vectors[train], labels[train], vectors[test], labels[test], 3)
@@ -205,10 +257,18 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str
         source = job_source(run)
         results["init"].append(scores(initial_embeddings(texts, run.train, source, source.tokenizer(texts, 64))))
         for arm, lambda_si in (("LM only", 0.0), ("SIPT", None)):
-            outcome = run_pretraining(job(task, minilm, steps, seed, lambda_si), root / "runs" / f"inductive-{arm[:2]}-{seed}",
-                                      progress=False, log=lambda _: None)
-            results[arm].append(scores(embed(outcome.result.encoder, outcome.result.tokenizer, texts, device=run.train.device)))
-    print(f"\nMiniLM on never-seen articles ({len(pretraining)} pre-training, {len(train)} FT train, {len(test)} test, {seeds} seeds):")
+            outcome = run_pretraining(
+                job(task, minilm, steps, seed, lambda_si),
+                root / "runs" / f"inductive-{arm[:2]}-{seed}",
+                progress=False,
+                log=lambda _: None,
+            )
+            results[arm].append(
+                scores(embed(outcome.result.encoder, outcome.result.tokenizer, texts, device=run.train.device))
+            )
+    print(
+        f"\nMiniLM on never-seen articles ({len(pretraining)} pre-training, {len(train)} FT train, {len(test)} test, {seeds} seeds):"
+    )
     print("| arm | 3-NN accuracy | probe macro-F1 |\n|---|---|---|")
     for arm, values in results.items():
         values = np.array(values)
@@ -226,19 +286,38 @@ def main() -> None:
     parser.add_argument("--inits", nargs="+", default=["minilm", "char", "tiny-bert"])
     parser.add_argument("--graphs", nargs="+", default=["wiki-categories", "topic-cliques", "random"])
     parser.add_argument("--inductive", action="store_true", help="also the MiniLM inductive split")
-    parser.add_argument("--pooling", choices=("cls", "mean"), help="pooling of the Hugging Face inits (default: each one's own)")
+    parser.add_argument(
+        "--pooling", choices=("cls", "mean"), help="pooling of the Hugging Face inits (default: each one's own)"
+    )
     parser.add_argument("--device", default="cpu", help="where every run trains and embeds (default: %(default)s)")
-    parser.add_argument("--minilm", metavar="DIR", help="a local copy of all-MiniLM-L6-v2 to use as the minilm init (default: the package's)")
-    parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
-                        help="TrainConfig fields instead of the defaults, e.g. lambda_si=0.5 or loss_params={...} (Python literals)")
+    parser.add_argument(
+        "--minilm",
+        metavar="DIR",
+        help="a local copy of all-MiniLM-L6-v2 to use as the minilm init (default: the package's)",
+    )
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="TrainConfig fields instead of the defaults, e.g. lambda_si=0.5 or loss_params={...} (Python literals)",
+    )
     args = parser.parse_args()
     POOLING["checkpoints"] = args.pooling
     OVERRIDES["device"] = args.device
     OVERRIDES.update({name: ast.literal_eval(value) for name, _, value in (item.partition("=") for item in args.set)})
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        graphs = {name: task for name, task in tasks(root, args.per_category, args.cliques_nodes).items() if name in args.graphs}
-        paths = {"tiny-bert": lambda: tiny_bert(root / "tiny-bert"), "minilm": lambda: args.minilm or "minilm", "char": lambda: "char"}
+        graphs = {
+            name: task
+            for name, task in tasks(root, args.per_category, args.cliques_nodes).items()
+            if name in args.graphs
+        }
+        paths = {
+            "tiny-bert": lambda: tiny_bert(root / "tiny-bert"),
+            "minilm": lambda: args.minilm or "minilm",
+            "char": lambda: "char",
+        }
         inits = {name: paths[name]() for name in args.inits}
         rows = report_rows(root, graphs, inits, args.seeds, args.steps)
         print_report_table(rows)

@@ -92,8 +92,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2,000 sentences in 10 rounds instead of 10,000 in 25")
     parser.add_argument("--n", type=int, default=None, help="sentences (default 10,000; 2,000 with --quick)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 25; 10 with --quick)")
-    parser.add_argument("--cli-batch", action="store_true", help="also time ours at batch 256, sipt-lab embed's default")
-    parser.add_argument("--max-len", type=int, default=128, help="tokens per sentence, special tokens included (default 128)")
+    parser.add_argument(
+        "--cli-batch", action="store_true", help="also time ours at batch 256, sipt-lab embed's default"
+    )
+    parser.add_argument(
+        "--max-len", type=int, default=128, help="tokens per sentence, special tokens included (default 128)"
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -132,9 +136,11 @@ def main() -> None:
             seconds[name][r] = time.perf_counter() - start
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU, load average {load:.1f}; "
-          f"all-MiniLM-L6-v2, {n:,} default-corpus sentences (tokens: mean {lengths.mean():.1f}, max {lengths.max()}, "
-          f"max_len {args.max_len}), {rounds} interleaved rounds of {n // rounds:,}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU, load average {load:.1f}; "
+        f"all-MiniLM-L6-v2, {n:,} default-corpus sentences (tokens: mean {lengths.mean():.1f}, max {lengths.max()}, "
+        f"max_len {args.max_len}), {rounds} interleaved rounds of {n // rounds:,}"
+    )
     header = f"{'runner':<34}{'samples/s':>10}{'seconds':>9} | {'ours/ST (median, min-max over rounds)':>38}"
     print(header)
     print("-" * len(header))
@@ -146,15 +152,19 @@ def main() -> None:
             ratio = seconds[reference] / seconds[name]
             cell = f"{np.median(ratio):.2f}x ({ratio.min():.2f}-{ratio.max():.2f})"
         print(f"{name:<34}{rate:>10.1f}{seconds[name].sum():>9.1f} | {cell:>38}")
-    print("samples/s = sentences embedded / seconds (tokenisation, sorting, batching and forward passes included); "
-          "ratio > 1: ours faster")
+    print(
+        "samples/s = sentences embedded / seconds (tokenisation, sorting, batching and forward passes included); "
+        "ratio > 1: ours faster"
+    )
     for name in runners:
         if name != reference:
             diff = np.abs(outputs[name] - outputs[reference]).max()
             cosine = (outputs[name] * outputs[reference]).sum(1).min()
             print(f"same vectors: {name} vs ST: max |difference| {diff:.1e}, min cosine {cosine:.6f}")
-    print(f"setup (one load each, not in the table): load_encoder (as `sipt-lab embed`) {load_ours:.2f} s, "
-          f"SentenceTransformer(path) {load_st:.2f} s")
+    print(
+        f"setup (one load each, not in the table): load_encoder (as `sipt-lab embed`) {load_ours:.2f} s, "
+        f"SentenceTransformer(path) {load_st:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -45,10 +45,14 @@ def main() -> None:
     torch.manual_seed(0)
     graphs = ego_graphs(N_GRAPHS)
     rng = np.random.default_rng(1)
-    graph = PretrainingGraph.from_edges(rng.integers(0, N_GRAPHS, 5 * N_GRAPHS // 2), rng.integers(0, N_GRAPHS, 5 * N_GRAPHS // 2), N_GRAPHS)
+    graph = PretrainingGraph.from_edges(
+        rng.integers(0, N_GRAPHS, 5 * N_GRAPHS // 2), rng.integers(0, N_GRAPHS, 5 * N_GRAPHS // 2), N_GRAPHS
+    )
     source = GraphInit(GINConfig(n_values=N_CODES))
     inputs = source.tokenizer(graphs, None).inputs(graphs, torch.device("cpu"))
-    print(f"{N_GRAPHS} graphs, {inputs.lengths.mean() - 1:.1f} nodes on average; GIN hidden 300 x 5 layers; torch threads {torch.get_num_threads()}")
+    print(
+        f"{N_GRAPHS} graphs, {inputs.lengths.mean() - 1:.1f} nodes on average; GIN hidden 300 x 5 layers; torch threads {torch.get_num_threads()}"
+    )
     print("| batch | featurise ms/step | step ms | graphs/s | featurise share |")
     print("|---|---|---|---|---|")
     for batch_size in (32, 128):
@@ -64,7 +68,9 @@ def main() -> None:
             pretrain(graphs, graph, config, source, progress=False)
             runs.append(time.perf_counter() - start)
         step = (runs[1] - runs[0]) / STEPS
-        print(f"| {batch_size} | {1e3 * featurise:.1f} | {1e3 * step:.0f} | {batch_size / step:.0f} | {featurise / step:.0%} |")
+        print(
+            f"| {batch_size} | {1e3 * featurise:.1f} | {1e3 * step:.0f} | {batch_size / step:.0f} | {featurise / step:.0%} |"
+        )
 
 
 if __name__ == "__main__":

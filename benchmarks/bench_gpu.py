@@ -72,13 +72,25 @@ def domain_inputs(domain: str, n: int, workdir: Path):
     rng = np.random.default_rng(0)
     if domain == "proteins":
         residues = np.array(list("LAGVSERTIDPKQNFYMHWC"))
-        esm = write_esm(workdir / "esm", hidden=768, layers=12, heads=12, ffn=3072, positions=1026, dropout=0.1)  # TAPE BERT's
-        return ["".join(rng.choice(residues, 600)) for _ in range(n)], encoder_source(str(esm)), "ESM 12x768, random", "full"
+        esm = write_esm(
+            workdir / "esm", hidden=768, layers=12, heads=12, ffn=3072, positions=1026, dropout=0.1
+        )  # TAPE BERT's
+        return (
+            ["".join(rng.choice(residues, 600)) for _ in range(n)],
+            encoder_source(str(esm)),
+            "ESM 12x768, random",
+            "full",
+        )
     if domain == "abstracts":
         vocab_file = named_checkpoint("minilm") / "vocab.txt"
         words = [w for w in vocab_file.read_text().splitlines() if w.isalpha()]
         texts = [" ".join(rng.choice(words, 600)) for _ in range(n)]
-        return texts, encoder_source(str(bert_base_checkpoint(workdir / "bert-base", vocab_file))), "BERT-base, random", "full"
+        return (
+            texts,
+            encoder_source(str(bert_base_checkpoint(workdir / "bert-base", vocab_file))),
+            "BERT-base, random",
+            "full",
+        )
     if domain == "networks":
         from bench_gin import N_CODES, ego_graphs
 
@@ -96,11 +108,17 @@ def timed_run(samples, graph, config, source) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--domains", nargs="+", default=["proteins", "abstracts", "networks", "wiki"],
-                        choices=["proteins", "abstracts", "networks", "wiki"])
+    parser.add_argument(
+        "--domains",
+        nargs="+",
+        default=["proteins", "abstracts", "networks", "wiki"],
+        choices=["proteins", "abstracts", "networks", "wiki"],
+    )
     parser.add_argument("--steps", type=int, default=10, help="timed steps N per run (default 10)")
     parser.add_argument("--device", default="cuda", help="cuda (default), or cpu for a slow check of the script")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per precision; medians reported (default 2)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="interleaved rounds per precision; medians reported (default 2)"
+    )
     args = parser.parse_args()
     on_gpu = args.device == "cuda"
     if on_gpu and not torch.cuda.is_available():
@@ -108,8 +126,12 @@ def main() -> None:
     if args.steps < 1 or args.rounds < 1:
         parser.error("--steps and --rounds must be at least 1")
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 in the reference rows
-    print(f"{torch.cuda.get_device_name() if on_gpu else 'CPU'}, torch {torch.__version__}, {args.steps} timed steps, median of {args.rounds} rounds")
-    print("| domain | encoder | seeds per micro-batch x micro-batches x tokens | precision | step ms | seeds/s | peak GPU GiB | paper run (h) | bf16 speed-up |")
+    print(
+        f"{torch.cuda.get_device_name() if on_gpu else 'CPU'}, torch {torch.__version__}, {args.steps} timed steps, median of {args.rounds} rounds"
+    )
+    print(
+        "| domain | encoder | seeds per micro-batch x micro-batches x tokens | precision | step ms | seeds/s | peak GPU GiB | paper run (h) | bf16 speed-up |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for domain in args.domains:
@@ -120,15 +142,25 @@ def main() -> None:
             for precision in ("fp32", "bf16"):
                 config, step_ms[precision], peak = fitting_run(samples, graph, source, preset, args, precision)
                 if config is None:
-                    print(f"| {domain} | {encoder_name} | {preset.batch_size} x {preset.max_len or 'graph'} | {precision} | "
-                          f"out of memory at every micro-batch | | | | |", flush=True)
+                    print(
+                        f"| {domain} | {encoder_name} | {preset.batch_size} x {preset.max_len or 'graph'} | {precision} | "
+                        f"out of memory at every micro-batch | | | | |",
+                        flush=True,
+                    )
                     continue
                 corpus, epochs = PAPER_RUNS.get(domain, (2000 * preset.batch_size, 1.0))
                 hours = corpus * epochs / preset.batch_size * step_ms[precision] / 1000 / 3600
-                batch = f"{config.batch_size}" if config.grad_accum == 1 else f"{config.batch_size} x {config.grad_accum}"
-                speedup = f"{step_ms['fp32'] / step_ms[precision]:.2f}x" if precision == "bf16" and "fp32" in step_ms else ""
-                print(f"| {domain} | {encoder_name} | {batch} x {config.max_len or 'graph'} | {precision} | {step_ms[precision]:.1f} | "
-                      f"{preset.batch_size / step_ms[precision] * 1000:.0f} | {peak:.2f} | {hours:.1f} | {speedup} |", flush=True)
+                batch = (
+                    f"{config.batch_size}" if config.grad_accum == 1 else f"{config.batch_size} x {config.grad_accum}"
+                )
+                speedup = (
+                    f"{step_ms['fp32'] / step_ms[precision]:.2f}x" if precision == "bf16" and "fp32" in step_ms else ""
+                )
+                print(
+                    f"| {domain} | {encoder_name} | {batch} x {config.max_len or 'graph'} | {precision} | {step_ms[precision]:.1f} | "
+                    f"{preset.batch_size / step_ms[precision] * 1000:.0f} | {peak:.2f} | {hours:.1f} | {speedup} |",
+                    flush=True,
+                )
 
 
 def fitting_run(samples, graph, source, preset, args, precision: str):
@@ -136,8 +168,16 @@ def fitting_run(samples, graph, source, preset, args, precision: str):
     micro-batches (``grad_accum``) that fit in memory; ``(None, None, None)`` if none does."""
     accum = 1
     while accum <= preset.batch_size:
-        config = dataclasses.replace(preset, lambda_si=0.1, device=args.device, precision=precision, checkpoint_every=0,
-                                     log_every=1000, batch_size=preset.batch_size // accum, grad_accum=accum)
+        config = dataclasses.replace(
+            preset,
+            lambda_si=0.1,
+            device=args.device,
+            precision=precision,
+            checkpoint_every=0,
+            log_every=1000,
+            batch_size=preset.batch_size // accum,
+            grad_accum=accum,
+        )
         try:
             pretrain(samples, graph, dataclasses.replace(config, steps=2), source, progress=False)  # warm-up
             if args.device == "cuda":
@@ -155,6 +195,7 @@ def fitting_run(samples, graph, source, preset, args, precision: str):
         peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else float("nan")
         return config, 1000 * float(np.median(times)), peak
     return None, None, None
+
 
 if __name__ == "__main__":
     main()

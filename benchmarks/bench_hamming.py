@@ -45,7 +45,7 @@ def dense_edge_count(labels: np.ndarray, block: int = 2000) -> int:
     counts = A.sum(axis=1)
     total = 0
     for start in range(0, len(A), block):
-        distance = counts[start:start + block, None] + counts[None, :] - 2 * (A[start:start + block] @ A.T)
+        distance = counts[start : start + block, None] + counts[None, :] - 2 * (A[start : start + block] @ A.T)
         rows = np.arange(start, min(start + block, len(A)))[:, None]
         total += int(np.count_nonzero((distance <= MAX_DISTANCE + 0.5) & (np.arange(len(A))[None, :] > rows)))
     return total
@@ -67,7 +67,9 @@ def main() -> None:
             dense_seconds = time.perf_counter() - start
             assert expected == graph.n_edges, (expected, graph.n_edges)
             reference, ratio = f"{dense_seconds:.2f}", f"{dense_seconds / seconds:.1f}x"
-        print(f"| {n:,} | {labels.sum(axis=1).mean():.1f} | {seconds:.2f} | {graph.n_edges:,} | {reference} | {ratio} |")
+        print(
+            f"| {n:,} | {labels.sum(axis=1).mean():.1f} | {seconds:.2f} | {graph.n_edges:,} | {reference} | {ratio} |"
+        )
     labels = go_like_labels(30_000)
     chosen = networks.PREFIX_SHARED
     print("\n| ℓ (n = 30,000) | hamming_graph s | edges |\n|---|---|---|")
@@ -76,7 +78,9 @@ def main() -> None:
             networks.PREFIX_SHARED = shared
             start = time.perf_counter()
             graph = hamming_graph(labels, MAX_DISTANCE)
-            print(f"| {shared}{' (default)' if shared == chosen else ''} | {time.perf_counter() - start:.2f} | {graph.n_edges:,} |")
+            print(
+                f"| {shared}{' (default)' if shared == chosen else ''} | {time.perf_counter() - start:.2f} | {graph.n_edges:,} |"
+            )
     finally:
         networks.PREFIX_SHARED = chosen
 

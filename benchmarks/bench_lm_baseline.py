@@ -41,8 +41,14 @@ from sipt_lab.synthetic.builder import resolve_spec
 FAMILY = "cliques"
 #: The paper's CLIQUES training (original code: synthetic_runner.py defaults, µ+ = 0, no schedule,
 #: sentences cut at 349 characters, i.e. 350 tokens with [CLS]).
-PAPER_TRAIN: dict[str, Any] = {"lr": 3e-4, "schedule": "constant", "warmup": 0.0, "pairs": "sampled",
-                               "max_len": 350, "loss_params": {"pos_margin": 0.0}}
+PAPER_TRAIN: dict[str, Any] = {
+    "lr": 3e-4,
+    "schedule": "constant",
+    "warmup": 0.0,
+    "pairs": "sampled",
+    "max_len": 350,
+    "loss_params": {"pos_margin": 0.0},
+}
 PAPER_STEPS = 8000
 #: Option name -> what differs from the paper's setting: ``train`` (TrainConfig fields), ``tokenizer``.
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -61,24 +67,42 @@ def option_config(option: str, seed: int, steps: int | None, base: str = "paper"
     changes = OPTIONS[option]
     paper = base == "paper"
     return simulation_config(
-        FAMILY, seed=seed, steps=steps, batch_size=resolve_spec(GraphSpec(FAMILY)).n_nodes if paper else None,
-        encoder=ENCODER_PRESETS["paper-small"] if paper else None, tokenizer=changes.get("tokenizer", TokenizerConfig()),
-        train_options={**(PAPER_TRAIN if paper else {}), **changes.get("train", {})})
+        FAMILY,
+        seed=seed,
+        steps=steps,
+        batch_size=resolve_spec(GraphSpec(FAMILY)).n_nodes if paper else None,
+        encoder=ENCODER_PRESETS["paper-small"] if paper else None,
+        tokenizer=changes.get("tokenizer", TokenizerConfig()),
+        train_options={**(PAPER_TRAIN if paper else {}), **changes.get("train", {})},
+    )
 
 
 def main() -> None:
     parser = grid_parser(__doc__.splitlines()[0], families=False)
-    parser.add_argument("--steps", type=int, default=None, help=f"default: {PAPER_STEPS} (paper), the family's (default)")
-    parser.add_argument("--base", choices=("paper", "default"), default="paper",
-                        help="the paper's CLIQUES settings, or sipt-lab's CLIQUES defaults (what simulate and figures run)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help=f"default: {PAPER_STEPS} (paper), the family's (default)"
+    )
+    parser.add_argument(
+        "--base",
+        choices=("paper", "default"),
+        default="paper",
+        help="the paper's CLIQUES settings, or sipt-lab's CLIQUES defaults (what simulate and figures run)",
+    )
     parser.add_argument("--options", nargs="+", default=list(OPTIONS), choices=list(OPTIONS))
-    parser.add_argument("--batched", action="store_true",
-                        help="train each option's seeds x arms as one batched model (same numbers up to float rounding)")
+    parser.add_argument(
+        "--batched",
+        action="store_true",
+        help="train each option's seeds x arms as one batched model (same numbers up to float rounding)",
+    )
     args = parser.parse_args()
 
     # seed-major order: a partial run has every option's first seed
     steps = PAPER_STEPS if args.steps is None and args.base == "paper" else args.steps
-    configs = {(option, seed): option_config(option, seed, steps, args.base) for seed in range(args.seeds) for option in args.options}
+    configs = {
+        (option, seed): option_config(option, seed, steps, args.base)
+        for seed in range(args.seeds)
+        for option in args.options
+    }
     start = time.perf_counter()
     if args.batched:  # trains the cells that run_grid below then only loads
         train_batched_cells(list(configs.values()), args.cells, executor=args.executor)
@@ -89,20 +113,33 @@ def main() -> None:
         raise SystemExit(f"cells failed: {failed}; see error.txt under {args.cells}")
 
     paper_lm, paper_sipt = FAMILY_AUROC[FAMILY]
-    setting = "the paper's settings (paper-small, whole graph per step, lr 3e-4 constant)" if args.base == "paper" else "sipt-lab's defaults"
-    print(f"CLIQUES at {setting}, {next(iter(configs.values())).train.steps} steps; "
-          f"mean ± sd over {args.seeds} seeds ({args.executor} executor, {seconds:.0f} s)")
-    print(f"{'option':<19} {'LM MLM (nats)':>15} {'unigram H':>15} {'MLM − H':>8} {'LM LOO AUROC':>15} {'SIPT LOO AUROC':>15}"
-          f" {'SIPT MLM':>15}  LM ±0.05 of {paper_lm:.3f} / SIPT ≥ {paper_sipt:.3f}")
+    setting = (
+        "the paper's settings (paper-small, whole graph per step, lr 3e-4 constant)"
+        if args.base == "paper"
+        else "sipt-lab's defaults"
+    )
+    print(
+        f"CLIQUES at {setting}, {next(iter(configs.values())).train.steps} steps; "
+        f"mean ± sd over {args.seeds} seeds ({args.executor} executor, {seconds:.0f} s)"
+    )
+    print(
+        f"{'option':<19} {'LM MLM (nats)':>15} {'unigram H':>15} {'MLM − H':>8} {'LM LOO AUROC':>15} {'SIPT LOO AUROC':>15}"
+        f" {'SIPT MLM':>15}  LM ±0.05 of {paper_lm:.3f} / SIPT ≥ {paper_sipt:.3f}"
+    )
     print("-" * 150)
     for option in args.options:
         methods = aggregate([results[option, seed].result for seed in range(args.seeds)])["methods"]
         lm, sipt = methods["lm"], methods["sipt"]
         gap = np.mean(lm["final_terms.mlm"]) - np.mean(lm["unigram_entropy"])
-        verdict = ("yes" if abs(np.mean(lm["auroc"]) - paper_lm) <= 0.05 else "no") + " / " + (
-            "yes" if np.mean(sipt["auroc"]) >= paper_sipt else "no")
-        print(f"{option:<19} {format_mean_sd(lm['final_terms.mlm']):>15} {format_mean_sd(lm['unigram_entropy']):>15} {gap:>+8.3f}"
-              f" {format_mean_sd(lm['auroc']):>15} {format_mean_sd(sipt['auroc']):>15} {format_mean_sd(sipt['final_terms.mlm']):>15}  {verdict}")
+        verdict = (
+            ("yes" if abs(np.mean(lm["auroc"]) - paper_lm) <= 0.05 else "no")
+            + " / "
+            + ("yes" if np.mean(sipt["auroc"]) >= paper_sipt else "no")
+        )
+        print(
+            f"{option:<19} {format_mean_sd(lm['final_terms.mlm']):>15} {format_mean_sd(lm['unigram_entropy']):>15} {gap:>+8.3f}"
+            f" {format_mean_sd(lm['auroc']):>15} {format_mean_sd(sipt['auroc']):>15} {format_mean_sd(sipt['final_terms.mlm']):>15}  {verdict}"
+        )
 
 
 if __name__ == "__main__":

@@ -52,7 +52,11 @@ def main() -> None:
 
     print(f"LOO 3-NN AUROC, mean ± sd over {args.seeds} seeds; only the contrastive loss's µ+ differs (µ− = 10)")
     columns = [f"oracle {name}" for name in MARGINS] + [f"SIPT {name}" for name in MARGINS]
-    print(f"{'graph':<13} {'LM':>15} " + " ".join(f"{column:>15}" for column in columns) + f" {'gain':>7} {'paper SIPT':>11}")
+    print(
+        f"{'graph':<13} {'LM':>15} "
+        + " ".join(f"{column:>15}" for column in columns)
+        + f" {'gain':>7} {'paper SIPT':>11}"
+    )
     print("-" * 113)
     for family in args.families:
         lm = [scores(family, name, "lm") for name in MARGINS]

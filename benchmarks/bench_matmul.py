@@ -52,14 +52,20 @@ def main() -> None:
         parser.error("--repeats must be at least 1")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"median of {args.repeats} calls, torch threads {torch.get_num_threads()}, {torch.backends.cpu.get_cpu_capability()}")
-    print(f"{'product':<28} {'A':>15} {'B':>15} {'direct us':>10} {'transposed us':>14} {'matmul us':>10} {'direct/matmul':>14}")
+    print(
+        f"median of {args.repeats} calls, torch threads {torch.get_num_threads()}, {torch.backends.cpu.get_cpu_capability()}"
+    )
+    print(
+        f"{'product':<28} {'A':>15} {'B':>15} {'direct us':>10} {'transposed us':>14} {'matmul us':>10} {'direct/matmul':>14}"
+    )
     for what, a_shape, b_shape in PRODUCTS:
         a, b = torch.randn(a_shape), torch.randn(b_shape)
         direct = _median_us(lambda a=a, b=b: a @ b, args.repeats)
         transposed = _median_us(lambda a=a, b=b: (b.mT @ a.mT).mT, args.repeats)
         chosen = _median_us(lambda a=a, b=b: matmul(a, b), args.repeats)
-        print(f"{what:<28} {str(a_shape):>15} {str(b_shape):>15} {direct:10.0f} {transposed:14.0f} {chosen:10.0f} {direct / chosen:14.2f}")
+        print(
+            f"{what:<28} {str(a_shape):>15} {str(b_shape):>15} {direct:10.0f} {transposed:14.0f} {chosen:10.0f} {direct / chosen:14.2f}"
+        )
 
 
 if __name__ == "__main__":

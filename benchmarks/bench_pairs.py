@@ -41,23 +41,31 @@ def main() -> None:
     for family in args.families:
         for seed in range(args.seeds):
             config = simulation_config(family, seed=seed)
-            configs += [dataclasses.replace(config, train=dataclasses.replace(config.train, pairs=mode)) for mode in MODES]
+            configs += [
+                dataclasses.replace(config, train=dataclasses.replace(config.train, pairs=mode)) for mode in MODES
+            ]
     results = run_grid(simulate_seed, configs, args.cells, executor=args.executor)
 
     def scores(family: str, mode: str, arm: str, metric: str) -> np.ndarray:
-        return np.array([
-            cell.result["methods"][arm][metric]
-            for cell in results
-            if cell.config.graph.family == family and cell.config.train.pairs == mode
-        ])
+        return np.array(
+            [
+                cell.result["methods"][arm][metric]
+                for cell in results
+                if cell.config.graph.family == family and cell.config.train.pairs == mode
+            ]
+        )
 
     print(f"LOO 3-NN AUROC, mean ± sd over {args.seeds} seeds; only TrainConfig.pairs differs between columns")
-    print(f"{'graph':<13} {'LM':>15} {'SIPT sampled':>15} {'SIPT batch':>15} {'batch - sampled':>16} {'paper SIPT':>11}")
+    print(
+        f"{'graph':<13} {'LM':>15} {'SIPT sampled':>15} {'SIPT batch':>15} {'batch - sampled':>16} {'paper SIPT':>11}"
+    )
     print("-" * 90)
     for family in args.families:
         lm_sampled, lm_batch = scores(family, "sampled", "lm", "auroc"), scores(family, "batch", "lm", "auroc")
         if not np.allclose(lm_sampled, lm_batch):
-            raise SystemExit(f"{family}: the LM arm differs between pair modes ({lm_sampled} vs {lm_batch}); the arms are not paired")
+            raise SystemExit(
+                f"{family}: the LM arm differs between pair modes ({lm_sampled} vs {lm_batch}); the arms are not paired"
+            )
         sampled, batch = scores(family, "sampled", "sipt", "auroc"), scores(family, "batch", "sipt", "auroc")
         paper = FAMILY_AUROC.get(family)
         print(

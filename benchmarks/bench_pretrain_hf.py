@@ -89,10 +89,24 @@ class Setup:
         self.graph = PretrainingGraph.from_groups(codes[keep])
         self.tokenizer = load_hf_tokenizer(self.path, max_len)
         self.ids, self.lengths = self.tokenizer.encode(self.texts)
-        self.config = TrainConfig(batch_size=batch_size, lambda_si=LAMBDA_SIPT, pairs="batch", lr=LR, weight_decay=WEIGHT_DECAY,
-                                  device="cpu", max_len=max_len)
-        sampler = GraphBatchSampler(self.graph, self.lengths, batch_size, self.config.mask_prob, seed, "batch",
-                                    suffix_tokens=self.tokenizer.suffix_tokens)
+        self.config = TrainConfig(
+            batch_size=batch_size,
+            lambda_si=LAMBDA_SIPT,
+            pairs="batch",
+            lr=LR,
+            weight_decay=WEIGHT_DECAY,
+            device="cpu",
+            max_len=max_len,
+        )
+        sampler = GraphBatchSampler(
+            self.graph,
+            self.lengths,
+            batch_size,
+            self.config.mask_prob,
+            seed,
+            "batch",
+            suffix_tokens=self.tokenizer.suffix_tokens,
+        )
         start = time.perf_counter()
         self.batches = [sampler.batch(step) for step in range(n_steps)]
         self.sampler_seconds = (time.perf_counter() - start) / n_steps
@@ -108,7 +122,9 @@ class Ours:
         config = setup.config
         objectives = build_objectives(lambda_si, config.loss, config.loss_params)
         device = torch.device("cpu")
-        step_fn = RunLoss(torch.as_tensor(setup.ids, device=device), setup.lengths, objectives, device, None, setup.tokenizer.mask_id)
+        step_fn = RunLoss(
+            torch.as_tensor(setup.ids, device=device), setup.lengths, objectives, device, None, setup.tokenizer.mask_id
+        )
         torch.manual_seed(0)
         model, _ = load_hf_encoder(setup.path, setup.tokenizer.pad_id)
         self.replica = ModelStep(model, step_fn).to(device)
@@ -177,7 +193,7 @@ def time_interleaved(runners: dict, steps_per_round: int, rounds: int, warmup: i
     seconds = {name: np.zeros(rounds) for name in runners}
     for r in range(rounds):
         steps = range(warmup + r * steps_per_round, warmup + (r + 1) * steps_per_round)
-        for name in (list(runners) if r % 2 == 0 else list(runners)[::-1]):
+        for name in list(runners) if r % 2 == 0 else list(runners)[::-1]:
             start = time.perf_counter()
             runners[name].run(steps)
             seconds[name][r] = time.perf_counter() - start
@@ -211,20 +227,38 @@ def time_fit(setup: Setup, max_len: int, n_steps: int) -> dict:
         for seed in range(batch.n_seeds):
             for partner, label in ((batch.positives[seed], 1.0), (batch.negatives[seed], 0.0)):
                 if partner >= 0:
-                    examples.append(InputExample(texts=[setup.texts[batch.nodes[seed]], setup.texts[batch.nodes[partner]]], label=label))
+                    examples.append(
+                        InputExample(
+                            texts=[setup.texts[batch.nodes[seed]], setup.texts[batch.nodes[partner]]], label=label
+                        )
+                    )
     model = SentenceTransformer(str(setup.path), device="cpu")
     model.max_seq_length = max_len
     loss = TimedContrastiveLoss(model)
     loader = DataLoader(examples, batch_size=2 * setup.config.batch_size, shuffle=False)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch, _cwd(scratch), contextlib.redirect_stdout(io.StringIO()):
-        model.fit(train_objectives=[(loader, loss)], epochs=1, steps_per_epoch=n_steps, scheduler="constantlr", warmup_steps=0,
-                  optimizer_params={"lr": LR}, weight_decay=WEIGHT_DECAY, show_progress_bar=False)
+        model.fit(
+            train_objectives=[(loader, loss)],
+            epochs=1,
+            steps_per_epoch=n_steps,
+            scheduler="constantlr",
+            warmup_steps=0,
+            optimizer_params={"lr": LR},
+            weight_decay=WEIGHT_DECAY,
+            show_progress_bar=False,
+        )
     wall = time.perf_counter() - start
     intervals = np.diff(loss.calls)[1:]  # step k = loss call k to call k+1; the first step is warm-up
     rates = np.asarray(loss.distinct[1 : 1 + len(intervals)]) / intervals
-    return {"wall": wall, "steps": len(loss.calls), "rate": float(np.median(rates)), "rates": rates,
-            "distinct": float(np.mean(loss.distinct)), "rows": float(np.mean(loss.rows))}
+    return {
+        "wall": wall,
+        "steps": len(loss.calls),
+        "rate": float(np.median(rates)),
+        "rates": rates,
+        "distinct": float(np.mean(loss.distinct)),
+        "rows": float(np.mean(loss.rows)),
+    }
 
 
 @contextlib.contextmanager
@@ -248,8 +282,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5; 3 with --quick)")
     parser.add_argument("--steps", type=int, default=None, help="steps per round (default 2; 1 with --quick)")
     parser.add_argument("--batch-size", type=int, default=32, help="seeds per step B (default 32)")
-    parser.add_argument("--max-len", type=int, default=128, help="tokens per sentence, special tokens included (default 128)")
-    parser.add_argument("--articles", type=int, default=1000, help="default-corpus articles whose sentences are the nodes (default 1000)")
+    parser.add_argument(
+        "--max-len", type=int, default=128, help="tokens per sentence, special tokens included (default 128)"
+    )
+    parser.add_argument(
+        "--articles",
+        type=int,
+        default=1000,
+        help="default-corpus articles whose sentences are the nodes (default 1000)",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     parser.add_argument("--no-fit", action="store_true", help="skip the SentenceTransformer.fit row")
     args = parser.parse_args()
@@ -270,35 +311,51 @@ def main() -> None:
     fit = None if args.no_fit else time_fit(setup, args.max_len, max(n_steps, 3))
 
     timed = slice(1, n_steps)
+
     def rate(name: str) -> float:
         return runners[name].samples[timed].sum() / seconds[name].sum()
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     seeds_len = np.mean([setup.lengths[b.nodes[: b.n_seeds]].max() for b in setup.batches])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU fp32, load average {load:.1f}; "
-          f"all-MiniLM-L6-v2 warm start, B = {args.batch_size} seeds, max_len {args.max_len}, {len(setup.texts):,} sentences "
-          f"of {args.articles} articles (tokens: mean {setup.lengths.mean():.1f}, max {setup.lengths.max()})")
-    print(f"per step: U = {setup.n_distinct[timed].mean():.1f} distinct sentences, {setup.n_pairs[timed].mean():.0f} batch pairs "
-          f"({setup.n_positive[timed].mean():.0f} positive); {rounds} interleaved rounds of {steps} step(s) after 1 warm-up step")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU fp32, load average {load:.1f}; "
+        f"all-MiniLM-L6-v2 warm start, B = {args.batch_size} seeds, max_len {args.max_len}, {len(setup.texts):,} sentences "
+        f"of {args.articles} articles (tokens: mean {setup.lengths.mean():.1f}, max {setup.lengths.max()})"
+    )
+    print(
+        f"per step: U = {setup.n_distinct[timed].mean():.1f} distinct sentences, {setup.n_pairs[timed].mean():.0f} batch pairs "
+        f"({setup.n_positive[timed].mean():.0f} positive); {rounds} interleaved rounds of {steps} step(s) after 1 warm-up step"
+    )
     header = f"{'comparison':<44} | {'ours /s':>8} | {'theirs /s':>9} | {'ours/theirs (median, min-max)':>30}"
     print(header)
     print("-" * len(header))
-    print(f"{'SIPT (λ=0.1) vs ST ContrastiveLoss, driven':<44} | {rate('ours SIPT'):8.2f} | {rate('ST driven'):9.2f} | "
-          f"{ratio_cell(seconds['ST driven'], seconds['ours SIPT']):>30}")
+    print(
+        f"{'SIPT (λ=0.1) vs ST ContrastiveLoss, driven':<44} | {rate('ours SIPT'):8.2f} | {rate('ST driven'):9.2f} | "
+        f"{ratio_cell(seconds['ST driven'], seconds['ours SIPT']):>30}"
+    )
     if fit is not None:
         cell = f"{rate('ours SIPT') / fit['rate']:.2f}x (fit steps: {len(fit['rates'])})"
         print(f"{'SIPT (λ=0.1) vs ST fit (run once)':<44} | {rate('ours SIPT'):8.2f} | {fit['rate']:9.2f} | {cell:>30}")
-    print(f"{'LM (λ=0) vs HF BertForMaskedLM':<44} | {rate('ours LM'):8.2f} | {rate('HF LM'):9.2f} | "
-          f"{ratio_cell(seconds['HF LM'], seconds['ours LM']):>30}")
-    print("samples/s: SIPT rows = distinct sentences encoded per second (ours and ST driven: the batch's U; ST fit: distinct "
-          "sentences among its rows); LM row = seeds per second. ratio > 1: ours faster")
+    print(
+        f"{'LM (λ=0) vs HF BertForMaskedLM':<44} | {rate('ours LM'):8.2f} | {rate('HF LM'):9.2f} | "
+        f"{ratio_cell(seconds['HF LM'], seconds['ours LM']):>30}"
+    )
+    print(
+        "samples/s: SIPT rows = distinct sentences encoded per second (ours and ST driven: the batch's U; ST fit: distinct "
+        "sentences among its rows); LM row = seeds per second. ratio > 1: ours faster"
+    )
     per_step = {name: seconds[name].sum() / (rounds * steps) for name in runners}
-    print("seconds per step: " + ", ".join(f"{name} {t:.2f}" for name, t in per_step.items())
-          + f"; sampler.batch (pretrain's loop, outside the step) {setup.sampler_seconds * 1000:.1f} ms"
-          + f"; longest seed per batch {seeds_len:.1f} tokens")
+    print(
+        "seconds per step: "
+        + ", ".join(f"{name} {t:.2f}" for name, t in per_step.items())
+        + f"; sampler.batch (pretrain's loop, outside the step) {setup.sampler_seconds * 1000:.1f} ms"
+        + f"; longest seed per batch {seeds_len:.1f} tokens"
+    )
     if fit is not None:
-        print(f"ST fit: {fit['steps']} steps, {fit['wall']:.1f} s wall including setup; per step {fit['rows']:.0f} encoded rows "
-              f"({fit['distinct']:.1f} distinct sentences); samples/s per step min-max {fit['rates'].min():.2f}-{fit['rates'].max():.2f}")
+        print(
+            f"ST fit: {fit['steps']} steps, {fit['wall']:.1f} s wall including setup; per step {fit['rows']:.0f} encoded rows "
+            f"({fit['distinct']:.1f} distinct sentences); samples/s per step min-max {fit['rates'].min():.2f}-{fit['rates'].max():.2f}"
+        )
 
 
 if __name__ == "__main__":

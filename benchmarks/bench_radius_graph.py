@@ -46,8 +46,10 @@ def side_by_side(surface: str, n: int, degree: float) -> str:
     t_all, slow = best_of(3, lambda: brute_force_pairs(tiling, tri, bary, r))
     same = np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
     gap = float(np.abs(fast[2] - slow[2]).max()) if same and fast[2].size else float("nan")
-    return (f"| {surface:<10} | {n:>7,} | {r:.4f} | {fast[0].size:>9,} | {t_tree:8.3f} | {t_all:8.3f} | "
-            f"{t_all / t_tree:6.1f}x | {'yes' if same else 'NO'} ({gap:.1e}) |")
+    return (
+        f"| {surface:<10} | {n:>7,} | {r:.4f} | {fast[0].size:>9,} | {t_tree:8.3f} | {t_all:8.3f} | "
+        f"{t_all / t_tree:6.1f}x | {'yes' if same else 'NO'} ({gap:.1e}) |"
+    )
 
 
 def large(surface: str, n: int, degree: float) -> str:
@@ -56,9 +58,11 @@ def large(surface: str, n: int, degree: float) -> str:
     r = radius_for_degree(tiling, n, degree)
     seconds, graph = best_of(1, lambda: radius_graph(tiling, tri, bary, r))
     verdict = "ok" if seconds <= 10 else "OVER"
-    return (f"| {surface:<10} | {n:>7,} | {degree:>4.0f} | {r:.4f} | {graph.n_edges:>10,} | "
-            f"{2 * graph.n_edges / n:6.2f} | "
-            f"{seconds:7.2f} | {verdict} |")
+    return (
+        f"| {surface:<10} | {n:>7,} | {degree:>4.0f} | {r:.4f} | {graph.n_edges:>10,} | "
+        f"{2 * graph.n_edges / n:6.2f} | "
+        f"{seconds:7.2f} | {verdict} |"
+    )
 
 
 def main() -> None:

@@ -25,7 +25,10 @@ from sipt_lab.training.defaults import train_config
 #: Scale name -> (LcTransferConfig fields, TrainConfig fields).
 SCALES = {
     "cpu": ({"n_pretrain": 1000, "n_train": 500, "n_validation": 100, "n_test": 400, "seeds": 5}, {"steps": 100}),
-    "reduced": ({"n_pretrain": 128, "n_train": 96, "n_validation": 32, "n_test": 96, "seeds": 2}, {"steps": 20, "head_warmup": 20}),
+    "reduced": (
+        {"n_pretrain": 128, "n_train": 96, "n_validation": 32, "n_test": 96, "seeds": 2},
+        {"steps": 20, "head_warmup": 20},
+    ),
 }
 
 
@@ -40,21 +43,34 @@ def main() -> None:
     args = parser.parse_args()
     fields, train = SCALES[args.scale]
     fields = fields | ({} if args.seeds is None else {"seeds": args.seeds})
-    config = LcTransferConfig(init=args.init, train=train_config("checkpoint" if args.init != "char" else "char", batch_size=16,
-                                                                  max_len=64, device=args.device, **train), **fields)
+    config = LcTransferConfig(
+        init=args.init,
+        train=train_config(
+            "checkpoint" if args.init != "char" else "char", batch_size=16, max_len=64, device=args.device, **train
+        ),
+        **fields,
+    )
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(args.out or Path(scratch) / "study")
         start = time.perf_counter()
         summary = run_lc_transfer(config, out, progress=False)
         minutes = (time.perf_counter() - start) / 60
         print(f"\n{args.scale} scale, init {args.init}: {fields} steps {config.train.steps}, {minutes:.1f} min")
-        print(f"| q | LC (measured) | SIPT - LM-only {summary['metric']} | 95% CI | SIPT - init |\n|---|---|---|---|---|")
+        print(
+            f"| q | LC (measured) | SIPT - LM-only {summary['metric']} | 95% CI | SIPT - init |\n|---|---|---|---|---|"
+        )
         for level in summary["levels"]:
             low, high = level["gain_ci"]
-            print(f"| {level['q']:g} | {level['lc']:.3f} | {level['gain']:+.3f} | [{low:+.3f}, {high:+.3f}] | {level['gain_over_init']:+.3f} |")
+            print(
+                f"| {level['q']:g} | {level['lc']:.3f} | {level['gain']:+.3f} | [{low:+.3f}, {high:+.3f}] | {level['gain_over_init']:+.3f} |"
+            )
         print("\n| arm | " + " | ".join(next(iter(summary["arms"].values()))) + " |")
         for arm, metrics in summary["arms"].items():
-            print(f"| {arm if arm != 'sipt' else 'sipt (mean over levels)'} | " + " | ".join(f"{value:.3f}" for value in metrics.values()) + " |")
+            print(
+                f"| {arm if arm != 'sipt' else 'sipt (mean over levels)'} | "
+                + " | ".join(f"{value:.3f}" for value in metrics.values())
+                + " |"
+            )
         print(f"\n{summary['verdict']}")
         if args.csv:
             shutil.copyfile(out / "results.csv", args.csv)

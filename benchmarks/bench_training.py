@@ -63,7 +63,9 @@ class Ours:
         torch.manual_seed(0)
         model = (TransformerEncoder if trim_last_layer else UntrimmedEncoder)(config)
         buckets = {} if max_buckets is None else {"max_buckets": max_buckets}
-        step_fn = RunLoss(torch.as_tensor(setup.ids), setup.lengths, build_objectives(lambda_si), torch.device("cpu"), **buckets)
+        step_fn = RunLoss(
+            torch.as_tensor(setup.ids), setup.lengths, build_objectives(lambda_si), torch.device("cpu"), **buckets
+        )
         self.replica = ModelStep(model, step_fn).train()
         self.optimizer = make_optimizer(self.replica.parameters(), LR, WEIGHT_DECAY, fused=fused)
         self.scaler = torch.amp.GradScaler("cpu", enabled=False)
@@ -152,7 +154,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds, no dropout-0.1 rows")
     parser.add_argument("--ablation", action="store_true", help="also time our LM step with each optimisation off")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case (default 5, 3 with --quick)")
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="interleaved rounds per case (default 5, 3 with --quick)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rounds = args.rounds or (3 if args.quick else 5)
@@ -162,8 +166,10 @@ def main() -> None:
         dropout_settings.append({"dropout": 0.0, "attention_dropout": 0.1})
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU, load average {load:.1f}, "
-          f"median of {rounds} interleaved rounds")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, CPU, load average {load:.1f}, "
+        f"median of {rounds} interleaved rounds"
+    )
     header = f"{'preset':<24}{'B':>4}{'drop/attn':>10}{'real tok':>9} | {'ours LM':>8} {'HF LM':>8} {'LM/HF':>6} | {'ours SIPT':>9} {'SIPT/HF':>7}"
     print(header)
     print("-" * len(header))
@@ -184,22 +190,31 @@ def main() -> None:
                         "no bucketing": Ours(setup, preset, 0.0, dropouts, max_buckets=1),
                         "no last-layer trim": Ours(setup, preset, 0.0, dropouts, trim_last_layer=False),
                         "for-loop AdamW": Ours(setup, preset, 0.0, dropouts, fused=False),
-                        "none of them": Ours(setup, preset, 0.0, dropouts, fused=False, max_buckets=1, trim_last_layer=False),
+                        "none of them": Ours(
+                            setup, preset, 0.0, dropouts, fused=False, max_buckets=1, trim_last_layer=False
+                        ),
                         "HF + fused AdamW": HuggingFace(setup, preset, dropouts, fused=True),
                     }
                 t = time_interleaved(runners, n, rounds)
                 name = f"{preset} {size.n_layers}L/{size.hidden}H"
                 drop = f"{dropouts['dropout']:g}/{dropouts['attention_dropout']:g}"
-                print(f"{name:<24}{batch_size:>4}{drop:>10}{setup.real_fraction:>9.0%} | {1 / t['ours LM']:8.2f} {1 / t['HF LM']:8.2f} "
-                      f"{t['HF LM'] / t['ours LM']:5.2f}x | {1 / t['ours SIPT']:9.2f} {t['HF LM'] / t['ours SIPT']:6.2f}x", flush=True)
+                print(
+                    f"{name:<24}{batch_size:>4}{drop:>10}{setup.real_fraction:>9.0%} | {1 / t['ours LM']:8.2f} {1 / t['HF LM']:8.2f} "
+                    f"{t['HF LM'] / t['ours LM']:5.2f}x | {1 / t['ours SIPT']:9.2f} {t['HF LM'] / t['ours SIPT']:6.2f}x",
+                    flush=True,
+                )
                 if len(t) > 3:
                     ablation_rows.append((name, batch_size, t))
-    print("figures: steps/s (B seeds per step); ratio = HF seconds per step / ours (>1: ours faster); "
-          "real tok = share of real (non-padding) tokens when padding every seed to the batch's longest")
+    print(
+        "figures: steps/s (B seeds per step); ratio = HF seconds per step / ours (>1: ours faster); "
+        "real tok = share of real (non-padding) tokens when padding every seed to the batch's longest"
+    )
     if ablation_rows:
         names = list(ablation_rows[0][2])[3:]
-        print("\nablation, our LM step (dropout 0/0) with one optimisation off, and HF with fused AdamW: "
-              "steps/s (its time per step / our all-on step's; >1: slower than ours)")
+        print(
+            "\nablation, our LM step (dropout 0/0) with one optimisation off, and HF with fused AdamW: "
+            "steps/s (its time per step / our all-on step's; >1: slower than ours)"
+        )
         print(f"{'preset':<24}{'B':>4} | {'all on':>8} | " + " | ".join(f"{n:>22}" for n in names))
         for name, batch_size, t in ablation_rows:
             cells = " | ".join(f"{1 / t[n]:8.2f} ({t[n] / t['ours LM']:5.2f}x)      " for n in names)

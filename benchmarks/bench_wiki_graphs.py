@@ -49,8 +49,10 @@ def main() -> None:
     shares = np.bincount(task.labels) / task.labels.size
     print(f"chance: sum of squared class shares {np.square(shares).sum():.3f}\n")
     print("| graph | edges | coverage | LC | build s |\n|---|---|---|---|---|")
-    builds = {f"mentions `{name}`": (lambda rule=rule: _mentions(data, rule))
-              for name, rule in {**MENTION_RULES, **VARIANTS}.items()}
+    builds = {
+        f"mentions `{name}`": (lambda rule=rule: _mentions(data, rule))
+        for name, rule in {**MENTION_RULES, **VARIANTS}.items()
+    }
     builds.update({f"tfidf-knn k={k}": (lambda k=k: tfidf_knn_graph(data, k=k)) for k in (5, 10)})
     builds.update({f"random seed {seed}": (lambda seed=seed: random_graph(data, seed)) for seed in (0, 1, 2)})
     for name, build in builds.items():

@@ -2,6 +2,7 @@
 
 python paper_figures/corollary2.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
 """
+
 from sipt_lab.cli.figures import script_main
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 python paper_figures/fig5b.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
        [--preset default|paper] [--encoder default|paper-small|paper-manifolds] [--batched]
 """
+
 from sipt_lab.cli.figures import script_main
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ per sample; LOO and held-out 3-NN AUROC and a held-out linear probe's macro-F1.
 python paper_figures/heldout_scale.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--passes P]
                                       [--scale-nodes N ...]
 """
+
 from sipt_lab.cli.figures import script_main
 
 if __name__ == "__main__":

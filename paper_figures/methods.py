@@ -3,6 +3,7 @@ lsm) per graph family, local consistency marked.
 
 python paper_figures/methods.py [--seeds K] [--executor serial|local|slurm] [--out DIR] [--steps N]
 """
+
 from sipt_lab.cli.figures import script_main
 
 if __name__ == "__main__":

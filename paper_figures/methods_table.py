@@ -42,16 +42,23 @@ def main() -> None:
         lm = values(family, "metrics.methods.lm.auroc")
         gains = [f"{(values(family, f'metrics.methods.{m}.auroc') - lm).mean():+.3f}" for m in METHODS if m != "lm"]
         print(f"| {family} | {values(family, 'metrics.local_consistency').mean():.3f} | " + " | ".join(gains) + " |")
-    print("\n| family | linkbert DRP acc (chance 1/3) | linked-vs-random (chance 1/2) | codes non-zero (median) | "
-          "probe acc mlsm / lsm15 / lsm | teacher MLM acc | majority token |")
+    print(
+        "\n| family | linkbert DRP acc (chance 1/3) | linked-vs-random (chance 1/2) | codes non-zero (median) | "
+        "probe acc mlsm / lsm15 / lsm | teacher MLM acc | majority token |"
+    )
     print("|---|---|---|---|---|---|---|")
     for family in families:
-        probes = " / ".join(f"{values(family, f'metrics.methods.{m}.probe.probe_accuracy').mean():.3f}" for m in ("mlsm", "lsm15", "lsm"))
-        print(f"| {family} | {fmt(values(family, 'metrics.methods.linkbert.drp.accuracy'))} | "
-              f"{fmt(values(family, 'metrics.methods.linkbert.drp.linked_vs_random'))} | "
-              f"{values(family, 'metrics.methods.mlsm.concepts.nonzero_median').mean():.1f} | {probes} | "
-              f"{values(family, 'metrics.methods.mlsm.probe.mlm_accuracy').mean():.3f} | "
-              f"{values(family, 'metrics.methods.mlsm.probe.majority_accuracy').mean():.3f} |")
+        probes = " / ".join(
+            f"{values(family, f'metrics.methods.{m}.probe.probe_accuracy').mean():.3f}"
+            for m in ("mlsm", "lsm15", "lsm")
+        )
+        print(
+            f"| {family} | {fmt(values(family, 'metrics.methods.linkbert.drp.accuracy'))} | "
+            f"{fmt(values(family, 'metrics.methods.linkbert.drp.linked_vs_random'))} | "
+            f"{values(family, 'metrics.methods.mlsm.concepts.nonzero_median').mean():.1f} | {probes} | "
+            f"{values(family, 'metrics.methods.mlsm.probe.mlm_accuracy').mean():.3f} | "
+            f"{values(family, 'metrics.methods.mlsm.probe.majority_accuracy').mean():.3f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -74,7 +74,8 @@ def verdicts(families: list[dict], noise: list[dict]) -> list[str]:
     lines = [
         f"- SIPT beats LM on every graph where the topic task has high LC (≥ {HIGH_LC}): "
         f"**{'holds' if beaten == high else 'does not hold'}** ({len(beaten)} of {len(high)}: "
-        + ", ".join(f"{g.upper()} {gain[g]:+.3f}" for g in high) + ")."
+        + ", ".join(f"{g.upper()} {gain[g]:+.3f}" for g in high)
+        + ")."
     ]
     if "structural" in gain:
         lines.append(
@@ -90,7 +91,8 @@ def verdicts(families: list[dict], noise: list[dict]) -> list[str]:
         lines.append(
             f"- SIPT's advantage shrinks with noise and is gone near {NOISE_GONE:.0%}: "
             f"**{'holds' if shrinks and gone else 'does not hold'}** ("
-            + ", ".join(f"{100 * r:.0f} % {by_rate[r]:+.3f}" for r in rates) + ")."
+            + ", ".join(f"{100 * r:.0f} % {by_rate[r]:+.3f}" for r in rates)
+            + ")."
         )
     return lines
 

@@ -8,6 +8,7 @@ python paper_figures/wiki_domain.py [--seeds K] [--preset cpu|full] [--executor 
 Runs `sipt-lab domain run wiki` (resumable cells) and leaves rre_vs_lc.png/.pdf, summary.json and
 comparison.csv in DIR (default paper_figures/out/wiki).
 """
+
 import argparse
 from pathlib import Path
 
@@ -23,5 +24,21 @@ if __name__ == "__main__":
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "wiki"))
     args = parser.parse_args()
     extra = (["--graphs", *args.graphs] if args.graphs else []) + (["--methods", *args.methods] if args.methods else [])
-    raise SystemExit(main(["domain", "run", "wiki", "--seeds", args.seeds, "--preset", args.preset,
-                           "--executor", args.executor, "--out", args.out, *extra]))
+    raise SystemExit(
+        main(
+            [
+                "domain",
+                "run",
+                "wiki",
+                "--seeds",
+                args.seeds,
+                "--preset",
+                args.preset,
+                "--executor",
+                args.executor,
+                "--out",
+                args.out,
+                *extra,
+            ]
+        )
+    )

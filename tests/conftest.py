@@ -64,10 +64,14 @@ def clique_files(tmp_path):
     """40 random word sequences in 4 label cliques: the labels are not in the text."""
     rng = np.random.default_rng(0)
     ids = [f"s{i}" for i in range(N_GROUPS * GROUP_SIZE)]
-    (tmp_path / "samples.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{' '.join(rng.choice(WORDS, 8))}\n" for i in ids))
+    (tmp_path / "samples.tsv").write_text(
+        "id\ttext\n" + "".join(f"{i}\t{' '.join(rng.choice(WORDS, 8))}\n" for i in ids)
+    )
     group = {i: k % N_GROUPS for k, i in enumerate(ids)}
     (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{group[i]}\n" for i in ids))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b]))
+    (tmp_path / "edges.tsv").write_text(
+        "".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b])
+    )
     return tmp_path
 
 

@@ -15,7 +15,17 @@ import re
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.options import INT64_MAX, integer, nonempty, number
 
-__all__ = ["FRACTION", "INT64_MAX", "POSITIVE", "POSITIVE_INT", "SEED", "OneLineParser", "integer", "nonempty", "number"]
+__all__ = [
+    "FRACTION",
+    "INT64_MAX",
+    "POSITIVE",
+    "POSITIVE_INT",
+    "SEED",
+    "OneLineParser",
+    "integer",
+    "nonempty",
+    "number",
+]
 
 
 class OneLineParser(argparse.ArgumentParser):

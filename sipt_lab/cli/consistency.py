@@ -30,11 +30,23 @@ def register(subparsers) -> None:
         "Isolated nodes are counted but left out of the means.",
     )
     add_config_arguments(parser, ConsistencyJob, ("edges", "labels", "example", "ties"))
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of a table")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     scale = parser.add_argument_group("graphs larger than memory")
-    add_config_arguments(parser, ConsistencyJob, ("engine", "chunk_size", "edge_columns", "label_columns", "scheduler",
-                                                  "scheduler_timeout", "workers", "spill_dir"), container=scale)
+    add_config_arguments(
+        parser,
+        ConsistencyJob,
+        (
+            "engine",
+            "chunk_size",
+            "edge_columns",
+            "label_columns",
+            "scheduler",
+            "scheduler_timeout",
+            "workers",
+            "spill_dir",
+        ),
+        container=scale,
+    )
     parser.set_defaults(func=run)
 
 
@@ -57,8 +69,14 @@ def run(args: argparse.Namespace) -> int:
             edges_file, labels_file = args.edges, args.labels
         engine = _engine(args, edges_file, labels_file)
         if engine != "memory":
-            return _print_result(json_output, {**_from_files(args, engine, edges_file, labels_file),
-                                        "edges_file": edges_file, "labels_file": labels_file})
+            return _print_result(
+                json_output,
+                {
+                    **_from_files(args, engine, edges_file, labels_file),
+                    "edges_file": edges_file,
+                    "labels_file": labels_file,
+                },
+            )
         labelled = load_graph_tsv(edges_file, labels_file)
     report = consistency_report(labelled.graph, labelled.labels, args.ties)
     result = {
@@ -83,8 +101,12 @@ def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
     if args.chunk_size is not None and args.chunk_size < 1:
         raise SiptError(f"--chunk-size must be a positive number of edges, got {args.chunk_size}; pass e.g. 4000000")
     # A directory of edges is Parquet parts; a directory given as labels stays an error of the TSV reader.
-    text_tsv = not (is_parquet(edges_file) or any(
-        str(f).lower().removesuffix(".gz").endswith((".csv", ".parquet", ".pq")) for f in (edges_file, labels_file)))
+    text_tsv = not (
+        is_parquet(edges_file)
+        or any(
+            str(f).lower().removesuffix(".gz").endswith((".csv", ".parquet", ".pq")) for f in (edges_file, labels_file)
+        )
+    )
     engine = args.engine or ("memory" if text_tsv and args.chunk_size is None else "stream")
     if engine == "memory" and not text_tsv:
         raise SiptError("--engine memory reads TSV files only; use --engine stream for Parquet or CSV files")
@@ -101,11 +123,18 @@ def _from_files(args: ConsistencyJob, engine: str, edges_file, labels_file) -> d
     from sipt_lab.graphs.consistency import consistency_from_files
 
     result = consistency_from_files(
-        edges_file, labels_file, args.ties, engine=engine, chunk_edges=args.chunk_size,
+        edges_file,
+        labels_file,
+        args.ties,
+        engine=engine,
+        chunk_edges=args.chunk_size,
         edge_columns=_two_names(args.edge_columns, "--edge-columns"),
         label_columns=_two_names(args.label_columns, "--label-columns"),
-        scheduler=args.scheduler, workers=args.workers, spill_dir=args.spill_dir,
-        connect_timeout=args.scheduler_timeout)
+        scheduler=args.scheduler,
+        workers=args.workers,
+        spill_dir=args.spill_dir,
+        connect_timeout=args.scheduler_timeout,
+    )
     return result.to_dict()
 
 

@@ -20,9 +20,14 @@ def register(subparsers) -> None:
     actions.add_parser("list", help="the registered datasets").set_defaults(func=run_list)
     fetch = actions.add_parser("fetch", help="download one dataset")
     fetch.add_argument("name", metavar="NAME", help="dataset, e.g. tape-fluorescence (see `data list`)")
-    fetch.add_argument("--to", required=True, type=nonempty, metavar="DIR", help="directory to download into (created if missing)")
-    fetch.add_argument("--allow-unpinned", action="store_true",
-                       help="download files without a pinned SHA-256 unchecked, recording their digests")
+    fetch.add_argument(
+        "--to", required=True, type=nonempty, metavar="DIR", help="directory to download into (created if missing)"
+    )
+    fetch.add_argument(
+        "--allow-unpinned",
+        action="store_true",
+        help="download files without a pinned SHA-256 unchecked, recording their digests",
+    )
     fetch.set_defaults(func=run_fetch)
 
 
@@ -31,8 +36,10 @@ def run_list(args: argparse.Namespace) -> int:
 
     for dataset in DATASETS.values():
         pinned = all(remote.sha256 for remote in dataset.files)
-        print(f"{dataset.name} ({dataset.domain}): {dataset.contents}; source {dataset.source}; licence: "
-              f"{dataset.licence}; sha256 {'pinned' if pinned else 'not pinned'}")
+        print(
+            f"{dataset.name} ({dataset.domain}): {dataset.contents}; source {dataset.source}; licence: "
+            f"{dataset.licence}; sha256 {'pinned' if pinned else 'not pinned'}"
+        )
     return 0
 
 

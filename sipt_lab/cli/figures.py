@@ -20,7 +20,18 @@ from sipt_lab.experiments.paper.figure_options import FigureOptions
 
 DEFAULT_OUT = "paper_figures/out"
 #: FigureOptions fields set by ``figures`` flags.
-FIGURE_FIELDS = ("seeds", "executor", "steps", "n_nodes", "families", "passes", "scale_nodes", "preset", "encoder", "batched")
+FIGURE_FIELDS = (
+    "seeds",
+    "executor",
+    "steps",
+    "n_nodes",
+    "families",
+    "passes",
+    "scale_nodes",
+    "preset",
+    "encoder",
+    "batched",
+)
 #: What --help says of a field's default where the flag itself defaults to None.
 FIGURE_FIELD_DEFAULTS = {name: meta.default_help for name, meta in options_of(FigureOptions).items()}
 
@@ -34,15 +45,28 @@ def register(subparsers) -> None:
         "(every family at noise 0, CLIQUES at every noise rate, --seeds seeds) kept under OUT/cells: "
         "each cell is computed once and a re-run skips finished cells.",
     )
-    parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="make only these figures (default: all)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="make only these figures (default: all)")
     # Options left out stay None here and take FigureOptions' defaults (the ones --help shows).
-    add_config_arguments(parser, FigureOptions, ("seeds", "executor"), check=False, defaults={"seeds": None, "executor": None},
-                         default_help={"seeds": str(FigureOptions.seeds), "executor": FigureOptions.executor})
-    parser.add_argument("--out", default=DEFAULT_OUT, type=nonempty, metavar="DIR", help="output directory (default: %(default)s)")
+    add_config_arguments(
+        parser,
+        FigureOptions,
+        ("seeds", "executor"),
+        check=False,
+        defaults={"seeds": None, "executor": None},
+        default_help={"seeds": str(FigureOptions.seeds), "executor": FigureOptions.executor},
+    )
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, type=nonempty, metavar="DIR", help="output directory (default: %(default)s)"
+    )
     add_config_arguments(parser, FigureOptions, ("steps", "n_nodes"), check=False)
-    add_config_arguments(parser, FigureOptions, ("families",), check=False, defaults={"families": None},
-                         default_help={"families": FIGURE_FIELD_DEFAULTS["families"]})
+    add_config_arguments(
+        parser,
+        FigureOptions,
+        ("families",),
+        check=False,
+        defaults={"families": None},
+        default_help={"families": FIGURE_FIELD_DEFAULTS["families"]},
+    )
     add_config_arguments(parser, FigureOptions, ("passes", "scale_nodes"))
     add_preset_flags(parser, FigureOptions)
     record_field_flags(parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes"})  # of each experiment
@@ -53,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.paper.figures import make_figures
 
     given = {name: getattr(args, name) for name in FIGURE_FIELDS}
-    options = config_from_args(args, FigureOptions, (), **{name: value for name, value in given.items() if value is not None})
+    options = config_from_args(
+        args, FigureOptions, (), **{name: value for name, value in given.items() if value is not None}
+    )
     start = time.perf_counter()
     written = make_figures(args.only, args.out, options)
     for name, paths in written.items():

@@ -14,8 +14,25 @@ from sipt_lab.training.train_config import FinetuneConfig
 FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
 FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every")
 #: DomainRunConfig fields that ``domain run`` flags set, in the order ``--help`` lists them.
-DOMAIN_RUN_FIELDS = ("domain", "graphs", "task", "seeds", "preset", "samples", "steps", "lambdas", "mode", "methods", "teacher",
-                     "teacher_layer", "init", "data_dir", "device", "grad_accum", "executor")
+DOMAIN_RUN_FIELDS = (
+    "domain",
+    "graphs",
+    "task",
+    "seeds",
+    "preset",
+    "samples",
+    "steps",
+    "lambdas",
+    "mode",
+    "methods",
+    "teacher",
+    "teacher_layer",
+    "init",
+    "data_dir",
+    "device",
+    "grad_accum",
+    "executor",
+)
 
 
 def register(subparsers) -> None:
@@ -28,14 +45,25 @@ def register(subparsers) -> None:
         "validation, a learning-rate grid, several seeds). With --baseline, the relative error reduction of "
         "the model over the baseline and a paired t-test over seeds, as the SIPT paper reports.",
     )
-    add_config_arguments(parser, FinetuneJob, ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode",
-                                               "seeds"),
-                         required=("model",), argparse_options={"kind": {"choices": sorted(FILE_TASK_KINDS)}})
+    add_config_arguments(
+        parser,
+        FinetuneJob,
+        ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds"),
+        required=("model",),
+        argparse_options={"kind": {"choices": sorted(FILE_TASK_KINDS)}},
+    )
     add_config_arguments(parser, FinetuneConfig, FINETUNE_FIELDS)
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
-    parser.add_argument("--overwrite", action="store_true", help="replace the finetune run in --out, removing only the files sipt-lab wrote there")
-    parser.set_defaults(func=run_finetune, memory_hint="lower --batch-size or --max-length",
-                        interrupt_hint="a finetune run writes its results at the end, so run the same command again")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the finetune run in --out, removing only the files sipt-lab wrote there",
+    )
+    parser.set_defaults(
+        func=run_finetune,
+        memory_hint="lower --batch-size or --max-length",
+        interrupt_hint="a finetune run writes its results at the end, so run the same command again",
+    )
 
     domain = subparsers.add_parser(
         "domain",
@@ -50,19 +78,33 @@ def register(subparsers) -> None:
     actions.add_parser("list", help="the registered domains").set_defaults(func=run_domain_list)
     run = actions.add_parser("run", help="LM-only vs SIPT on a domain, judged by fine-tuning")
     add_config_arguments(run, DomainRunConfig, DOMAIN_RUN_FIELDS)
-    run.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)")
+    run.add_argument(
+        "--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)"
+    )
     # the fields of the configs the run resolves, by the flag that sets each
-    record_field_flags(run, {"ConceptOptions.layer": "--teacher-layer", "TrainConfig.grad_accum": "--grad-accum",
-                             "TrainConfig.steps": "--steps", "TrainConfig.lambda_si": "--lambdas",
-                             "DomainPreset.n_samples": "--samples"})
-    run.set_defaults(func=run_domain, memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
-                     "or run under torchrun on more GPUs")
+    record_field_flags(
+        run,
+        {
+            "ConceptOptions.layer": "--teacher-layer",
+            "TrainConfig.grad_accum": "--grad-accum",
+            "TrainConfig.steps": "--steps",
+            "TrainConfig.lambda_si": "--lambdas",
+            "DomainPreset.n_samples": "--samples",
+        },
+    )
+    run.set_defaults(
+        func=run_domain,
+        memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
+        "or run under torchrun on more GPUs",
+    )
 
 
 def run_finetune(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.finetune_job import format_finetune_report, run_finetuning
 
-    job = config_from_args(args, FinetuneJob, FINETUNE_JOB_FIELDS, finetune=config_from_args(args, FinetuneConfig, FINETUNE_FIELDS))
+    job = config_from_args(
+        args, FinetuneJob, FINETUNE_JOB_FIELDS, finetune=config_from_args(args, FinetuneConfig, FINETUNE_FIELDS)
+    )
     print(format_finetune_report(run_finetuning(job, args.out, overwrite=args.overwrite)))
     return 0
 

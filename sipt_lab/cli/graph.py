@@ -39,9 +39,14 @@ def register(subparsers) -> None:
         "extra tables. edges.tsv and labels.tsv are readable by 'sipt-lab consistency'.",
     )
     add_config_arguments(build, GraphSpec, GRAPH_FIELDS, check=False, required=("family",))
-    build.add_argument("--out", required=True, type=nonempty, metavar="DIR",
-                       help="output directory, created if missing; it must be empty or hold an earlier "
-                       "build, whose files are replaced")
+    build.add_argument(
+        "--out",
+        required=True,
+        type=nonempty,
+        metavar="DIR",
+        help="output directory, created if missing; it must be empty or hold an earlier "
+        "build, whose files are replaced",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=run_build)
 
@@ -51,7 +56,8 @@ def run_list(args: argparse.Namespace) -> int:
 
     families = [get_family(name) for name in family_names()]
     rows = [("name", "nodes", "topics", "description")] + [
-        (f.name, str(f.default_nodes), str(f.default_topics), f.description) for f in families]
+        (f.name, str(f.default_nodes), str(f.default_topics), f.description) for f in families
+    ]
     widths = [max(len(row[j]) for row in rows) for j in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
@@ -71,6 +77,8 @@ def run_build(args: argparse.Namespace) -> int:
 
         plot_dataset(dataset, out / "surface.png")
     write_manifest(out, [path.name for path in out.iterdir()])
-    print(f"graph {dataset.family}: {dataset.n_nodes} nodes, {dataset.graph.n_edges} edges, "
-          f"local consistency {dataset.local_consistency:.4f} -> {out}")
+    print(
+        f"graph {dataset.family}: {dataset.n_nodes} nodes, {dataset.graph.n_edges} edges, "
+        f"local consistency {dataset.local_consistency:.4f} -> {out}"
+    )
     return 0

@@ -61,14 +61,20 @@ def main(argv: list[str] | None = None) -> int:
         if torch is None or not isinstance(error, torch.OutOfMemoryError):
             raise
         hint = getattr(args, "memory_hint", "use smaller batches or shorter samples")
-        print(f"sipt-lab: error: the GPU ran out of memory ({str(error).splitlines()[0][:120]}); {hint}; "
-              "finished results are kept", file=sys.stderr)
+        print(
+            f"sipt-lab: error: the GPU ran out of memory ({str(error).splitlines()[0][:120]}); {hint}; "
+            "finished results are kept",
+            file=sys.stderr,
+        )
         return 1
     except OSError as error:
         if error.filename is None:  # not about a file: a bug or the system, shown in full
             raise
-        print(f"sipt-lab: error: {error.strerror or error}: {error.filename}; check that path, its permissions "
-              "and the free space", file=sys.stderr)
+        print(
+            f"sipt-lab: error: {error.strerror or error}: {error.filename}; check that path, its permissions "
+            "and the free space",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", "run the same command again to resume")

@@ -9,23 +9,42 @@ from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
-from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
+from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 
 #: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
 #: their flags default to None and their help names each kind's value.
 PER_KIND = tuple(name for name in INIT_DEFAULTS["char"].train_options() if name != "loss_params")
 #: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
 #: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
-TRAIN_FIELDS = ("steps", "batch_size", "grad_accum", "lr", "warmup", "schedule", "head_warmup", "head_lr", "max_len",
-                "seed", "device", "precision", "checkpoint_every", "loss", "pairs", "negatives", "mask_replacement")
+TRAIN_FIELDS = (
+    "steps",
+    "batch_size",
+    "grad_accum",
+    "lr",
+    "warmup",
+    "schedule",
+    "head_warmup",
+    "head_lr",
+    "max_len",
+    "seed",
+    "device",
+    "precision",
+    "checkpoint_every",
+    "loss",
+    "pairs",
+    "negatives",
+    "mask_replacement",
+)
 #: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
 WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
 JOB_FIELDS = ("samples", "edges", "labels", "init", "encoder", "pooling", "epochs")
 #: What to do when a pre-training step does not fit in GPU memory (the CLI's out-of-memory message).
-PRETRAIN_MEMORY_HINT = ("lower --batch-size and raise --grad-accum by the same factor (the same effective batch), "
-                        "lower --max-length, or use --precision bf16")
+PRETRAIN_MEMORY_HINT = (
+    "lower --batch-size and raise --grad-accum by the same factor (the same effective batch), "
+    "lower --max-length, or use --precision bf16"
+)
 
 
 def register(subparsers) -> None:
@@ -45,10 +64,21 @@ def register(subparsers) -> None:
     add_config_arguments(parser, PretrainJob, ("method", "teacher"))
     _train_arguments(parser, ("lambda_si",))
     _train_arguments(parser, WATCH_FIELDS)
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint (the same settings; a larger --steps only with --schedule constant and no --warmup, so that no learning-rate schedule is spliced)")
-    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out, removing only the files sipt-lab wrote there")
-    parser.set_defaults(func=run_pretrain, memory_hint=PRETRAIN_MEMORY_HINT,
-                        interrupt_hint="pass --resume to the same command to continue from the last checkpoint")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its checkpoint (the same settings; a larger --steps only with --schedule constant and no --warmup, so that no learning-rate schedule is spliced)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in --out, removing only the files sipt-lab wrote there",
+    )
+    parser.set_defaults(
+        func=run_pretrain,
+        memory_hint=PRETRAIN_MEMORY_HINT,
+        interrupt_hint="pass --resume to the same command to continue from the last checkpoint",
+    )
 
     sweep = subparsers.add_parser(
         "lambda-sweep",
@@ -72,7 +102,9 @@ def register(subparsers) -> None:
         "encoder saved by `sipt-lab pretrain` (DIR/model) or any Hugging Face checkpoint directory.",
     )
     add_config_arguments(embed, EmbedJob, ("model", "samples"), required=("model", "samples"))
-    embed.add_argument("--out", required=True, type=nonempty, metavar="EMB", help="output .npy path (its ids go to EMB.ids.tsv)")
+    embed.add_argument(
+        "--out", required=True, type=nonempty, metavar="EMB", help="output .npy path (its ids go to EMB.ids.tsv)"
+    )
     embed.add_argument("--overwrite", action="store_true", help="replace an existing EMB.npy and EMB.ids.tsv")
     add_config_arguments(embed, EmbedJob, ("batch_size", "device"), argparse_options={"device": {"type": None}})
     embed.set_defaults(func=run_embed, memory_hint="lower --batch-size")
@@ -81,18 +113,43 @@ def register(subparsers) -> None:
 def add_training_arguments(parser) -> None:
     """The flags of one pre-training run, shared by ``pretrain`` and ``lambda-sweep``: generated from
     :class:`PretrainJob`'s and :class:`TrainConfig`'s fields."""
-    add_config_arguments(parser, PretrainJob, ("samples", "edges", "labels", "init", "encoder", "pooling"),
-                         required=("samples", "edges"), argparse_options={"encoder": {"choices": sorted(ENCODER_PRESETS)}})
+    add_config_arguments(
+        parser,
+        PretrainJob,
+        ("samples", "edges", "labels", "init", "encoder", "pooling"),
+        required=("samples", "edges"),
+        argparse_options={"encoder": {"choices": sorted(ENCODER_PRESETS)}},
+    )
     _train_arguments(parser, ("loss",))
-    parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
-                        help=f"a parameter of that loss, repeatable {default_help('loss_params')}")
+    parser.add_argument(
+        "--loss-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"a parameter of that loss, repeatable {default_help('loss_params')}",
+    )
     record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
     _train_arguments(parser, ("pairs", "negatives", "mask_replacement"))
     length = parser.add_mutually_exclusive_group()
     add_config_arguments(parser, PretrainJob, ("epochs",), container=length)
     _train_arguments(parser, ("steps",), container=length)
-    _train_arguments(parser, ("batch_size", "grad_accum", "lr", "warmup", "schedule", "head_warmup", "head_lr", "max_len",
-                              "seed", "device", "precision", "checkpoint_every"))
+    _train_arguments(
+        parser,
+        (
+            "batch_size",
+            "grad_accum",
+            "lr",
+            "warmup",
+            "schedule",
+            "head_warmup",
+            "head_lr",
+            "max_len",
+            "seed",
+            "device",
+            "precision",
+            "checkpoint_every",
+        ),
+    )
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -102,12 +159,26 @@ def _train_arguments(parser, fields, container=None) -> None:
     help naming each init kind's value; ``steps`` defaults to None (one epoch)."""
     per_kind = [name for name in fields if name in PER_KIND]
     add_config_arguments(
-        parser, TrainConfig, fields, container=container,
+        parser,
+        TrainConfig,
+        fields,
+        container=container,
         defaults={"steps": None, **{name: None for name in per_kind}},
         default_help={"max_len": "the checkpoint's, 256 for minilm", **{name: default_help(name) for name in per_kind}},
-        argparse_options={**{name: {"choices": sorted(choices)} for name, choices in (
-            ("loss", STRUCTURE_LOSSES), ("pairs", PAIR_MODES), ("negatives", NEGATIVE_SAMPLERS), ("schedule", LR_SCHEDULES))
-            if name in fields}, "eval_every": {"nargs": "?", "const": EVAL_EVERY_DEFAULT}})
+        argparse_options={
+            **{
+                name: {"choices": sorted(choices)}
+                for name, choices in (
+                    ("loss", STRUCTURE_LOSSES),
+                    ("pairs", PAIR_MODES),
+                    ("negatives", NEGATIVE_SAMPLERS),
+                    ("schedule", LR_SCHEDULES),
+                )
+                if name in fields
+            },
+            "eval_every": {"nargs": "?", "const": EVAL_EVERY_DEFAULT},
+        },
+    )
 
 
 def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options) -> PretrainJob:
@@ -117,8 +188,12 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
     from sipt_lab.training.defaults import init_kind, train_config
 
     given = {name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS if hasattr(args, name)}
-    train = train_config(init_kind(args.init), **{**given, "steps": args.steps if args.steps is not None else 1},
-                         lambda_si=lambda_si, loss_params=parse_loss_params(args.loss_param))
+    train = train_config(
+        init_kind(args.init),
+        **{**given, "steps": args.steps if args.steps is not None else 1},
+        lambda_si=lambda_si,
+        loss_params=parse_loss_params(args.loss_param),
+    )
     epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
     return config_from_args(args, PretrainJob, JOB_FIELDS, epochs=epochs, train=train, **job_options)
 
@@ -158,7 +233,8 @@ def run_embed(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretrain_job import embed_samples
 
     job = config_from_args(args, EmbedJob)
-    vectors, ids = embed_samples(job.model, job.samples, args.out, batch_size=job.batch_size, device=job.device,
-                                 overwrite=args.overwrite)
+    vectors, ids = embed_samples(
+        job.model, job.samples, args.out, batch_size=job.batch_size, device=job.device, overwrite=args.overwrite
+    )
     print(f"embeddings: {vectors}   ids: {ids}")
     return 0

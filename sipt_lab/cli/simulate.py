@@ -18,10 +18,13 @@ from sipt_lab.training.train_config import TrainConfig
 
 #: GraphSpec fields set by ``simulate`` flags, and their help where it differs from ``graph build``'s.
 GRAPH_FIELDS = ("family", "noise", "noise_mode", "n_nodes", "seed")
-GRAPH_HELP = {"family": "graph family (see `sipt-lab graph list`), e.g. torus, cliques",
-              "noise": "edge-noise rate in [0, 1] (default: %(default)s)",
-              "noise_mode": f"noise model: {' or '.join(NOISE_MODES)} (default: %(default)s)",
-              "n_nodes": "pre-training samples (default: the family's)", "seed": "first seed (default: %(default)s)"}
+GRAPH_HELP = {
+    "family": "graph family (see `sipt-lab graph list`), e.g. torus, cliques",
+    "noise": "edge-noise rate in [0, 1] (default: %(default)s)",
+    "noise_mode": f"noise model: {' or '.join(NOISE_MODES)} (default: %(default)s)",
+    "n_nodes": "pre-training samples (default: the family's)",
+    "seed": "first seed (default: %(default)s)",
+}
 
 
 def register(subparsers) -> None:
@@ -37,18 +40,30 @@ def register(subparsers) -> None:
     )
     add_config_arguments(parser, GraphSpec, GRAPH_FIELDS[:4], check=False, required=("family",), help=GRAPH_HELP)
     add_config_arguments(parser, SimulateJob, ("seeds",), check=False)
-    add_config_arguments(parser, GraphSpec, ("seed",), check=False, help=GRAPH_HELP, argparse_options={"seed": {"metavar": None}})
+    add_config_arguments(
+        parser, GraphSpec, ("seed",), check=False, help=GRAPH_HELP, argparse_options={"seed": {"metavar": None}}
+    )
     add_config_arguments(parser, SimulateJob, ("methods",), check=False)
     _train_arguments(parser, ("lambda_si", "loss"))
-    parser.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
-                        help="a parameter of the structure-inducing loss, repeatable (contrastive: "
-                        f"pos_margin, neg_margin, default {_margins()}; multisim: w_pos, w_neg, t)")
+    parser.add_argument(
+        "--loss-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter of the structure-inducing loss, repeatable (contrastive: "
+        f"pos_margin, neg_margin, default {_margins()}; multisim: w_pos, w_neg, t)",
+    )
     record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
     _train_arguments(parser, ("pairs", "negatives"))
     _train_arguments(parser, ("steps",))
     add_preset_flags(parser)
-    add_config_arguments(parser, GraphSpec, ("corpus",), check=False,
-                         help={"corpus": "sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus"})
+    add_config_arguments(
+        parser,
+        GraphSpec,
+        ("corpus",),
+        check=False,
+        help={"corpus": "sentence file (one per line, or JSONL with 'text'; .gz ok); default: embedded corpus"},
+    )
     _train_arguments(parser, ("device",))
     add_config_arguments(parser, SimulateJob, ("executor",), check=False)
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
@@ -61,18 +76,28 @@ def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -
     """Flags of :class:`TrainConfig` fields, parsed by type alone: the config checks their values
     (its errors name these flags)."""
     add_config_arguments(
-        parser, TrainConfig, fields, check=False,
+        parser,
+        TrainConfig,
+        fields,
+        check=False,
         defaults={"lambda_si": PAPER_LAMBDA_SI, "pairs": None, "negatives": None, "steps": None},
-        help={"lambda_si": "weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)",
-              "loss": f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)",
-              "pairs": f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} (sampled: each seed with one neighbour "
-              "and one non-neighbour, the paper's; batch: every pair of samples in the batch; default: "
-              f"{INIT_DEFAULTS['char'].pairs})",
-              "negatives": f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: {TrainConfig.negatives})",
-              "steps": "optimiser steps per arm (default: the family's)",
-              "device": "auto (CUDA when present), cpu or cuda (default: %(default)s)"},
-        argparse_options={"loss": {"metavar": "LOSS"}, "pairs": {"metavar": "MODE"}, "negatives": {"metavar": "NAME"},
-                          "device": {"metavar": "DEV", "type": None}})
+        help={
+            "lambda_si": "weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)",
+            "loss": f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)",
+            "pairs": f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} (sampled: each seed with one neighbour "
+            "and one non-neighbour, the paper's; batch: every pair of samples in the batch; default: "
+            f"{INIT_DEFAULTS['char'].pairs})",
+            "negatives": f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: {TrainConfig.negatives})",
+            "steps": "optimiser steps per arm (default: the family's)",
+            "device": "auto (CUDA when present), cpu or cuda (default: %(default)s)",
+        },
+        argparse_options={
+            "loss": {"metavar": "LOSS"},
+            "pairs": {"metavar": "MODE"},
+            "negatives": {"metavar": "NAME"},
+            "device": {"metavar": "DEV", "type": None},
+        },
+    )
 
 
 def _margins() -> str:
@@ -89,14 +114,26 @@ def run(args: argparse.Namespace) -> int:
     graph_options = {"noise": job.graph.noise, "noise_mode": job.graph.noise_mode, "corpus": job.graph.corpus}
     if job.graph.n_nodes is not None:
         graph_options["n_nodes"] = job.graph.n_nodes
-    train_options = {"lambda_si": args.lambda_si, "loss": args.loss, "device": args.device,
-                     "loss_params": parse_loss_params(args.loss_param)}
+    train_options = {
+        "lambda_si": args.lambda_si,
+        "loss": args.loss,
+        "device": args.device,
+        "loss_params": parse_loss_params(args.loss_param),
+    }
     if args.pairs is not None:
         train_options["pairs"] = args.pairs
     if args.negatives is not None:
         train_options["negatives"] = args.negatives
-    config = simulation_config(job.graph.family, seed=job.graph.seed, steps=args.steps, preset=job.preset, encoder=job.encoder,
-                               graph_options=graph_options, train_options=train_options, methods=job.methods)
+    config = simulation_config(
+        job.graph.family,
+        seed=job.graph.seed,
+        steps=args.steps,
+        preset=job.preset,
+        encoder=job.encoder,
+        graph_options=graph_options,
+        train_options=train_options,
+        methods=job.methods,
+    )
     summary = simulate(config, job.seeds, args.out, executor=job.executor, progress=not args.json, batched=job.batched)
     print(json_text(summary, sort_keys=False) if args.json else format_summary(summary))
     return 0
@@ -106,7 +143,9 @@ def add_preset_flags(parser: argparse.ArgumentParser, cls: type = SimulateJob, *
     """``--preset``, ``--encoder`` and ``--batched`` from the fields of ``cls`` (``SimulateJob``, or
     ``FigureOptions`` for ``sipt-lab figures``)."""
     preset_help = f"{PRESET_HELP.removesuffix(')')}; default: %(default)s)"  # the default inside the parenthesis
-    add_config_arguments(parser, cls, ("preset", "encoder", "batched"), check=False, help={"preset": preset_help}, **options)
+    add_config_arguments(
+        parser, cls, ("preset", "encoder", "batched"), check=False, help={"preset": preset_help}, **options
+    )
 
 
 def parse_loss_params(items: list[str]) -> dict[str, float]:
@@ -139,4 +178,3 @@ def format_summary(summary: dict) -> str:
         )
     lines += ["", f"results: {summary['out_dir']}/results.json"]
     return "\n".join(lines)
-

@@ -6,20 +6,37 @@ import argparse
 
 from sipt_lab.cli.arguments import POSITIVE, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.study.study_config import STUDY_TRAIN
 from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
+from sipt_lab.experiments.study.study_config import STUDY_TRAIN
 from sipt_lab.training.train_config import TrainConfig
 
 #: LcTransferConfig fields set by flags of the same name (``seeds`` aside: ``--seeds`` also takes ``auto``).
-STUDY_FIELDS = ("samples", "labels", "edges", "n_pretrain", "n_train", "n_validation", "n_test", "levels", "init",
-                "pooling", "encoder", "protocol", "k", "metric", "split_seed", "bootstrap")
+STUDY_FIELDS = (
+    "samples",
+    "labels",
+    "edges",
+    "n_pretrain",
+    "n_train",
+    "n_validation",
+    "n_test",
+    "levels",
+    "init",
+    "pooling",
+    "encoder",
+    "protocol",
+    "k",
+    "metric",
+    "split_seed",
+    "bootstrap",
+)
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
 TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "study", help="studies that answer one question with a figure, a CSV and a verdict line",
+        "study",
+        help="studies that answer one question with a figure, a CSV and a verdict line",
         description="`study lc-transfer`: does SIPT pre-training help on samples never pre-trained on, and does the "
         "pre-training graph's local consistency (LC) predict when? Pre-trains LM-only and SIPT arms from the same "
         "start over graphs whose LC is set by a dial q (cliques over labels that agree with the task with "
@@ -31,42 +48,79 @@ def register(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", metavar="STUDY", required=True)
     run = actions.add_parser("lc-transfer", help="held-out gain of SIPT over LM-only against the graph's LC")
     add_config_arguments(run, LcTransferConfig, STUDY_FIELDS[:8])
-    run.add_argument("--seeds", default="3", metavar="K|auto",
-                     help="seeds, each training every arm; auto: the fewest that detect --target-effect given --pilot (default: %(default)s)")
-    run.add_argument("--pilot", type=nonempty, metavar="SUMMARY.json", help="an earlier (smaller) study's summary: its paired sd sets what the seeds can detect, printed before training")
-    run.add_argument("--target-effect", type=POSITIVE, default=0.02, metavar="E", help="gain --seeds auto must detect (default: %(default)s)")
+    run.add_argument(
+        "--seeds",
+        default="3",
+        metavar="K|auto",
+        help="seeds, each training every arm; auto: the fewest that detect --target-effect given --pilot (default: %(default)s)",
+    )
+    run.add_argument(
+        "--pilot",
+        type=nonempty,
+        metavar="SUMMARY.json",
+        help="an earlier (smaller) study's summary: its paired sd sets what the seeds can detect, printed before training",
+    )
+    run.add_argument(
+        "--target-effect",
+        type=POSITIVE,
+        default=0.02,
+        metavar="E",
+        help="gain --seeds auto must detect (default: %(default)s)",
+    )
     record_field_flags(run, {"LcTransferConfig.seeds": "--seeds", "LcTransferConfig.pilot_sd": "--pilot"})
     add_config_arguments(run, LcTransferConfig, ("init", "pooling", "encoder"))
-    add_config_arguments(run, TrainConfig, TRAIN_FIELDS, defaults={"lr": None, "lambda_si": None, "loss": None, **STUDY_TRAIN},
-                         default_help={name: "the init kind's" for name in ("lr", "lambda_si", "loss")},
-                         help={"steps": "pre-training steps of every trained arm (default: %(default)s)",
-                               "batch_size": "samples per step (default: %(default)s)", "lr": "peak learning rate (default: the init kind's)",
-                               "lambda_si": "SIPT arm's weight of L_SI (default: the init kind's)",
-                               "loss": "structure-inducing loss (default: the init kind's)"},
-                         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}})
+    add_config_arguments(
+        run,
+        TrainConfig,
+        TRAIN_FIELDS,
+        defaults={"lr": None, "lambda_si": None, "loss": None, **STUDY_TRAIN},
+        default_help={name: "the init kind's" for name in ("lr", "lambda_si", "loss")},
+        help={
+            "steps": "pre-training steps of every trained arm (default: %(default)s)",
+            "batch_size": "samples per step (default: %(default)s)",
+            "lr": "peak learning rate (default: the init kind's)",
+            "lambda_si": "SIPT arm's weight of L_SI (default: the init kind's)",
+            "loss": "structure-inducing loss (default: the init kind's)",
+        },
+        argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
+    )
     add_config_arguments(run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap"))
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
-    run.add_argument("--out", type=nonempty, required=True, metavar="DIR", help="output directory (new or empty; an earlier study's with --overwrite)")
-    run.add_argument("--overwrite", action="store_true", help="replace the study in --out, removing only the files sipt-lab wrote there")
+    run.add_argument(
+        "--out",
+        type=nonempty,
+        required=True,
+        metavar="DIR",
+        help="output directory (new or empty; an earlier study's with --overwrite)",
+    )
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the study in --out, removing only the files sipt-lab wrote there",
+    )
     run.set_defaults(func=run_lc_transfer, memory_hint="lower --batch-size or --max-length")
 
 
 def lc_transfer_config(args: argparse.Namespace):
     """The :class:`~sipt_lab.experiments.study.lc_transfer.LcTransferConfig` the parsed flags describe."""
-    from sipt_lab.training.defaults import init_kind, train_config
     from sipt_lab.core.errors import SiptError
-    from sipt_lab.experiments.study.study_config import LcTransferConfig
-    from sipt_lab.experiments.study.gain_stats import pilot_sd
     from sipt_lab.core.stats import seeds_for_effect
+    from sipt_lab.experiments.study.gain_stats import pilot_sd
+    from sipt_lab.experiments.study.study_config import LcTransferConfig
+    from sipt_lab.training.defaults import init_kind, train_config
 
     if args.seeds == "auto" and args.pilot is None:
-        raise SiptError("--seeds auto needs a pilot's variance; pass --pilot SUMMARY.json of an earlier study with at least two seeds, or give --seeds K")
+        raise SiptError(
+            "--seeds auto needs a pilot's variance; pass --pilot SUMMARY.json of an earlier study with at least two seeds, or give --seeds K"
+        )
     if args.seeds != "auto" and not args.seeds.isdigit():
         raise SiptError(f"--seeds takes a number of seeds or auto, got {args.seeds!r}")
     sd = None if args.pilot is None else pilot_sd(args.pilot)
     seeds = seeds_for_effect(sd, args.target_effect) if args.seeds == "auto" else int(args.seeds)
 
-    train = train_config(init_kind(args.init), device=args.device, **{name: getattr(args, name) for name in TRAIN_FIELDS})
+    train = train_config(
+        init_kind(args.init), device=args.device, **{name: getattr(args, name) for name in TRAIN_FIELDS}
+    )
     return config_from_args(args, LcTransferConfig, STUDY_FIELDS, seeds=seeds, train=train, pilot_sd=sd)
 
 

@@ -56,9 +56,7 @@ def config_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise SiptError(
-            f"unknown {cls.__name__} field(s) {', '.join(unknown)}; known: {', '.join(fields)}"
-        )
+        raise SiptError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; known: {', '.join(fields)}")
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in data.items():

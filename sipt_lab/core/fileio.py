@@ -104,8 +104,10 @@ def read_text_file(path: str | Path, what: str) -> str:
     except IsADirectoryError:
         raise SiptError(f"{what} {path} is a directory; pass a file") from None
     except (OSError, EOFError) as error:
-        raise SiptError(f"cannot read {what} {path} ({getattr(error, 'strerror', None) or error}); "
-                        "check its permissions and that it is intact") from None
+        raise SiptError(
+            f"cannot read {what} {path} ({getattr(error, 'strerror', None) or error}); "
+            "check its permissions and that it is intact"
+        ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -12,11 +12,17 @@ STRUCTURE_LOSSES = ("contrastive", "multisim", "infonce")
 #: (the loss functions of :mod:`sipt_lab.objectives.structure` take their defaults from here; a
 #: run's ``loss_params`` override them one key at a time). The original code's: contrastive
 #: µ+ = 0, µ− = 10; multi-similarity w+ = w− = 1, t = 0.1; InfoNCE τ = 0.05.
-LOSS_PARAMETERS: dict[str, dict[str, float]] = dict(zip(STRUCTURE_LOSSES, (
-    {"pos_margin": 0.0, "neg_margin": 10.0},
-    {"w_pos": 1.0, "w_neg": 1.0, "t": 0.1},
-    {"temperature": 0.05},
-), strict=True))
+LOSS_PARAMETERS: dict[str, dict[str, float]] = dict(
+    zip(
+        STRUCTURE_LOSSES,
+        (
+            {"pos_margin": 0.0, "neg_margin": 10.0},
+            {"w_pos": 1.0, "w_neg": 1.0, "t": 0.1},
+            {"temperature": 0.05},
+        ),
+        strict=True,
+    )
+)
 #: How a seed's non-neighbour is drawn (:data:`sipt_lab.training.sampler.NEGATIVE_SAMPLERS`).
 NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
 #: Pairs ``L_SI`` scores (:data:`sipt_lab.training.sampler.PAIR_MODES`).

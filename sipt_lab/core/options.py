@@ -85,10 +85,20 @@ class Option:
         return None
 
 
-def option(default: Any = dataclasses.MISSING, *, help: str, range: tuple[float | None, float | None] | None = None,
-           open: str | None = None, choices: Iterable[Any] | None = None, flag: str | None = None,
-           metavar: str | None = None, nonempty: bool = False, default_help: str | None = None,
-           default_factory: Callable[[], Any] | Any = dataclasses.MISSING, omit_default: bool = False) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    range: tuple[float | None, float | None] | None = None,
+    open: str | None = None,
+    choices: Iterable[Any] | None = None,
+    flag: str | None = None,
+    metavar: str | None = None,
+    nonempty: bool = False,
+    default_help: str | None = None,
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    omit_default: bool = False,
+) -> Any:
     """A dataclass field carrying its help, range (``range=(low, high)``, None: unbounded;
     ``open="low"|"high"|"both"`` excludes that end), ``choices``, command-line ``flag`` (default
     ``--field-name``) and ``metavar``; ``nonempty``: a string that must not be blank (a path);
@@ -99,9 +109,19 @@ def option(default: Any = dataclasses.MISSING, *, help: str, range: tuple[float 
     low, high = range if range is not None else (None, None)
     if open not in (None, "low", "high", "both"):
         raise ValueError(f"open must be 'low', 'high' or 'both', got {open!r}")
-    meta = Option(help=help, low=low, high=high, low_open=open in ("low", "both"), high_open=open in ("high", "both"),
-                  choices=None if choices is None else tuple(choices), flag=flag, metavar=metavar, nonempty=nonempty,
-                  default_help=default_help, omit_default=omit_default)
+    meta = Option(
+        help=help,
+        low=low,
+        high=high,
+        low_open=open in ("low", "both"),
+        high_open=open in ("high", "both"),
+        choices=None if choices is None else tuple(choices),
+        flag=flag,
+        metavar=metavar,
+        nonempty=nonempty,
+        default_help=default_help,
+        omit_default=omit_default,
+    )
     return dataclasses.field(default=default, default_factory=default_factory, metadata={OPTION_KEY: meta})
 
 
@@ -133,12 +153,21 @@ def flag_of(cls: type, name: str) -> str:
     return (meta.flag if meta is not None and meta.flag else None) or "--" + name.replace("_", "-")
 
 
-def add_config_arguments(parser: argparse.ArgumentParser | Any, cls: type, fields: Iterable[str], *,
-                         defaults: dict[str, Any] | None = None, default_help: dict[str, str] | None = None,
-                         help: dict[str, str] | None = None, flags: dict[str, str] | None = None,
-                         required: Iterable[str] = (), argparse_options: dict[str, dict[str, Any]] | None = None,
-                         container: Any = None, containers: dict[str, Any] | None = None,
-                         check: bool = True) -> dict[str, str]:
+def add_config_arguments(
+    parser: argparse.ArgumentParser | Any,
+    cls: type,
+    fields: Iterable[str],
+    *,
+    defaults: dict[str, Any] | None = None,
+    default_help: dict[str, str] | None = None,
+    help: dict[str, str] | None = None,
+    flags: dict[str, str] | None = None,
+    required: Iterable[str] = (),
+    argparse_options: dict[str, dict[str, Any]] | None = None,
+    container: Any = None,
+    containers: dict[str, Any] | None = None,
+    check: bool = True,
+) -> dict[str, str]:
     """Add one flag per field of ``cls`` in ``fields`` (in that order) to ``parser``, generated from
     the field (see the module docstring); return field -> flag.
 
@@ -201,7 +230,9 @@ def record_field_flags(parser: argparse.ArgumentParser, flags: dict[str, str]) -
     parser.set_defaults(field_flags={**(parser.get_default("field_flags") or {}), **flags})
 
 
-def config_from_args(namespace: argparse.Namespace, cls: type, fields: Iterable[str] | None = None, **given: Any) -> Any:
+def config_from_args(
+    namespace: argparse.Namespace, cls: type, fields: Iterable[str] | None = None, **given: Any
+) -> Any:
     """``cls`` built from the parsed flags of its ``fields`` (None: every field the namespace holds)
     and the keyword arguments ``given`` (over the flags); lists become tuples."""
     names = [f.name for f in dataclasses.fields(cls)] if fields is None else list(fields)
@@ -235,8 +266,9 @@ def _argparse_kwargs(hint: Any, meta: Option) -> dict[str, Any]:
     elif base is float and meta.low is None and meta.high is None:
         kwargs["type"] = float
     elif base is int:
-        kwargs["type"] = integer(int(meta.low) if meta.low is not None else None,
-                                 int(meta.high) if meta.high is not None else INT64_MAX)
+        kwargs["type"] = integer(
+            int(meta.low) if meta.low is not None else None, int(meta.high) if meta.high is not None else INT64_MAX
+        )
     elif base is float:
         kwargs["type"] = number(meta.low, meta.high, low_open=meta.low_open, high_open=meta.high_open)
     elif base is str and meta.nonempty:
@@ -257,6 +289,7 @@ def _base_type(hint: Any) -> tuple[Any, bool]:
 
 
 # --- argparse types: every numeric flag parses with its range, every path refuses an empty string ---
+
 
 def integer(low: int | None = None, high: int = INT64_MAX) -> Callable[[str], int]:
     """An argparse type: an integer in ``[low, high]`` (``low`` None: no lower bound beyond int64)."""
@@ -279,8 +312,9 @@ def integer(low: int | None = None, high: int = INT64_MAX) -> Callable[[str], in
     return parse
 
 
-def number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-           high_open: bool = False) -> Callable[[str], float]:
+def number(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """An argparse type: a finite float in the interval from ``low`` to ``high`` (None: unbounded;
     ``low_open`` / ``high_open`` exclude that end)."""
 
@@ -292,8 +326,9 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
         too_low = low is not None and (value <= low if low_open else value < low)
         too_high = high is not None and (value >= high if high_open else value > high)
         if not math.isfinite(value) or too_low or too_high:
-            raise argparse.ArgumentTypeError(f"must be a finite number {_interval(low, high, low_open, high_open)}, "
-                                             f"got {shorten(text)}")
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number {_interval(low, high, low_open, high_open)}, got {shorten(text)}"
+            )
         return value
 
     parse.__name__ = "number"

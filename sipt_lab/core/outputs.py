@@ -58,7 +58,9 @@ def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_on
         foreign = sorted(p.name for p in out.iterdir() if p.name not in owned)
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-            raise SiptError(f"{option} {out} holds files sipt-lab did not write ({shown}); pass an empty or new directory")
+            raise SiptError(
+                f"{option} {out} holds files sipt-lab did not write ({shown}); pass an empty or new directory"
+            )
     return out
 
 
@@ -75,8 +77,10 @@ def prepare_grid_dir(path: str | Path | None, option: str = "--out", marker: str
     so a directory of other files is refused rather than written into."""
     out = check_output_dir(path, option)
     if out.is_dir() and holds_files(out) and not (out / marker).is_dir():
-        raise SiptError(f"{option} {out} holds files and no earlier run of this command (no {marker}/); "
-                        f"pass a new or empty directory, or the {option} of the run to resume")
+        raise SiptError(
+            f"{option} {out} holds files and no earlier run of this command (no {marker}/); "
+            f"pass a new or empty directory, or the {option} of the run to resume"
+        )
     make_dir(out, option)
     return out
 
@@ -87,7 +91,9 @@ def make_dir(path: Path, option: str = "--out") -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise SiptError(f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to") from None
+        raise SiptError(
+            f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to"
+        ) from None
 
 
 def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
@@ -118,7 +124,9 @@ def record_files(out_dir: str | Path, names: list[str]) -> None:
     out_dir = Path(out_dir)
     owned = set(_manifest_files(out_dir / MANIFEST, nested=True))
     if not set(names) <= owned:
-        write_json_atomic(out_dir / MANIFEST, {"command": manifest_command(out_dir), "files": sorted(owned | set(names))})
+        write_json_atomic(
+            out_dir / MANIFEST, {"command": manifest_command(out_dir), "files": sorted(owned | set(names))}
+        )
 
 
 def manifest_command(out_dir: str | Path) -> str | None:
@@ -133,8 +141,10 @@ def manifest_command(out_dir: str | Path) -> str | None:
 def record_tree(out_dir: str | Path, subdir: str) -> None:
     """:func:`record_files` of every file under ``out_dir/subdir`` (a directory the run just wrote)."""
     out_dir = Path(out_dir)
-    record_files(out_dir, [path.relative_to(out_dir).as_posix() for path in sorted((out_dir / subdir).rglob("*"))
-                           if path.is_file()])
+    record_files(
+        out_dir,
+        [path.relative_to(out_dir).as_posix() for path in sorted((out_dir / subdir).rglob("*")) if path.is_file()],
+    )
 
 
 def owned_files(out_dir: str | Path) -> list[str]:
@@ -162,7 +172,9 @@ def remove_owned(out_dir: str | Path, keep: set[str] = frozenset()) -> list[str]
     removed = [name for name in owned_files(out_dir) if name not in keep]
     for name in removed:
         (out_dir / name).unlink(missing_ok=True)
-    for folder in sorted({Path(name).parent for name in removed if Path(name).parent != Path(".")}, key=lambda p: -len(p.parts)):
+    for folder in sorted(
+        {Path(name).parent for name in removed if Path(name).parent != Path(".")}, key=lambda p: -len(p.parts)
+    ):
         with contextlib.suppress(OSError):  # not empty: it holds a file sipt-lab did not write
             (out_dir / folder).rmdir()
     if not owned_files(out_dir):
@@ -176,11 +188,20 @@ def list_for_message(names: list[str], shown: int = 3) -> str:
 
 
 @contextlib.contextmanager
-
-
-def run_output(path: str | Path | None, command: str, *, finished: str, resume: bool = False, overwrite: bool = False,
-               resumable: bool = True, replaced_dirs: tuple[str, ...] = (), keep_on_failure: Callable[[Path], bool] | None = None,
-               main_process: bool = True, option: str = "--out", log: Callable[[str], None] = print) -> Iterator[Path]:
+def run_output(
+    path: str | Path | None,
+    command: str,
+    *,
+    finished: str,
+    resume: bool = False,
+    overwrite: bool = False,
+    resumable: bool = True,
+    replaced_dirs: tuple[str, ...] = (),
+    keep_on_failure: Callable[[Path], bool] | None = None,
+    main_process: bool = True,
+    option: str = "--out",
+    log: Callable[[str], None] = print,
+) -> Iterator[Path]:
     """The output directory of one run, under the one rule of the module docstring.
 
     Args:
@@ -202,8 +223,10 @@ def run_output(path: str | Path | None, command: str, *, finished: str, resume: 
     :func:`record_files` before writing it.
     """
     if resume and overwrite:
-        raise SiptError("--resume and --overwrite contradict each other; pass --resume to continue the run, "
-                        "or --overwrite to replace it")
+        raise SiptError(
+            "--resume and --overwrite contradict each other; pass --resume to continue the run, "
+            "or --overwrite to replace it"
+        )
     if resume and not resumable:
         raise SiptError("this command cannot resume a run; pass --overwrite to replace it, or another " + option)
     out = check_output_dir(path, option)
@@ -224,8 +247,6 @@ def run_output(path: str | Path | None, command: str, *, finished: str, resume: 
 
 
 @contextlib.contextmanager
-
-
 def locked_dir(out: Path, option: str = "--out") -> Iterator[Path]:
     """``out`` created if missing and locked (:func:`hold_lock`, a live holder refused) for the
     block; afterwards, a directory the block created and left empty is removed again."""
@@ -245,25 +266,40 @@ def holds_files(directory: Path) -> bool:
     return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
 
 
-def _claim_run(out: Path, command: str, finished: str, resume: bool, overwrite: bool, resumable: bool,
-               replaced_dirs: tuple[str, ...], option: str, log: Callable[[str], None]) -> None:
+def _claim_run(
+    out: Path,
+    command: str,
+    finished: str,
+    resume: bool,
+    overwrite: bool,
+    resumable: bool,
+    replaced_dirs: tuple[str, ...],
+    option: str,
+    log: Callable[[str], None],
+) -> None:
     """Refuse ``out`` unless it is free for a run of ``command`` (see :func:`run_output`); with
     ``overwrite`` remove the earlier run's files."""
     ours = owned_files(out)
     foreign = foreign_files(out, out)
     if ours and manifest_command(out) != command:
-        raise SiptError(f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
-                        f"not of a {command} run; pass another {option}")
+        raise SiptError(
+            f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
+            f"not of a {command} run; pass another {option}"
+        )
     if not ours:
         if foreign:
-            raise SiptError(f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
-                            "pass a new or empty directory (--overwrite removes only files sipt-lab wrote)")
+            raise SiptError(
+                f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
+                "pass a new or empty directory (--overwrite removes only files sipt-lab wrote)"
+            )
         (out / MANIFEST).unlink(missing_ok=True)
         return
     in_replaced = [name for folder in replaced_dirs for name in foreign_files(out / folder, out)]
     if in_replaced and (resume or overwrite):
-        raise SiptError(f"{option} {out} has files sipt-lab did not write inside the folders a run replaces "
-                        f"({list_for_message(in_replaced)}); move them out of {out}")
+        raise SiptError(
+            f"{option} {out} has files sipt-lab did not write inside the folders a run replaces "
+            f"({list_for_message(in_replaced)}); move them out of {out}"
+        )
     if overwrite:
         removed = remove_owned(out)
         log(f"--overwrite: removed {len(removed)} file(s) sipt-lab wrote in {out}: {list_for_message(removed, 6)}")
@@ -271,15 +307,16 @@ def _claim_run(out: Path, command: str, finished: str, resume: bool, overwrite: 
     if resume:
         return
     state = "a finished run" if (out / finished).is_file() else "an unfinished run"
-    choices = "pass --resume to continue it, --overwrite to replace it" if resumable else "pass --overwrite to replace it"
+    choices = (
+        "pass --resume to continue it, --overwrite to replace it" if resumable else "pass --overwrite to replace it"
+    )
     raise SiptError(f"{option} {out} holds {state}; {choices}, or another {option}")
 
 
 @contextlib.contextmanager
-
-
-def hold_lock(directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str = "--out",
-              poll_seconds: float = 1.0) -> Iterator[bool]:
+def hold_lock(
+    directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str = "--out", poll_seconds: float = 1.0
+) -> Iterator[bool]:
     """Hold ``directory/name`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
 
     The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
@@ -304,8 +341,10 @@ def hold_lock(directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str 
                     continue
                 if not wait:
                     who = "another process" if holder is None else f"process {holder['pid']} on {holder['host']}"
-                    raise SiptError(f"{option} {directory} is in use by {who} (lock {lock}); wait for that run "
-                                    f"to finish or pass another {option}") from None
+                    raise SiptError(
+                        f"{option} {directory} is in use by {who} (lock {lock}); wait for that run "
+                        f"to finish or pass another {option}"
+                    ) from None
                 waited = True
                 time.sleep(poll_seconds)
     finally:

@@ -56,4 +56,6 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: 
 def seeds_for_effect(sd: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 1000) -> int:
     """Fewest seeds (at least 2) whose :func:`minimum_detectable_effect` is at most ``effect``; ``most``
     when even that many are not enough."""
-    return next((n for n in range(2, most) if minimum_detectable_effect(sd, n, alpha=alpha, power=power) <= effect), most)
+    return next(
+        (n for n in range(2, most) if minimum_detectable_effect(sd, n, alpha=alpha, power=power) <= effect), most
+    )

@@ -198,9 +198,7 @@ def _read_lines(path: Path) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
-        raise SiptError(
-            f"corpus file {path} is not UTF-8 (bad byte at line {line}); re-encode it as UTF-8"
-        ) from None
+        raise SiptError(f"corpus file {path} is not UTF-8 (bad byte at line {line}); re-encode it as UTF-8") from None
     return text.removeprefix("\ufeff").splitlines()
 
 

@@ -75,12 +75,18 @@ def read_samples(path: str | Path) -> Samples:
         if not sample_id:
             raise SiptError(f"samples file {path} line {lineno}: empty id; give every sample an id")
         if any(char in sample_id for char in "\t\n\r"):
-            raise SiptError(f"samples file {path} line {lineno}: id {shorten(sample_id)} holds a tab or line break; "
-                            "ids are written one per line, so remove them from the id")
+            raise SiptError(
+                f"samples file {path} line {lineno}: id {shorten(sample_id)} holds a tab or line break; "
+                "ids are written one per line, so remove them from the id"
+            )
         if not text.strip():
-            raise SiptError(f"samples file {path} line {lineno}: sample {shorten(sample_id)} has an empty text; remove it or add its text")
+            raise SiptError(
+                f"samples file {path} line {lineno}: sample {shorten(sample_id)} has an empty text; remove it or add its text"
+            )
         if sample_id in seen:
-            raise SiptError(f"samples file {path} line {lineno}: id {shorten(sample_id)} repeats line {seen[sample_id]}; make ids unique")
+            raise SiptError(
+                f"samples file {path} line {lineno}: id {shorten(sample_id)} repeats line {seen[sample_id]}; make ids unique"
+            )
         seen[sample_id] = lineno
     return Samples(tuple(r[1] for r in records), tuple(r[2] for r in records), str(path))
 
@@ -116,7 +122,9 @@ def read_sample_label_strings(labels_path: str | Path, samples: Samples) -> np.n
     if len(nodes) != len(samples):
         labelled = set(names)
         missing = [sample_id for sample_id in samples.ids if sample_id not in labelled]
-        raise SiptError(f"{labels_path} gives no label to {len(missing)} sample(s), e.g. {shorten(missing[0])}; label every sample")
+        raise SiptError(
+            f"{labels_path} gives no label to {len(missing)} sample(s), e.g. {shorten(missing[0])}; label every sample"
+        )
     ordered = np.empty(len(samples), dtype=label_strings.dtype)
     ordered[nodes] = label_strings
     return ordered
@@ -140,7 +148,9 @@ def _parse_tsv(path: Path, lines: list[str]) -> list[tuple[int, str, str]]:
         if not line.strip():
             continue
         if "\t" not in line:
-            raise SiptError(f"samples file {path} line {lineno} has no tab; a .tsv holds id<TAB>text (or use a .txt for one text per line)")
+            raise SiptError(
+                f"samples file {path} line {lineno} has no tab; a .tsv holds id<TAB>text (or use a .txt for one text per line)"
+            )
         sample_id, text = line.split("\t", 1)
         if lineno == 1 and (sample_id.strip(), text.strip()) == ("id", "text"):
             continue

@@ -46,13 +46,16 @@ def random_splits(samples, fractions=(0.8, 0.1, 0.1), seed=0) -> Splits:
     (train, validation, test; summing to 1); validation and test get ``round(fraction * m)`` each."""
     samples = np.asarray(samples, dtype=np.int64)
     if len(fractions) != 3 or min(fractions) <= 0 or not np.isclose(sum(fractions), 1.0):
-        raise SiptError(f"split fractions {tuple(fractions)} must be three positive numbers summing to 1; "
-                        "e.g. 0.8 0.1 0.1")
+        raise SiptError(
+            f"split fractions {tuple(fractions)} must be three positive numbers summing to 1; e.g. 0.8 0.1 0.1"
+        )
     shuffled = np.random.default_rng(seed).permutation(samples)
     n_val, n_test = (round(f * samples.size) for f in fractions[1:])
     if n_val == 0 or n_test == 0 or n_val + n_test >= samples.size:
-        raise SiptError(f"{samples.size} samples cannot be split {tuple(fractions)} with every split "
-                        "non-empty; use more samples or larger held-out fractions")
+        raise SiptError(
+            f"{samples.size} samples cannot be split {tuple(fractions)} with every split "
+            "non-empty; use more samples or larger held-out fractions"
+        )
     cuts = np.split(shuffled, [samples.size - n_val - n_test, samples.size - n_test])
     return Splits(*(np.sort(part) for part in cuts))
 
@@ -73,14 +76,19 @@ def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
         if split not in members:
             if lineno == 1 and split == "split":  # an id<TAB>split header line
                 continue
-            raise SiptError(f"{path}: line {lineno}: unknown split {shorten(split)}; use one of {', '.join(SPLIT_NAMES)}")
+            raise SiptError(
+                f"{path}: line {lineno}: unknown split {shorten(split)}; use one of {', '.join(SPLIT_NAMES)}"
+            )
         if sample_id in split_of:
             earlier, earlier_line = split_of[sample_id]
-            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is already in {earlier} (line "
-                            f"{earlier_line}), now in {split}; splits must not overlap, keep one line")
+            raise SiptError(
+                f"{path}: line {lineno}: {shorten(sample_id)} is already in {earlier} (line "
+                f"{earlier_line}), now in {split}; splits must not overlap, keep one line"
+            )
         if sample_id not in index:
-            raise SiptError(f"{path}: line {lineno}: {shorten(sample_id)} is not a sample id; "
-                            "fix the id or remove the line")
+            raise SiptError(
+                f"{path}: line {lineno}: {shorten(sample_id)} is not a sample id; fix the id or remove the line"
+            )
         split_of[sample_id] = (split, lineno)
         members[split].append(index[sample_id])
     empty = [name for name in SPLIT_NAMES if not members[name]]
@@ -91,8 +99,7 @@ def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
 
 def write_splits(path: str | Path, splits: Splits, sample_ids: Sequence[str]) -> None:
     """Write ``splits`` as ``SPLITS.tsv`` atomically, train then validation then test."""
-    lines = (f"{sample_ids[i]}\t{name}\n"
-             for name in SPLIT_NAMES for i in getattr(splits, name).tolist())
+    lines = (f"{sample_ids[i]}\t{name}\n" for name in SPLIT_NAMES for i in getattr(splits, name).tolist())
     write_text_atomic(path, "".join(lines))
 
 
@@ -101,8 +108,10 @@ def check_task_splits(task: Task, splits: Splits, sample_ids: Sequence[str]) -> 
     listed = np.concatenate([splits.train, splits.validation, splits.test])
     unlabelled = listed[~task.is_labelled(listed)]
     if unlabelled.size:
-        raise SiptError(f"labels of task {task.name!r} are missing for {unlabelled.size} sample(s) in the "
-                        f"splits (first: {sample_ids[unlabelled[0]]!r}); label them or drop them from the splits")
+        raise SiptError(
+            f"labels of task {task.name!r} are missing for {unlabelled.size} sample(s) in the "
+            f"splits (first: {sample_ids[unlabelled[0]]!r}); label them or drop them from the splits"
+        )
     check_train_labels(task.name, task.kind, task.labels_of(splits.train), task.label_names)
 
 
@@ -121,6 +130,8 @@ def link_queries(graph: PretrainingGraph, fraction: float, seed: int, among: np.
     linked = candidates[graph.degrees()[candidates] > 0]
     count = int(np.ceil(fraction * linked.size))
     if linked.size - count < 2:
-        raise SiptError(f"only {linked.size} samples have a neighbour in G_PT; holding {count} out to choose λ "
-                        f"needs at least {count + 2} (or a smaller fraction: --validation)")
+        raise SiptError(
+            f"only {linked.size} samples have a neighbour in G_PT; holding {count} out to choose λ "
+            f"needs at least {count + 2} (or a smaller fraction: --validation)"
+        )
     return np.sort(np.random.default_rng([seed, 2]).choice(linked, size=count, replace=False))

@@ -117,14 +117,18 @@ class Task:
         indices = np.asarray(indices, dtype=np.int64)
         missing = indices[~self.is_labelled(indices)]
         if missing.size:
-            raise SiptError(f"task {self.name!r} has no label for {missing.size} of the samples asked "
-                            f"for (sample index {missing[0]} first); label them or leave them out")
+            raise SiptError(
+                f"task {self.name!r} has no label for {missing.size} of the samples asked "
+                f"for (sample index {missing[0]} first); label them or leave them out"
+            )
         return self.labels[np.searchsorted(self.samples, indices)]
 
 
 def _classification_metrics(y_true: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    return {"accuracy": float(accuracy_score(y_true, predicted)),
-            "macro_f1": float(f1_score(y_true, predicted, average="macro", zero_division=0))}
+    return {
+        "accuracy": float(accuracy_score(y_true, predicted)),
+        "macro_f1": float(f1_score(y_true, predicted, average="macro", zero_division=0)),
+    }
 
 
 def _regression_metrics(y_true: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
@@ -137,8 +141,10 @@ def _regression_metrics(y_true: np.ndarray, predicted: np.ndarray) -> dict[str, 
 def _multilabel_metrics(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     both = (y_true.min(axis=0) == 0) & (y_true.max(axis=0) == 1)
     if not both.any():
-        raise SiptError("no label of the multi-label task has both values among the scored samples, so "
-                        "AUROC is undefined; use a larger test split")
+        raise SiptError(
+            "no label of the multi-label task has both values among the scored samples, so "
+            "AUROC is undefined; use a larger test split"
+        )
     return {"macro_auroc": float(roc_auc_score(y_true[:, both], scores[:, both], average="macro"))}
 
 
@@ -172,8 +178,10 @@ def _code_values(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
         except (TypeError, ValueError):
             values[k] = np.nan
         if not np.isfinite(values[k]):
-            raise SiptError(f"regression target {shorten(value)} (label {k + 1} of {len(raw)}) is not a finite number; "
-                            "give every sample a number")
+            raise SiptError(
+                f"regression target {shorten(value)} (label {k + 1} of {len(raw)}) is not a finite number; "
+                "give every sample a number"
+            )
     return values, ()
 
 
@@ -184,8 +192,10 @@ MULTILABEL_SEPARATOR = ","
 def _code_label_sets(raw: list) -> tuple[np.ndarray, tuple[str, ...]]:
     """Multi-label labels: per sample a string of label names joined by :data:`MULTILABEL_SEPARATOR`
     (or a list of names) -> ``(m, L)`` int64 0/1 over the ``L`` sorted names."""
-    sets = [{name.strip() for name in (row.split(MULTILABEL_SEPARATOR) if isinstance(row, str) else row)} - {""}
-            for row in raw]
+    sets = [
+        {name.strip() for name in (row.split(MULTILABEL_SEPARATOR) if isinstance(row, str) else row)} - {""}
+        for row in raw
+    ]
     names = tuple(sorted(set().union(*sets)))
     column = {name: j for j, name in enumerate(names)}
     matrix = np.zeros((len(sets), len(names)), dtype=np.int64)
@@ -219,21 +229,50 @@ def _logistic(c: float):
 TASK_KINDS: dict[str, TaskKind] = {
     kind.name: kind
     for kind in (
-        TaskKind("classification", _classification_metrics, "accuracy",
-                 lambda c: make_pipeline(StandardScaler(), _logistic(c)),
-                 lambda model, X: model.predict(X), _one_class),
-        TaskKind("classification-f1", _classification_metrics, "macro_f1",
-                 lambda c: make_pipeline(StandardScaler(), _logistic(c)),
-                 lambda model, X: model.predict(X), _one_class),
-        TaskKind("regression", _regression_metrics, "spearman",
-                 lambda alpha: make_pipeline(StandardScaler(), Ridge(alpha=alpha)),
-                 lambda model, X: model.predict(X), _constant_target, _code_values),
-        TaskKind("multilabel", _multilabel_metrics, "macro_auroc",
-                 lambda c: make_pipeline(StandardScaler(), OneVsRestClassifier(_logistic(c))),
-                 lambda model, X: model.predict_proba(X), _constant_label_column, _code_label_sets),
-        TaskKind("token-classification", _classification_metrics, "accuracy",
-                 lambda c: make_pipeline(StandardScaler(), _logistic(c)),
-                 lambda model, X: model.predict(X), _one_class, _code_token_classes, per_token=True),
+        TaskKind(
+            "classification",
+            _classification_metrics,
+            "accuracy",
+            lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+            lambda model, X: model.predict(X),
+            _one_class,
+        ),
+        TaskKind(
+            "classification-f1",
+            _classification_metrics,
+            "macro_f1",
+            lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+            lambda model, X: model.predict(X),
+            _one_class,
+        ),
+        TaskKind(
+            "regression",
+            _regression_metrics,
+            "spearman",
+            lambda alpha: make_pipeline(StandardScaler(), Ridge(alpha=alpha)),
+            lambda model, X: model.predict(X),
+            _constant_target,
+            _code_values,
+        ),
+        TaskKind(
+            "multilabel",
+            _multilabel_metrics,
+            "macro_auroc",
+            lambda c: make_pipeline(StandardScaler(), OneVsRestClassifier(_logistic(c))),
+            lambda model, X: model.predict_proba(X),
+            _constant_label_column,
+            _code_label_sets,
+        ),
+        TaskKind(
+            "token-classification",
+            _classification_metrics,
+            "accuracy",
+            lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+            lambda model, X: model.predict(X),
+            _one_class,
+            _code_token_classes,
+            per_token=True,
+        ),
     )
 }
 
@@ -251,8 +290,10 @@ def check_train_labels(task_name: str, kind: str, train_labels: np.ndarray, labe
     ``label_names[code]`` names a class in the message."""
     problem = get_task_kind(kind).train_problem(np.asarray(train_labels), tuple(label_names))
     if problem:
-        raise SiptError(f"task {task_name!r} {problem} in its train split; "
-                        "split so that train holds every class (or varied targets)")
+        raise SiptError(
+            f"task {task_name!r} {problem} in its train split; "
+            "split so that train holds every class (or varied targets)"
+        )
 
 
 @dataclass(frozen=True)
@@ -268,8 +309,9 @@ class ProbeResult:
     strength: float
 
 
-def linear_probe(train_X, train_y, val_X, val_y, test_X, test_y, kind: str,
-                 grid: tuple[float, ...] = PROBE_GRID) -> ProbeResult:
+def linear_probe(
+    train_X, train_y, val_X, val_y, test_X, test_y, kind: str, grid: tuple[float, ...] = PROBE_GRID
+) -> ProbeResult:
     """Linear probe on frozen embeddings: fit on train for each strength in ``grid``, keep the one
     with the best primary metric on validation (the smaller strength value on ties), score on test.
 

@@ -273,7 +273,9 @@ def _save(path: Path, result: TopicAssignment) -> None:
     np.savez(
         buffer,
         doc_topic=result.doc_topic.astype(np.float32),
-        meta=np.frombuffer(json.dumps({"topic_words": result.topic_words, "quality": result.quality}).encode(), np.uint8),
+        meta=np.frombuffer(
+            json.dumps({"topic_words": result.topic_words, "quality": result.quality}).encode(), np.uint8
+        ),
     )
     write_bytes_atomic(path, buffer.getvalue())
 
@@ -298,8 +300,10 @@ def _cache_usable(directory: Path) -> bool:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as error:
-        _warn(f"topic cache {directory} is unusable ({error.strerror}); fitting without a cache "
-              f"(point ${CACHE_ENV} at a writable directory to keep fits)")
+        _warn(
+            f"topic cache {directory} is unusable ({error.strerror}); fitting without a cache "
+            f"(point ${CACHE_ENV} at a writable directory to keep fits)"
+        )
         return False
     return True
 

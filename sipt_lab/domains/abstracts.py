@@ -29,10 +29,13 @@ def load_abstracts(directory: Path) -> LinkedData:
     papers = read_papers(directory / "papers.jsonl")
     task_dirs = sorted(path for path in (directory / "tasks").glob("*") if path.is_dir())
     if not task_dirs:
-        raise SiptError(f"{directory / 'tasks'} holds no task directory; add a SciBERT task "
-                        "(train.txt, dev.txt, test.txt) such as tasks/sci-cite")
+        raise SiptError(
+            f"{directory / 'tasks'} holds no task directory; add a SciBERT task "
+            "(train.txt, dev.txt, test.txt) such as tasks/sci-cite"
+        )
     ids, texts, tasks, splits = add_split_tasks(
-        papers.ids, papers.texts, {path.name: ("classification-f1", read_scibert_task(path)) for path in task_dirs})
+        papers.ids, papers.texts, {path.name: ("classification-f1", read_scibert_task(path)) for path in task_dirs}
+    )
     return LinkedData(ids, texts, tasks, splits=splits, links=id_pairs(papers.ids, papers.graph))
 
 

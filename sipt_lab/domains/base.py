@@ -86,8 +86,10 @@ class Domain:
                 raise SiptError(f"domain {self.name} brings its own data; drop --data {data_dir}")
             return self.load()
         if data_dir is None:
-            raise SiptError(f"domain {self.name} needs --data DIR holding {self.layout}; "
-                            "see docs/domains.md (`sipt-lab data fetch` downloads the public files)")
+            raise SiptError(
+                f"domain {self.name} needs --data DIR holding {self.layout}; "
+                "see docs/domains.md (`sipt-lab data fetch` downloads the public files)"
+            )
         if not Path(data_dir).is_dir():
             raise SiptError(f"data directory {data_dir} does not exist; pass the directory holding {self.layout}")
         return self.load(Path(data_dir))
@@ -100,8 +102,9 @@ def build_graph(domain: Domain, graph: str, data: DomainData, seed: int = 0, fit
     try:
         builder = domain.graphs[graph]
     except KeyError:
-        raise SiptError(f"domain {domain.name!r} has no graph {graph!r}; choose one of: "
-                        f"{', '.join(domain.graphs)}") from None
+        raise SiptError(
+            f"domain {domain.name!r} has no graph {graph!r}; choose one of: {', '.join(domain.graphs)}"
+        ) from None
     if fit_on is not None and "fit_on" in inspect.signature(builder).parameters:
         return builder(data, seed, fit_on=fit_on)
     return builder(data, seed)
@@ -167,7 +170,9 @@ def id_graph(ids: list[str], pairs: np.ndarray) -> PretrainingGraph:
     order = np.argsort(names)
     flat = np.asarray(pairs, dtype=str).reshape(-1)
     position = np.searchsorted(names[order], flat).clip(max=max(len(names) - 1, 0))
-    found = (names[order][position] == flat).reshape(-1, 2).all(axis=1) if len(names) else np.zeros(len(flat) // 2, bool)
+    found = (
+        (names[order][position] == flat).reshape(-1, 2).all(axis=1) if len(names) else np.zeros(len(flat) // 2, bool)
+    )
     ends = order[position].reshape(-1, 2)[found]
     return PretrainingGraph.from_edges(ends[:, 0], ends[:, 1], len(names))
 
@@ -221,6 +226,7 @@ def _restrict_task(task: Task, nodes: np.ndarray) -> Task:
 
 def _restrict_splits(splits: Splits, nodes: np.ndarray) -> Splits:
     """``splits`` over the kept samples ``nodes`` (sorted), renumbered to positions in ``nodes``."""
+
     def kept(part: np.ndarray) -> np.ndarray:
         return np.flatnonzero(np.isin(nodes, part)).astype(np.int64)
 

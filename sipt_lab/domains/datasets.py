@@ -55,36 +55,68 @@ class Dataset:
 
 def _tape(task: str, contents: str) -> Dataset:
     return Dataset(
-        f"tape-{task.replace('_', '-')}", "proteins", contents, "https://github.com/songlab-cal/tape#data",
+        f"tape-{task.replace('_', '-')}",
+        "proteins",
+        contents,
+        "https://github.com/songlab-cal/tape#data",
         "no dataset licence stated; TAPE's code is BSD-3-Clause",
-        (RemoteFile(f"http://s3.amazonaws.com/songlabdata/proteindata/data_raw_pytorch/{task}.tar.gz", f"tape/{task}.tar.gz"),))
+        (
+            RemoteFile(
+                f"http://s3.amazonaws.com/songlabdata/proteindata/data_raw_pytorch/{task}.tar.gz", f"tape/{task}.tar.gz"
+            ),
+        ),
+    )
 
 
 def _scibert(task: str, contents: str) -> Dataset:
     base = f"https://raw.githubusercontent.com/allenai/scibert/master/data/text_classification/{task}"
     return Dataset(
-        f"scibert-{task}", "abstracts", contents, "https://github.com/allenai/scibert",
+        f"scibert-{task}",
+        "abstracts",
+        contents,
+        "https://github.com/allenai/scibert",
         "no dataset licence stated; SciBERT's repository is Apache-2.0",
-        tuple(RemoteFile(f"{base}/{split}.txt", f"tasks/{task}/{split}.txt") for split in ("train", "dev", "test")))
+        tuple(RemoteFile(f"{base}/{split}.txt", f"tasks/{task}/{split}.txt") for split in ("train", "dev", "test")),
+    )
 
 
 #: Name -> dataset.
-DATASETS: dict[str, Dataset] = {dataset.name: dataset for dataset in (
-    _tape("remote_homology", "TAPE remote homology (fold classes), JSON splits train/valid/test_*_holdout"),
-    _tape("fluorescence", "TAPE fluorescence (GFP log-fluorescence), JSON splits train/valid/test"),
-    _tape("stability", "TAPE stability (protein stability score), JSON splits train/valid/test"),
-    _tape("secondary_structure", "TAPE secondary structure (ss3 per residue), JSON splits train/valid/cb513 (+ casp12, ts115)"),
-    _scibert("mag", "SciBERT paper field (MAG titles, 7 fields), JSON Lines train/dev/test"),
-    _scibert("sci-cite", "SciCite citation intents, JSON Lines train/dev/test"),
-    _scibert("acl-arc", "ACL-ARC citation intents, JSON Lines train/dev/test"),
-    Dataset("tree-of-life", "proteins", "tree-of-life protein-protein interaction networks of 1,840 species",
-            "https://snap.stanford.edu/tree-of-life/data.html", "MIT (the resource's repository)",
-            (RemoteFile("http://snap.stanford.edu/tree-of-life/data/treeoflife.interactomes.tar.gz",
-                        "raw/treeoflife.interactomes.tar.gz"),)),
-    Dataset("pretrain-gnns-bio", "networks", "Hu et al.'s PPI ego-networks with GO labels (PyG processed format)",
-            "https://github.com/snap-stanford/pretrain-gnns", "MIT",
-            (RemoteFile("http://snap.stanford.edu/gnn-pretrain/data/bio_dataset.zip", "raw/bio_dataset.zip"),)),
-)}
+DATASETS: dict[str, Dataset] = {
+    dataset.name: dataset
+    for dataset in (
+        _tape("remote_homology", "TAPE remote homology (fold classes), JSON splits train/valid/test_*_holdout"),
+        _tape("fluorescence", "TAPE fluorescence (GFP log-fluorescence), JSON splits train/valid/test"),
+        _tape("stability", "TAPE stability (protein stability score), JSON splits train/valid/test"),
+        _tape(
+            "secondary_structure",
+            "TAPE secondary structure (ss3 per residue), JSON splits train/valid/cb513 (+ casp12, ts115)",
+        ),
+        _scibert("mag", "SciBERT paper field (MAG titles, 7 fields), JSON Lines train/dev/test"),
+        _scibert("sci-cite", "SciCite citation intents, JSON Lines train/dev/test"),
+        _scibert("acl-arc", "ACL-ARC citation intents, JSON Lines train/dev/test"),
+        Dataset(
+            "tree-of-life",
+            "proteins",
+            "tree-of-life protein-protein interaction networks of 1,840 species",
+            "https://snap.stanford.edu/tree-of-life/data.html",
+            "MIT (the resource's repository)",
+            (
+                RemoteFile(
+                    "http://snap.stanford.edu/tree-of-life/data/treeoflife.interactomes.tar.gz",
+                    "raw/treeoflife.interactomes.tar.gz",
+                ),
+            ),
+        ),
+        Dataset(
+            "pretrain-gnns-bio",
+            "networks",
+            "Hu et al.'s PPI ego-networks with GO labels (PyG processed format)",
+            "https://github.com/snap-stanford/pretrain-gnns",
+            "MIT",
+            (RemoteFile("http://snap.stanford.edu/gnn-pretrain/data/bio_dataset.zip", "raw/bio_dataset.zip"),),
+        ),
+    )
+}
 
 
 def get_dataset(name: str) -> Dataset:
@@ -92,7 +124,9 @@ def get_dataset(name: str) -> Dataset:
     try:
         return DATASETS[name]
     except KeyError:
-        raise SiptError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)} (`sipt-lab data list`)") from None
+        raise SiptError(
+            f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)} (`sipt-lab data list`)"
+        ) from None
 
 
 def fetch_dataset(dataset: Dataset, directory: str | Path, allow_unpinned: bool = False) -> list[Path]:
@@ -108,8 +142,10 @@ def fetch_dataset(dataset: Dataset, directory: str | Path, allow_unpinned: bool 
         raise SiptError(f"--to {directory} is a file; pass a directory (it is created if missing)")
     unpinned = [remote.name for remote in dataset.files if remote.sha256 is None]
     if unpinned and not allow_unpinned:
-        raise SiptError(f"dataset {dataset.name} has no pinned SHA-256 for {', '.join(unpinned)}; pass --allow-unpinned "
-                        f"to download it unchecked and record its digests in {SUMS_NAME}")
+        raise SiptError(
+            f"dataset {dataset.name} has no pinned SHA-256 for {', '.join(unpinned)}; pass --allow-unpinned "
+            f"to download it unchecked and record its digests in {SUMS_NAME}"
+        )
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -122,8 +158,11 @@ def fetch_dataset(dataset: Dataset, directory: str | Path, allow_unpinned: bool 
             _unpack(path, path.parent)
         paths.append(path)
     sums_path = directory / SUMS_NAME
-    recorded = dict(line.split("  ", 1)[::-1] for line in sums_path.read_text().splitlines() if "  " in line) \
-        if sums_path.is_file() else {}
+    recorded = (
+        dict(line.split("  ", 1)[::-1] for line in sums_path.read_text().splitlines() if "  " in line)
+        if sums_path.is_file()
+        else {}
+    )
     recorded.update(sums)
     write_text_atomic(sums_path, "".join(f"{digest}  {name}\n" for name, digest in sorted(recorded.items())))
     return paths

@@ -48,13 +48,16 @@ def fetch(url: str, dest: str | Path, sha256: str | None) -> Path:
             out.flush()
             os.fsync(out.fileno())
         if expected is not None and digest.hexdigest() != expected:
-            raise SiptError(f"download of {url} has sha256 {digest.hexdigest()}, expected {expected}; "
-                            "the file changed or is corrupt, check the URL and digest")
+            raise SiptError(
+                f"download of {url} has sha256 {digest.hexdigest()}, expected {expected}; "
+                "the file changed or is corrupt, check the URL and digest"
+            )
         os.replace(tmp, dest)
     except (urllib.error.URLError, OSError, ValueError) as error:
         Path(tmp).unlink(missing_ok=True)
-        raise SiptError(f"cannot download {url} ({getattr(error, 'reason', None) or error}); "
-                        "check the URL and the connection") from None
+        raise SiptError(
+            f"cannot download {url} ({getattr(error, 'reason', None) or error}); check the URL and the connection"
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

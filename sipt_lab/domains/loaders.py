@@ -68,14 +68,17 @@ def read_fasta(path: str | Path) -> Sequences:
             if not words:
                 raise SiptError(f"FASTA file {path} line {number}: header without an id; write '>ID description'")
             if words[0] in seen:
-                raise SiptError(f"FASTA file {path} line {number}: id {words[0]!r} repeats line {seen[words[0]]}; "
-                                "give every record its own id")
+                raise SiptError(
+                    f"FASTA file {path} line {number}: id {words[0]!r} repeats line {seen[words[0]]}; "
+                    "give every record its own id"
+                )
             seen[words[0]] = number
             ids.append(words[0])
             chunks = []
         elif not ids:
-            raise SiptError(f"FASTA file {path} line {number}: sequence before the first '>' header; "
-                            "start the file with '>ID'")
+            raise SiptError(
+                f"FASTA file {path} line {number}: sequence before the first '>' header; start the file with '>ID'"
+            )
         else:
             chunks.append("".join(line.split()))
     _close_record(path, ids, sequences, chunks, seen)
@@ -89,8 +92,10 @@ def _close_record(path, ids: list[str], sequences: list[str], chunks: list[str],
     if len(sequences) < len(ids):
         sequence = "".join(chunks)
         if not sequence:
-            raise SiptError(f"FASTA file {path} line {header_line[ids[-1]]}: record {ids[-1]!r} has an empty "
-                            "sequence; remove it or add its residues")
+            raise SiptError(
+                f"FASTA file {path} line {header_line[ids[-1]]}: record {ids[-1]!r} has an empty "
+                "sequence; remove it or add its residues"
+            )
         sequences.append(sequence)
 
 
@@ -107,14 +112,18 @@ def read_interactions(path: str | Path, ids: list[str]) -> PretrainingGraph:
     for position, (number, line) in enumerate(_lines(path, "interaction list")):
         fields = [field.strip() for field in line.split("\t" if "\t" in line else ",")]
         if len(fields) != 2:
-            raise SiptError(f"interaction list {path} line {number} has {len(fields)} fields; "
-                            "write two names a line, tab- or comma-separated")
+            raise SiptError(
+                f"interaction list {path} line {number} has {len(fields)} fields; "
+                "write two names a line, tab- or comma-separated"
+            )
         unknown = [name for name in fields if name not in index]
         if unknown and position == 0:
             continue  # a header
         if unknown:
-            raise SiptError(f"interaction list {path} line {number}: {unknown[0]!r} is not a known id; "
-                            "list interactions between the domain's samples only")
+            raise SiptError(
+                f"interaction list {path} line {number}: {unknown[0]!r} is not a known id; "
+                "list interactions between the domain's samples only"
+            )
         pairs.append((index[fields[0]], index[fields[1]]))
     edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     return PretrainingGraph.from_edges(edges[:, 0], edges[:, 1], len(ids))
@@ -128,8 +137,10 @@ def read_papers(path: str | Path) -> Papers:
     for number, line in _lines(path, "papers file"):
         record = _paper(path, number, line)
         if record["id"] in first_line:
-            raise SiptError(f"papers file {path} line {number}: id {record['id']!r} repeats line "
-                            f"{first_line[record['id']]}; give every paper its own id")
+            raise SiptError(
+                f"papers file {path} line {number}: id {record['id']!r} repeats line "
+                f"{first_line[record['id']]}; give every paper its own id"
+            )
         first_line[record["id"]] = number
         records.append(record)
     index = {record["id"]: k for k, record in enumerate(records)}
@@ -142,8 +153,9 @@ def read_papers(path: str | Path) -> Papers:
     return Papers(
         ids=[record["id"] for record in records],
         texts=[f"{record['title']} {record['abstract']}".strip() for record in records],
-        graph=PretrainingGraph.from_edges(np.array(citing, dtype=np.int64), np.array(cited, dtype=np.int64),
-                                          len(records)),
+        graph=PretrainingGraph.from_edges(
+            np.array(citing, dtype=np.int64), np.array(cited, dtype=np.int64), len(records)
+        ),
         unknown_citations=unknown,
     )
 
@@ -152,12 +164,20 @@ def _paper(path, number: int, line: str) -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
-        raise SiptError(f"papers file {path} line {number} is not JSON ({error.msg}); write one object a line") from None
+        raise SiptError(
+            f"papers file {path} line {number} is not JSON ({error.msg}); write one object a line"
+        ) from None
     fields = {"id": str, "title": str, "abstract": str, "citations": list}
-    if not isinstance(record, dict) or any(not isinstance(record.get(k), t) for k, t in fields.items()) \
-            or not all(isinstance(c, str) for c in record["citations"]) or not record["id"]:
-        raise SiptError(f"papers file {path} line {number} needs a non-empty string 'id', string 'title' and "
-                        "'abstract', and a list of string 'citations'; fix that line")
+    if (
+        not isinstance(record, dict)
+        or any(not isinstance(record.get(k), t) for k, t in fields.items())
+        or not all(isinstance(c, str) for c in record["citations"])
+        or not record["id"]
+    ):
+        raise SiptError(
+            f"papers file {path} line {number} needs a non-empty string 'id', string 'title' and "
+            "'abstract', and a list of string 'citations'; fix that line"
+        )
     return record
 
 
@@ -200,8 +220,11 @@ def _tape_number(value, sequence: str):
 
 def _tape_per_residue(value, sequence: str):
     """A list of non-negative ints, one per residue of ``sequence``; None otherwise."""
-    if not isinstance(value, list) or len(value) != len(sequence) \
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+    if (
+        not isinstance(value, list)
+        or len(value) != len(sequence)
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
         return None
     return value
 
@@ -209,8 +232,14 @@ def _tape_per_residue(value, sequence: str):
 #: TAPE value type -> (parser ``(raw target, sequence) -> label or None``, what the target must be,
 #: a template of ``{target}``).
 TAPE_VALUES = {
-    "class": (lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else str(int(n)), "a number '{target}'"),
-    "value": (lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else float(n), "a number '{target}'"),
+    "class": (
+        lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else str(int(n)),
+        "a number '{target}'",
+    ),
+    "value": (
+        lambda value, sequence: None if (n := _tape_number(value, sequence)) is None else float(n),
+        "a number '{target}'",
+    ),
     "per-residue": (_tape_per_residue, "a list '{target}' of one non-negative int per residue"),
 }
 
@@ -233,14 +262,18 @@ def read_tape_task(directory: str | Path, task: str) -> SplitRecords:
         except json.JSONDecodeError as error:
             raise SiptError(f"TAPE {task} file {path} is not JSON ({error.msg}); use TAPE's JSON release") from None
         if not isinstance(records, list) or not records:
-            raise SiptError(f"TAPE {task} file {path} must be a non-empty JSON list of records; use TAPE's JSON release")
+            raise SiptError(
+                f"TAPE {task} file {path} must be a non-empty JSON list of records; use TAPE's JSON release"
+            )
         texts[split], labels[split] = [], []
         for k, record in enumerate(records):
             sequence = record.get("primary") if isinstance(record, dict) else None
             label = parse(record.get(target), sequence) if isinstance(sequence, str) and sequence else None
             if label is None:
-                raise SiptError(f"TAPE {task} file {path} record {k} needs a non-empty string 'primary' and "
-                                f"{expected.format(target=target)}; fix or drop that record")
+                raise SiptError(
+                    f"TAPE {task} file {path} record {k} needs a non-empty string 'primary' and "
+                    f"{expected.format(target=target)}; fix or drop that record"
+                )
             texts[split].append(sequence)
             labels[split].append(label)
     return SplitRecords(texts, labels)
@@ -258,9 +291,17 @@ def read_scibert_task(directory: str | Path) -> SplitRecords:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise SiptError(f"SciBERT task file {path} line {number} is not JSON ({error.msg}); write one object a line") from None
-            if not isinstance(record, dict) or not isinstance(record.get("text"), str) or not isinstance(record.get("label"), str):
-                raise SiptError(f"SciBERT task file {path} line {number} needs a string 'text' and 'label'; fix that line")
+                raise SiptError(
+                    f"SciBERT task file {path} line {number} is not JSON ({error.msg}); write one object a line"
+                ) from None
+            if (
+                not isinstance(record, dict)
+                or not isinstance(record.get("text"), str)
+                or not isinstance(record.get("label"), str)
+            ):
+                raise SiptError(
+                    f"SciBERT task file {path} line {number} needs a string 'text' and 'label'; fix that line"
+                )
             texts[split].append(record["text"])
             labels[split].append(record["label"])
         if not texts[split]:
@@ -295,16 +336,22 @@ def read_tu_graphs(directory: str | Path) -> GraphSamples:
     directory = Path(directory)
     found = sorted(directory.glob("*_A.txt"))
     if len(found) != 1:
-        raise SiptError(f"{directory} holds {len(found)} TUDataset adjacency files (NAME_A.txt); put exactly one dataset there")
+        raise SiptError(
+            f"{directory} holds {len(found)} TUDataset adjacency files (NAME_A.txt); put exactly one dataset there"
+        )
     name = found[0].name[: -len("_A.txt")]
     indicator = _integers(directory / f"{name}_graph_indicator.txt", 1)
     n_nodes, n_graphs = indicator.size, int(indicator.max()) if indicator.size else 0
     if indicator.min(initial=1) < 1 or np.unique(indicator).size != n_graphs:
-        raise SiptError(f"{directory / f'{name}_graph_indicator.txt'} must number the graphs 1..n, each with a node; renumber them")
+        raise SiptError(
+            f"{directory / f'{name}_graph_indicator.txt'} must number the graphs 1..n, each with a node; renumber them"
+        )
     edges = _integers(found[0], 2) - 1
     if edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
-        raise SiptError(f"{found[0]} names node {int(edges.max()) + 1 if edges.max() >= n_nodes else int(edges.min()) + 1} "
-                        f"but the graph indicator has {n_nodes} nodes; fix the node numbers")
+        raise SiptError(
+            f"{found[0]} names node {int(edges.max()) + 1 if edges.max() >= n_nodes else int(edges.min()) + 1} "
+            f"but the graph indicator has {n_nodes} nodes; fix the node numbers"
+        )
     graph_of = indicator - 1
     if np.any(graph_of[edges[:, 0]] != graph_of[edges[:, 1]]):
         raise SiptError(f"{found[0]} links nodes of two different graphs; each edge must stay within one graph")
@@ -325,10 +372,14 @@ def read_tu_graphs(directory: str | Path) -> GraphSamples:
     edge_starts = np.searchsorted(graph_of[edges[:, 0]], np.arange(n_graphs + 1))
     graphs = []
     for g in range(n_graphs):
-        pairs = local[edges[edge_starts[g]:edge_starts[g + 1]]]
+        pairs = local[edges[edge_starts[g] : edge_starts[g + 1]]]
         both = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if pairs.size else np.empty((0, 2), np.int64)
-        graphs.append(Data(x=torch.as_tensor(codes[order[starts[g]:starts[g + 1]]], dtype=torch.long),
-                           edge_index=torch.as_tensor(both.T.copy(), dtype=torch.long)))
+        graphs.append(
+            Data(
+                x=torch.as_tensor(codes[order[starts[g] : starts[g + 1]]], dtype=torch.long),
+                edge_index=torch.as_tensor(both.T.copy(), dtype=torch.long),
+            )
+        )
     return GraphSamples([str(g + 1) for g in range(n_graphs)], graphs, tuple(code_names.tolist()))
 
 
@@ -367,7 +418,9 @@ def read_term_sets(path: str | Path, ids: list[str]) -> TermSets:
         if not tab and name not in index:  # a known id alone (its tab stripped) has no terms
             raise SiptError(f"term file {path} line {number} has no tab; write 'id<TAB>term;term'")
         if name not in index:
-            raise SiptError(f"term file {path} line {number}: {name!r} is not a known sample id; list the domain's samples only")
+            raise SiptError(
+                f"term file {path} line {number}: {name!r} is not a known sample id; list the domain's samples only"
+            )
         if listed[index[name]]:
             raise SiptError(f"term file {path} line {number}: id {name!r} is listed twice; give each id one line")
         listed[index[name]] = True
@@ -375,17 +428,25 @@ def read_term_sets(path: str | Path, ids: list[str]) -> TermSets:
             rows.append(index[name])
             names.append(term)
     terms, columns = np.unique(np.array(names, dtype=str), return_inverse=True)
-    matrix = sp.csr_array((np.ones(len(rows), dtype=np.int8), (np.array(rows, dtype=np.int64), columns.ravel())),
-                          shape=(len(ids), terms.size))
+    matrix = sp.csr_array(
+        (np.ones(len(rows), dtype=np.int8), (np.array(rows, dtype=np.int64), columns.ravel())),
+        shape=(len(ids), terms.size),
+    )
     matrix.sum_duplicates()
     matrix.data[:] = 1
     return TermSets(matrix, tuple(terms.tolist()), listed)
 
 
 #: Reader name -> reader; a new raw format is an entry here.
-LOADERS: dict[str, Callable] = {"fasta": read_fasta, "interactions": read_interactions, "papers": read_papers,
-                                "tape-task": read_tape_task, "scibert-task": read_scibert_task,
-                                "tu-graphs": read_tu_graphs, "term-sets": read_term_sets}
+LOADERS: dict[str, Callable] = {
+    "fasta": read_fasta,
+    "interactions": read_interactions,
+    "papers": read_papers,
+    "tape-task": read_tape_task,
+    "scibert-task": read_scibert_task,
+    "tu-graphs": read_tu_graphs,
+    "term-sets": read_term_sets,
+}
 
 
 def get_loader(name: str) -> Callable:

@@ -73,8 +73,10 @@ def _binary_csr(labels) -> sp.csr_array:
     else:
         array = np.asarray(labels)
         if array.ndim != 2 or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise SiptError(f"labels must be an (n, L) 0/1 matrix, got shape {array.shape} of {array.dtype}; "
-                            "pass one row of GO labels per sample")
+            raise SiptError(
+                f"labels must be an (n, L) 0/1 matrix, got shape {array.shape} of {array.dtype}; "
+                "pass one row of GO labels per sample"
+            )
         A = sp.csr_array(array)
     if A.ndim != 2:
         raise SiptError(f"labels must be an (n, L) 0/1 matrix, got shape {A.shape}; pass one row per sample")
@@ -117,7 +119,9 @@ def _shared_label_pairs(A: sp.csr_array, counts: np.ndarray, D: int) -> np.ndarr
     candidates, verified on the packed label rows."""
     order = np.argsort(counts, kind="stable")
     sorted_counts = counts[order]
-    starts = np.searchsorted(sorted_counts, np.arange(int(sorted_counts.max(initial=0)) + D + 2))  # count s: [starts[s], starts[s + 1])
+    starts = np.searchsorted(
+        sorted_counts, np.arange(int(sorted_counts.max(initial=0)) + D + 2)
+    )  # count s: [starts[s], starts[s + 1])
     ranked, position = _ranked_labels(A[order])
     prefixes: dict[int, sp.csr_array] = {}
 
@@ -135,9 +139,9 @@ def _shared_label_pairs(A: sp.csr_array, counts: np.ndarray, D: int) -> np.ndarr
                 continue
             shared = min(PREFIX_SHARED, -(-(2 * s + delta - D) // 2))
             short, long = prefix((D - delta) // 2 + shared), prefix((D + delta) // 2 + shared)
-            partners = long[columns[0]:columns[1]].T.tocsr()
+            partners = long[columns[0] : columns[1]].T.tocsr()
             for lo in range(rows[0], rows[1], _ROW_BLOCK):
-                candidates = sp.coo_array(short[lo:min(lo + _ROW_BLOCK, rows[1])] @ partners)
+                candidates = sp.coo_array(short[lo : min(lo + _ROW_BLOCK, rows[1])] @ partners)
                 keep = candidates.data >= shared
                 a = candidates.row[keep].astype(np.int64) + lo
                 b = candidates.col[keep].astype(np.int64) + columns[0]
@@ -151,7 +155,7 @@ def _verified(packed: np.ndarray, a: np.ndarray, b: np.ndarray, D: int) -> list[
     """The candidate pairs ``(a[k], b[k])`` whose packed label rows differ in at most ``D`` bits, as ``(m, 2)`` chunks."""
     found = []
     for lo in range(0, a.size, _PAIR_CHUNK):
-        i, j = a[lo:lo + _PAIR_CHUNK], b[lo:lo + _PAIR_CHUNK]
+        i, j = a[lo : lo + _PAIR_CHUNK], b[lo : lo + _PAIR_CHUNK]
         close = _popcount_rows(packed[i] ^ packed[j]) <= D
         found.append(np.stack([i[close], j[close]], axis=1))
     return found
@@ -171,7 +175,9 @@ def _ranked_labels(A: sp.csr_array) -> tuple[sp.csr_array, np.ndarray]:
 def _prefix(ranked: sp.csr_array, position: np.ndarray, length: int) -> sp.csr_array:
     """``(n, L)`` 0/1 CSR keeping each row's ``length`` rarest labels (of :func:`_ranked_labels`)."""
     # copies of the index arrays: eliminate_zeros compacts them in place, and scipy may share them with A
-    prefix = sp.csr_array(((position < length).astype(np.int32), ranked.indices.copy(), ranked.indptr.copy()), shape=ranked.shape)
+    prefix = sp.csr_array(
+        ((position < length).astype(np.int32), ranked.indices.copy(), ranked.indptr.copy()), shape=ranked.shape
+    )
     prefix.eliminate_zeros()
     return prefix
 
@@ -182,8 +188,8 @@ def _pack_rows(A: sp.csr_array) -> np.ndarray:
     n_bytes = 8 * max(1, -(-L // 64))
     packed = np.zeros((n, n_bytes), dtype=np.uint8)
     for start in range(0, n, _ROW_BLOCK):
-        block = packed[start:start + _ROW_BLOCK]
-        block[:, :-(-L // 8)] = np.packbits(A[start:start + _ROW_BLOCK].toarray().astype(bool), axis=1)
+        block = packed[start : start + _ROW_BLOCK]
+        block[:, : -(-L // 8)] = np.packbits(A[start : start + _ROW_BLOCK].toarray().astype(bool), axis=1)
     return packed.view(np.uint64)
 
 
@@ -196,8 +202,10 @@ def _popcount_rows(words: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------- the NETWORKS domain
 #: The files the NETWORKS domain reads from its data directory (``docs/domains.md``).
-LAYOUT = ("a TUDataset (NAME_A.txt, NAME_graph_indicator.txt, NAME_node_labels.txt), "
-          "go_pretrain.tsv and go_finetune.tsv (graph id<TAB>GO terms)")
+LAYOUT = (
+    "a TUDataset (NAME_A.txt, NAME_graph_indicator.txt, NAME_node_labels.txt), "
+    "go_pretrain.tsv and go_finetune.tsv (graph id<TAB>GO terms)"
+)
 
 
 @dataclass(frozen=True)
@@ -232,10 +240,18 @@ def load_networks(directory: Path) -> NetworkData:
     if labelled.size == 0:
         raise SiptError(f"{directory / 'go_finetune.tsv'} labels no graph; list the task's graphs with their GO terms")
     task = Task("go", "multilabel", labelled, task_terms.matrix[labelled].toarray().astype(np.int64), task_terms.terms)
-    rows = [pretrain_terms.indices[pretrain_terms.indptr[k]:pretrain_terms.indptr[k + 1]].astype(np.int64)
-            for k in range(len(dataset.ids))]
-    return NetworkData(list(dataset.ids), list(dataset.ids), {"go": task}, graphs=dataset.graphs, go_terms=rows,
-                       code_names=dataset.code_names)
+    rows = [
+        pretrain_terms.indices[pretrain_terms.indptr[k] : pretrain_terms.indptr[k + 1]].astype(np.int64)
+        for k in range(len(dataset.ids))
+    ]
+    return NetworkData(
+        list(dataset.ids),
+        list(dataset.ids),
+        {"go": task},
+        graphs=dataset.graphs,
+        go_terms=rows,
+        code_names=dataset.code_names,
+    )
 
 
 def go_hamming_graph(data: NetworkData, seed: int = 0) -> PretrainingGraph:

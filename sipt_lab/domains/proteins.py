@@ -28,21 +28,32 @@ from sipt_lab.domains.base import Domain, LinkedData, add_split_tasks, id_pairs,
 from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
 
 #: TAPE task -> task kind.
-TAPE_KINDS = {"remote_homology": "classification", "fluorescence": "regression", "stability": "regression",
-              "secondary_structure": "token-classification"}
-LAYOUT = ("sequences.fasta, interactions.tsv and tape/<task>/ "
-          "(TAPE JSON: remote_homology, fluorescence, stability, secondary_structure)")
+TAPE_KINDS = {
+    "remote_homology": "classification",
+    "fluorescence": "regression",
+    "stability": "regression",
+    "secondary_structure": "token-classification",
+}
+LAYOUT = (
+    "sequences.fasta, interactions.tsv and tape/<task>/ "
+    "(TAPE JSON: remote_homology, fluorescence, stability, secondary_structure)"
+)
 
 
 def load_proteins(directory: Path) -> LinkedData:
     """The corpus, its interactions and every TAPE task under ``directory/tape`` (see the module docstring)."""
     corpus = read_fasta(directory / "sequences.fasta")
     graph = read_interactions(directory / "interactions.tsv", corpus.ids)
-    entries = {name: (TAPE_KINDS[name], read_tape_task(directory / "tape" / name, name))
-               for name in TAPE_TARGETS if (directory / "tape" / name).is_dir()}
+    entries = {
+        name: (TAPE_KINDS[name], read_tape_task(directory / "tape" / name, name))
+        for name in TAPE_TARGETS
+        if (directory / "tape" / name).is_dir()
+    }
     if not entries:
-        raise SiptError(f"{directory / 'tape'} holds no TAPE task directory; add one of {', '.join(TAPE_TARGETS)} "
-                        "(`sipt-lab data fetch tape-<task>`)")
+        raise SiptError(
+            f"{directory / 'tape'} holds no TAPE task directory; add one of {', '.join(TAPE_TARGETS)} "
+            "(`sipt-lab data fetch tape-<task>`)"
+        )
     ids, texts, tasks, splits = add_split_tasks(corpus.ids, corpus.sequences, entries)
     return LinkedData(ids, texts, tasks, splits=splits, links=id_pairs(corpus.ids, graph))
 

@@ -116,8 +116,9 @@ MENTION_RULES: dict[str, MentionRule] = {
 DEFAULT_MENTION_RULE = "reader"
 
 
-def mention_edges(titles: list[str], summaries: list[str], rule: MentionRule,
-                  descriptions: list[str] | None = None) -> np.ndarray:
+def mention_edges(
+    titles: list[str], summaries: list[str], rule: MentionRule, descriptions: list[str] | None = None
+) -> np.ndarray:
     """``(m, 2)`` int64 directed mentions ``(a, b)``: article ``a`` names title ``b``.
 
     Args:
@@ -144,8 +145,12 @@ def _title_automaton(titles: list[str], summaries: list[str], rule: MentionRule)
     claims: dict[str, list[tuple[bool, int]]] = {}  # form -> [(title is disambiguated, article)]
     for article, (name, title) in enumerate(zip(names, titles)):
         disambiguated = name != title
-        if (len(name) < rule.min_chars or name in common or not any(ch.isalpha() for ch in name)
-                or (disambiguated and not rule.disambiguated)):
+        if (
+            len(name) < rule.min_chars
+            or name in common
+            or not any(ch.isalpha() for ch in name)
+            or (disambiguated and not rule.disambiguated)
+        ):
             continue
         for form in _forms(name, rule.case):
             claims.setdefault(form, []).append((disambiguated, article))
@@ -174,8 +179,7 @@ def _common_words(names: set[str], summaries: list[str]) -> set[str]:
         words = _WORD.findall(text)
         lower.update(w for w in words if w.islower())
         capitalised.update(b for a, b in zip(words, words[1:]) if a[:1].islower() and b[:1].isupper())
-    return {name for name in names
-            if name[:1].isupper() and name.isalpha() and lower[name.lower()] > capitalised[name]}
+    return {name for name in names if name[:1].isupper() and name.isalpha() and lower[name.lower()] > capitalised[name]}
 
 
 def _whole_word_matches(automaton: ahocorasick.Automaton, text: str) -> list[int]:
@@ -223,8 +227,11 @@ def tfidf_knn_graph(data: DomainData, seed: int = 0, k: int = 5, fit_on=None) ->
     """
     features = tfidf_features(list(data.texts), fit_on)
     n = features.shape[0]
-    _, neighbours = NearestNeighbors(n_neighbors=min(k + 1, n), metric="cosine", algorithm="brute").fit(
-        features).kneighbors(features)
+    _, neighbours = (
+        NearestNeighbors(n_neighbors=min(k + 1, n), metric="cosine", algorithm="brute")
+        .fit(features)
+        .kneighbors(features)
+    )
     rows = np.repeat(np.arange(n), neighbours.shape[1])
     return PretrainingGraph.from_edges(rows, neighbours.ravel(), n)  # the self-matches are dropped
 
@@ -234,8 +241,9 @@ def rewired(graph: PretrainingGraph, seed: int = 0, swaps_per_edge: int = 10) ->
     double edge swaps (networkx): the degree-preserving random control."""
     G = graph.to_networkx()
     if graph.n_edges >= 2:
-        nx.double_edge_swap(G, nswap=swaps_per_edge * graph.n_edges, max_tries=100 * swaps_per_edge * graph.n_edges,
-                            seed=seed)
+        nx.double_edge_swap(
+            G, nswap=swaps_per_edge * graph.n_edges, max_tries=100 * swaps_per_edge * graph.n_edges, seed=seed
+        )
     return PretrainingGraph.from_networkx(G, nodelist=range(graph.n_nodes))
 
 

@@ -29,7 +29,9 @@ def relative_error_reduction(baseline_error, model_error):
     written as null in JSON and "undefined" in tables)."""
     baseline_error = np.asarray(baseline_error, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rre = np.where(baseline_error == 0, np.nan, (baseline_error - np.asarray(model_error, dtype=np.float64)) / baseline_error)
+        rre = np.where(
+            baseline_error == 0, np.nan, (baseline_error - np.asarray(model_error, dtype=np.float64)) / baseline_error
+        )
     return float(rre) if rre.ndim == 0 else rre
 
 
@@ -62,8 +64,10 @@ def compare_errors(baseline_errors, model_errors, *, task: str, method: str, bas
     baseline_errors = np.asarray(baseline_errors, dtype=np.float64)
     model_errors = np.asarray(model_errors, dtype=np.float64)
     if baseline_errors.ndim != 1 or baseline_errors.shape != model_errors.shape or not baseline_errors.size:
-        raise SiptError(f"{method} and {baseline} on {task} have {model_errors.size} and "
-                        f"{baseline_errors.size} seeds; run both on the same seeds")
+        raise SiptError(
+            f"{method} and {baseline} on {task} have {model_errors.size} and "
+            f"{baseline_errors.size} seeds; run both on the same seeds"
+        )
     rre = relative_error_reduction(baseline_errors, model_errors)
     several = rre.size > 1
     rre_mean, rre_sd = mean_sd(rre.tolist())
@@ -87,8 +91,16 @@ def format_comparison_table(comparisons: list[Comparison]) -> str:
     """A Markdown table, one row per comparison: errors, RRE mean +- sd and the paired p-value."""
     lines = ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
     for c in comparisons:
-        cells = (c.task, c.method, c.baseline, str(c.n_seeds), f"{c.baseline_error:.3f}",
-                 f"{c.model_error:.3f}", _rre_cell(c), f"{c.p_value:.3g}")
+        cells = (
+            c.task,
+            c.method,
+            c.baseline,
+            str(c.n_seeds),
+            f"{c.baseline_error:.3f}",
+            f"{c.model_error:.3f}",
+            _rre_cell(c),
+            f"{c.p_value:.3g}",
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

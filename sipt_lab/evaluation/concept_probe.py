@@ -17,8 +17,9 @@ from sipt_lab.models import evaluating
 
 
 @torch.inference_mode()
-def masked_logits(encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask: np.ndarray, mask_id: int,
-                  batch_size: int = 256) -> torch.Tensor:
+def masked_logits(
+    encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask: np.ndarray, mask_id: int, batch_size: int = 256
+) -> torch.Tensor:
     """``(M, V')`` decoder logits at the ``True`` places of ``mask`` (``(n, L)``, row-major order),
     each replaced by ``mask_id`` in the input."""
     device = next(encoder.parameters()).device
@@ -34,8 +35,9 @@ def masked_logits(encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask
     return torch.cat(parts)
 
 
-def fit_linear_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int, steps: int = 300, lr: float = 0.05,
-                     seed: int = 0) -> nn.Linear:
+def fit_linear_probe(
+    x: torch.Tensor, y: torch.Tensor, n_classes: int, steps: int = 300, lr: float = 0.05, seed: int = 0
+) -> nn.Linear:
     """A ``Linear(k, n_classes)`` trained full-batch with Adam on cross-entropy of ``(M, k)`` ``x``
     against ``(M,)`` int64 ``y``."""
     generator = torch.Generator().manual_seed(seed)
@@ -54,9 +56,19 @@ def fit_linear_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int, steps: in
     return probe.eval()
 
 
-def concept_probe(student: nn.Module, mlm_model: nn.Module, ids: np.ndarray, lengths: np.ndarray, vocab_size: int,
-                  mask_id: int, *, mask_prob: float = 0.15, test_fraction: float = 0.2, repeats: int = 1,
-                  seed: int = 0) -> dict[str, float]:
+def concept_probe(
+    student: nn.Module,
+    mlm_model: nn.Module,
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    vocab_size: int,
+    mask_id: int,
+    *,
+    mask_prob: float = 0.15,
+    test_fraction: float = 0.2,
+    repeats: int = 1,
+    seed: int = 0,
+) -> dict[str, float]:
     """Masked-token accuracy of the concept -> vocabulary probe and of ``mlm_model`` on the same
     held-out masked positions.
 
@@ -81,7 +93,15 @@ def concept_probe(student: nn.Module, mlm_model: nn.Module, ids: np.ndarray, len
     probe = fit_linear_probe(concepts[~test], targets[~test], vocab_size, seed=seed)
     with torch.no_grad():
         probe_hits = (probe(concepts[test]).argmax(1) == targets[test]).float().mean()
-    mlm_hits = (masked_logits(mlm_model, ids, lengths, mask, mask_id)[:, :vocab_size][test].argmax(1) == targets[test]).float().mean()
+    mlm_hits = (
+        (masked_logits(mlm_model, ids, lengths, mask, mask_id)[:, :vocab_size][test].argmax(1) == targets[test])
+        .float()
+        .mean()
+    )
     majority = torch.bincount(targets[~test], minlength=vocab_size).argmax()
-    return {"probe_accuracy": float(probe_hits), "mlm_accuracy": float(mlm_hits),
-            "majority_accuracy": float((targets[test] == majority).float().mean()), "test_tokens": int(test.sum())}
+    return {
+        "probe_accuracy": float(probe_hits),
+        "mlm_accuracy": float(mlm_hits),
+        "majority_accuracy": float((targets[test] == majority).float().mean()),
+        "test_tokens": int(test.sum()),
+    }

@@ -100,11 +100,15 @@ def macro_ovr_auroc(labels: np.ndarray, probabilities: np.ndarray, classes: np.n
     labels = np.asarray(labels)
     present = np.unique(labels)
     if len(present) < 2:
-        raise SiptError(f"AUROC needs at least two classes among the evaluated samples, got {len(present)}; evaluate more samples")
+        raise SiptError(
+            f"AUROC needs at least two classes among the evaluated samples, got {len(present)}; evaluate more samples"
+        )
     columns = np.searchsorted(classes, present)
     if np.any(columns >= len(classes)) or np.any(classes[columns.clip(max=len(classes) - 1)] != present):
         missing = sorted(set(present.tolist()) - set(classes.tolist()))
-        raise SiptError(f"evaluated classes {missing} never occur among the reference samples; give the reference set every class")
+        raise SiptError(
+            f"evaluated classes {missing} never occur among the reference samples; give the reference set every class"
+        )
     return float(np.mean([roc_auc_score(labels == c, probabilities[:, j]) for c, j in zip(present, columns)]))
 
 
@@ -120,7 +124,11 @@ def loo_knn(embeddings: np.ndarray, labels: np.ndarray, k: int = 3) -> KnnScores
 
 
 def heldout_knn(
-    train_embeddings: np.ndarray, train_labels: np.ndarray, test_embeddings: np.ndarray, test_labels: np.ndarray, k: int = 3
+    train_embeddings: np.ndarray,
+    train_labels: np.ndarray,
+    test_embeddings: np.ndarray,
+    test_labels: np.ndarray,
+    k: int = 3,
 ) -> KnnScores:
     """Classify held-out ``(q, H)`` embeddings by ``k``-NN among the pre-training ``(n, H)`` ones.
 
@@ -138,7 +146,11 @@ def loo_knn_auroc(embeddings: np.ndarray, labels: np.ndarray, k: int = 3) -> flo
 
 
 def heldout_knn_auroc(
-    train_embeddings: np.ndarray, train_labels: np.ndarray, test_embeddings: np.ndarray, test_labels: np.ndarray, k: int = 3
+    train_embeddings: np.ndarray,
+    train_labels: np.ndarray,
+    test_embeddings: np.ndarray,
+    test_labels: np.ndarray,
+    k: int = 3,
 ) -> float:
     """:func:`heldout_knn`'s macro one-vs-rest AUROC."""
     return heldout_knn(train_embeddings, train_labels, test_embeddings, test_labels, k).auroc

@@ -86,8 +86,10 @@ def radius_recovery(embeddings: np.ndarray, graph: PretrainingGraph, radii=None)
     if z.ndim != 2 or z.shape[0] != n:
         raise SiptError(f"embeddings of shape {z.shape} for a graph of {n} nodes; give one (n, H) row per node")
     if not 2 <= n <= MAX_RECOVERY_NODES:
-        raise SiptError(f"radius recovery sorts all node pairs, so it takes 2 to {MAX_RECOVERY_NODES} nodes, "
-                        f"got {n}; evaluate a subgraph (PretrainingGraph.subgraph)")
+        raise SiptError(
+            f"radius recovery sorts all node pairs, so it takes 2 to {MAX_RECOVERY_NODES} nodes, "
+            f"got {n}; evaluate a subgraph (PretrainingGraph.subgraph)"
+        )
     if graph.n_edges == 0:
         raise SiptError("the graph has no edges, so there is nothing to recover; add edges to the graph")
     distances = pdist(z)  # condensed, pair order of np.triu_indices(n, 1)
@@ -138,8 +140,10 @@ def radius_nn_accuracy(embeddings: np.ndarray, labels, radius: float) -> RadiusN
     """
     labels = np.asarray(labels)
     if labels.shape != (len(embeddings),):
-        raise SiptError(f"{labels.size} labels of shape {labels.shape} for {len(embeddings)} embeddings; "
-                        "give one label per embedding")
+        raise SiptError(
+            f"{labels.size} labels of shape {labels.shape} for {len(embeddings)} embeddings; "
+            "give one label per embedding"
+        )
     per_sample = local_consistency_per_node(radius_graph(embeddings, radius), labels, ties="split")
     covered = ~np.isnan(per_sample)
     if not covered.any():

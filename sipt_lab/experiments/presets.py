@@ -86,10 +86,18 @@ TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
 #: 63-character cut (the original padded to the longest, <= 350). CLIQUES uses a BPE vocabulary
 #: learnt on its sentences instead of characters: with characters the LM baseline stays on the
 #: unigram plateau (benchmarks/bench_lm_baseline.py, RESULTS.md).
-PAPER_SMALL = FamilyTraining(encoder=ENCODER_PRESETS["paper-small"], steps=8000, batch_size=None, lr=3e-4,
-                             pairs="sampled", schedule="constant", loss_params={})
-PAPER_MANIFOLDS = dataclasses.replace(PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0,
-                                      batch_size=16)
+PAPER_SMALL = FamilyTraining(
+    encoder=ENCODER_PRESETS["paper-small"],
+    steps=8000,
+    batch_size=None,
+    lr=3e-4,
+    pairs="sampled",
+    schedule="constant",
+    loss_params={},
+)
+PAPER_MANIFOLDS = dataclasses.replace(
+    PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0, batch_size=16
+)
 
 
 @dataclass(frozen=True)
@@ -105,17 +113,30 @@ class TrainingPreset:
 
 #: Training presets by name (:data:`sipt_lab.core.names.SIMULATION_PRESETS`), resolved by
 #: :func:`~sipt_lab.experiments.simulation.simulation_config.simulation_config`.
-TRAINING_PRESETS: dict[str, TrainingPreset] = dict(zip(names.SIMULATION_PRESETS, (
-    TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
-    TrainingPreset(PAPER_SMALL, {"cliques": dataclasses.replace(PAPER_SMALL, tokenizer=TokenizerConfig("bpe")),
-                                 **{surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")}}),
-), strict=True))
+TRAINING_PRESETS: dict[str, TrainingPreset] = dict(
+    zip(
+        names.SIMULATION_PRESETS,
+        (
+            TrainingPreset(FamilyTraining(), TRAINING_DEFAULTS),
+            TrainingPreset(
+                PAPER_SMALL,
+                {
+                    "cliques": dataclasses.replace(PAPER_SMALL, tokenizer=TokenizerConfig("bpe")),
+                    **{surface: PAPER_MANIFOLDS for surface in ("plane", "mobius", "sphere", "torus")},
+                },
+            ),
+        ),
+        strict=True,
+    )
+)
 
 
 def training_preset(name: str) -> TrainingPreset:
     """The training preset ``name``; a ConfigError naming ``simulation_config.preset`` otherwise."""
     if name not in TRAINING_PRESETS:
-        raise ConfigError("simulation_config.preset", f"{name!r} is unknown; choose one of {', '.join(TRAINING_PRESETS)}")
+        raise ConfigError(
+            "simulation_config.preset", f"{name!r} is unknown; choose one of {', '.join(TRAINING_PRESETS)}"
+        )
     return TRAINING_PRESETS[name]
 
 
@@ -127,7 +148,9 @@ def encoder_config(name: str | EncoderConfig | None, fallback: EncoderConfig) ->
     if not isinstance(name, str):
         return name
     if name not in ENCODER_PRESETS:
-        raise ConfigError("simulation_config.encoder", f"{name!r} is unknown; choose one of {', '.join(ENCODER_PRESETS)}")
+        raise ConfigError(
+            "simulation_config.encoder", f"{name!r} is unknown; choose one of {', '.join(ENCODER_PRESETS)}"
+        )
     return ENCODER_PRESETS[name]
 
 
@@ -159,22 +182,28 @@ class DomainPreset:
 #: ``cpu``: a budget for a few CPU cores with MiniLM (benchmarks/RESULTS.md); ``full``: the paper's
 #: scale for a GPU. The objective (loss, λ, head warm-up) is a checkpoint's default
 #: (:data:`sipt_lab.training.defaults.INIT_DEFAULTS`); the presets set the budget.
-PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
-    DomainPreset(
-        n_samples=1000,
-        pretrain=train_config("checkpoint", steps=40, batch_size=16, lr=1e-4, max_len=32, log_every=5),
-        finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
-        lambdas=(0.1,),
-        mode="both",
-    ),
-    DomainPreset(
-        n_samples=None,
-        pretrain=train_config("checkpoint", steps=2000, batch_size=64, max_len=128, checkpoint_every=500),
-        finetune=FinetuneConfig(lrs=(2e-5, 5e-5, 1e-4), epochs=3, patience=1, batch_size=32, max_len=128),
-        lambdas=(0.05, 0.1, 0.3),
-        mode="both",
-    ),
-), strict=True))
+PRESETS: dict[str, DomainPreset] = dict(
+    zip(
+        names.DOMAIN_PRESETS,
+        (
+            DomainPreset(
+                n_samples=1000,
+                pretrain=train_config("checkpoint", steps=40, batch_size=16, lr=1e-4, max_len=32, log_every=5),
+                finetune=FinetuneConfig(lrs=(1e-4,), epochs=2, patience=1, batch_size=16, max_len=32),
+                lambdas=(0.1,),
+                mode="both",
+            ),
+            DomainPreset(
+                n_samples=None,
+                pretrain=train_config("checkpoint", steps=2000, batch_size=64, max_len=128, checkpoint_every=500),
+                finetune=FinetuneConfig(lrs=(2e-5, 5e-5, 1e-4), epochs=3, patience=1, batch_size=32, max_len=128),
+                lambdas=(0.05, 0.1, 0.3),
+                mode="both",
+            ),
+        ),
+        strict=True,
+    )
+)
 
 
 #: Per-domain presets that replace :data:`PRESETS` entries, keyed ``(domain, preset)``. ``full`` follows
@@ -187,24 +216,39 @@ PRESETS: dict[str, DomainPreset] = dict(zip(names.DOMAIN_PRESETS, (
 DOMAIN_PRESETS: dict[tuple[str, str], DomainPreset] = {
     ("proteins", "full"): DomainPreset(
         n_samples=None,
-        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
+        pretrain=train_config(
+            "checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100
+        ),
         finetune=FinetuneConfig(lrs=(1e-5, 5e-5, 1e-4), epochs=10, patience=2, batch_size=32, max_len=512),
-        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=1.0),
+        lambdas=(0.05, 0.1, 0.3),
+        mode="both",
+        epochs=1.0,
+    ),
     ("abstracts", "full"): DomainPreset(
         n_samples=None,
-        pretrain=train_config("checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100),
+        pretrain=train_config(
+            "checkpoint", batch_size=64, lr=2e-5, warmup=0.05, max_len=512, checkpoint_every=1000, log_every=100
+        ),
         finetune=FinetuneConfig(lrs=(5e-6, 1e-5, 2e-5, 5e-5), epochs=4, patience=4, batch_size=32, max_len=512),
-        lambdas=(0.05, 0.1, 0.3), mode="both", epochs=4.0),
+        lambdas=(0.05, 0.1, 0.3),
+        mode="both",
+        epochs=4.0,
+    ),
     ("networks", "cpu"): DomainPreset(
         n_samples=600,
         pretrain=train_config("graph", steps=60, batch_size=64, log_every=10),
         finetune=FinetuneConfig(lrs=(1e-3,), epochs=5, patience=2, batch_size=32),
-        lambdas=(0.1,), mode="both"),
+        lambdas=(0.1,),
+        mode="both",
+    ),
     ("networks", "full"): DomainPreset(
         n_samples=None,
         pretrain=train_config("graph", batch_size=1024, lr=1e-2, checkpoint_every=500, log_every=50),
         finetune=FinetuneConfig(lrs=(1e-3,), epochs=50, patience=10, batch_size=32),
-        lambdas=(0.1,), mode="both", epochs=100.0),
+        lambdas=(0.1,),
+        mode="both",
+        epochs=100.0,
+    ),
 }
 
 

@@ -38,24 +38,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.core.config_io import save_config
-from sipt_lab.experiments.configs import PretrainJob
-from sipt_lab.graphs.consistency import local_consistency
-from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.core import outputs
+from sipt_lab.core.config_io import save_config
+from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
-from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.graphs.sampling import snowball_sample
+from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
+from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.experiments.model_card import write_model_card
 from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch
-from sipt_lab.training.methods import Teacher, method_recipe
-from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.models import encoder_preset, encoder_source
 from sipt_lab.models.sources import CheckpointInit, model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
-from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
+from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.methods import Teacher, method_recipe
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
 from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry
 
@@ -81,8 +81,15 @@ class PretrainOutcome:
     main: bool = True
 
 
-def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, overwrite: bool = False,
-                    progress: bool = True, log=print) -> PretrainOutcome:
+def run_pretraining(
+    job: PretrainJob,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    log=print,
+) -> PretrainOutcome:
     r"""Run ``job`` into ``out`` (see the module docstring) under the output rule of
     :func:`sipt_lab.core.outputs.run_output`: a run there is continued with ``resume`` or replaced with
     ``overwrite``. Under ``torchrun`` every process trains its shard and only rank 0 writes.
@@ -122,16 +129,26 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
     if job.epochs is not None:
         steps = steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)
         if steps > MAX_STEPS:
-            raise ConfigError("PretrainJob.epochs", f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} "
-                              "a run takes; lower it")
+            raise ConfigError(
+                "PretrainJob.epochs",
+                f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} a run takes; lower it",
+            )
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, steps=steps))
     device = resolve_device(job.train.device)
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
     tokenizer = source.tokenizer(texts, job.train.max_len)  # a broken checkpoint fails here, before anything is written
-    with outputs.run_output(out, "pretrain", finished=FINISHED_MARKER, resume=resume, overwrite=overwrite, replaced_dirs=("model", BEST_DIR, TENSORBOARD_DIR),
-                           keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
-                           main_process=main, log=log) as out_dir:
+    with outputs.run_output(
+        out,
+        "pretrain",
+        finished=FINISHED_MARKER,
+        resume=resume,
+        overwrite=overwrite,
+        replaced_dirs=("model", BEST_DIR, TENSORBOARD_DIR),
+        keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
+        main_process=main,
+        log=log,
+    ) as out_dir:
         extended_from = _check_resumed_steps(out_dir, job) if resume else None
         place = distributed_context(device.type)
         if labels is not None:
@@ -146,22 +163,39 @@ def run_pretraining(job: PretrainJob, out: str | Path, *, resume: bool = False, 
         recipe = None if job.method is None else method_recipe(job.method, teacher)
         watching = RunWatch(job.train, out_dir, graph, texts, labels, place.is_main)
         try:
-            result = pretrain(texts, graph, job.train, source, checkpoint_dir=out_dir, progress=progress, method=recipe,
-                              watch=watching)
+            result = pretrain(
+                texts,
+                graph,
+                job.train,
+                source,
+                checkpoint_dir=out_dir,
+                progress=progress,
+                method=recipe,
+                watch=watching,
+            )
             seconds = time.perf_counter() - start
             if place.is_main:
                 for note in result.notes:
                     log(f"note: {note}")
-            report = {"n_samples": len(samples), "n_edges": graph.n_edges, "seconds": seconds, "notes": result.notes,
-                      "warnings": history_warnings(result.history, job.train),
-                      "final": {name: float(values[-1]) for name, values in result.history.items()}}
+            report = {
+                "n_samples": len(samples),
+                "n_edges": graph.n_edges,
+                "seconds": seconds,
+                "notes": result.notes,
+                "warnings": history_warnings(result.history, job.train),
+                "final": {name: float(values[-1]) for name, values in result.history.items()},
+            }
             if extended_from is not None:
                 report["extended_from_steps"] = extended_from
             if labels is not None:
                 after_vectors = embed(result.encoder, result.tokenizer, report_texts)
                 after = evaluate_embeddings(after_vectors, report_graph, labels[report_nodes])
-                report |= {"local_consistency": float(local_consistency(graph, labels)), "report_samples": len(report_nodes),
-                           "before": before, "after": after}
+                report |= {
+                    "local_consistency": float(local_consistency(graph, labels)),
+                    "report_samples": len(report_nodes),
+                    "before": before,
+                    "after": after,
+                }
                 watching.project(after_vectors, labels[report_nodes])
             report |= watching.finish(len(result.history["loss"]), seconds, log if place.is_main else None)
         finally:
@@ -193,9 +227,11 @@ def _check_resumed_steps(out_dir: Path, job: PretrainJob) -> int | None:
     if planned == job.train.steps:
         return None
     if job.train.schedule != "constant" or job.train.warmup > 0:
-        raise SiptError(f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
-                        f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
-                        f"resume with --steps {planned}, or start a new run (--overwrite or another --out)")
+        raise SiptError(
+            f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
+            f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
+            f"resume with --steps {planned}, or start a new run (--overwrite or another --out)"
+        )
     return planned
 
 
@@ -235,8 +271,15 @@ def theorem1_message(report: dict) -> str:
     ) + warnings
 
 
-def embed_samples(model: str | Path, samples_path: str | Path, out: str | Path, *, batch_size: int = 256,
-                  device: str = "auto", overwrite: bool = False) -> tuple[Path, Path]:
+def embed_samples(
+    model: str | Path,
+    samples_path: str | Path,
+    out: str | Path,
+    *,
+    batch_size: int = 256,
+    device: str = "auto",
+    overwrite: bool = False,
+) -> tuple[Path, Path]:
     r"""Embed a samples file with an encoder (:func:`~sipt_lab.models.sources.model_loader`: a model
     or run directory, or an init name): ``out`` (``.npy`` added if missing) holds the ``(n, H)``
     float32 rows in file order, ``<stem>.ids.tsv`` the ids. An existing output is replaced only
@@ -265,8 +308,10 @@ def embed_samples(model: str | Path, samples_path: str | Path, out: str | Path, 
     vectors_path, ids_path = embedding_paths(out)
     for path in (vectors_path, ids_path):
         if path.is_dir():
-            raise SiptError(f"{path} is a directory; pass an --out whose .npy and .ids.tsv names are free, "
-                            f"such as {path.parent / 'embeddings.npy'}")
+            raise SiptError(
+                f"{path} is a directory; pass an --out whose .npy and .ids.tsv names are free, "
+                f"such as {path.parent / 'embeddings.npy'}"
+            )
         if path.exists() and not overwrite:
             raise SiptError(f"{path} exists; pass --overwrite to replace it, or another --out")
     device = resolve_device(device)
@@ -302,8 +347,9 @@ def initial_embeddings(texts: list[str], config: TrainConfig, source, tokenizer)
     return embed(encoder, tokenizer, texts, device=config.device)
 
 
-def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source,
-                   tokenizer) -> dict:
+def _report_before(
+    texts: list[str], graph: PretrainingGraph, labels: np.ndarray, config: TrainConfig, source, tokenizer
+) -> dict:
     """:func:`evaluate_embeddings` of the encoder as initialised."""
     return evaluate_embeddings(initial_embeddings(texts, config, source, tokenizer), graph, labels)
 
@@ -311,12 +357,15 @@ def _report_before(texts: list[str], graph: PretrainingGraph, labels: np.ndarray
 def _history_csv(history: dict[str, np.ndarray]) -> str:
     names = list(history)
     rows = zip(*(history[name].tolist() for name in names))
-    return "step," + ",".join(names) + "\n" + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows))
+    return (
+        "step,"
+        + ",".join(names)
+        + "\n"
+        + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows))
+    )
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array)
     return buffer.getvalue()
-
-

@@ -50,8 +50,11 @@ def check_watch(config: TrainConfig, has_labels: bool) -> None:
     """ConfigError, before anything trains, when ``config.keep_best`` names a metric that needs labels
     and none are given."""
     if config.keep_best in names.LABEL_METRICS and not has_labels:
-        raise ConfigError("TrainConfig.keep_best", f"{config.keep_best} needs labels (--labels L.tsv); without them "
-                          f"choose one of {', '.join(m for m in names.EVAL_METRICS if m not in names.LABEL_METRICS)}")
+        raise ConfigError(
+            "TrainConfig.keep_best",
+            f"{config.keep_best} needs labels (--labels L.tsv); without them "
+            f"choose one of {', '.join(m for m in names.EVAL_METRICS if m not in names.LABEL_METRICS)}",
+        )
 
 
 def evaluation_metrics(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict[str, float]:
@@ -61,8 +64,11 @@ def evaluation_metrics(embeddings: np.ndarray, graph: PretrainingGraph, labels: 
     metrics = {"link_mrr": float(link["mrr"]), "link_lrap": float(link["lrap"])}
     if labels is not None:
         scores = loo_knn(embeddings, labels, K)
-        metrics |= {"loo_3nn_auroc": float(scores.auroc), "loo_3nn_accuracy": float(scores.accuracy),
-                    "knn_lc": float(local_consistency(knn_graph(embeddings, K), labels))}
+        metrics |= {
+            "loo_3nn_auroc": float(scores.auroc),
+            "loo_3nn_accuracy": float(scores.accuracy),
+            "knn_lc": float(local_consistency(knn_graph(embeddings, K), labels)),
+        }
     return metrics
 
 
@@ -88,8 +94,14 @@ class Validation:
     labels: np.ndarray | None
 
     @classmethod
-    def of(cls, graph: PretrainingGraph, texts: list, labels: np.ndarray | None, seed: int,
-           max_samples: int = EVAL_MAX_SAMPLES) -> Validation:
+    def of(
+        cls,
+        graph: PretrainingGraph,
+        texts: list,
+        labels: np.ndarray | None,
+        seed: int,
+        max_samples: int = EVAL_MAX_SAMPLES,
+    ) -> Validation:
         nodes = snowball_sample(graph, max_samples, seed=seed)
         return cls(nodes, graph.subgraph(nodes), [texts[i] for i in nodes], None if labels is None else labels[nodes])
 
@@ -123,9 +135,14 @@ class Evaluator:
     def summary(self, config: TrainConfig, training_seconds: float) -> dict:
         """For the run's report: interval, slice size, count, cost (and its share of the training
         time), the last evaluation and, with ``keep_best``, the best one."""
-        out = {"every": config.eval_every, "samples": len(self.validation.nodes), "evaluations": len(self.records),
-               "seconds": self.seconds, "share_of_training": self.seconds / max(training_seconds, 1e-9),
-               "last": _metrics_of(self.records[-1]) if self.records else {}}
+        out = {
+            "every": config.eval_every,
+            "samples": len(self.validation.nodes),
+            "evaluations": len(self.records),
+            "seconds": self.seconds,
+            "share_of_training": self.seconds / max(training_seconds, 1e-9),
+            "last": _metrics_of(self.records[-1]) if self.records else {},
+        }
         if config.keep_best is not None and self.records:
             best = max(self.records, key=lambda record: record[config.keep_best])  # the first of equals, as the loop
             out["best"] = {"step": best["step"], **_metrics_of(best)}
@@ -136,8 +153,10 @@ class Evaluator:
         if not self.records:
             return ""
         columns = list(self.records[0])
-        lines = [",".join(columns)] + [",".join(f"{record[name]:.6g}" if name != "step" else str(record[name])
-                                             for name in columns) for record in self.records]
+        lines = [",".join(columns)] + [
+            ",".join(f"{record[name]:.6g}" if name != "step" else str(record[name]) for name in columns)
+            for record in self.records
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -147,8 +166,10 @@ def _metrics_of(record: dict) -> dict[str, float]:
 
 def cost_line(summary: dict) -> str:
     """One line stating what the evaluations cost."""
-    return (f"evaluation: {summary['evaluations']} x {summary['samples']} samples every {summary['every']} steps took "
-            f"{summary['seconds']:.1f} s, {summary['share_of_training']:.1%} of the training time")
+    return (
+        f"evaluation: {summary['evaluations']} x {summary['samples']} samples every {summary['every']} steps took "
+        f"{summary['seconds']:.1f} s, {summary['share_of_training']:.1%} of the training time"
+    )
 
 
 def best_saver(out_dir: Path, encoder, tokenizer):
@@ -169,10 +190,17 @@ class RunWatch:
     model with ``config.keep_best`` and logs to TensorBoard with ``config.report_to``
     ``tensorboard``; only the ``main`` process writes."""
 
-    def __init__(self, config: TrainConfig, out_dir: Path, graph: PretrainingGraph, texts: list,
-                 labels: np.ndarray | None, main: bool = True) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        out_dir: Path,
+        graph: PretrainingGraph,
+        texts: list,
+        labels: np.ndarray | None,
+        main: bool = True,
+    ) -> None:
         self.config, self.out_dir, self.main = config, Path(out_dir), main
-        self.validation = (lambda: Validation.of(graph, texts, labels, config.seed))
+        self.validation = lambda: Validation.of(graph, texts, labels, config.seed)
         self.evaluator: Evaluator | None = None
         self.scalars = ScalarLog(self.out_dir / TENSORBOARD_DIR) if main and config.report_to == "tensorboard" else None
         self._recorded = False

@@ -89,8 +89,9 @@ def csr_from_pair_keys(keys: np.ndarray, n: int) -> sp.csr_array:
     idx = index_dtype(n, 2 * keys.size)
     lo = (keys // max(n, 1)).astype(idx)
     hi = (keys % max(n, 1)).astype(idx)
-    csr = sp.csr_array((np.ones(2 * keys.size, np.int8),
-                        (np.concatenate([lo, hi]), np.concatenate([hi, lo]))), shape=(n, n))
+    csr = sp.csr_array(
+        (np.ones(2 * keys.size, np.int8), (np.concatenate([lo, hi]), np.concatenate([hi, lo]))), shape=(n, n)
+    )
     csr.sort_indices()
     return freeze_csr(csr)
 

@@ -88,7 +88,9 @@ def node_homophily(graph: PretrainingGraph, labels) -> float:
     PyG's ``homophily(..., method='node')`` averages over *all* nodes, counting isolated ones as 0;
     we exclude them, as :func:`local_consistency` does.
     """
-    return node_homophily_from_counts(graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1])
+    return node_homophily_from_counts(
+        graph.degrees(), _neighbour_stats(graph, *_label_codes(graph, labels), "split")[1]
+    )
 
 
 def edge_homophily(graph: PretrainingGraph, labels) -> float:
@@ -116,8 +118,10 @@ def corollary1_bound(pt_labels, ft_labels, ties: str = "split") -> float:
     pt_labels = np.asarray(pt_labels)
     ft_labels = np.asarray(ft_labels)
     if pt_labels.shape != ft_labels.shape or pt_labels.ndim != 1:
-        raise SiptError(f"pt_labels and ft_labels must be 1-D of the same length, got shapes "
-                        f"{pt_labels.shape} and {ft_labels.shape}; pass one label of each per sample")
+        raise SiptError(
+            f"pt_labels and ft_labels must be 1-D of the same length, got shapes "
+            f"{pt_labels.shape} and {ft_labels.shape}; pass one label of each per sample"
+        )
     return local_consistency(PretrainingGraph.from_groups(pt_labels), ft_labels, ties)
 
 
@@ -147,10 +151,20 @@ def consistency_report(graph: PretrainingGraph, labels, ties: str = "split") -> 
     return report_from_counts(per_node, same, graph.degrees(), graph.n_edges, n_classes, ties)
 
 
-def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = "stream",
-                           chunk_edges: int | None = None, edge_columns=("u", "v"),
-                           label_columns=("node", "label"), scheduler: str | None = None,
-                           workers: int = 2, spill_dir=None, connect_timeout: float = 10.0):
+def consistency_from_files(
+    edges,
+    labels,
+    ties: str = "split",
+    *,
+    engine: str = "stream",
+    chunk_edges: int | None = None,
+    edge_columns=("u", "v"),
+    label_columns=("node", "label"),
+    scheduler: str | None = None,
+    workers: int = 2,
+    spill_dir=None,
+    connect_timeout: float = 10.0,
+):
     """:func:`consistency_report` of a labelled graph too large for memory, read from files.
 
     ``edges``: a Parquet file or directory (columns ``edge_columns``), or a text file, ``.tsv`` /
@@ -178,19 +192,36 @@ def consistency_from_files(edges, labels, ties: str = "split", *, engine: str = 
     if engine == "stream":
         from sipt_lab.graphs.consistency_stream import stream_consistency
 
-        return stream_consistency(edges, labels, ties, chunk_edges=chunk_edges, edge_columns=edge_columns,
-                                  label_columns=label_columns, spill_dir=spill_dir)
+        return stream_consistency(
+            edges,
+            labels,
+            ties,
+            chunk_edges=chunk_edges,
+            edge_columns=edge_columns,
+            label_columns=label_columns,
+            spill_dir=spill_dir,
+        )
     if engine == "dask":
         from sipt_lab.graphs.consistency_dask import dask_consistency
 
-        return dask_consistency(edges, labels, ties, scheduler=scheduler, workers=workers,
-                                chunk_edges=chunk_edges, edge_columns=edge_columns,
-                                label_columns=label_columns, connect_timeout=connect_timeout)
+        return dask_consistency(
+            edges,
+            labels,
+            ties,
+            scheduler=scheduler,
+            workers=workers,
+            chunk_edges=chunk_edges,
+            edge_columns=edge_columns,
+            label_columns=label_columns,
+            connect_timeout=connect_timeout,
+        )
     raise SiptError(f"unknown engine {engine!r}; use stream or dask")
 
 
 # ---------------------------------------------------------------------- internals
-def _neighbour_stats(graph: PretrainingGraph, codes: np.ndarray, n_classes: int, ties: str) -> tuple[np.ndarray, np.ndarray]:
+def _neighbour_stats(
+    graph: PretrainingGraph, codes: np.ndarray, n_classes: int, ties: str
+) -> tuple[np.ndarray, np.ndarray]:
     """One counting pass over the neighbours' labels: ``(n,)`` float local consistency per node (NaN
     for isolated nodes) and ``(n,)`` int count of neighbours sharing the node's label."""
     if graph.is_implicit:
@@ -204,8 +235,9 @@ def _label_codes(graph: PretrainingGraph, labels) -> tuple[np.ndarray, int]:
     """``(n,)`` int64 codes ``0..C-1`` of ``labels`` and ``C``; validates the length."""
     labels = np.asarray(labels)
     if labels.ndim != 1 or labels.size != graph.n_nodes:
-        raise SiptError(f"labels has shape {labels.shape} but the graph has {graph.n_nodes} nodes; "
-                        "pass one label per node")
+        raise SiptError(
+            f"labels has shape {labels.shape} but the graph has {graph.n_nodes} nodes; pass one label per node"
+        )
     uniques, codes = factorize(labels)
     return codes, uniques.size
 
@@ -291,5 +323,3 @@ def _clique_local_consistency(graph: PretrainingGraph, counts, codes, ties: str)
     score[tied] = tie_score(1 + n_second[g][tied], ties)
     score[graph.group_sizes[g] == 1] = np.nan
     return score
-
-

@@ -56,9 +56,18 @@ _RECORDS = _empty(src="int64", dst="int64")
 _COUNTS = _empty(node="int64", same="int32", n_tied="int32", degree="int64")
 
 
-def dask_consistency(edges, labels, ties: str = "split", *, scheduler: str | None = None, workers: int = 2,
-                     chunk_edges: int | None = None, edge_columns=("u", "v"), label_columns=("node", "label"),
-                     connect_timeout: float = CONNECT_TIMEOUT_S) -> FileConsistency:
+def dask_consistency(
+    edges,
+    labels,
+    ties: str = "split",
+    *,
+    scheduler: str | None = None,
+    workers: int = 2,
+    chunk_edges: int | None = None,
+    edge_columns=("u", "v"),
+    label_columns=("node", "label"),
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+) -> FileConsistency:
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on the Dask cluster at ``scheduler``
     (``tcp://host:8786``), or on a ``LocalCluster`` of ``workers`` threads when None; a scheduler
     not reached within ``connect_timeout`` seconds is a SiptError. ``chunk_edges`` sizes the text
@@ -81,8 +90,9 @@ def dask_consistency(edges, labels, ties: str = "split", *, scheduler: str | Non
             result.first_unknown = _first_unknown(frame, mapped)
         result.check(edges, labels)
     node = NodeCounts.zeros(index.n_nodes)
-    node.add(counts["node"].to_numpy(), counts["same"].to_numpy(), counts["n_tied"].to_numpy(),
-             counts["degree"].to_numpy())
+    node.add(
+        counts["node"].to_numpy(), counts["same"].to_numpy(), counts["n_tied"].to_numpy(), counts["degree"].to_numpy()
+    )
     return node.result(result, index.n_classes, ties)
 
 
@@ -101,16 +111,26 @@ def _client(scheduler: str | None, workers: int, timeout: float):
 
     if scheduler is None:
         # Threads: the heavy steps (Arrow parsing, numpy sorts, the numba kernel) release the GIL.
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None,
-                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=False,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             yield client
         return
     try:
         client = Client(scheduler, timeout=timeout)
     except (OSError, TimeoutError, ValueError, TypeError) as error:
-        raise SiptError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s "
-                        f"({str(error).splitlines()[0][:120]}); check the address and that the scheduler "
-                        "runs, or leave out the scheduler for a LocalCluster") from None
+        raise SiptError(
+            f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s "
+            f"({str(error).splitlines()[0][:120]}); check the address and that the scheduler "
+            "runs, or leave out the scheduler for a LocalCluster"
+        ) from None
     with client:
         yield client
 
@@ -171,4 +191,3 @@ def _first_unknown(frame, mapped) -> tuple[None, str]:
             if missing.size:
                 return None, str(ids[column].iloc[missing[0]])
     return None, "?"
-

@@ -28,32 +28,62 @@ class ConsistencyJob:
             the stream and Dask engines' settings.
     """
 
-    edges: str | None = option(None, nonempty=True, metavar="EDGES.tsv",
-                               help="undirected edges, one 'u<TAB>v' per line; '#' starts a comment; self-loops and "
-                               "duplicate edges are dropped and reported")
-    labels: str | None = option(None, nonempty=True, metavar="LABELS.tsv",
-                                help="one 'node<TAB>label' per line; these nodes are the graph's nodes (nodes without "
-                                "edges are isolated) and every edge must use them")
+    edges: str | None = option(
+        None,
+        nonempty=True,
+        metavar="EDGES.tsv",
+        help="undirected edges, one 'u<TAB>v' per line; '#' starts a comment; self-loops and "
+        "duplicate edges are dropped and reported",
+    )
+    labels: str | None = option(
+        None,
+        nonempty=True,
+        metavar="LABELS.tsv",
+        help="one 'node<TAB>label' per line; these nodes are the graph's nodes (nodes without "
+        "edges are isolated) and every edge must use them",
+    )
     example: bool = option(False, help="use the packaged 31-node two-field example instead of --edges/--labels")
-    ties: str = option("split", choices=TIE_POLICIES,
-                       help="score of a node whose label ties with k-1 others for its neighbours' plurality: split = 1/k "
-                       "(expected accuracy of a random tie-break), strict = 0, lenient = 1")
-    engine: str | None = option(None, choices=ENGINES,
-                                help="memory: read the whole edge list (TSV); stream: read the edges in chunks in bounded "
-                                "memory (TSV, CSV, optionally .gz, or Parquet); dask: the same on a Dask cluster (default: "
-                                "stream for Parquet/CSV edges or with --chunk-size, else memory); all give the same numbers")
-    chunk_size: int | None = option(None, metavar="EDGES",
-                                    help="edges per chunk of the stream engine (default: 2097152), and about per Dask "
-                                    "partition of a text file; memory grows with it")
+    ties: str = option(
+        "split",
+        choices=TIE_POLICIES,
+        help="score of a node whose label ties with k-1 others for its neighbours' plurality: split = 1/k "
+        "(expected accuracy of a random tie-break), strict = 0, lenient = 1",
+    )
+    engine: str | None = option(
+        None,
+        choices=ENGINES,
+        help="memory: read the whole edge list (TSV); stream: read the edges in chunks in bounded "
+        "memory (TSV, CSV, optionally .gz, or Parquet); dask: the same on a Dask cluster (default: "
+        "stream for Parquet/CSV edges or with --chunk-size, else memory); all give the same numbers",
+    )
+    chunk_size: int | None = option(
+        None,
+        metavar="EDGES",
+        help="edges per chunk of the stream engine (default: 2097152), and about per Dask "
+        "partition of a text file; memory grows with it",
+    )
     edge_columns: str = option("u,v", metavar="U,V", help="the two node columns of a Parquet edges file")
-    label_columns: str = option("node,label", metavar="NODE,LABEL", help="the node and label columns of a Parquet labels file")
-    scheduler: str | None = option(None, metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786) for --engine "
-                                   "dask; default: a LocalCluster on this machine")
-    scheduler_timeout: float = option(SCHEDULER_TIMEOUT, metavar="SECONDS", default_help=f"{SCHEDULER_TIMEOUT:g}",
-                                      help="give up on an unreachable --scheduler after this long")
+    label_columns: str = option(
+        "node,label", metavar="NODE,LABEL", help="the node and label columns of a Parquet labels file"
+    )
+    scheduler: str | None = option(
+        None,
+        metavar="ADDRESS",
+        help="Dask scheduler address (tcp://host:8786) for --engine dask; default: a LocalCluster on this machine",
+    )
+    scheduler_timeout: float = option(
+        SCHEDULER_TIMEOUT,
+        metavar="SECONDS",
+        default_help=f"{SCHEDULER_TIMEOUT:g}",
+        help="give up on an unreachable --scheduler after this long",
+    )
     workers: int = option(2, metavar="N", help="LocalCluster workers when no --scheduler is given")
-    spill_dir: str | None = option(None, metavar="DIR", help="where the stream engine writes its temporary spill files "
-                                   "(16 bytes per edge; default: the system's temporary directory)")
+    spill_dir: str | None = option(
+        None,
+        metavar="DIR",
+        help="where the stream engine writes its temporary spill files "
+        "(16 bytes per edge; default: the system's temporary directory)",
+    )
 
     def __post_init__(self) -> None:
         validate(self)

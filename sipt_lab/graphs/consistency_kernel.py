@@ -38,7 +38,6 @@ class ConsistencyReport:
         return dataclasses.asdict(self)
 
 
-
 def check_ties(ties: str) -> None:
     if ties not in TIE_POLICIES:
         raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
@@ -88,8 +87,9 @@ def row_label_counts(indptr, indices, codes, row_codes, n_classes: int):
     whole graph when ``row_codes`` is ``codes``, a block of rows out of it when a gather of ``codes``."""
     # The smallest code dtype keeps the random gathers codes[indices] in cache.
     dtype = np.min_scalar_type(max(n_classes - 1, 0))
-    return _neighbour_label_kernel(indptr, indices, codes.astype(dtype, copy=False),
-                                   row_codes.astype(dtype, copy=False), n_classes)
+    return _neighbour_label_kernel(
+        indptr, indices, codes.astype(dtype, copy=False), row_codes.astype(dtype, copy=False), n_classes
+    )
 
 
 # Serial on purpose: numba's parallel loops run on OpenMP threads that spin while they wait, which

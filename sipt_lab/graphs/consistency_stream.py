@@ -69,8 +69,11 @@ class FileConsistency:
 
     def to_dict(self) -> dict:
         """JSON-ready dict: the report's fields and the two dropped counts."""
-        return {**self.report.to_dict(), "dropped_self_loops": self.dropped_self_loops,
-                "dropped_duplicates": self.dropped_duplicates}
+        return {
+            **self.report.to_dict(),
+            "dropped_self_loops": self.dropped_self_loops,
+            "dropped_duplicates": self.dropped_duplicates,
+        }
 
 
 @dataclass
@@ -98,8 +101,10 @@ class EdgeTally:
         if self.unknown:
             row, name = self.first_unknown or (None, "?")
             where = f"{edges}: edge {row}" if row else f"{edges}"
-            raise SiptError(f"{where}: node {name!r} has no label in {labels}; add it to "
-                            f"the labels file or remove the edge ({self.unknown} such edge(s))")
+            raise SiptError(
+                f"{where}: node {name!r} has no label in {labels}; add it to "
+                f"the labels file or remove the edge ({self.unknown} such edge(s))"
+            )
 
 
 @dataclass
@@ -122,12 +127,22 @@ class NodeCounts:
 
     def result(self, tally: EdgeTally, n_classes: int, ties: str) -> FileConsistency:
         n_edges = int(self.degree.sum()) // 2
-        report = report_from_counts(node_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties)
+        report = report_from_counts(
+            node_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties
+        )
         return FileConsistency(report, tally.self_loops, tally.rows - tally.self_loops - n_edges)
 
 
-def stream_consistency(edges, labels, ties: str = "split", *, chunk_edges: int | None = None,
-                       edge_columns=("u", "v"), label_columns=("node", "label"), spill_dir=None) -> FileConsistency:
+def stream_consistency(
+    edges,
+    labels,
+    ties: str = "split",
+    *,
+    chunk_edges: int | None = None,
+    edge_columns=("u", "v"),
+    label_columns=("node", "label"),
+    spill_dir=None,
+) -> FileConsistency:
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on this machine, in bounded memory (see
     the module doc): ``chunk_edges`` edges per chunk (default :data:`DEFAULT_CHUNK_EDGES`), spill
     files in a temporary directory under ``spill_dir`` (default: the system's)."""
@@ -216,8 +231,9 @@ class Spill:
             size = os.path.getsize(path) // 8
             lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
             if size > max_records and hi - lo > 1:
-                sub = Spill(self.directory, self.n, lo, hi, min(hi - lo, MAX_PARTITIONS,
-                                                               2 * math.ceil(size / max_records)))
+                sub = Spill(
+                    self.directory, self.n, lo, hi, min(hi - lo, MAX_PARTITIONS, 2 * math.ceil(size / max_records))
+                )
                 with open(path, "rb") as handle:
                     while (keys := np.fromfile(handle, np.int64, count=max_records)).size:
                         sub.add(keys)

@@ -122,8 +122,7 @@ def column_batches(path, what: str, columns, rows: int) -> Iterator[pa.RecordBat
 def check_chunk_edges(chunk_edges) -> int:
     """``chunk_edges`` as an int if it is a positive whole number, else a one-line SiptError."""
     if isinstance(chunk_edges, bool) or not isinstance(chunk_edges, (int, np.integer)) or chunk_edges < 1:
-        raise SiptError(f"the chunk size must be a positive number of edges, got {chunk_edges!r}; "
-                        "pass e.g. 2000000")
+        raise SiptError(f"the chunk size must be a positive number of edges, got {chunk_edges!r}; pass e.g. 2000000")
     return int(chunk_edges)
 
 
@@ -162,8 +161,9 @@ def read_text_range(path, start: int, end: int) -> pa.Table:
             data += handle.readline()
     if not data:
         return _TEXT_SCHEMA.empty_table()
-    return pa.Table.from_batches(list(_text_batches(pa.BufferReader(data), "edges", MAX_BLOCK_BYTES,
-                                                    name=path)), schema=_TEXT_SCHEMA)
+    return pa.Table.from_batches(
+        list(_text_batches(pa.BufferReader(data), "edges", MAX_BLOCK_BYTES, name=path)), schema=_TEXT_SCHEMA
+    )
 
 
 def is_parquet(path) -> bool:
@@ -214,11 +214,13 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
         bad.append(text)
         return "error"
 
-    parse = pacsv.ParseOptions(delimiter="," if csv else "\t", quote_char='"' if csv else False,
-                               invalid_row_handler=invalid)
+    parse = pacsv.ParseOptions(
+        delimiter="," if csv else "\t", quote_char='"' if csv else False, invalid_row_handler=invalid
+    )
     read = pacsv.ReadOptions(column_names=["u", "v"], block_size=block)
-    convert = pacsv.ConvertOptions(column_types=_TEXT_SCHEMA, strings_can_be_null=False,
-                                   quoted_strings_can_be_null=False)
+    convert = pacsv.ConvertOptions(
+        column_types=_TEXT_SCHEMA, strings_can_be_null=False, quoted_strings_can_be_null=False
+    )
     try:
         if isinstance(source, (str, os.PathLike)) and not os.path.isfile(source):
             raise SiptError(f"{what} file {source} does not exist or is not a file; check the path")
@@ -234,10 +236,14 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
     except (pa.ArrowInvalid, UnicodeDecodeError, EOFError, OSError) as error:
         if bad:
             sep = "comma" if csv else "tab"
-            raise SiptError(f"{name}: expected two {sep}-separated fields, got {bad[0]!r}; separate the "
-                            f"two fields with one {sep} (the streamed reader does not split on spaces)") from None
-        raise SiptError(f"cannot read {what} file {name} ({str(error).splitlines()[0][:160]}); check that it is "
-                        "intact text with two fields per line") from None
+            raise SiptError(
+                f"{name}: expected two {sep}-separated fields, got {bad[0]!r}; separate the "
+                f"two fields with one {sep} (the streamed reader does not split on spaces)"
+            ) from None
+        raise SiptError(
+            f"cannot read {what} file {name} ({str(error).splitlines()[0][:160]}); check that it is "
+            "intact text with two fields per line"
+        ) from None
 
 
 def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
@@ -252,8 +258,9 @@ def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
     empty = pc.or_(pc.equal(pc.binary_length(u), 0), pc.equal(pc.binary_length(v), 0))
     if pc.any(empty).as_py():
         k = int(np.flatnonzero(_fill_bool(empty))[0])
-        raise SiptError(f"{name}: a line has an empty field ({u[k].as_py()!r}, {v[k].as_py()!r}); "
-                        "give both fields of every line")
+        raise SiptError(
+            f"{name}: a line has an empty field ({u[k].as_py()!r}, {v[k].as_py()!r}); give both fields of every line"
+        )
     return pa.RecordBatch.from_arrays([u, v], schema=_TEXT_SCHEMA)
 
 
@@ -273,14 +280,18 @@ def parquet_dataset(path, what: str, columns) -> pads.Dataset:
     try:
         dataset = pads.dataset(str(path), format="parquet")
     except (pa.ArrowInvalid, OSError) as error:
-        raise SiptError(f"cannot read {what} file {path} as Parquet ({str(error).splitlines()[0][:160]}); "
-                        "check that it is an intact Parquet file") from None
+        raise SiptError(
+            f"cannot read {what} file {path} as Parquet ({str(error).splitlines()[0][:160]}); "
+            "check that it is an intact Parquet file"
+        ) from None
     if columns is not None:
         missing = [c for c in columns if c not in dataset.schema.names]
         if missing:
             flag = "--edge-columns" if what == "edges" else "--label-columns"
-            raise SiptError(f"{what} file {path} has no column {', '.join(map(repr, missing))} (its columns: "
-                            f"{', '.join(dataset.schema.names) or 'none'}); name the two columns with {flag}")
+            raise SiptError(
+                f"{what} file {path} has no column {', '.join(map(repr, missing))} (its columns: "
+                f"{', '.join(dataset.schema.names) or 'none'}); name the two columns with {flag}"
+            )
     return dataset
 
 
@@ -362,8 +373,9 @@ def _check_one_label(rows, winner, codes, label_names, name_of, path) -> None:
     if clash.any():
         k = int(np.flatnonzero(clash)[0])
         first, second = label_names[codes[winner[k]]], label_names[codes[rows[k]]]
-        raise SiptError(f"{path}: node {str(name_of(k))!r} has labels {first!r} and {second!r}; "
-                        "give each node one label")
+        raise SiptError(
+            f"{path}: node {str(name_of(k))!r} has labels {first!r} and {second!r}; give each node one label"
+        )
 
 
 def as_arrow(values) -> pa.Array:

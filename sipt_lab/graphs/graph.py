@@ -100,8 +100,7 @@ class PretrainingGraph:
         loops = lo == hi
         keys = sorted_unique(lo[~loops] * n + hi[~loops])
         n_dup = int((~loops).sum()) - keys.size
-        return cls(n, csr=csr_from_pair_keys(keys, n), dropped_self_loops=int(loops.sum()),
-                   dropped_duplicates=n_dup)
+        return cls(n, csr=csr_from_pair_keys(keys, n), dropped_self_loops=int(loops.sum()), dropped_duplicates=n_dup)
 
     @classmethod
     def from_adjacency(cls, adjacency) -> PretrainingGraph:
@@ -187,8 +186,7 @@ class PretrainingGraph:
         if self._n != other._n or self.n_edges != other.n_edges:
             return False
         if self.is_implicit and other.is_implicit:
-            return bool(np.array_equal(self.degrees(), other.degrees())) and same_partition(
-                self._codes, other._codes)
+            return bool(np.array_equal(self.degrees(), other.degrees())) and same_partition(self._codes, other._codes)
         return bool(np.array_equal(self.edges(), other.edges()))
 
     __hash__ = None
@@ -214,10 +212,10 @@ class PretrainingGraph:
         i = self._check_nodes(np.asarray([i]))[0]
         if self.is_implicit:
             g = self._codes[i]
-            members = self._order[self._starts[g]:self._starts[g + 1]]
+            members = self._order[self._starts[g] : self._starts[g + 1]]
             return members[members != i].astype(np.int64)
         A = self._csr
-        return A.indices[A.indptr[i]:A.indptr[i + 1]].astype(np.int64)
+        return A.indices[A.indptr[i] : A.indptr[i + 1]].astype(np.int64)
 
     def edges(self) -> np.ndarray:
         """``(m, 2)`` int64 undirected edges with ``u < v``, sorted lexicographically."""
@@ -336,7 +334,8 @@ class PretrainingGraph:
             raise SiptError(
                 f"the implicit clique graph has {self.n_edges} edges, above the limit of "
                 f"{MAX_MATERIALISED_EDGES} that can be materialised; use the implicit-graph "
-                "operations (degrees, sampling, consistency) or fewer/smaller groups")
+                "operations (degrees, sampling, consistency) or fewer/smaller groups"
+            )
         lens = self.group_sizes[self._codes]  # row i holds its whole group, itself included
         total = int(lens.sum())
         row_starts = np.cumsum(lens) - lens
@@ -346,8 +345,9 @@ class PretrainingGraph:
         keep = cols != rows
         indptr = np.concatenate([[0], np.cumsum(lens - 1)])
         idx = index_dtype(self._n, total)
-        csr = sp.csr_array((np.ones(int(keep.sum()), np.int8), cols[keep].astype(idx),
-                            indptr.astype(idx)), shape=(self._n, self._n))
+        csr = sp.csr_array(
+            (np.ones(int(keep.sum()), np.int8), cols[keep].astype(idx), indptr.astype(idx)), shape=(self._n, self._n)
+        )
         csr.has_sorted_indices = True
         return freeze_csr(csr)
 

@@ -50,7 +50,8 @@ def add_noise(graph: PretrainingGraph, rate: float, mode: str = "add", rng=None)
     if kept.size + n_added > MAX_MATERIALISED_EDGES:
         raise SiptError(
             f"noise rate {rate} on {n} nodes would give {kept.size + n_added} edges, above the limit "
-            f"of {MAX_MATERIALISED_EDGES}; use a smaller rate or graph")
+            f"of {MAX_MATERIALISED_EDGES}; use a smaller rate or graph"
+        )
     ranks = _sample_distinct(n_non_edges, n_added, rng)
     added = ranks + np.searchsorted(original - np.arange(original.size), ranks, side="right")
     lo, hi = _pair_unindex(np.concatenate([kept, added]))

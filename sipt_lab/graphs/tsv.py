@@ -50,7 +50,8 @@ def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
         elif labels[seen[node][0]] != label:
             raise SiptError(
                 f"{path}: line {lineno}: node {shorten(node)} has label {shorten(label)} but line {seen[node][1]} "
-                f"gave it {shorten(labels[seen[node][0]])}; give each node one label")
+                f"gave it {shorten(labels[seen[node][0]])}; give each node one label"
+            )
     return names, np.array(labels, dtype=str)
 
 
@@ -78,11 +79,11 @@ def load_graph_tsv(edges_path, labels_path) -> LabelledGraph:
         name = u_names[k] if u[k] < 0 else v_names[k]
         raise SiptError(
             f"{edges_path}: line {linenos[k]}: node {shorten(name)} has no label in {labels_path}; "
-            f"add it to the labels file or remove the edge ({unknown.size} such edge(s))")
+            f"add it to the labels file or remove the edge ({unknown.size} such edge(s))"
+        )
     graph = PretrainingGraph.from_edges(u, v, len(node_names))
     label_names, codes = _factorize_label_strings(label_strings)
-    return LabelledGraph(graph, codes, label_names, node_names, graph.dropped_self_loops,
-                         graph.dropped_duplicates)
+    return LabelledGraph(graph, codes, label_names, node_names, graph.dropped_self_loops, graph.dropped_duplicates)
 
 
 def write_edges_tsv(path, graph: PretrainingGraph, node_names=None) -> None:
@@ -119,8 +120,10 @@ def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
         lines = lines[1:]
         skipped += 1
     if not lines:
-        raise SiptError(f"{what} file {path} is empty (no data lines); expected one "
-                        f"{'node<TAB>label' if what == 'labels' else 'u<TAB>v'} pair per line")
+        raise SiptError(
+            f"{what} file {path} is empty (no data lines); expected one "
+            f"{'node<TAB>label' if what == 'labels' else 'u<TAB>v'} pair per line"
+        )
     return lines, skipped
 
 
@@ -128,7 +131,10 @@ def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
 #: are one name of each set (any case), e.g. ``id<TAB>label`` or ``source<TAB>target``. Every
 #: command reads labels and edges through these readers, so all of them skip the same header.
 HEADER_NAMES = {
-    "labels": ({"id", "node", "sample", "sample_id", "node_id", "name"}, {"label", "labels", "class", "category", "target", "y"}),
+    "labels": (
+        {"id", "node", "sample", "sample_id", "node_id", "name"},
+        {"label", "labels", "class", "category", "target", "y"},
+    ),
     "edges": ({"u", "source", "src", "from", "node1", "id1"}, {"v", "target", "dst", "to", "node2", "id2"}),
 }
 
@@ -181,5 +187,7 @@ def _node_name_list(n: int, node_names) -> list[str]:
 
 def _check_field(value: str, what: str) -> None:
     if not value or value != value.strip() or "\t" in value or "\n" in value or value.startswith("#"):
-        raise SiptError(f"{what} {shorten(value)} cannot be written to TSV (empty, tab/newline, surrounding "
-                        "space or leading '#'); rename it")
+        raise SiptError(
+            f"{what} {shorten(value)} cannot be written to TSV (empty, tab/newline, surrounding "
+            "space or leading '#'); rename it"
+        )

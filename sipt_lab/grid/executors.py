@@ -59,7 +59,9 @@ def _local(
             pool_workers = [p for p in multiprocessing.active_children() if p not in others]
             waiting = set(futures)
             while waiting:
-                done, waiting = concurrent.futures.wait(waiting, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
+                done, waiting = concurrent.futures.wait(
+                    waiting, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED
+                )
                 for future in done:
                     yield futures[future], future.result
                 if interrupted.is_set():

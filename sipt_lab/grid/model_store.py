@@ -56,10 +56,14 @@ def check_model(directory: str | Path, digest: str | None) -> Path:
     check); otherwise a one-line :class:`SiptError` naming the directory."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise SiptError(f"model {directory} is missing; re-run the command to rebuild it, or pass an existing model directory")
+        raise SiptError(
+            f"model {directory} is missing; re-run the command to rebuild it, or pass an existing model directory"
+        )
     if digest is not None and directory_digest(directory) != digest:
-        raise SiptError(f"model {directory} changed since it was saved (its files no longer match their digest); "
-                        "remove its cell directory to rebuild it, or restore the files")
+        raise SiptError(
+            f"model {directory} changed since it was saved (its files no longer match their digest); "
+            "remove its cell directory to rebuild it, or restore the files"
+        )
     return directory
 
 

@@ -132,7 +132,9 @@ def straight_path_ok(a: np.ndarray, b: np.ndarray, windows: np.ndarray, depth: n
     return np.all(inside | ~used, axis=1) & ordered
 
 
-def pairs_within(tiling: Tiling, tri: np.ndarray, bary: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pairs_within(
+    tiling: Tiling, tri: np.ndarray, bary: np.ndarray, r: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of distinct points at geodesic distance ``< r``, found with a k-d tree per patch.
 
     ``tri``: ``(n,)`` triangle of each point; ``bary``: ``(n, 3)`` barycentric coordinates.
@@ -187,7 +189,7 @@ def _pairs(tiling, tri, bary, r, candidates):
     n = tri.size
     order = np.argsort(tri, kind="stable")
     starts = np.searchsorted(tri[order], np.arange(tiling.n_triangles + 1))
-    members = [order[starts[t]:starts[t + 1]] for t in range(tiling.n_triangles)]
+    members = [order[starts[t] : starts[t + 1]] for t in range(tiling.n_triangles)]
     found_i, found_j, found_d = [], [], []
     for root in range(tiling.n_triangles):
         own = members[root]
@@ -209,7 +211,8 @@ def _pairs(tiling, tri, bary, r, candidates):
         crossing = np.flatnonzero(patch.depth[c] > 0)
         ok = np.ones(a.size, dtype=bool)
         ok[crossing] = straight_path_ok(
-            X[a[crossing]], Y[b[crossing]], patch.windows[c[crossing]], patch.depth[c[crossing]])
+            X[a[crossing]], Y[b[crossing]], patch.windows[c[crossing]], patch.depth[c[crossing]]
+        )
         i, j, dist, c = i[ok], j[ok], dist[ok], c[ok]
         copies_per_triangle = np.bincount(patch.triangles, minlength=tiling.n_triangles)
         repeated = copies_per_triangle[patch.triangles[c]] > 1
@@ -261,8 +264,12 @@ def _segment_triangle_distance(A: np.ndarray, B: np.ndarray, T: np.ndarray) -> f
     if any(_segments_intersect(A, B, P, Q) for P, Q in sides):
         return 0.0
     return min(
-        min(_point_segment_distance(A, P, Q), _point_segment_distance(B, P, Q),
-            _point_segment_distance(P, A, B), _point_segment_distance(Q, A, B))
+        min(
+            _point_segment_distance(A, P, Q),
+            _point_segment_distance(B, P, Q),
+            _point_segment_distance(P, A, B),
+            _point_segment_distance(Q, A, B),
+        )
         for P, Q in sides
     )
 

@@ -73,7 +73,7 @@ class TriplePools:
         at = np.searchsorted(_triple_key(self.triples, self.n_topics), key)
         if at == len(self.triples) or not np.array_equal(np.sort(triple), self.triples[at]):
             return np.empty(0, dtype=np.int64)
-        return self.members[self.starts[at]:self.starts[at + 1]]
+        return self.members[self.starts[at] : self.starts[at + 1]]
 
 
 def triple_pools(topics: TopicAssignment, min_top3_mass: float = 0.0) -> TriplePools:
@@ -102,7 +102,8 @@ def map_topics_to_vertices(
             f"{family}: no map of {tiling.n_vertices} distinct topics onto the tiling's vertices gives all "
             f"{tiling.n_triangles} triangles a topic triple with >= {min_count} sentences ({verdict}; "
             f"{n_valid} of the {pools.n_topics}-topic model's triples hold that many); use fewer --topics "
-            f"(more sentences per triple), fewer --nodes, a lower min_per_triangle, or a bigger --corpus")
+            f"(more sentences per triple), fewer --nodes, a lower min_per_triangle, or a bigger --corpus"
+        )
     return found
 
 
@@ -262,5 +263,4 @@ def place_sentences(
     pt = [np.concatenate(column) for column in zip(*parts["pt"])]
     ho = [np.concatenate(column) for column in zip(*parts["ho"])]
     node_order, heldout_order = rng.permutation(pt[0].size), rng.permutation(ho[0].size)
-    return Placement(
-        *(column[node_order] for column in pt), *(column[heldout_order] for column in ho), pool_sizes)
+    return Placement(*(column[node_order] for column in pt), *(column[heldout_order] for column in ho), pool_sizes)

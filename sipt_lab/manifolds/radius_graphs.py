@@ -73,11 +73,13 @@ def corollary2_curve(
             rng = np.random.default_rng([seed, n])
             tri, bary = uniform_points(tiling, n, rng)
             graph = radius_graph(tiling, tri, bary, float(r))
-            rows.append({
-                "surface": name,
-                "n": n,
-                "r": float(r),
-                "lc": float(local_consistency(graph, vertex_labels(tiling, tri, bary))),
-                "mean_degree": float(2 * graph.n_edges / n),
-            })
+            rows.append(
+                {
+                    "surface": name,
+                    "n": n,
+                    "r": float(r),
+                    "lc": float(local_consistency(graph, vertex_labels(tiling, tri, bary))),
+                    "mean_degree": float(2 * graph.n_edges / n),
+                }
+            )
     return rows

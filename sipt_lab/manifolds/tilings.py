@@ -185,10 +185,23 @@ def _lattice_corners(m: int, n: int) -> np.ndarray:
 
 def projective_plane() -> Tiling:
     """The 6-vertex real projective plane (10 triangles; the icosahedron modulo the antipodal map)."""
-    return Tiling("projective", np.array([
-        [0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 5], [0, 5, 1],
-        [1, 2, 4], [2, 3, 5], [3, 4, 1], [4, 5, 2], [5, 1, 3],
-    ]))
+    return Tiling(
+        "projective",
+        np.array(
+            [
+                [0, 1, 2],
+                [0, 2, 3],
+                [0, 3, 4],
+                [0, 4, 5],
+                [0, 5, 1],
+                [1, 2, 4],
+                [2, 3, 5],
+                [3, 4, 1],
+                [4, 5, 2],
+                [5, 1, 3],
+            ]
+        ),
+    )
 
 
 #: The tiling of every named surface (the manifold graph families use these).

@@ -87,8 +87,9 @@ class EncoderInputs(Protocol):
     def batch(self, nodes: np.ndarray) -> Any:
         """The encoder's input for the samples ``nodes`` ``(k,)``, unmasked, on the device."""
 
-    def encode(self, encoder: torch.nn.Module, nodes: np.ndarray, mask: np.ndarray,
-               with_logits: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    def encode(
+        self, encoder: torch.nn.Module, nodes: np.ndarray, mask: np.ndarray, with_logits: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """``(embeddings (k, H), logits (M, V), targets (M,))`` of ``nodes`` with the ``M`` positions
         marked in ``mask`` ``(k, W)`` masked; logits and targets None unless ``with_logits``."""
 

@@ -55,4 +55,4 @@ def length_buckets(lengths: np.ndarray, max_buckets: int, power: int = 1) -> lis
     for group in range(best_groups - 1, 0, -1):
         bounds.append(int(cuts[group - 1][bounds[-1]]))
     bounds.append(0)
-    return [order[ends[start]:ends[stop]] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]
+    return [order[ends[start] : ends[stop]] for start, stop in zip(bounds[:0:-1], bounds[-2::-1])]

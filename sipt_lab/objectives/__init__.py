@@ -106,16 +106,28 @@ class StructureInducing(Objective):
 
     def forward(self, inputs: ObjectiveInputs) -> torch.Tensor:
         positive, negative = inputs.positive_pairs, inputs.negative_pairs
-        return self.loss(inputs.embeddings, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **self.params)
+        return self.loss(
+            inputs.embeddings, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **self.params
+        )
 
-    def per_run(self, embeddings: torch.Tensor, positive_pairs: list[np.ndarray], negative_pairs: list[np.ndarray]) -> torch.Tensor:
+    def per_run(
+        self, embeddings: torch.Tensor, positive_pairs: list[np.ndarray], negative_pairs: list[np.ndarray]
+    ) -> torch.Tensor:
         """The term of each of K runs from their stacked ``(K, R, H)`` embeddings and each run's
         ``(P_k, 2)`` / ``(N_k, 2)`` numpy pairs of its rows: ``(K,)``, in one pass where the loss
         has a grouped form (the contrastive loss), else one call per run."""
         runs, rows = embeddings.shape[:2]
         if self.grouped_loss is None:
-            return torch.stack([self(ObjectiveInputs(run, torch.as_tensor(pos, device=run.device), torch.as_tensor(neg, device=run.device)))
-                                for run, pos, neg in zip(embeddings.unbind(0), positive_pairs, negative_pairs)])
+            return torch.stack(
+                [
+                    self(
+                        ObjectiveInputs(
+                            run, torch.as_tensor(pos, device=run.device), torch.as_tensor(neg, device=run.device)
+                        )
+                    )
+                    for run, pos, neg in zip(embeddings.unbind(0), positive_pairs, negative_pairs)
+                ]
+            )
 
         def flat(pairs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
             offsets = np.repeat(np.arange(runs) * rows, [len(p) for p in pairs])
@@ -124,11 +136,22 @@ class StructureInducing(Objective):
             return torch.as_tensor(joined, device=embeddings.device), torch.as_tensor(groups, device=embeddings.device)
 
         (positive, positive_groups), (negative, negative_groups) = flat(positive_pairs), flat(negative_pairs)
-        return self.grouped_loss(embeddings.reshape(runs * rows, -1), positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1],
-                                 positive_groups, negative_groups, runs, **self.params)
+        return self.grouped_loss(
+            embeddings.reshape(runs * rows, -1),
+            positive[:, 0],
+            positive[:, 1],
+            negative[:, 0],
+            negative[:, 1],
+            positive_groups,
+            negative_groups,
+            runs,
+            **self.params,
+        )
 
 
-def build_objectives(lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None) -> list[tuple[float, Objective]]:
+def build_objectives(
+    lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None
+) -> list[tuple[float, Objective]]:
     """``[(weight, objective)]`` for ``L_PT = (1 − λ)·L_M + λ·L_SI``, without weight-0 terms
     (λ = 0 is the LM baseline: ``L_SI`` is never computed)."""
     if not 0.0 <= lambda_si <= 1.0:
@@ -137,7 +160,9 @@ def build_objectives(lambda_si: float, loss: str = "contrastive", loss_params: d
     return [(weight, objective) for weight, objective in terms if weight > 0]
 
 
-def combine(objectives: list[tuple[float, Objective]], inputs: ObjectiveInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def combine(
+    objectives: list[tuple[float, Objective]], inputs: ObjectiveInputs
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The weighted total and the unweighted terms by name."""
     terms = {objective.name: objective(inputs) for _, objective in objectives}
     total = sum(weight * terms[objective.name] for weight, objective in objectives)

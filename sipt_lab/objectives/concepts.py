@@ -54,8 +54,9 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
 
 
-def learn_dictionary(states: np.ndarray, n_atoms: int, alpha: float, seed: int = 0, max_vectors: int = 5_000,
-                     epochs: int = 1) -> np.ndarray:
+def learn_dictionary(
+    states: np.ndarray, n_atoms: int, alpha: float, seed: int = 0, max_vectors: int = 5_000, epochs: int = 1
+) -> np.ndarray:
     """A non-negative-code dictionary of L2-normalised ``states``.
 
     Args:
@@ -71,8 +72,15 @@ def learn_dictionary(states: np.ndarray, n_atoms: int, alpha: float, seed: int =
     rng = np.random.default_rng(seed)
     if len(states) > max_vectors:
         states = states[rng.choice(len(states), max_vectors, replace=False)]
-    learner = MiniBatchDictionaryLearning(n_components=n_atoms, alpha=alpha, positive_code=True, batch_size=256,
-                                          max_iter=epochs, random_state=seed, fit_algorithm="cd")
+    learner = MiniBatchDictionaryLearning(
+        n_components=n_atoms,
+        alpha=alpha,
+        positive_code=True,
+        batch_size=256,
+        max_iter=epochs,
+        random_state=seed,
+        fit_algorithm="cd",
+    )
     with warnings.catch_warnings():  # its inner coordinate descent warns about every loose batch
         warnings.simplefilter("ignore", ConvergenceWarning)
         learner.fit(normalise_rows(states.astype(np.float64)))
@@ -103,12 +111,22 @@ class ConceptTargets:
         """``(M, k)`` targets of the ``(M, 2)`` ``(sample, column)`` sites."""
         flat = self.offsets[sites[:, 0]] + sites[:, 1]
         out = torch.zeros(len(flat), self.n_atoms, device=device)
-        out.scatter_add_(1, torch.as_tensor(self.atoms[flat], device=device), torch.as_tensor(self.weights[flat], device=device))
+        out.scatter_add_(
+            1, torch.as_tensor(self.atoms[flat], device=device), torch.as_tensor(self.weights[flat], device=device)
+        )
         return out
 
 
-def concept_targets(states: np.ndarray, lengths: np.ndarray, dictionary: np.ndarray, alpha: float, *,
-                    max_codes: int = 32, iterations: int = 50, chunk: int = 8192) -> ConceptTargets:
+def concept_targets(
+    states: np.ndarray,
+    lengths: np.ndarray,
+    dictionary: np.ndarray,
+    alpha: float,
+    *,
+    max_codes: int = 32,
+    iterations: int = 50,
+    chunk: int = 8192,
+) -> ConceptTargets:
     """Sparse codes of every token, as :class:`ConceptTargets`.
 
     Args:
@@ -134,14 +152,19 @@ def concept_targets(states: np.ndarray, lengths: np.ndarray, dictionary: np.ndar
         weights[start : start + len(x)] = torch.where(mass > 0, top.values / mass.clamp_min(1e-12), 0.0).numpy()
         nonzero[start : start + len(x)] = (codes > 0).sum(1).numpy()
         kept, total = kept + float(mass.sum()), total + float(codes.sum())
-    stats = {"nonzero_median": float(np.median(nonzero)), "nonzero_mean": float(nonzero.mean()),
-             "zero_fraction": float(np.mean(nonzero == 0)), "kept_mass": kept / total if total else 0.0}
+    stats = {
+        "nonzero_median": float(np.median(nonzero)),
+        "nonzero_mean": float(nonzero.mean()),
+        "zero_fraction": float(np.mean(nonzero == 0)),
+        "kept_mass": kept / total if total else 0.0,
+    }
     return ConceptTargets(np.cumsum(lengths) - lengths, atoms, weights, len(dictionary), stats)
 
 
 @torch.inference_mode()
-def teacher_states(teacher: nn.Module, ids: np.ndarray, lengths: np.ndarray, layer: int | None = None,
-                   batch_size: int = 256) -> np.ndarray:
+def teacher_states(
+    teacher: nn.Module, ids: np.ndarray, lengths: np.ndarray, layer: int | None = None, batch_size: int = 256
+) -> np.ndarray:
     """``(T, d)`` float32 states of every real token (sample by sample, column order) of the
     unmasked ``ids`` (``(n, L)``) at ``layer`` (0: embeddings, None: the last; the char
     :class:`TransformerEncoder` and a Hugging Face :class:`HFEncoder` number layers alike)."""
@@ -150,7 +173,9 @@ def teacher_states(teacher: nn.Module, ids: np.ndarray, lengths: np.ndarray, lay
     with evaluating(teacher):
         for start in range(0, len(ids), batch_size):
             width = int(lengths[start : start + batch_size].max())
-            states = teacher.hidden_states(torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer=layer)
+            states = teacher.hidden_states(
+                torch.as_tensor(ids[start : start + batch_size, :width], device=device), layer=layer
+            )
             real = torch.as_tensor(np.arange(width)[None, :] < lengths[start : start + batch_size, None], device=device)
             parts.append(states[real].float().cpu().numpy())
     return np.concatenate(parts)

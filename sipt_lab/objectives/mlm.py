@@ -23,8 +23,9 @@ def masked_lm_loss(logits: torch.Tensor, targets: torch.Tensor, count: int | Non
     return F.cross_entropy(logits.float(), targets, reduction="sum") / (len(targets) if count is None else count)
 
 
-def linear_masked_lm_loss(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor,
-                          count: int | None = None) -> torch.Tensor:
+def linear_masked_lm_loss(
+    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, count: int | None = None
+) -> torch.Tensor:
     """:func:`masked_lm_loss` of the decoder's logits ``hidden @ weight.T + bias``, without keeping them.
 
     The ``(M, V)`` logits (a megabyte per model at 250 masked tokens and a 1,000-token vocabulary)
@@ -50,7 +51,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
     """Summed cross-entropy of ``hidden @ weight.T + bias`` with gradients computed in the forward pass."""
 
     @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(
+        ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor
+    ) -> torch.Tensor:
         device = hidden.device.type
         # under autocast the products run in its dtype (as the decoder's Linear would) and the softmax in fp32
         dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else hidden.dtype
@@ -62,8 +65,11 @@ class _LinearCrossEntropy(torch.autograd.Function):
         loss = (logits.amax(-1) - probabilities.amax(-1).log() - logits[rows, targets]).sum()
         probabilities[rows, targets] -= 1  # now d loss / d logits
         grad_logits = probabilities.to(dtype)
-        ctx.save_for_backward(product(grad_logits, w).to(hidden.dtype), product(x.T, grad_logits).T.to(weight.dtype),
-                              probabilities.sum(0).to(bias.dtype))
+        ctx.save_for_backward(
+            product(grad_logits, w).to(hidden.dtype),
+            product(x.T, grad_logits).T.to(weight.dtype),
+            probabilities.sum(0).to(bias.dtype),
+        )
         return loss
 
     @staticmethod

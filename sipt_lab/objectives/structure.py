@@ -64,7 +64,9 @@ def grouped_contrastive_loss(
     return _group_mean(pos, positive_groups, n_groups) + _group_mean(neg, negative_groups, n_groups)
 
 
-def _contrastive_hinges(embeddings, a1, p, a2, n, pos_margin: float, neg_margin: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _contrastive_hinges(
+    embeddings, a1, p, a2, n, pos_margin: float, neg_margin: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(P,)`` positive and ``(N,)`` negative hinge terms of the contrastive loss."""
     z = _at_least_float32(embeddings)
     pos = F.relu(torch.linalg.vector_norm(z[a1] - z[p], dim=1) - pos_margin)
@@ -156,7 +158,9 @@ def _log1p_sum_exp(values: torch.Tensor, groups: torch.Tensor, n_groups: int) ->
 
 
 #: Registry of structure-inducing losses: name -> pair loss taking ``(embeddings, a1, p, a2, n, **params)``.
-STRUCTURE_LOSSES: dict[str, PairLoss] = dict(zip(names.STRUCTURE_LOSSES, (contrastive_loss, multi_similarity_loss, infonce_loss), strict=True))
+STRUCTURE_LOSSES: dict[str, PairLoss] = dict(
+    zip(names.STRUCTURE_LOSSES, (contrastive_loss, multi_similarity_loss, infonce_loss), strict=True)
+)
 #: Losses with a one-pass form over several pair sets (:func:`grouped_contrastive_loss`'s signature);
 #: the others are computed once per pair set.
 GROUPED_STRUCTURE_LOSSES: dict[str, PairLoss] = {"contrastive": grouped_contrastive_loss}

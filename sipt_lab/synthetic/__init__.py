@@ -10,11 +10,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 #: Exported name -> the module of this package that defines it.
-_EXPORTS = {"build_dataset": "builder", "resolve_spec": "builder", "SyntheticDataset": "dataset", "FAMILIES": "families",
-            "family_names": "families", "get_family": "families", "Family": "spec", "GraphSpec": "graph_spec"}
+_EXPORTS = {
+    "build_dataset": "builder",
+    "resolve_spec": "builder",
+    "SyntheticDataset": "dataset",
+    "FAMILIES": "families",
+    "family_names": "families",
+    "get_family": "families",
+    "Family": "spec",
+    "GraphSpec": "graph_spec",
+}
 
-__all__ = ["FAMILIES", "Family", "GraphSpec", "SyntheticDataset", "build_dataset", "family_names", "get_family",
-           "resolve_spec"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "GraphSpec",
+    "SyntheticDataset",
+    "build_dataset",
+    "family_names",
+    "get_family",
+    "resolve_spec",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from sipt_lab.synthetic.builder import build_dataset, resolve_spec

@@ -44,8 +44,8 @@ def build_cliques(
     """
     n_cliques = max(1, min(n_classes, spec.n_nodes // 2))
     assignment = assign_sentences(
-        topics, balanced_classes(spec.n_nodes, n_cliques, rng), spec.n_heldout, min_confidence, rng,
-        family="cliques")
+        topics, balanced_classes(spec.n_nodes, n_cliques, rng), spec.n_heldout, min_confidence, rng, family="cliques"
+    )
     return SyntheticDataset(
         family="cliques",
         sentences=[corpus.sentences[i] for i in assignment.node_sentences],

@@ -13,8 +13,7 @@ from sipt_lab.synthetic.spec import Family
 
 #: Family name -> :class:`~sipt_lab.synthetic.spec.Family`, in listing order.
 FAMILIES: dict[str, Family] = {
-    family.name: family
-    for family in (cliques.FAMILY, *manifold_families.FAMILIES, *mechanistic.FAMILIES)
+    family.name: family for family in (cliques.FAMILY, *manifold_families.FAMILIES, *mechanistic.FAMILIES)
 }
 
 

@@ -34,19 +34,30 @@ class GraphSpec:
     """
 
     family: str = option(help="graph family ('sipt-lab graph list' shows them)", flag="--graph", metavar="NAME")
-    n_nodes: int | None = option(None, help="pre-training nodes", range=(2, MAX_NODES), flag="--nodes", metavar="N",
-                                 default_help="the family's")
+    n_nodes: int | None = option(
+        None, help="pre-training nodes", range=(2, MAX_NODES), flag="--nodes", metavar="N", default_help="the family's"
+    )
     noise: float = option(0.0, help="edge-noise probability in [0, 1]", range=(0.0, 1.0), metavar="P")
-    noise_mode: str = option("add", choices=NOISE_MODES, metavar="MODE",
-                             help=f"{' or '.join(NOISE_MODES)}: add = every non-edge appears with probability P; "
-                             "flip = also every edge disappears with probability P")
+    noise_mode: str = option(
+        "add",
+        choices=NOISE_MODES,
+        metavar="MODE",
+        help=f"{' or '.join(NOISE_MODES)}: add = every non-edge appears with probability P; "
+        "flip = also every edge disappears with probability P",
+    )
     seed: int = option(0, help="seed of every random choice", range=(0, MAX_SEED), metavar="S")
-    n_heldout: int = option(20, help="held-out sentences built the same way", range=(0, MAX_NODES), flag="--heldout",
-                            metavar="H")
-    n_topics: int | None = option(None, help="LDA topic count", range=(2, MAX_TOPICS), flag="--topics", metavar="K",
-                                  default_help="the family's")
-    corpus: str | None = option(None, help="one sentence per line (text or JSONL, maybe .gz); default: the embedded corpus",
-                                nonempty=True, metavar="PATH")
+    n_heldout: int = option(
+        20, help="held-out sentences built the same way", range=(0, MAX_NODES), flag="--heldout", metavar="H"
+    )
+    n_topics: int | None = option(
+        None, help="LDA topic count", range=(2, MAX_TOPICS), flag="--topics", metavar="K", default_help="the family's"
+    )
+    corpus: str | None = option(
+        None,
+        help="one sentence per line (text or JSONL, maybe .gz); default: the embedded corpus",
+        nonempty=True,
+        metavar="PATH",
+    )
 
     def __post_init__(self) -> None:  # the ranges of the fields, each worded for its quantity
         if self.n_nodes is not None and not 2 <= self.n_nodes <= MAX_NODES:
@@ -58,7 +69,9 @@ class GraphSpec:
         if not 0.0 <= self.noise <= 1.0:
             raise ConfigError("GraphSpec.noise", f"must be a probability in [0, 1], got {self.noise}")
         if self.noise_mode not in NOISE_MODES:
-            raise ConfigError("GraphSpec.noise_mode", f"{self.noise_mode!r} is unknown; choose one of: {', '.join(NOISE_MODES)}")
+            raise ConfigError(
+                "GraphSpec.noise_mode", f"{self.noise_mode!r} is unknown; choose one of: {', '.join(NOISE_MODES)}"
+            )
         if self.n_topics is not None and not 2 <= self.n_topics <= MAX_TOPICS:
             raise ConfigError("GraphSpec.n_topics", f"must be in [2, {MAX_TOPICS}], got {self.n_topics}")
 

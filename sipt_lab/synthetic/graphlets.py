@@ -146,5 +146,6 @@ def _four_cliques_per_node(A: sp.csr_array) -> np.ndarray:
     common = sp.csr_array(A[upper.row].multiply(A[upper.col]))  # (m, n): common neighbours per edge
     per_edge = np.asarray((common @ A).multiply(common).sum(axis=1)).ravel() // 2
     per_node = np.bincount(upper.row, weights=per_edge, minlength=n) + np.bincount(
-        upper.col, weights=per_edge, minlength=n)
+        upper.col, weights=per_edge, minlength=n
+    )
     return (per_node // 3).astype(np.int64)

@@ -123,14 +123,22 @@ def build_manifold(
         tables={
             "triangles": _table(
                 triangle=np.arange(tiling.n_triangles),
-                v0=tiling.triangles[:, 0], v1=tiling.triangles[:, 1], v2=tiling.triangles[:, 2],
-                topic0=corner_topics[:, 0], topic1=corner_topics[:, 1], topic2=corner_topics[:, 2],
+                v0=tiling.triangles[:, 0],
+                v1=tiling.triangles[:, 1],
+                v2=tiling.triangles[:, 2],
+                topic0=corner_topics[:, 0],
+                topic1=corner_topics[:, 1],
+                topic2=corner_topics[:, 2],
                 pool_size=placed.pool_sizes,
             ),
             "points": _table(
-                node=np.arange(placed.sentences.size), triangle=placed.triangles,
-                b0=placed.bary[:, 0], b1=placed.bary[:, 1], b2=placed.bary[:, 2],
-                corpus_index=placed.sentences, label=labels,
+                node=np.arange(placed.sentences.size),
+                triangle=placed.triangles,
+                b0=placed.bary[:, 0],
+                b1=placed.bary[:, 1],
+                b2=placed.bary[:, 2],
+                corpus_index=placed.sentences,
+                label=labels,
             ),
         },
     )
@@ -154,7 +162,8 @@ _SURFACES = {
 }
 
 FAMILIES = tuple(
-    Family(name, partial(build_manifold, name), default_nodes=nodes, default_topics=DEFAULT_TOPICS,
-           description=description)
+    Family(
+        name, partial(build_manifold, name), default_nodes=nodes, default_topics=DEFAULT_TOPICS, description=description
+    )
     for name, (nodes, description) in _SURFACES.items()
 )

@@ -104,7 +104,8 @@ def cycle_with_motifs(
     if n_nodes < smallest_cycle + max_motif_nodes:
         raise SiptError(
             f"a cycle with motifs of up to {max_motif_nodes} nodes needs --nodes >= "
-            f"{smallest_cycle + max_motif_nodes}, got {n_nodes}")
+            f"{smallest_cycle + max_motif_nodes}, got {n_nodes}"
+        )
     mean_size = np.mean([g.number_of_nodes() for g in atlas])
     n_motifs = max(1, round(n_nodes / (spacing + mean_size)))
     atlas_ids = rng.integers(len(atlas), size=n_motifs)
@@ -114,12 +115,14 @@ def cycle_with_motifs(
     if cycle_length < max(smallest_cycle, n_motifs):
         raise SiptError(
             f"the {n_motifs} sampled motifs leave {cycle_length} of {n_nodes} nodes for the cycle; "
-            f"use another --seed or more --nodes")
+            f"use another --seed or more --nodes"
+        )
 
     offsets = cycle_length + np.concatenate([[0], np.cumsum(motif_sizes)[:-1]])
     cycle = np.arange(cycle_length)
-    motif_edges = [np.asarray(atlas[i].edges(), dtype=np.int64).reshape(-1, 2) + off
-                   for i, off in zip(atlas_ids, offsets)]
+    motif_edges = [
+        np.asarray(atlas[i].edges(), dtype=np.int64).reshape(-1, 2) + off for i, off in zip(atlas_ids, offsets)
+    ]
     anchors = (np.arange(n_motifs) * cycle_length) // n_motifs
     attachments = np.column_stack([anchors, offsets + (rng.random(n_motifs) * motif_sizes).astype(np.int64)])
     edges = np.concatenate([np.column_stack([cycle, np.roll(cycle, -1)]), *motif_edges, attachments])
@@ -138,7 +141,10 @@ def cycle_with_motifs(
 
 
 def neighborhood_labels(
-    graph: PretrainingGraph, rng: np.random.Generator, *, radius: int = NEIGHBORHOOD_RADIUS,
+    graph: PretrainingGraph,
+    rng: np.random.Generator,
+    *,
+    radius: int = NEIGHBORHOOD_RADIUS,
     n_clusters: int = NEIGHBORHOOD_CLUSTERS,
 ) -> np.ndarray:
     """``(n,)`` k-means clusters of the rows of the ``(n, n)`` 0/1 "within distance ``radius``" matrix."""
@@ -224,7 +230,12 @@ _DESCRIPTIONS = {
     "structural": "cycle with motifs; topic = k-means cluster of graphlet degree vectors (low LC)",
 }
 FAMILIES = tuple(
-    Family(name, partial(build_mechanistic, label=name), default_nodes=DEFAULT_NODES, default_topics=100,
-           description=description)
+    Family(
+        name,
+        partial(build_mechanistic, label=name),
+        default_nodes=DEFAULT_NODES,
+        default_topics=100,
+        description=description,
+    )
     for name, description in _DESCRIPTIONS.items()
 )

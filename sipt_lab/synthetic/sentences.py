@@ -45,7 +45,7 @@ def confident_pools(topics: TopicAssignment, min_confidence: float) -> list[np.n
     owner = topics.labels[confident]
     order = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[order], np.arange(topics.n_topics + 1))
-    return [confident[order[bounds[t]:bounds[t + 1]]] for t in range(topics.n_topics)]
+    return [confident[order[bounds[t] : bounds[t + 1]]] for t in range(topics.n_topics)]
 
 
 def balanced_classes(n_nodes: int, n_classes: int, rng: np.random.Generator) -> np.ndarray:
@@ -98,7 +98,8 @@ def assign_sentences(
                 f"{family}: the {rank + 1} largest of {sizes.size} classes each need their own topic with >= "
                 f"{needed[c]} sentences of top-topic probability >= {min_confidence}, but only {n_big} of "
                 f"{topics.n_topics} topics have that many (most: {available.max()}); ask for fewer --nodes or "
-                f"fewer --topics, lower the confidence threshold, or use a bigger --corpus")
+                f"fewer --topics, lower the confidence threshold, or use a bigger --corpus"
+            )
         class_topics[c] = rng.choice(eligible)
         unused[class_topics[c]] = False
 
@@ -107,7 +108,7 @@ def assign_sentences(
     for c, topic in enumerate(class_topics):
         drawn = rng.choice(pools[topic], size=needed[c], replace=False)
         node_sentences[node_classes == c] = drawn[: sizes[c]]
-        heldout.append(drawn[sizes[c]:])
+        heldout.append(drawn[sizes[c] :])
     heldout_sentences = np.concatenate(heldout).astype(np.int64)
     heldout_labels = np.repeat(class_topics, heldout_sizes)
     shuffle = rng.permutation(heldout_sentences.size)

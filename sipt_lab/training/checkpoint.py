@@ -49,8 +49,14 @@ class Checkpoint:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def save(self, module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-             histories: Sequence[torch.Tensor], step: int) -> None:
+    def save(
+        self,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scaler: torch.amp.GradScaler,
+        histories: Sequence[torch.Tensor],
+        step: int,
+    ) -> None:
         """Write the state after ``step`` steps (``histories``: per run ``(steps, columns)``; a
         single run's is stored as its tensor, several as a list)."""
         kept = [history[:step].cpu() for history in histories]
@@ -68,15 +74,22 @@ class Checkpoint:
         torch.save(payload, buffer)
         write_bytes_atomic(self.path, buffer.getvalue())
 
-    def load(self, module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-             histories: Sequence[torch.Tensor]) -> int:
+    def load(
+        self,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scaler: torch.amp.GradScaler,
+        histories: Sequence[torch.Tensor],
+    ) -> int:
         """Restore the state into the given objects; returns the step to continue from. SiptError
         when the file cannot be read, was made by another configuration, or is beyond ``steps``."""
         path = self.path
         try:
             payload = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # a truncated or foreign file: say which, never a traceback
-            raise SiptError(f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh") from None
+            raise SiptError(
+                f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh"
+            ) from None
         differences = _differences(json.loads(payload["identity"]), self.identity)
         if differences:
             raise SiptError(

@@ -87,13 +87,28 @@ class InitDefaults:
 _INFONCE = dict(names.LOSS_PARAMETERS["infonce"])
 #: The defaults per init kind (see the module docstring; measured in ``benchmarks/bench_defaults.py``):
 #: ``char`` is :class:`TrainConfig`'s defaults, the other rows say how they differ.
-INIT_DEFAULTS: dict[str, InitDefaults] = dict(zip(INIT_KINDS, (
-    InitDefaults(),
-    InitDefaults(lr=1e-3, warmup=0.1, lambda_si=0.1, loss="infonce", loss_params=_INFONCE, mask_replacement="bert"),
-    InitDefaults(lr=5e-5, warmup=0.1, lambda_si=0.1, loss="infonce", loss_params=_INFONCE, mask_replacement="bert",
-                 head_warmup=100),
-    InitDefaults(lr=1e-3, schedule="constant", lambda_si=0.1, loss_params={}, pairs="sampled"),
-), strict=True))
+INIT_DEFAULTS: dict[str, InitDefaults] = dict(
+    zip(
+        INIT_KINDS,
+        (
+            InitDefaults(),
+            InitDefaults(
+                lr=1e-3, warmup=0.1, lambda_si=0.1, loss="infonce", loss_params=_INFONCE, mask_replacement="bert"
+            ),
+            InitDefaults(
+                lr=5e-5,
+                warmup=0.1,
+                lambda_si=0.1,
+                loss="infonce",
+                loss_params=_INFONCE,
+                mask_replacement="bert",
+                head_warmup=100,
+            ),
+            InitDefaults(lr=1e-3, schedule="constant", lambda_si=0.1, loss_params={}, pairs="sampled"),
+        ),
+        strict=True,
+    )
+)
 
 
 def init_defaults(kind: str) -> InitDefaults:

@@ -43,11 +43,16 @@ def stalled_structure_loss(si: np.ndarray, config: TrainConfig) -> str | None:
     first, last = float(np.mean(si[:window])), float(np.mean(si[-window:]))
     if not np.isfinite(first) or first <= 0 or last <= first * (1.0 - MIN_RELATIVE_DROP):
         return None
-    causes = (f"the {config.loss} loss's margins may not fit the embeddings' scale ({_params(config)}): "
-              "use margins the vectors can reach, or --loss infonce, which compares directions"
-              if config.loss == "contrastive" else f"{config.loss} ({_params(config)}) may need other parameters")
-    return (f"L_SI did not fall over the first {len(si)} steps ({first:.4g} -> {last:.4g}, less than "
-            f"{MIN_RELATIVE_DROP:.0%} lower): {causes}; or lr {config.lr:g} is too low for this init")
+    causes = (
+        f"the {config.loss} loss's margins may not fit the embeddings' scale ({_params(config)}): "
+        "use margins the vectors can reach, or --loss infonce, which compares directions"
+        if config.loss == "contrastive"
+        else f"{config.loss} ({_params(config)}) may need other parameters"
+    )
+    return (
+        f"L_SI did not fall over the first {len(si)} steps ({first:.4g} -> {last:.4g}, less than "
+        f"{MIN_RELATIVE_DROP:.0%} lower): {causes}; or lr {config.lr:g} is too low for this init"
+    )
 
 
 def _params(config: TrainConfig) -> str:

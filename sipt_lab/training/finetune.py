@@ -55,16 +55,25 @@ def _standardised(labels: np.ndarray, train: np.ndarray) -> torch.Tensor:
 
 
 #: Task kind -> how its head trains (regression targets are standardised on the train split).
-_CLASSES = HeadSpec(lambda y: int(y.max()) + 1, F.cross_entropy,
-                    lambda y, train: torch.as_tensor(y, dtype=torch.long), lambda out: out.argmax(1).numpy())
+_CLASSES = HeadSpec(
+    lambda y: int(y.max()) + 1,
+    F.cross_entropy,
+    lambda y, train: torch.as_tensor(y, dtype=torch.long),
+    lambda out: out.argmax(1).numpy(),
+)
 HEADS: dict[str, HeadSpec] = {
     "classification": _CLASSES,
     "classification-f1": _CLASSES,
     "token-classification": _CLASSES,
-    "regression": HeadSpec(lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t),
-                           _standardised, lambda out: out.squeeze(1).numpy()),
-    "multilabel": HeadSpec(lambda y: y.shape[1], F.binary_cross_entropy_with_logits,
-                           lambda y, train: torch.as_tensor(y, dtype=torch.float32), lambda out: torch.sigmoid(out).numpy()),
+    "regression": HeadSpec(
+        lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t), _standardised, lambda out: out.squeeze(1).numpy()
+    ),
+    "multilabel": HeadSpec(
+        lambda y: y.shape[1],
+        F.binary_cross_entropy_with_logits,
+        lambda y, train: torch.as_tensor(y, dtype=torch.float32),
+        lambda out: torch.sigmoid(out).numpy(),
+    ),
 }
 
 
@@ -98,17 +107,21 @@ def token_counts(tokenizer: Tokenizer, texts: list[str], inputs) -> np.ndarray:
     tokenizers want spaced residues), since residue labels could not be aligned to the tokens.
     """
     if not isinstance(inputs, TokenRows):
-        raise SiptError("per-token tasks need a text encoder whose tokens are the sequence's residues; "
-                        f"{type(inputs).__name__} inputs have no per-residue tokens")
+        raise SiptError(
+            "per-token tasks need a text encoder whose tokens are the sequence's residues; "
+            f"{type(inputs).__name__} inputs have no per-residue tokens"
+        )
     suffix = tokenizer.suffix_tokens
     counts = np.asarray(inputs.lengths, dtype=np.int64) - 1 - suffix
     expected = np.minimum([len(text) for text in texts], tokenizer.max_len - 1 - suffix)
     wrong = np.flatnonzero(counts != expected)
     if wrong.size:
         k = int(wrong[0])
-        raise SiptError(f"the tokenizer makes {counts[k]} tokens of a {len(texts[k])}-residue sequence, so residue "
-                        "labels cannot be aligned; per-token tasks need one token per residue (--init char, or an "
-                        "ESM-style checkpoint)")
+        raise SiptError(
+            f"the tokenizer makes {counts[k]} tokens of a {len(texts[k])}-residue sequence, so residue "
+            "labels cannot be aligned; per-token tasks need one token per residue (--init char, or an "
+            "ESM-style checkpoint)"
+        )
     return counts
 
 
@@ -144,13 +157,29 @@ class Readout:
         return token_states(encoder, batch, self.sizes[rows]) if self.per_token else encoder.embed(batch)
 
 
-def _readouts(per_token: bool, tokenizer: Tokenizer, split_texts: dict[str, list[str]], inputs: dict) -> dict[str, Readout]:
-    return {name: Readout(per_token, token_counts(tokenizer, split_texts[name], inputs[name]) if per_token
-                           else np.ones(len(split_texts[name]), dtype=np.int64)) for name in inputs}
+def _readouts(
+    per_token: bool, tokenizer: Tokenizer, split_texts: dict[str, list[str]], inputs: dict
+) -> dict[str, Readout]:
+    return {
+        name: Readout(
+            per_token,
+            token_counts(tokenizer, split_texts[name], inputs[name])
+            if per_token
+            else np.ones(len(split_texts[name]), dtype=np.int64),
+        )
+        for name in inputs
+    }
 
 
-def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, config: FinetuneConfig, seed: int = 0,
-             record: Callable[[dict], None] | None = None) -> FinetuneResult:
+def finetune(
+    load: EncoderLoader,
+    texts: list[str],
+    task: Task,
+    splits: Splits,
+    config: FinetuneConfig,
+    seed: int = 0,
+    record: Callable[[dict], None] | None = None,
+) -> FinetuneResult:
     """Fine-tune the encoder that ``load`` gives on ``task`` (see the module docstring).
 
     Args:
@@ -173,31 +202,53 @@ def finetune(load: EncoderLoader, texts: list[str], task: Task, splits: Splits, 
                 tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
             inputs = {name: encoder_inputs(tokenizer, split_texts[name], device) for name in SPLIT_NAMES}
             readouts = _readouts(kind.per_token, tokenizer, split_texts, inputs)
-            labels = {name: flatten_tokens(raw[name], readouts[name].sizes) if kind.per_token else raw[name] for name in raw}
+            labels = {
+                name: flatten_tokens(raw[name], readouts[name].sizes) if kind.per_token else raw[name] for name in raw
+            }
             check_train_labels(task.name, task.kind, labels["train"], task.label_names)
             targets = head_spec.target(labels["train"], labels["train"])
             head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
-            result = _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device,
-                                     record or (lambda row: None))
+            result = _train_one_rate(
+                model,
+                inputs,
+                readouts,
+                labels,
+                targets,
+                kind,
+                head_spec,
+                config,
+                lr,
+                seed,
+                device,
+                record or (lambda row: None),
+            )
         if best is None or result.validation[kind.primary] > best.validation[kind.primary]:
             best = result
     return best
 
 
-def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device, record) -> FinetuneResult:
+def _train_one_rate(
+    model, inputs, readouts, labels, targets, kind, head_spec, config, lr, seed, device, record
+) -> FinetuneResult:
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=config.weight_decay)
     per_epoch = math.ceil(len(inputs["train"].lengths) / config.batch_size)
     total = per_epoch * config.epochs
     warmup = max(1, round(0.1 * total))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(total - s, 0) / max(total - warmup, 1)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(total - s, 0) / max(total - warmup, 1))
+    )
     rng = np.random.default_rng([seed, 7])
     train = readouts["train"]
     best, stale, epochs, step = None, 0, 0, 0
 
     def score(epoch: int) -> dict[str, dict[str, float]]:
-        scores = {name: kind.metrics(labels[name], head_spec.predict(_outputs(model, inputs[name], readouts[name], config.batch_size)))
-                  for name in ("validation", "test")}
+        scores = {
+            name: kind.metrics(
+                labels[name], head_spec.predict(_outputs(model, inputs[name], readouts[name], config.batch_size))
+            )
+            for name in ("validation", "test")
+        }
         for name, metrics in scores.items():
             for metric, value in metrics.items():
                 record({"lr": lr, "epoch": epoch, "step": step, "split": name, "metric": metric, "value": float(value)})
@@ -213,7 +264,16 @@ def _train_one_rate(model, inputs, readouts, labels, targets, kind, head_spec, c
             optimizer.step()
             schedule.step()
             step += 1
-            record({"lr": lr, "epoch": epoch + 1, "step": step, "split": "train", "metric": "loss", "value": float(loss.item())})
+            record(
+                {
+                    "lr": lr,
+                    "epoch": epoch + 1,
+                    "step": step,
+                    "split": "train",
+                    "metric": "loss",
+                    "value": float(loss.item()),
+                }
+            )
             if config.eval_every is not None and step % config.eval_every == 0 and step % per_epoch:
                 score(epoch + 1)
                 model.train()
@@ -235,7 +295,9 @@ def _outputs(model: nn.ModuleDict, inputs, readout: Readout, batch_size: int) ->
     return read_out(model["encoder"], inputs, readout, batch_size * 4, head=model["head"])
 
 
-def read_out(encoder: nn.Module, inputs, readout: Readout, batch_size: int, head: nn.Module | None = None) -> torch.Tensor:
+def read_out(
+    encoder: nn.Module, inputs, readout: Readout, batch_size: int, head: nn.Module | None = None
+) -> torch.Tensor:
     """``(sizes.sum(), H)`` features of the :class:`~sipt_lab.models.EncoderInputs` ``inputs`` that
     ``readout`` reads (``(sizes.sum(), outputs)`` through ``head`` when given), sample after sample,
     float32 on CPU; eval mode, no gradients, batched by length."""

@@ -20,7 +20,9 @@ class TokenRows:
     (:class:`~sipt_lab.training.step.RunLoss`) encodes them (masking, replacement, length buckets).
     """
 
-    def __init__(self, ids: torch.Tensor, lengths: np.ndarray, mask_id: int, device: torch.device | None = None) -> None:
+    def __init__(
+        self, ids: torch.Tensor, lengths: np.ndarray, mask_id: int, device: torch.device | None = None
+    ) -> None:
         self.ids = ids
         self.lengths = np.asarray(lengths)
         self.mask_id = mask_id

@@ -46,10 +46,20 @@ from sipt_lab.training.watch import Watch
 logger = logging.getLogger(__name__)
 
 
-def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, optimizer: torch.optim.Optimizer, *,
-          place: Distributed = SINGLE_PROCESS, checkpoint: Checkpoint | None = None,
-          warm_up: Callable[[], None] | None = None, progress: bool = True, desc: str = "pretrain",
-          position: int | None = None, watch: Watch | None = None) -> list[dict[str, np.ndarray]]:
+def train(
+    step: Step,
+    samplers: Sequence[BatchSampler],
+    config: TrainConfig,
+    optimizer: torch.optim.Optimizer,
+    *,
+    place: Distributed = SINGLE_PROCESS,
+    checkpoint: Checkpoint | None = None,
+    warm_up: Callable[[], None] | None = None,
+    progress: bool = True,
+    desc: str = "pretrain",
+    position: int | None = None,
+    watch: Watch | None = None,
+) -> list[dict[str, np.ndarray]]:
     """Train ``step`` for ``config.steps`` optimiser steps; run ``k`` reads ``samplers[k]``'s batches.
 
     ``config`` gives the steps, accumulation, rate schedule and logging cadence (shared by all
@@ -73,8 +83,9 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
     device = step.device
     trainable: nn.Module = step
     if place.world > 1:
-        trainable = DistributedDataParallel(step, broadcast_buffers=False,
-                                            find_unused_parameters=not all(run.needs_mlm for run in step.runs))
+        trainable = DistributedDataParallel(
+            step, broadcast_buffers=False, find_unused_parameters=not all(run.needs_mlm for run in step.runs)
+        )
     scaler = torch.amp.GradScaler(device.type, enabled=step.amp_dtype == torch.float16)
     histories = [torch.full((config.steps, len(run_names)), float("nan"), device=device) for run_names in names]
     start = checkpoint.load(step, optimizer, scaler, histories) if checkpoint is not None and checkpoint.exists() else 0
@@ -88,13 +99,21 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
     evaluating = watch.evaluate is not None and config.eval_every is not None
     best, stale, stopped = None, 0, None
     clock, clocked, evaluation_seconds = time.perf_counter(), start, 0.0
-    with tqdm(total=config.steps, initial=start, disable=not (progress and place.is_main), desc=desc, unit="step",
-              position=position) as bar:
+    with tqdm(
+        total=config.steps,
+        initial=start,
+        disable=not (progress and place.is_main),
+        desc=desc,
+        unit="step",
+        position=position,
+    ) as bar:
         for index in range(start, config.steps):
             rate = config.lr * lr_factor(config, index)
             for group in optimizer.param_groups:
                 group["lr"] = rate
-            micro = [[sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)]
+            micro = [
+                [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
+            ]
             for history, values in zip(histories, train_step(trainable, optimizer, scaler, micro)):
                 history[index, :-1] = values
                 history[index, -1] = rate
@@ -105,8 +124,11 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
                 metrics = watch.evaluate(done)
                 evaluation_seconds += time.perf_counter() - began
                 if log is not None:
-                    log(done, {f"eval/{name}": value for name, value in metrics.items()}
-                        | {"eval/seconds": time.perf_counter() - began})
+                    log(
+                        done,
+                        {f"eval/{name}": value for name, value in metrics.items()}
+                        | {"eval/seconds": time.perf_counter() - began},
+                    )
                 improved, stale = _progress(metrics, config.keep_best, best, stale)
                 if improved is not None:
                     best = improved
@@ -114,11 +136,16 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
                         watch.keep_best(done)
                 if config.patience is not None and stale >= config.patience:
                     stopped = done
-            save_now = checkpoint is not None and (done == config.steps or stopped is not None
-                                                   or (config.checkpoint_every and done % config.checkpoint_every == 0))
+            save_now = checkpoint is not None and (
+                done == config.steps
+                or stopped is not None
+                or (config.checkpoint_every and done % config.checkpoint_every == 0)
+            )
             if save_now or done % config.log_every == 0 or done == config.steps or stopped is not None:
-                rows = [check_finite(history, checked, done, run_names, run if len(names) > 1 else None)
-                        for run, (history, run_names) in enumerate(zip(histories, names))]
+                rows = [
+                    check_finite(history, checked, done, run_names, run if len(names) > 1 else None)
+                    for run, (history, run_names) in enumerate(zip(histories, names))
+                ]
                 if log is not None:
                     seconds = time.perf_counter() - clock - evaluation_seconds
                     _log_rows(log, rows, checked, names, config, (done - clocked) / max(seconds, 1e-9))
@@ -137,8 +164,12 @@ def train(step: Step, samplers: Sequence[BatchSampler], config: TrainConfig, opt
     return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
 
 
-def train_step(trainable: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-               micro: Sequence[Sequence[PretrainBatch]]) -> list[torch.Tensor]:
+def train_step(
+    trainable: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    micro: Sequence[Sequence[PretrainBatch]],
+) -> list[torch.Tensor]:
     """One optimiser step over the micro-batches ``micro`` (``micro[j][k]``: micro-batch ``j`` of
     run ``k``; gradients averaged over them, and over processes under DDP, which synchronises on
     the last one only). ``trainable`` is a :class:`Step`, or one wrapped in ``DistributedDataParallel``.
@@ -178,13 +209,14 @@ def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: 
     scaler = torch.amp.GradScaler(enabled=False)
     try:
         step.train()
-        losses = [float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]) for k in range(config.head_warmup)]
+        losses = [
+            float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]) for k in range(config.head_warmup)
+        ]
     finally:
         for parameter in frozen:
             parameter.requires_grad_(True)
     steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
-    return (f"new MLM head fitted for {steps} with the encoder frozen: "
-            f"MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats")
+    return f"new MLM head fitted for {steps} with the encoder frozen: MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats"
 
 
 def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str], run: int | None = None) -> np.ndarray:
@@ -196,11 +228,15 @@ def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str],
         row = int(np.flatnonzero(bad.any(axis=1))[0])
         terms = ", ".join(f"{name}={value:.4g}" for name, value in zip(names, values[row]))
         which = "" if run is None else f"run {run}: "
-        raise SiptError(f"{which}non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32")
+        raise SiptError(
+            f"{which}non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32"
+        )
     return values
 
 
-def _progress(metrics: dict[str, float], metric: str | None, best: float | None, stale: int) -> tuple[float | None, int]:
+def _progress(
+    metrics: dict[str, float], metric: str | None, best: float | None, stale: int
+) -> tuple[float | None, int]:
     """``(the new best value or None, evaluations since the last best)`` after an evaluation's
     ``metrics``, tracking ``metric`` (higher is better; None: no tracking)."""
     if metric is None:
@@ -213,19 +249,29 @@ def _progress(metrics: dict[str, float], metric: str | None, best: float | None,
     return None, stale + 1
 
 
-def _log_rows(log: Callable[[int, dict[str, float]], None], rows: list[np.ndarray], start: int, names: list[list[str]],
-              config: TrainConfig, steps_per_second: float) -> None:
+def _log_rows(
+    log: Callable[[int, dict[str, float]], None],
+    rows: list[np.ndarray],
+    start: int,
+    names: list[list[str]],
+    config: TrainConfig,
+    steps_per_second: float,
+) -> None:
     """History rows ``start..`` of every run to ``log``, each at its count of steps done (one run: each term as ``loss/<term>``;
     several: their mean total as ``loss/loss``), then the throughput at the last of them."""
     for offset in range(len(rows[0])):
         if len(rows) == 1:
-            values = {(name if name == "lr" else f"loss/{name}"): float(v) for name, v in zip(names[0], rows[0][offset])}
+            values = {
+                (name if name == "lr" else f"loss/{name}"): float(v) for name, v in zip(names[0], rows[0][offset])
+            }
         else:
             values = {"loss/loss": float(np.mean([run[offset][0] for run in rows])), "lr": float(rows[0][offset][-1])}
         log(start + offset + 1, values)
     samples = config.batch_size * config.grad_accum * len(rows)
-    log(start + len(rows[0]), {"throughput/steps_per_second": steps_per_second,
-                                    "throughput/samples_per_second": steps_per_second * samples})
+    log(
+        start + len(rows[0]),
+        {"throughput/steps_per_second": steps_per_second, "throughput/samples_per_second": steps_per_second * samples},
+    )
 
 
 def _postfix(last: list[np.ndarray], names: list[list[str]]) -> dict[str, str]:

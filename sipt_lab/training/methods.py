@@ -76,8 +76,11 @@ class ConceptOptions:
         """ConfigError when :attr:`layer` is beyond a teacher of ``teacher_layers`` transformer layers
         (checked when the run is set up, before any teacher trains)."""
         if self.layer is not None and self.layer > teacher_layers:
-            raise ConfigError("ConceptOptions.layer", f"is {self.layer} but the teacher has layers 0..{teacher_layers} "
-                                                      f"(0 = embeddings, {teacher_layers} = the last); choose one of those")
+            raise ConfigError(
+                "ConceptOptions.layer",
+                f"is {self.layer} but the teacher has layers 0..{teacher_layers} "
+                f"(0 = embeddings, {teacher_layers} = the last); choose one of those",
+            )
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,9 @@ class Teacher:
 
 def _char_source(source: EncoderSource, method: str) -> CharInit:
     if not isinstance(source, CharInit):
-        raise SiptError(f"method {method} runs on the character encoder (--init char); a Hugging Face init is not supported for it yet")
+        raise SiptError(
+            f"method {method} runs on the character encoder (--init char); a Hugging Face init is not supported for it yet"
+        )
     return source
 
 
@@ -100,7 +105,9 @@ def _checkpoint_config(source: CheckpointInit) -> dict:
     try:
         return json.loads((Path(source.path) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise SiptError(f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory") from None
+        raise SiptError(
+            f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory"
+        ) from None
 
 
 def _hidden_size(source: EncoderSource) -> int:
@@ -124,7 +131,9 @@ class LinkBertRecipe:
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
         if isinstance(source, CheckpointInit):
             if int(_checkpoint_config(source).get("type_vocab_size", 0)) < 2:
-                raise SiptError(f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or --init char")
+                raise SiptError(
+                    f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or --init char"
+                )
             return source
         char = _char_source(source, "linkbert")
         return dataclasses.replace(char, config=dataclasses.replace(char.config, token_types=2))
@@ -136,7 +145,9 @@ class LinkBertRecipe:
 
     def plan_sampler(self, texts: list[str], graph, tokenizer, config: TrainConfig) -> SegmentPairSampler:
         """The run's pair sampler (to score the relation head on steps it never trained on)."""
-        return SegmentPairSampler(graph, texts, tokenizer, config.batch_size, config.mask_prob, config.seed, config.mask_replacement)
+        return SegmentPairSampler(
+            graph, texts, tokenizer, config.batch_size, config.mask_prob, config.seed, config.mask_replacement
+        )
 
     def describe(self) -> dict:
         return {"recipe": "linkbert", "relations": list(RELATIONS)}
@@ -186,7 +197,9 @@ class ConceptRecipe:
 
     def plan(self, data: RunData) -> Plan:
         if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
-            raise SiptError("the teacher's tokenizer differs from the run's; MLSM needs a teacher trained on the same samples with the same tokenizer")
+            raise SiptError(
+                "the teacher's tokenizer differs from the run's; MLSM needs a teacher trained on the same samples with the same tokenizer"
+            )
         targets = self.targets(data)
         objectives = [(1.0, ConceptKL(targets))]
         if self.options.mlm_weight > 0:
@@ -229,24 +242,48 @@ class Method:
 
 def _concepts(teacher: Teacher | None, options: ConceptOptions) -> Recipe:
     if teacher is None:
-        raise SiptError("MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes --teacher DIR)")
+        raise SiptError(
+            "MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes --teacher DIR)"
+        )
     return ConceptRecipe(teacher, options)
 
 
 #: The methods, by name (:data:`names.METHODS`).
-METHODS: dict[str, Method] = {method.name: method for method in (
-    Method("lm", "masked language modelling alone (λ_SI = 0)", {"lambda_si": 0.0}),
-    Method("sipt", "L_M + λ·L_SI over G_PT", {}, structure_aware=True),
-    Method("linkbert", "LinkBERT: MLM (80/10/10) + document relation prediction on linked segment pairs",
-           {"lambda_si": 0.0, "mask_replacement": "bert", "mask_prob": 0.15}, lambda teacher, options: LinkBertRecipe(),
-           structure_aware=True),
-    Method("mlsm", "MLSM: KL to a teacher's sparse concept codes at 15 % masked tokens",
-           {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15}, _concepts, needs_teacher=True),
-    Method("lsm15", "LSM15: concept codes at 15 % of the tokens, nothing masked",
-           {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15}, _concepts, needs_teacher=True),
-    Method("lsm", "LSM: concept codes at every token, nothing masked",
-           {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0}, _concepts, needs_teacher=True),
-)}
+METHODS: dict[str, Method] = {
+    method.name: method
+    for method in (
+        Method("lm", "masked language modelling alone (λ_SI = 0)", {"lambda_si": 0.0}),
+        Method("sipt", "L_M + λ·L_SI over G_PT", {}, structure_aware=True),
+        Method(
+            "linkbert",
+            "LinkBERT: MLM (80/10/10) + document relation prediction on linked segment pairs",
+            {"lambda_si": 0.0, "mask_replacement": "bert", "mask_prob": 0.15},
+            lambda teacher, options: LinkBertRecipe(),
+            structure_aware=True,
+        ),
+        Method(
+            "mlsm",
+            "MLSM: KL to a teacher's sparse concept codes at 15 % masked tokens",
+            {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15},
+            _concepts,
+            needs_teacher=True,
+        ),
+        Method(
+            "lsm15",
+            "LSM15: concept codes at 15 % of the tokens, nothing masked",
+            {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15},
+            _concepts,
+            needs_teacher=True,
+        ),
+        Method(
+            "lsm",
+            "LSM: concept codes at every token, nothing masked",
+            {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0},
+            _concepts,
+            needs_teacher=True,
+        ),
+    )
+}
 assert tuple(METHODS) == names.METHODS
 
 
@@ -265,15 +302,22 @@ def method_train_config(name: str, config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(config, **method.train)
 
 
-def method_recipe(name: str, teacher: Teacher | None = None, options: ConceptOptions = ConceptOptions()) -> Recipe | None:
+def method_recipe(
+    name: str, teacher: Teacher | None = None, options: ConceptOptions = ConceptOptions()
+) -> Recipe | None:
     """The recipe :func:`~sipt_lab.training.pretrain` takes as ``method`` (None for lm / sipt)."""
     method = get_method(name)
     return None if method.recipe is None else method.recipe(teacher, options)
 
 
 @torch.inference_mode()
-def relation_accuracy(encoder: nn.Module, relation: DocumentRelation, sampler: SegmentPairSampler, steps: int = 4,
-                      first_step: int = 1_000_000) -> dict[str, float]:
+def relation_accuracy(
+    encoder: nn.Module,
+    relation: DocumentRelation,
+    sampler: SegmentPairSampler,
+    steps: int = 4,
+    first_step: int = 1_000_000,
+) -> dict[str, float]:
     """DRP accuracy of a trained LinkBERT on ``steps`` fresh batches (steps never trained on).
 
     Returns:
@@ -299,5 +343,15 @@ def relation_accuracy(encoder: nn.Module, relation: DocumentRelation, sampler: S
     return {"accuracy": hits / max(total, 1), "linked_vs_random": linked_hits / max(linked_total, 1)}
 
 
-__all__ = ["METHODS", "ConceptOptions", "ConceptRecipe", "LinkBertRecipe", "Method", "Teacher", "get_method",
-           "method_recipe", "method_train_config", "relation_accuracy"]
+__all__ = [
+    "METHODS",
+    "ConceptOptions",
+    "ConceptRecipe",
+    "LinkBertRecipe",
+    "Method",
+    "Teacher",
+    "get_method",
+    "method_recipe",
+    "method_train_config",
+    "relation_accuracy",
+]

@@ -86,8 +86,17 @@ def graph_sampler(data: RunData, objectives: list[tuple[float, Objective]]) -> G
     """The run's :class:`GraphBatchSampler` (its config's batches and masking), sampling graph
     partners and pairs only when one of ``objectives`` reads them."""
     config, tokenizer = data.config, data.tokenizer
-    return GraphBatchSampler(data.graph, data.lengths, config.batch_size, config.mask_prob, config.seed, config.pairs,
-                             suffix_tokens=tokenizer.suffix_tokens, negatives=config.negatives,
-                             mask_replacement=config.mask_replacement, vocab_size=tokenizer.vocab_size,
-                             units=MASK_UNITS[config.mask_unit](tokenizer, data.texts),
-                             reads_pairs=any(objective.needs_pairs for _, objective in objectives))
+    return GraphBatchSampler(
+        data.graph,
+        data.lengths,
+        config.batch_size,
+        config.mask_prob,
+        config.seed,
+        config.pairs,
+        suffix_tokens=tokenizer.suffix_tokens,
+        negatives=config.negatives,
+        mask_replacement=config.mask_replacement,
+        vocab_size=tokenizer.vocab_size,
+        units=MASK_UNITS[config.mask_unit](tokenizer, data.texts),
+        reads_pairs=any(objective.needs_pairs for _, objective in objectives),
+    )

@@ -115,7 +115,8 @@ def keep_tokens(rng: np.random.Generator, shape: tuple[int, int], vocab_size: in
 
 #: What a token chosen for MLM becomes: name -> ``(rng, (B, L_s), vocab_size) -> codes or None``.
 MASK_REPLACEMENTS: dict[str, Callable[..., np.ndarray | None]] = dict(
-    zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement, keep_tokens), strict=True))
+    zip(names.MASK_REPLACEMENTS, (mask_only, bert_replacement, keep_tokens), strict=True)
+)
 
 
 def check_mask(mask_prob: float, mask_replacement: str) -> str | None:
@@ -144,10 +145,13 @@ def word_units(tokenizer: Any, texts: list[str]) -> np.ndarray:
 #: Which tokens are masked together: name -> ``(tokenizer, texts) -> (n, L) unit ids or None``
 #: (None: each token alone).
 MASK_UNITS: dict[str, Callable[[Any, list[str]], np.ndarray | None]] = dict(
-    zip(names.MASK_UNITS, (token_units, word_units), strict=True))
+    zip(names.MASK_UNITS, (token_units, word_units), strict=True)
+)
 
 
-def sampled_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sampled_pairs(
+    graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The paper's pairs: (seed, its positive) and (seed, its negative), for seeds that have one.
 
     Args:
@@ -158,10 +162,15 @@ def sampled_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndar
     """
     seeds = np.arange(len(positives), dtype=np.int64)
     has_pos, has_neg = positives >= 0, negatives >= 0
-    return (np.column_stack([seeds[has_pos], positives[has_pos]]), np.column_stack([seeds[has_neg], negatives[has_neg]]))
+    return (
+        np.column_stack([seeds[has_pos], positives[has_pos]]),
+        np.column_stack([seeds[has_neg], negatives[has_neg]]),
+    )
 
 
-def batch_pairs(graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def batch_pairs(
+    graph: PretrainingGraph, nodes: np.ndarray, positives: np.ndarray, negatives: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Every ordered pair ``(i, j)``, ``i != j``, of the batch's rows, split by whether
     ``nodes[i] ~ nodes[j]`` in ``graph``. Arguments and result as :func:`sampled_pairs`."""
     rows = np.arange(len(nodes), dtype=np.int64)
@@ -181,6 +190,7 @@ def two_hop_negatives(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random
     """``(B,)`` hard negatives: a random neighbour of a random neighbour that is not itself linked
     to the seed (SPECTER's citations-of-citations); up to :data:`NEGATIVE_TRIES` draws, then a
     uniform non-neighbour."""
+
     def draw(pending: np.ndarray) -> np.ndarray:
         hop = graph.sample_positives(pending, rng)
         second = np.full(len(pending), -1, dtype=np.int64)
@@ -209,8 +219,9 @@ def same_component_negatives(graph: PretrainingGraph, seeds: np.ndarray, rng: np
 NEGATIVE_TRIES = 16
 
 
-def _redraw_until_non_neighbour(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator,
-                                draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def _redraw_until_non_neighbour(
+    graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator, draw: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
     """``draw(pending seeds) -> candidates`` repeated for the seeds whose candidate is missing
     (-1), the seed itself or one of its neighbours; the rest get a uniform non-neighbour."""
     out = np.full(len(seeds), -1, dtype=np.int64)
@@ -235,11 +246,14 @@ def _components(graph: PretrainingGraph) -> np.ndarray:
 
 #: How a seed's non-neighbour is drawn: name -> ``(graph, seeds (B,), rng) -> (B,) node or -1``.
 NEGATIVE_SAMPLERS: dict[str, Callable[[PretrainingGraph, np.ndarray, np.random.Generator], np.ndarray]] = dict(
-    zip(names.NEGATIVE_SAMPLERS, (uniform_negatives, two_hop_negatives, same_component_negatives), strict=True))
+    zip(names.NEGATIVE_SAMPLERS, (uniform_negatives, two_hop_negatives, same_component_negatives), strict=True)
+)
 
 
 #: Which pairs ``L_SI`` sees: name -> ``(graph, nodes, positives, negatives) -> (positive_pairs, negative_pairs)``.
-PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = dict(zip(names.PAIR_MODES, (sampled_pairs, batch_pairs), strict=True))
+PAIR_MODES: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = dict(
+    zip(names.PAIR_MODES, (sampled_pairs, batch_pairs), strict=True)
+)
 
 
 class GraphBatchSampler:
@@ -283,9 +297,13 @@ class GraphBatchSampler:
     ) -> None:
         lengths = np.asarray(lengths, dtype=np.int64)
         if units is not None and (units.shape[0] != len(lengths) or units.shape[1] < lengths.max(initial=0)):
-            raise SiptError(f"masking units of shape {units.shape} do not cover {len(lengths)} samples of up to {lengths.max(initial=0)} tokens")
+            raise SiptError(
+                f"masking units of shape {units.shape} do not cover {len(lengths)} samples of up to {lengths.max(initial=0)} tokens"
+            )
         if lengths.shape != (graph.n_nodes,):
-            raise SiptError(f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node")
+            raise SiptError(
+                f"{len(lengths)} samples but the graph has {graph.n_nodes} nodes; give one sentence per node"
+            )
         if batch_size < 1:
             raise SiptError(f"batch_size is {batch_size}; use at least 1")
         problem = check_mask(mask_prob, mask_replacement)
@@ -296,7 +314,9 @@ class GraphBatchSampler:
         check_pair_mode(pairs)
         check_negatives(negatives)
         if mask_replacement == "bert" and vocab_size < 1:
-            raise SiptError(f"vocab_size is {vocab_size}; random replacement tokens need the tokenizer's vocabulary size")
+            raise SiptError(
+                f"vocab_size is {vocab_size}; random replacement tokens need the tokenizer's vocabulary size"
+            )
         self.graph = graph
         self.lengths = lengths
         self.batch_size = min(batch_size, graph.n_nodes)
@@ -336,7 +356,9 @@ class GraphBatchSampler:
             return PretrainBatch(seeds.copy(), len(seeds), *partners, mask, *pairs, replacement)
         nodes, positive_rows, negative_rows = self._partners(seeds, step)
         positive_pairs, negative_pairs = self.pair_mode(self.graph, nodes, positive_rows, negative_rows)
-        return PretrainBatch(nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs, replacement)
+        return PretrainBatch(
+            nodes, len(seeds), positive_rows, negative_rows, mask, positive_pairs, negative_pairs, replacement
+        )
 
     def _partners(self, seeds: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``step``'s batch nodes (the seeds, then their partners that are not seeds) and each seed's

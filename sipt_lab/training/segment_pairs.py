@@ -69,8 +69,13 @@ def half_length(max_len: int, closing: int) -> int:
     return max((max_len - 1 + 2 * closing) // 2, 2)
 
 
-def join_segments(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray], sep_id: int, pad_id: int,
-                  closing: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def join_segments(
+    first: tuple[np.ndarray, np.ndarray],
+    second: tuple[np.ndarray, np.ndarray],
+    sep_id: int,
+    pad_id: int,
+    closing: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``[CLS] A [SEP] B [SEP]`` rows from two tokenizer encodings (rows paired by index).
 
     Args:
@@ -114,7 +119,9 @@ def inverse_degree_neighbours(graph: PretrainingGraph, nodes: np.ndarray, rng: n
     return np.where(stop > start, adjacency.indices[np.minimum(slot, len(adjacency.indices) - 1)], -1).astype(np.int64)
 
 
-def draw_relations(graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def draw_relations(
+    graph: PretrainingGraph, seeds: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Each seed's relation (1/3 each; contiguous or random for a seed without a neighbour) and
     the document its ``B`` comes from.
 
@@ -145,8 +152,16 @@ class SegmentPairSampler:
         mask_prob, mask_replacement: the MLM mask (LinkBERT: 0.15 with BERT's 80/10/10).
     """
 
-    def __init__(self, graph: PretrainingGraph, texts: list[str], tokenizer: Tokenizer, batch_size: int,
-                 mask_prob: float = 0.15, seed: int = 0, mask_replacement: str = "bert") -> None:
+    def __init__(
+        self,
+        graph: PretrainingGraph,
+        texts: list[str],
+        tokenizer: Tokenizer,
+        batch_size: int,
+        mask_prob: float = 0.15,
+        seed: int = 0,
+        mask_replacement: str = "bert",
+    ) -> None:
         problem = check_mask(mask_prob, mask_replacement)
         if problem:
             raise SiptError(problem)
@@ -165,13 +180,29 @@ class SegmentPairSampler:
         seeds = self.seeds(step)
         relations, partners = draw_relations(self.graph, seeds, np.random.default_rng([self.seed, _PARTNERS, step]))
         (a_ids, a_len), (b_ids, b_len) = self.first, self.second
-        ids, token_types, lengths = join_segments((a_ids[seeds], a_len[seeds]), (b_ids[partners], b_len[partners]),
-                                                  self.sep_id, self.tokenizer.pad_id, self.tokenizer.suffix_tokens)
+        ids, token_types, lengths = join_segments(
+            (a_ids[seeds], a_len[seeds]),
+            (b_ids[partners], b_len[partners]),
+            self.sep_id,
+            self.tokenizer.pad_id,
+            self.tokenizer.suffix_tokens,
+        )
         columns = np.arange(ids.shape[1])
         draws = np.random.default_rng([self.seed, _MASKS, step]).random(ids.shape)
         mask = (draws < self.mask_prob) & (columns >= 1) & (columns < lengths[:, None]) & (ids != self.sep_id)
-        replacement = self.replace(np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.tokenizer.vocab_size)
+        replacement = self.replace(
+            np.random.default_rng([self.seed, _REPLACEMENTS, step]), mask.shape, self.tokenizer.vocab_size
+        )
         none = np.full(len(seeds), -1, dtype=np.int64)
         no_pairs = np.empty((0, 2), dtype=np.int64)
-        return PretrainBatch(seeds, len(seeds), none, none, mask, no_pairs, no_pairs, replacement,
-                             SeedInputs(ids, lengths, token_types, relations))
+        return PretrainBatch(
+            seeds,
+            len(seeds),
+            none,
+            none,
+            mask,
+            no_pairs,
+            no_pairs,
+            replacement,
+            SeedInputs(ids, lengths, token_types, relations),
+        )

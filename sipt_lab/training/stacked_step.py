@@ -45,9 +45,14 @@ class StackedStep(Step):
     def __init__(self, encoders: Sequence[TransformerEncoder], runs: Sequence[RunLoss]) -> None:
         super().__init__(runs)
         for run in runs:
-            if not all(isinstance(objective, StructureInducing) or (isinstance(objective, MaskedLM) and objective.vocab_size is None)
-                       for _, objective in run.objectives):
-                raise SiptError("batched training supports the LM and SIPT objectives (MLM, L_SI) only; train separately")
+            if not all(
+                isinstance(objective, StructureInducing)
+                or (isinstance(objective, MaskedLM) and objective.vocab_size is None)
+                for _, objective in run.objectives
+            ):
+                raise SiptError(
+                    "batched training supports the LM and SIPT objectives (MLM, L_SI) only; train separately"
+                )
         self.stacked = StackedEncoders.stack(encoders)
         headless = [k for k, run in enumerate(runs) if not run.needs_mlm]
         self._headless = torch.as_tensor(headless, dtype=torch.int64, device=self.device)
@@ -70,7 +75,9 @@ class StackedStep(Step):
         self.stacked.unstack(encoders)
 
 
-def _losses(stacked: StackedEncoders, steps: Sequence[RunLoss], batches: Sequence[PretrainBatch], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def _losses(
+    stacked: StackedEncoders, steps: Sequence[RunLoss], batches: Sequence[PretrainBatch], device: torch.device
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """One micro-batch of every run through one stacked forward pass: ``(sum of the runs' losses,
     per run (1 + terms,) detached values)`` (:func:`_objective_terms`)."""
     layouts = [step.layout(batch) for step, batch in zip(steps, batches)]
@@ -92,8 +99,12 @@ def _losses(stacked: StackedEncoders, steps: Sequence[RunLoss], batches: Sequenc
     counts = np.bincount(model, minlength=len(steps))
     mask_ids = torch.as_tensor(np.array([step.mask_id for step in steps])[model], device=device)
     within = rows * width + columns  # flat index into the run's (n_rows, width) grid
-    targets = replace_masked(ids, torch.as_tensor(model * n_rows * width + within, device=device),
-                             torch.as_tensor(replacement[model, rows, columns], device=device), mask_ids).split(counts.tolist())
+    targets = replace_masked(
+        ids,
+        torch.as_tensor(model * n_rows * width + within, device=device),
+        torch.as_tensor(replacement[model, rows, columns], device=device),
+        mask_ids,
+    ).split(counts.tolist())
     count = int(counts.max(initial=0))
     # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
     flat = np.tile(np.arange(count) % n_rows * width, (len(steps), 1))
@@ -103,8 +114,13 @@ def _losses(stacked: StackedEncoders, steps: Sequence[RunLoss], batches: Sequenc
         return _objective_terms(steps, batches, embeddings, heads, targets)
 
 
-def _objective_terms(steps: Sequence[RunLoss], batches: Sequence[PretrainBatch], embeddings: torch.Tensor, heads: Sequence[MaskedHead],
-                     targets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def _objective_terms(
+    steps: Sequence[RunLoss],
+    batches: Sequence[PretrainBatch],
+    embeddings: torch.Tensor,
+    heads: Sequence[MaskedHead],
+    targets: Sequence[torch.Tensor],
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Every run's objectives on the stacked pass: ``(sum of the runs' losses, per run (1 + terms,)
     detached values)``, as :meth:`RunLoss.combine` gives them run by run. A term computed for several
     runs is computed for all of them at once (``L_SI``: :meth:`StructureInducing.per_run`; ``L_M``:
@@ -114,15 +130,23 @@ def _objective_terms(steps: Sequence[RunLoss], batches: Sequence[PretrainBatch],
     weights = torch.zeros_like(terms)
     total = terms.new_zeros(())
     for column, kind in enumerate(_TERM_KINDS):
-        runs = [(k, weight, objective) for k, step in enumerate(steps) for weight, objective in step.objectives if isinstance(objective, kind)]
+        runs = [
+            (k, weight, objective)
+            for k, step in enumerate(steps)
+            for weight, objective in step.objectives
+            if isinstance(objective, kind)
+        ]
         if not runs:
             continue
         index = [k for k, _, _ in runs]
         if kind is MaskedLM:
             values = torch.stack([linear_masked_lm_loss(*heads[k], targets[k]) for k in index])
         else:
-            values = runs[0][2].per_run(embeddings[index], [batches[k].positive_pairs for k in index],
-                                        [batches[k].negative_pairs for k in index])
+            values = runs[0][2].per_run(
+                embeddings[index],
+                [batches[k].positive_pairs for k in index],
+                [batches[k].negative_pairs for k in index],
+            )
         run_weights = torch.tensor([weight for _, weight, _ in runs], device=values.device)
         total = total + (run_weights * values).sum()
         terms[index, column] = values.detach().float()

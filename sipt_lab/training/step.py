@@ -102,9 +102,18 @@ class RunLoss:
     data parallelism; sharded terms are scaled so that DDP's gradient mean is the batch's gradient.
     """
 
-    def __init__(self, inputs, lengths: np.ndarray | None, objectives: list[tuple[float, Objective]], device: torch.device,
-                 amp_dtype: torch.dtype | None = None, mask_id: int = 1, place: Distributed = SINGLE_PROCESS, max_buckets: int = 4,
-                 normalize: bool = False) -> None:
+    def __init__(
+        self,
+        inputs,
+        lengths: np.ndarray | None,
+        objectives: list[tuple[float, Objective]],
+        device: torch.device,
+        amp_dtype: torch.dtype | None = None,
+        mask_id: int = 1,
+        place: Distributed = SINGLE_PROCESS,
+        max_buckets: int = 4,
+        normalize: bool = False,
+    ) -> None:
         self.inputs = TokenRows(inputs, lengths, mask_id) if isinstance(inputs, torch.Tensor) else inputs
         self.tokens = isinstance(self.inputs, TokenRows)
         self.lengths = self.inputs.lengths
@@ -128,7 +137,9 @@ class RunLoss:
         if not self.tokens:  # samples that featurise themselves (graphs): no replacement codes or sites
             with self.autocast():
                 embeddings, logits, targets = self.inputs.encode(encoder, nodes, mask, self.needs_mlm)
-                return self.combine(batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings, logits, targets)
+                return self.combine(
+                    batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings, logits, targets
+                )
         own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
         all_ids, index = (self.inputs.ids, nodes) if own is None else (torch.as_tensor(own.ids), rows)
         lengths = self.row_lengths(batch, rows, nodes)
@@ -153,9 +164,14 @@ class RunLoss:
             if len(buckets) > 1:
                 embeddings = embeddings[self._tensor(np.argsort(np.concatenate(buckets)))]
             relations = None if own is None or own.relations is None else self._tensor(own.relations[rows])
-            return self.combine(batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
-                                torch.cat(logits) if self.needs_mlm else None, torch.cat(targets) if self.needs_mlm else None,
-                                np.concatenate(sites) if self.needs_mlm else None, relations)
+            return self.combine(
+                batch,
+                self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
+                torch.cat(logits) if self.needs_mlm else None,
+                torch.cat(targets) if self.needs_mlm else None,
+                np.concatenate(sites) if self.needs_mlm else None,
+                relations,
+            )
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The step's autocast context (a no-op in fp32)."""
@@ -187,7 +203,9 @@ class RunLoss:
         """``(R,)`` tokens of each encoded row: its sample's, or its own row's (``batch.inputs``)."""
         return self.lengths[nodes] if batch.inputs is None else batch.inputs.lengths[rows]
 
-    def mask_inputs(self, inputs: torch.Tensor, mask: np.ndarray, replacement: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    def mask_inputs(
+        self, inputs: torch.Tensor, mask: np.ndarray, replacement: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Apply the MLM mask to ``(R, W)`` ``inputs`` in place.
 
         Args:
@@ -199,18 +217,35 @@ class RunLoss:
         width = inputs.shape[1]
         masked_rows, masked_cols = np.nonzero(mask)
         positions = self._tensor(masked_rows * width + masked_cols)
-        return positions, replace_masked(inputs, positions, self._tensor(replacement[masked_rows, masked_cols]), self.mask_id)
+        return positions, replace_masked(
+            inputs, positions, self._tensor(replacement[masked_rows, masked_cols]), self.mask_id
+        )
 
-    def combine(self, batch: PretrainBatch, embeddings: torch.Tensor, logits: torch.Tensor | None,
-                targets: torch.Tensor | None, sites: np.ndarray | None = None,
-                relations: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def combine(
+        self,
+        batch: PretrainBatch,
+        embeddings: torch.Tensor,
+        logits: torch.Tensor | None,
+        targets: torch.Tensor | None,
+        sites: np.ndarray | None = None,
+        relations: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The objectives on one step's ``(n_rows, H)`` embeddings and ``(M, V)`` MLM logits at the
         ``(M,)`` targets (``(M, 2)`` ``sites``: sample and column of each; ``relations``: the seeds'
         pair relations): ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
         if self.normalize:
             embeddings = F.normalize(embeddings.float(), dim=-1)
-        inputs = ObjectiveInputs(embeddings, self._tensor(batch.positive_pairs), self._tensor(batch.negative_pairs),
-                                 logits, targets, int(batch.mask.sum()), sites, relations, batch.n_seeds)
+        inputs = ObjectiveInputs(
+            embeddings,
+            self._tensor(batch.positive_pairs),
+            self._tensor(batch.negative_pairs),
+            logits,
+            targets,
+            int(batch.mask.sum()),
+            sites,
+            relations,
+            batch.n_seeds,
+        )
         with self.autocast():
             terms = [objective(inputs) for _, objective in self.objectives]
         world = self.place.world
@@ -242,18 +277,24 @@ class RunLoss:
         return torch.as_tensor(array, device=self.device)
 
 
-def replace_masked(inputs: torch.Tensor, positions: torch.Tensor, codes: torch.Tensor, mask_id: int | torch.Tensor) -> torch.Tensor:
+def replace_masked(
+    inputs: torch.Tensor, positions: torch.Tensor, codes: torch.Tensor, mask_id: int | torch.Tensor
+) -> torch.Tensor:
     """Replace the tokens of ``inputs`` at its ``(M,)`` flat ``positions`` in place, as their ``(M,)``
     replacement ``codes`` say (:data:`~sipt_lab.training.sampler.REPLACE_WITH_MASK`: ``mask_id``, an
     int or ``(M,)`` ids; :data:`~sipt_lab.training.sampler.KEEP_TOKEN`: unchanged; else that token
     id); returns the ``(M,)`` original ids there (the MLM targets)."""
     flat = inputs.view(-1)
     original = flat[positions]
-    flat[positions] = torch.where(codes == REPLACE_WITH_MASK, mask_id, torch.where(codes == KEEP_TOKEN, original, codes))
+    flat[positions] = torch.where(
+        codes == REPLACE_WITH_MASK, mask_id, torch.where(codes == KEEP_TOKEN, original, codes)
+    )
     return original
 
 
-def make_optimizer(params, lr: float, weight_decay: float, fused: bool, foreach: bool | None = None) -> torch.optim.AdamW:
+def make_optimizer(
+    params, lr: float, weight_decay: float, fused: bool, foreach: bool | None = None
+) -> torch.optim.AdamW:
     """AdamW; ``fused`` updates all parameters in one kernel, ``foreach`` in one op per step of the
     update over all of them. A single model fuses on CUDA only (on a CPU the per-parameter loop is
     faster for the small presets); a stacked training's few large parameters update ``foreach``

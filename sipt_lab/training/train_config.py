@@ -22,8 +22,16 @@ if TYPE_CHECKING:
     from sipt_lab.models import EncoderSource
 
 #: TrainConfig fields that may differ between a checkpoint and the run resuming from it.
-_RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "eval_every", "keep_best", "patience",
-                      "report_to")
+_RESUMABLE_CHANGES = (
+    "steps",
+    "checkpoint_every",
+    "log_every",
+    "device",
+    "eval_every",
+    "keep_best",
+    "patience",
+    "report_to",
+)
 #: Largest accepted ``steps`` (the trainer allocates a loss history of that length).
 MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
@@ -100,48 +108,93 @@ class TrainConfig:
     grad_accum: int = option(1, help="micro-batches per optimiser step", range=(1, None), metavar="K")
     lr: float = option(5e-4, help="peak AdamW learning rate", range=(0.0, None), open="low")
     weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
-    lambda_si: float = option(0.5, help="weight of L_SI in [0, 1]; 0 = continued LM pre-training", range=(0.0, 1.0),
-                              metavar="L")
-    loss: str = option("contrastive", choices=names.STRUCTURE_LOSSES,
-                       help="structure-inducing loss, trained on the vector the encoder outputs "
-                       "(L2-normalised when the checkpoint normalises)")
-    loss_params: dict[str, float] | None = option(None, help="a parameter of that loss, repeatable", flag="--loss-param",
-                                                  metavar="NAME=VALUE")
+    lambda_si: float = option(
+        0.5, help="weight of L_SI in [0, 1]; 0 = continued LM pre-training", range=(0.0, 1.0), metavar="L"
+    )
+    loss: str = option(
+        "contrastive",
+        choices=names.STRUCTURE_LOSSES,
+        help="structure-inducing loss, trained on the vector the encoder outputs "
+        "(L2-normalised when the checkpoint normalises)",
+    )
+    loss_params: dict[str, float] | None = option(
+        None, help="a parameter of that loss, repeatable", flag="--loss-param", metavar="NAME=VALUE"
+    )
     pairs: str = option("batch", choices=names.PAIR_MODES, help="pairs L_SI scores")
-    negatives: str = option("uniform", choices=names.NEGATIVE_SAMPLERS,
-                            help="each seed's non-neighbour: uniform, two-hop (hard) or same-component")
-    mask_prob: float = option(0.15, help="MLM masking probability per token (1 only with mask replacement keep)",
-                              range=(0.0, 1.0), open="low")
-    mask_replacement: str = option("mask", choices=names.MASK_REPLACEMENTS,
-                                   help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) "
-                                   "or mask (always [MASK])")
+    negatives: str = option(
+        "uniform",
+        choices=names.NEGATIVE_SAMPLERS,
+        help="each seed's non-neighbour: uniform, two-hop (hard) or same-component",
+    )
+    mask_prob: float = option(
+        0.15, help="MLM masking probability per token (1 only with mask replacement keep)", range=(0.0, 1.0), open="low"
+    )
+    mask_replacement: str = option(
+        "mask",
+        choices=names.MASK_REPLACEMENTS,
+        help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) or mask (always [MASK])",
+    )
     mask_unit: str = option("token", choices=names.MASK_UNITS, help="which tokens are masked together")
     seed: int = option(0, help="seed of init, batches, masks and dropout", range=(0, None))
     device: str = option("auto", help="auto (CUDA when present), cpu or cuda", nonempty=True)
     precision: str = option("auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU")
-    checkpoint_every: int = option(0, help="checkpoint every N steps (always at the end)", range=(0, None),
-                                   flag="--save-every", metavar="N")
-    log_every: int = option(50, help="steps between progress-bar loss updates and non-finite-loss checks",
-                            range=(1, None), metavar="N")
-    max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
-                                 default_help="the encoder source's")
+    checkpoint_every: int = option(
+        0, help="checkpoint every N steps (always at the end)", range=(0, None), flag="--save-every", metavar="N"
+    )
+    log_every: int = option(
+        50, help="steps between progress-bar loss updates and non-finite-loss checks", range=(1, None), metavar="N"
+    )
+    max_len: int | None = option(
+        None,
+        help="tokens per sample",
+        range=(2, None),
+        flag="--max-length",
+        metavar="T",
+        default_help="the encoder source's",
+    )
     schedule: str = option("linear", choices=names.LR_SCHEDULES, help="decay after warm-up")
     warmup: float = option(0.0, help="fraction of steps of linear warm-up", range=(0.0, 1.0), open="high", metavar="F")
-    head_warmup: int = option(0, help="steps that fit a checkpoint's new MLM head (one without its own) with the "
-                              "encoder frozen, before training; 0 = none", range=(0, MAX_STEPS), metavar="N")
+    head_warmup: int = option(
+        0,
+        help="steps that fit a checkpoint's new MLM head (one without its own) with the "
+        "encoder frozen, before training; 0 = none",
+        range=(0, MAX_STEPS),
+        metavar="N",
+    )
     head_lr: float = option(1e-2, help="learning rate of the head warm-up", range=(0.0, None), open="low", metavar="LR")
-    eval_every: int | None = option(None, help="evaluate the embedding every N steps and at the end (link retrieval "
-                                    f"on the graph; with labels LOO 3-NN AUROC and the LC of its 3-NN graph); N "
-                                    f"left out: {EVAL_EVERY_DEFAULT}", range=(1, MAX_STEPS), metavar="N",
-                                    default_help="none", omit_default=True)
-    keep_best: str | None = option(None, choices=names.EVAL_METRICS, metavar="METRIC", omit_default=True,
-                                   help=f"keep the model with the best value of this evaluation metric ({', '.join(names.EVAL_METRICS)}) in DIR/best "
-                                   f"(evaluating every {EVAL_EVERY_DEFAULT} steps unless --eval-every says)")
-    patience: int | None = option(None, help="stop after N evaluations without a better --keep-best metric",
-                                  range=(1, None), metavar="N", default_help="never", omit_default=True)
-    report_to: str = option("tensorboard", choices=names.REPORT_TO, omit_default=True,
-                            help="log loss terms, learning rate, evaluations and throughput to TensorBoard event "
-                            "files in DIR/tensorboard (and CSV), to CSV files only, or to none besides history.csv")
+    eval_every: int | None = option(
+        None,
+        help="evaluate the embedding every N steps and at the end (link retrieval "
+        f"on the graph; with labels LOO 3-NN AUROC and the LC of its 3-NN graph); N "
+        f"left out: {EVAL_EVERY_DEFAULT}",
+        range=(1, MAX_STEPS),
+        metavar="N",
+        default_help="none",
+        omit_default=True,
+    )
+    keep_best: str | None = option(
+        None,
+        choices=names.EVAL_METRICS,
+        metavar="METRIC",
+        omit_default=True,
+        help=f"keep the model with the best value of this evaluation metric ({', '.join(names.EVAL_METRICS)}) in DIR/best "
+        f"(evaluating every {EVAL_EVERY_DEFAULT} steps unless --eval-every says)",
+    )
+    patience: int | None = option(
+        None,
+        help="stop after N evaluations without a better --keep-best metric",
+        range=(1, None),
+        metavar="N",
+        default_help="never",
+        omit_default=True,
+    )
+    report_to: str = option(
+        "tensorboard",
+        choices=names.REPORT_TO,
+        omit_default=True,
+        help="log loss terms, learning rate, evaluations and throughput to TensorBoard event "
+        "files in DIR/tensorboard (and CSV), to CSV files only, or to none besides history.csv",
+    )
 
     def __post_init__(self) -> None:
         if self.loss_params is None:  # the char row's parameters of the default loss, another loss's own
@@ -152,12 +205,17 @@ class TrainConfig:
         if self.patience is not None and self.keep_best is None:
             raise ConfigError("TrainConfig.patience", "needs keep_best, the metric whose progress it waits for")
         if self.mask_prob == 1.0 and self.mask_replacement != "keep":
-            raise ConfigError("TrainConfig.mask_prob", f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}")
+            raise ConfigError(
+                "TrainConfig.mask_prob",
+                f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}",
+            )
         known = names.LOSS_PARAMETERS[self.loss]
         unknown = sorted(set(self.loss_params) - set(known))
         if unknown:
-            raise ConfigError("TrainConfig.loss_params", f"is wrong: loss {self.loss!r} has no parameter(s) "
-                              f"{', '.join(unknown)}; it takes {', '.join(known)}")
+            raise ConfigError(
+                "TrainConfig.loss_params",
+                f"is wrong: loss {self.loss!r} has no parameter(s) {', '.join(unknown)}; it takes {', '.join(known)}",
+            )
 
 
 @dataclass(frozen=True)
@@ -176,18 +234,25 @@ class FinetuneConfig:
             pass); None: after each pass only. Left out of the saved config while None.
     """
 
-    lrs: tuple[float, ...] = option((2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low",
-                                    flag="--lr", metavar="LR")
+    lrs: tuple[float, ...] = option(
+        (2e-5, 5e-5, 1e-4), help="learning-rate grid", range=(0.0, None), open="low", flag="--lr", metavar="LR"
+    )
     epochs: int = option(3, help="most passes over the train split", range=(1, None))
     patience: int = option(1, help="passes without a better validation score before stopping", range=(0, None))
     batch_size: int = option(16, help="samples per step", range=(1, None), metavar="B")
     weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
-    max_len: int | None = option(None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T",
-                                 default_help="the model's")
+    max_len: int | None = option(
+        None, help="tokens per sample", range=(2, None), flag="--max-length", metavar="T", default_help="the model's"
+    )
     device: str = option("auto", help="auto, cpu or cuda", nonempty=True)
-    eval_every: int | None = option(None, help="also score validation and test every N steps (history.csv); "
-                                    "they are scored after every pass anyway", range=(1, None), metavar="N",
-                                    default_help="after each pass only", omit_default=True)
+    eval_every: int | None = option(
+        None,
+        help="also score validation and test every N steps (history.csv); they are scored after every pass anyway",
+        range=(1, None),
+        metavar="N",
+        default_help="after each pass only",
+        omit_default=True,
+    )
 
     def __post_init__(self) -> None:
         if not self.lrs:
@@ -196,11 +261,17 @@ class FinetuneConfig:
 
 
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
-LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(zip(names.LR_SCHEDULES, (
-    lambda t: 1.0,
-    lambda t: 1.0 - t,
-    lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
-), strict=True))
+LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(
+    zip(
+        names.LR_SCHEDULES,
+        (
+            lambda t: 1.0,
+            lambda t: 1.0 - t,
+            lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
+        ),
+        strict=True,
+    )
+)
 
 
 def check_structure_geometry(config: TrainConfig, source: EncoderSource) -> None:
@@ -226,7 +297,10 @@ def split_batch(config: TrainConfig, micro_batches: int) -> TrainConfig:
     micro-batches: the same effective batch (and steps per epoch) in less memory per micro-batch."""
     effective = config.batch_size * config.grad_accum
     if micro_batches < 1 or effective % micro_batches:
-        raise ConfigError("TrainConfig.grad_accum", f"must divide the {effective} seeds of a step into equal micro-batches, got {micro_batches}")
+        raise ConfigError(
+            "TrainConfig.grad_accum",
+            f"must divide the {effective} seeds of a step into equal micro-batches, got {micro_batches}",
+        )
     return replace(config, batch_size=effective // micro_batches, grad_accum=micro_batches)
 
 

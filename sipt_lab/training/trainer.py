@@ -118,7 +118,9 @@ def pretrain(
     place = distributed_context(device.type)
     device = local_device(device, place)
     if config.batch_size < place.world:
-        raise SiptError(f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample")
+        raise SiptError(
+            f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample"
+        )
     amp_dtype = autocast_dtype(config.precision, device)
     tokenizer = source.tokenizer(list(texts), config.max_len)
     inputs = encoder_inputs(tokenizer, list(texts), device)
@@ -127,8 +129,16 @@ def pretrain(
     described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
     loss = RunLoss(inputs, None, plan.objectives, device, amp_dtype, place=place, normalize=source.normalizes)
     cuda_devices = [device] if device.type == "cuda" else []
-    checkpoint = None if checkpoint_dir is None else Checkpoint(Path(checkpoint_dir) / CHECKPOINT_NAME,
-                                                                run_identity(config, described, tokenizer), config.steps, cuda_devices)
+    checkpoint = (
+        None
+        if checkpoint_dir is None
+        else Checkpoint(
+            Path(checkpoint_dir) / CHECKPOINT_NAME,
+            run_identity(config, described, tokenizer),
+            config.steps,
+            cuda_devices,
+        )
+    )
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(config.seed)
         model, notes = source.encoder(tokenizer)
@@ -139,16 +149,36 @@ def pretrain(
         optimizer = make_optimizer(step.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
 
         def warm_up() -> None:
-            mlm = [(1.0, objective) for _, objective in plan.objectives if objective.needs_mlm and not objective.needs_pairs]
+            mlm = [
+                (1.0, objective)
+                for _, objective in plan.objectives
+                if objective.needs_mlm and not objective.needs_pairs
+            ]
             if config.head_warmup and getattr(model, "fresh_head", False) and mlm:
                 head_step = ModelStep(model, RunLoss(inputs, None, mlm, device, amp_dtype))
                 notes.append(warm_up_head(model, head_step, plan.sampler, config))
 
-        (history,) = train(step, [plan.sampler], config, optimizer, place=place, checkpoint=checkpoint,
-                           warm_up=warm_up, progress=progress, watch=None if watch is None else watch(model, tokenizer))
+        (history,) = train(
+            step,
+            [plan.sampler],
+            config,
+            optimizer,
+            place=place,
+            checkpoint=checkpoint,
+            warm_up=warm_up,
+            progress=progress,
+            watch=None if watch is None else watch(model, tokenizer),
+        )
     model.eval()
-    return PretrainResult(model, tokenizer, history, config, described, notes,
-                          {objective.name: objective.eval() for _, objective in plan.objectives})
+    return PretrainResult(
+        model,
+        tokenizer,
+        history,
+        config,
+        described,
+        notes,
+        {objective.name: objective.eval() for _, objective in plan.objectives},
+    )
 
 
 @dataclass(frozen=True)
@@ -166,12 +196,20 @@ def check_batchable(configs: Sequence[TrainConfig]) -> None:
     shared = [{k: v for k, v in config_to_dict(c).items() if k not in PER_RUN_FIELDS} for c in configs]
     differing = sorted(k for k in shared[0] if any(s[k] != shared[0][k] for s in shared))
     if differing:
-        raise SiptError(f"batched runs must share their training config except {', '.join(PER_RUN_FIELDS)}; "
-                        f"they differ in {', '.join(differing)}")
+        raise SiptError(
+            f"batched runs must share their training config except {', '.join(PER_RUN_FIELDS)}; "
+            f"they differ in {', '.join(differing)}"
+        )
 
 
-def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, *, progress: bool = True,
-                     position: int | None = None, checkpoint_dir: str | Path | None = None) -> list[PretrainResult]:
+def pretrain_batched(
+    runs: Sequence[BatchedRun],
+    encoder: EncoderConfig | CharInit,
+    *,
+    progress: bool = True,
+    position: int | None = None,
+    checkpoint_dir: str | Path | None = None,
+) -> list[PretrainResult]:
     """Pre-train one fresh char encoder per run, all at once as one stacked model; results in run
     order. ``encoder`` is its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary
     kind); it must have no dropout (the models would share dropout draws). ``position``: the
@@ -195,11 +233,19 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     for index, run in enumerate(runs):
         tokenizer = source.tokenizer(list(run.texts), config.max_len)
         ids, lengths = tokenizer.encode(list(run.texts))
-        plan = GraphRecipe().plan(RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source))
-        loss = RunLoss(torch.as_tensor(ids, device=device), lengths, plan.objectives, device, amp_dtype, tokenizer.mask_id)
+        plan = GraphRecipe().plan(
+            RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source)
+        )
+        loss = RunLoss(
+            torch.as_tensor(ids, device=device), lengths, plan.objectives, device, amp_dtype, tokenizer.mask_id
+        )
         # a run that reads no pairs (LM: λ = 0) never reads its graph: seeds and masks come from its
         # seed and lengths alone, so runs with its texts and config are one computation, trained once
-        key = ("graph-free", tuple(run.texts), json.dumps(config_to_dict(run.config), sort_keys=True)) if not loss.needs_pairs else index
+        key = (
+            ("graph-free", tuple(run.texts), json.dumps(config_to_dict(run.config), sort_keys=True))
+            if not loss.needs_pairs
+            else index
+        )
         owners.append(trained.setdefault(key, len(losses)))
         if owners[-1] < len(losses):
             continue
@@ -217,16 +263,27 @@ def pretrain_batched(runs: Sequence[BatchedRun], encoder: EncoderConfig | CharIn
     checkpoint = None
     if checkpoint_dir is not None:
         identity = {str(k): run_identity(c, source.describe(), t) for k, (c, t) in enumerate(zip(configs, tokenizers))}
-        checkpoint = Checkpoint(Path(checkpoint_dir) / CHECKPOINT_NAME, {"runs": identity}, config.steps,
-                                [device] if on_cuda else [])
-    histories = train(step, samplers, config, optimizer, checkpoint=checkpoint, progress=progress,
-                      desc=f"pretrain x{len(models)}", position=position)
+        checkpoint = Checkpoint(
+            Path(checkpoint_dir) / CHECKPOINT_NAME, {"runs": identity}, config.steps, [device] if on_cuda else []
+        )
+    histories = train(
+        step,
+        samplers,
+        config,
+        optimizer,
+        checkpoint=checkpoint,
+        progress=progress,
+        desc=f"pretrain x{len(models)}",
+        position=position,
+    )
     step.unstack(models)
     results = []
     for model, tokenizer, history in zip(models, tokenizers, histories):
         results.append(PretrainResult(model.eval(), tokenizer, history, config, source.describe()))
     out, handed = [], set()
     for run, owner in zip(runs, owners):  # each run its own result: a copy where it shared a training
-        out.append(dataclasses.replace(copy.deepcopy(results[owner]) if owner in handed else results[owner], config=run.config))
+        out.append(
+            dataclasses.replace(copy.deepcopy(results[owner]) if owner in handed else results[owner], config=run.config)
+        )
         handed.add(owner)
     return out

@@ -66,7 +66,9 @@ class ScalarLog:
         """The ``(n, H)`` ``vectors`` (with per-row ``labels``) for TensorBoard's embedding projector."""
         writer = self._open()
         if writer is not None:
-            writer.add_embedding(vectors, metadata=None if labels is None else [str(label) for label in labels], tag=tag)
+            writer.add_embedding(
+                vectors, metadata=None if labels is None else [str(label) for label in labels], tag=tag
+            )
 
     def close(self) -> None:
         if self._writer is not None:
@@ -79,8 +81,10 @@ class ScalarLog:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:  # the package is a dependency; a broken install should not stop training
                 self._failed = True
-                logger.warning("the tensorboard package is not installed; no event files are written "
-                               "(pip install tensorboard, or pass --report-to csv)")
+                logger.warning(
+                    "the tensorboard package is not installed; no event files are written "
+                    "(pip install tensorboard, or pass --report-to csv)"
+                )
                 return None
             self._writer = SummaryWriter(log_dir=str(self.directory))
         return self._writer

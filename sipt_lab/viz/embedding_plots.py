@@ -12,8 +12,15 @@ import numpy as np
 from sipt_lab.viz.style import ARM_COLOURS, STYLE, plt, qualitative_colours, save
 
 
-def embedding_panels(stem: str | Path, panels: Mapping[str, np.ndarray], labels: Sequence[int], *, title: str,
-                     label_name: str = "topic", axis_name: str = "UMAP") -> list[Path]:
+def embedding_panels(
+    stem: str | Path,
+    panels: Mapping[str, np.ndarray],
+    labels: Sequence[int],
+    *,
+    title: str,
+    label_name: str = "topic",
+    axis_name: str = "UMAP",
+) -> list[Path]:
     """2-D embeddings side by side (panel title -> ``(n, 2)`` coordinates), coloured by ``labels``."""
     labels = np.asarray(labels)
     classes = np.unique(labels)
@@ -24,15 +31,23 @@ def embedding_panels(stem: str | Path, panels: Mapping[str, np.ndarray], labels:
             xy = np.asarray(xy, dtype=float)
             for i, c in enumerate(classes):
                 keep = labels == c
-                ax.scatter(xy[keep, 0], xy[keep, 1], s=12, color=cmap(i % cmap.N), alpha=0.85, linewidths=0,
-                           label=f"{label_name} {c}")
+                ax.scatter(
+                    xy[keep, 0],
+                    xy[keep, 1],
+                    s=12,
+                    color=cmap(i % cmap.N),
+                    alpha=0.85,
+                    linewidths=0,
+                    label=f"{label_name} {c}",
+                )
             ax.set_title(name)
             ax.set_xlabel(f"{axis_name} 1 (a.u.)")
             ax.set_ylabel(f"{axis_name} 2 (a.u.)")
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, markerscale=1.5,
-                           title="colour: FT label")
+        axes[0][-1].legend(
+            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, markerscale=1.5, title="colour: FT label"
+        )
         fig.suptitle(title)
         return save(fig, stem)
 
@@ -55,8 +70,9 @@ class TopologyRow:
     true_betti: Sequence[int]
 
 
-def topology_panels(stem: str | Path, rows: Sequence[TopologyRow], *, threshold: float, title: str,
-                    scale_name: str = "L") -> list[Path]:
+def topology_panels(
+    stem: str | Path, rows: Sequence[TopologyRow], *, threshold: float, title: str, scale_name: str = "L"
+) -> list[Path]:
     """Per row: one persistence diagram per embedder (birth and death in units of ``scale_name``,
     the dashed line ``death = birth + threshold`` separating long-lived bars), then grouped bars of
     long-lived bar counts per dimension next to the true Betti numbers."""
@@ -72,11 +88,18 @@ def topology_panels(stem: str | Path, rows: Sequence[TopologyRow], *, threshold:
                 for dim in range(3):
                     bars = diagram[diagram[:, 0] == dim]
                     death = np.where(np.isfinite(bars[:, 2]), np.minimum(bars[:, 2], 1.0), top)
-                    ax.scatter(bars[:, 1], death, s=10, color=dim_colours[dim], alpha=0.7, linewidths=0,
-                               label=f"H{dim}")
+                    ax.scatter(
+                        bars[:, 1], death, s=10, color=dim_colours[dim], alpha=0.7, linewidths=0, label=f"H{dim}"
+                    )
                 ax.plot([0, 1], [0, 1], color="0.3", linewidth=0.8)
-                ax.plot([0, 1 - threshold], [threshold, 1], color="0.3", linestyle="--", linewidth=0.8,
-                        label=f"lifetime = {threshold:.3g} {scale_name}")
+                ax.plot(
+                    [0, 1 - threshold],
+                    [threshold, 1],
+                    color="0.3",
+                    linestyle="--",
+                    linewidth=0.8,
+                    label=f"lifetime = {threshold:.3g} {scale_name}",
+                )
                 ax.axhline(top, color="0.6", linewidth=0.6, linestyle=":")
                 ax.set_xlim(-0.02, 1.02)
                 ax.set_ylim(-0.02, top + 0.04)
@@ -92,8 +115,13 @@ def topology_panels(stem: str | Path, rows: Sequence[TopologyRow], *, threshold:
             values = [row.true_betti, *row.counts.values()]
             width = 0.8 / len(names)
             for i, (name, counts) in enumerate(zip(names, values)):
-                bars = ax.bar(np.arange(3) + (i - (len(names) - 1) / 2) * width, list(counts), width * 0.92,
-                              color=ARM_COLOURS.get(name, f"C{i + 4}"), label=name)
+                bars = ax.bar(
+                    np.arange(3) + (i - (len(names) - 1) / 2) * width,
+                    list(counts),
+                    width * 0.92,
+                    color=ARM_COLOURS.get(name, f"C{i + 4}"),
+                    label=name,
+                )
                 ax.bar_label(bars, fontsize=7, padding=1)
             top = max(max(int(v) for v in counts) for counts in values)
             ticks = [t for t in (0, 1, 2, 3, 5, 10, 30, 100, 300, 1000) if t <= top * 1.5]

@@ -51,13 +51,15 @@ class BarPanel:
     ylim: tuple[float, float] = (0.0, 1.05)
 
 
-def grouped_bars(stem: str | Path, groups: Sequence[str], panels: Sequence[BarPanel], *, title: str,
-                 xlabel: str = "") -> list[Path]:
+def grouped_bars(
+    stem: str | Path, groups: Sequence[str], panels: Sequence[BarPanel], *, title: str, xlabel: str = ""
+) -> list[Path]:
     """Panels of grouped bars with ±sd error bars; ``groups`` are the x categories."""
     groups = list(groups)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 0.95 * len(groups) + 2) * len(panels) * 0.8, 4.4),
-                                 squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(panels), figsize=(max(6.0, 0.95 * len(groups) + 2) * len(panels) * 0.8, 4.4), squeeze=False
+        )
         for ax, panel in zip(axes[0], panels):
             x = np.arange(len(groups))
             width = 0.8 / max(len(panel.series), 1)
@@ -65,14 +67,21 @@ def grouped_bars(stem: str | Path, groups: Sequence[str], panels: Sequence[BarPa
             for i, (label, (means, sds)) in enumerate(panel.series.items()):
                 offset = (i - (len(panel.series) - 1) / 2) * width
                 centres[label] = x + offset
-                ax.bar(x + offset, as_floats(means), width * 0.92, yerr=as_floats(sds), capsize=3, label=label,
-                       color=ARM_COLOURS.get(label, f"C{i}"), error_kw={"elinewidth": 1, "ecolor": "0.15"})
+                ax.bar(
+                    x + offset,
+                    as_floats(means),
+                    width * 0.92,
+                    yerr=as_floats(sds),
+                    capsize=3,
+                    label=label,
+                    color=ARM_COLOURS.get(label, f"C{i}"),
+                    error_kw={"elinewidth": 1, "ecolor": "0.15"},
+                )
             for label, values in panel.marks.items():
                 values = as_floats(values)
                 base = label.removesuffix(" (paper)")
                 if base in centres:
-                    ax.scatter(centres[base], values, marker="x", s=36, color="black", zorder=4,
-                               label="paper's value")
+                    ax.scatter(centres[base], values, marker="x", s=36, color="black", zorder=4, label="paper's value")
                 else:
                     ax.hlines(values, x - 0.45, x + 0.45, colors="#ff7f0e", linewidth=2.2, zorder=5, label=label)
             ax.set_xticks(x, groups, rotation=30, ha="right")
@@ -87,12 +96,22 @@ def grouped_bars(stem: str | Path, groups: Sequence[str], panels: Sequence[BarPa
         return save(fig, stem)
 
 
-def lines_with_bands(stem: str | Path, x: Sequence[float],
-                     series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]], *, xlabel: str,
-                     ylabel: str, title: str, logx: bool = False, percent_x: bool = False,
-                     markers: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-                     hline: float | None = None, hline_label: str = "", ylim: tuple[float, float] | None = None,
-                     styles: Mapping[str, dict] | None = None) -> list[Path]:
+def lines_with_bands(
+    stem: str | Path,
+    x: Sequence[float],
+    series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool = False,
+    percent_x: bool = False,
+    markers: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    hline: float | None = None,
+    hline_label: str = "",
+    ylim: tuple[float, float] | None = None,
+    styles: Mapping[str, dict] | None = None,
+) -> list[Path]:
     """Mean lines over ``x`` with ±sd bands (``sd=None``: no band).
 
     ``markers``: label -> ``(x, y)`` extra points without lines (e.g. reference values);
@@ -122,8 +141,12 @@ def lines_with_bands(stem: str | Path, x: Sequence[float],
         return save(fig, stem)
 
 
-def _draw_lines(ax, x: np.ndarray, series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]],
-                styles: Mapping[str, dict] | None) -> None:
+def _draw_lines(
+    ax,
+    x: np.ndarray,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float] | None]],
+    styles: Mapping[str, dict] | None,
+) -> None:
     """Mean lines over ``x`` ``(m,)`` with ±sd bands on ``ax``; arms take their :data:`ARM_COLOURS`."""
     for i, (label, (mean, sd)) in enumerate(series.items()):
         colour = ARM_COLOURS.get(label, f"C{i}")
@@ -154,8 +177,14 @@ class LinePanel:
     hline_label: str = ""
 
 
-def line_panels(stem: str | Path, rows: Sequence[Sequence[LinePanel]], *, title: str, logx: bool = False,
-                ylim: tuple[float, float] | None = None) -> list[Path]:
+def line_panels(
+    stem: str | Path,
+    rows: Sequence[Sequence[LinePanel]],
+    *,
+    title: str,
+    logx: bool = False,
+    ylim: tuple[float, float] | None = None,
+) -> list[Path]:
     """A grid of :func:`lines_with_bands`-style panels, ``rows[r][c]`` at row ``r``, column ``c``
     (every row as long as the first), sharing the log-x choice and y limits."""
     n_rows, n_cols = len(rows), len(rows[0])
@@ -203,17 +232,29 @@ class ScatterPanel:
     note: str = ""
 
 
-def scatter_vs_diagonal(stem: str | Path, x: Sequence[float], y: Sequence[float], *, xlabel: str, ylabel: str,
-                        title: str, groups: Sequence[str] | None = None, shapes: Sequence[str] | None = None,
-                        values: Sequence[float] | None = None, value_label: str = "",
-                        lims: tuple[float, float] = (0.0, 1.02), note: str = "") -> list[Path]:
+def scatter_vs_diagonal(
+    stem: str | Path,
+    x: Sequence[float],
+    y: Sequence[float],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    groups: Sequence[str] | None = None,
+    shapes: Sequence[str] | None = None,
+    values: Sequence[float] | None = None,
+    value_label: str = "",
+    lims: tuple[float, float] = (0.0, 1.02),
+    note: str = "",
+) -> list[Path]:
     """One :class:`ScatterPanel` (arguments as its fields) drawn alone."""
     panel = ScatterPanel(x, y, xlabel, ylabel, title, groups, shapes, values, value_label, note)
     return scatter_panels(stem, [panel], lims=lims)
 
 
-def scatter_panels(stem: str | Path, panels: Sequence[ScatterPanel], *, title: str = "",
-                   lims: tuple[float, float] = (0.0, 1.02)) -> list[Path]:
+def scatter_panels(
+    stem: str | Path, panels: Sequence[ScatterPanel], *, title: str = "", lims: tuple[float, float] = (0.0, 1.02)
+) -> list[Path]:
     """Side-by-side :class:`ScatterPanel` s sharing ``lims`` on both axes, under ``title``."""
     with plt.rc_context(STYLE):
         width = sum(6.8 if panel.values is None else 6.0 for panel in panels)
@@ -241,23 +282,40 @@ def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
             keep = finite & np.array([a == group and b == shape for a, b in zip(groups, shapes)])
             if not keep.any():
                 continue
-            kwargs = {"c": values[keep], "cmap": "viridis", "vmin": 0, "vmax": 1} if values is not None else \
-                {"color": cmap(g % cmap.N)}
-            points = ax.scatter(x[keep], y[keep], marker=MARKERS[s % len(MARKERS)], s=34, alpha=0.85,
-                                edgecolors="white", linewidths=0.4, zorder=3, **kwargs)
+            kwargs = (
+                {"c": values[keep], "cmap": "viridis", "vmin": 0, "vmax": 1}
+                if values is not None
+                else {"color": cmap(g % cmap.N)}
+            )
+            points = ax.scatter(
+                x[keep],
+                y[keep],
+                marker=MARKERS[s % len(MARKERS)],
+                s=34,
+                alpha=0.85,
+                edgecolors="white",
+                linewidths=0.4,
+                zorder=3,
+                **kwargs,
+            )
     if values is not None and points is not None:
         fig.colorbar(points, ax=ax, label=panel.value_label)
     handles = [ax.get_legend_handles_labels()[0][0]]
-    handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(g % cmap.N), label=group)
-                for g, group in enumerate(group_names) if group and values is None]
-    handles += [plt.Line2D([], [], ls="", marker=MARKERS[s % len(MARKERS)], color="0.2", markerfacecolor="none",
-                           label=shape)
-                for s, shape in enumerate(shape_names) if shape]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0) if values is None else None,
-              frameon=False)
+    handles += [
+        plt.Line2D([], [], ls="", marker="o", color=cmap(g % cmap.N), label=group)
+        for g, group in enumerate(group_names)
+        if group and values is None
+    ]
+    handles += [
+        plt.Line2D([], [], ls="", marker=MARKERS[s % len(MARKERS)], color="0.2", markerfacecolor="none", label=shape)
+        for s, shape in enumerate(shape_names)
+        if shape
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0) if values is None else None, frameon=False)
     if panel.note:
-        ax.annotate(panel.note, xy=(0.0, -0.13), xycoords="axes fraction", ha="left", va="top", fontsize=8.5,
-                    color="0.25")
+        ax.annotate(
+            panel.note, xy=(0.0, -0.13), xycoords="axes fraction", ha="left", va="top", fontsize=8.5, color="0.25"
+        )
     ax.set_xlim(*lims)
     ax.set_ylim(*lims)
     ax.set_aspect("equal")
@@ -267,9 +325,18 @@ def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def labelled_errorbars(stem: str | Path, series: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
-                       names: Sequence[str], *, xlabel: str, ylabel: str, title: str, reference: float = 0.0,
-                       note: str = "", levels: Mapping[str, tuple[float, float]] | None = None) -> list[Path]:
+def labelled_errorbars(
+    stem: str | Path,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    names: Sequence[str],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    reference: float = 0.0,
+    note: str = "",
+    levels: Mapping[str, tuple[float, float]] | None = None,
+) -> list[Path]:
     """One marker per point and series, ``series[label] = (x, y, y_sd)`` (one value per name),
     each point annotated with ``names[k]``, and a dashed horizontal line at ``reference``;
     ``levels[label] = (y, y_sd)``: values that do not depend on x, drawn as dotted lines with a ± sd band."""
@@ -287,7 +354,9 @@ def labelled_errorbars(stem: str | Path, series: Mapping[str, tuple[Sequence[flo
             for name, xi, yi in zip(names, x, y):
                 ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, 4), fontsize=8.5, color="0.25")
         if note:
-            ax.annotate(note, xy=(0.0, -0.15), xycoords="axes fraction", ha="left", va="top", fontsize=8.5, color="0.25")
+            ax.annotate(
+                note, xy=(0.0, -0.15), xycoords="axes fraction", ha="left", va="top", fontsize=8.5, color="0.25"
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)

@@ -26,8 +26,13 @@ STYLE = {
     "axes.spines.right": False,
 }
 #: Colours of the two arms (and the oracle / surface controls) wherever they appear.
-ARM_COLOURS = {"LM": "#7f7f7f", "SIPT": "#1f77b4", "oracle": "#d62728", "true surface": "#2ca02c",
-               "surface (geodesic)": "#bcbd22"}
+ARM_COLOURS = {
+    "LM": "#7f7f7f",
+    "SIPT": "#1f77b4",
+    "oracle": "#d62728",
+    "true surface": "#2ca02c",
+    "surface (geodesic)": "#bcbd22",
+}
 #: Marker shapes, cycled per series.
 MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*")
 

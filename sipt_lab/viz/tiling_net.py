@@ -78,8 +78,17 @@ def plot_tiling(
     corners = {tuple(np.round(p, 6)): v for p, v in zip(net.reshape(-1, 2), tiling.triangles.ravel())}
     for (x, y), v in corners.items():
         name = f"{v}" if vertex_topics is None else f"{v}:T{vertex_topics[v]}"
-        ax.text(x, y, name, ha="center", va="center", fontsize=7, fontweight="bold", zorder=4,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="0.5", lw=0.5, alpha=0.9))
+        ax.text(
+            x,
+            y,
+            name,
+            ha="center",
+            va="center",
+            fontsize=7,
+            fontweight="bold",
+            zorder=4,
+            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="0.5", lw=0.5, alpha=0.9),
+        )
     if tri is not None:
         tri = np.asarray(tri, dtype=np.int64)
         bary = np.asarray(bary, dtype=np.float64)
@@ -88,11 +97,17 @@ def plot_tiling(
         classes, codes = np.unique(labels, return_inverse=True)
         cmap = plt.get_cmap("tab10" if classes.size <= 10 else "tab20")
         ax.scatter(xy[:, 0], xy[:, 1], c=[cmap(c % cmap.N) for c in codes], s=8, zorder=3, linewidths=0)
-        handles = [plt.Line2D([], [], ls="", marker="o", color=cmap(i % cmap.N), label=f"label {c}")
-                   for i, c in enumerate(classes)]
+        handles = [
+            plt.Line2D([], [], ls="", marker="o", color=cmap(i % cmap.N), label=f"label {c}")
+            for i, c in enumerate(classes)
+        ]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
-    ax.set_title(title or f"{tiling.name}: {tiling.n_vertices} vertices, {tiling.n_triangles} triangles "
-                 "(same vertex ids = glued; dashed = cut, thick = boundary)", fontsize=9)
+    ax.set_title(
+        title
+        or f"{tiling.name}: {tiling.n_vertices} vertices, {tiling.n_triangles} triangles "
+        "(same vertex ids = glued; dashed = cut, thick = boundary)",
+        fontsize=9,
+    )
     ax.set_aspect("equal")
     ax.axis("off")
     path = Path(path)
@@ -112,10 +127,15 @@ def plot_dataset(dataset, path: str | Path) -> Path:
     bary = rows[:, [col["b0"], col["b1"], col["b2"]]].astype(np.float64)
     surface = dataset.params["surface"]
     return plot_tiling(
-        get_surface(surface), path, tri, bary, dataset.labels,
+        get_surface(surface),
+        path,
+        tri,
+        bary,
+        dataset.labels,
         vertex_topics=np.asarray(dataset.params["vertex_topics"]),
         title=f"{surface}: {dataset.n_nodes} sentences, {dataset.graph.n_edges} edges, "
-              f"r = {dataset.params['radius']:.3f}, LC = {dataset.local_consistency:.3f} (vertex:Topic)")
+        f"r = {dataset.params['radius']:.3f}, LC = {dataset.local_consistency:.3f} (vertex:Topic)",
+    )
 
 
 def _unfold_neighbor(tiling: Tiling, V: np.ndarray, t: int, k: int, u: int) -> np.ndarray:

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sipt_lab.core import outputs
 from sipt_lab.cli.main import main
+from sipt_lab.core import outputs
 from sipt_lab.graphs.tsv import read_labels_tsv
 
 N = 12
@@ -42,10 +42,14 @@ def _reached(*args, **kwargs):
 def good_files(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "samples.tsv").write_text("".join(f"{i}\t{t}\n" for i, t in zip(IDS, TEXTS)))
-    (root / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for k, a in enumerate(IDS) for b in IDS[k + 1:] if int(a[1:]) % 2 == int(b[1:]) % 2))
+    (root / "edges.tsv").write_text(
+        "".join(f"{a}\t{b}\n" for k, a in enumerate(IDS) for b in IDS[k + 1 :] if int(a[1:]) % 2 == int(b[1:]) % 2)
+    )
     (root / "labels.tsv").write_text("".join(f"{i}\tg{int(i[1:]) % 2}\n" for i in IDS))
     (root / "values.tsv").write_text("".join(f"{i}\t{int(i[1:]) * 1.5}\n" for i in IDS))
-    (root / "splits.tsv").write_text("".join(f"{i}\t{'train' if k < 8 else 'validation' if k < 10 else 'test'}\n" for k, i in enumerate(IDS)))
+    (root / "splits.tsv").write_text(
+        "".join(f"{i}\t{'train' if k < 8 else 'validation' if k < 10 else 'test'}\n" for k, i in enumerate(IDS))
+    )
     (root / "afile").write_text("not a directory\n")
     (root / "adir").mkdir(exist_ok=True)
     (root / "foreign").mkdir(exist_ok=True)
@@ -55,7 +59,7 @@ def good_files(root: Path) -> None:
 #: Variants of an input file: name -> (file name, bytes).
 def input_variants() -> dict[str, tuple[str, bytes]]:
     samples = "".join(f"{i}\t{t}\n" for i, t in zip(IDS, TEXTS))
-    edges = "".join(f"{a}\t{b}\n" for k, a in enumerate(IDS) for b in IDS[k + 1:] if int(a[1:]) % 2 == int(b[1:]) % 2)
+    edges = "".join(f"{a}\t{b}\n" for k, a in enumerate(IDS) for b in IDS[k + 1 :] if int(a[1:]) % 2 == int(b[1:]) % 2)
     labels = "".join(f"{i}\tg{int(i[1:]) % 2}\n" for i in IDS)
     jsonl = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(IDS, TEXTS))
     return {
@@ -68,7 +72,10 @@ def input_variants() -> dict[str, tuple[str, bytes]]:
         "samples-latin1": ("samples.tsv", (samples + "s99\tcaf\xe9\n").encode("latin-1")),
         "samples-empty": ("samples.tsv", b""),
         "samples-jsonl-tab-id": ("samples.jsonl", (jsonl + json.dumps({"id": "x\ty", "text": "t"}) + "\n").encode()),
-        "samples-jsonl-newline-id": ("samples.jsonl", (jsonl + json.dumps({"id": "x\ny", "text": "t"}) + "\n").encode()),
+        "samples-jsonl-newline-id": (
+            "samples.jsonl",
+            (jsonl + json.dumps({"id": "x\ny", "text": "t"}) + "\n").encode(),
+        ),
         "samples-jsonl-broken": ("samples.jsonl", (jsonl + "{not json\n").encode()),
         "samples-gz-corrupt": ("samples.tsv.gz", gzip.compress(samples.encode(), mtime=0)[:40]),
         "edges-bom-crlf": ("edges.tsv", ("\ufeff" + edges.replace("\n", "\r\n")).encode()),
@@ -100,14 +107,40 @@ def _argv(options: dict) -> list[str]:
     return argv
 
 
-PRETRAIN = {"_cmd": "pretrain", "--samples": "{d}/samples.tsv", "--edges": "{d}/edges.tsv", "--init": "char",
-            "--encoder": "paper-small", "--steps": "1", "--batch-size": "4", "--device": "cpu", "--quiet": True, "--out": "{d}/out"}
+PRETRAIN = {
+    "_cmd": "pretrain",
+    "--samples": "{d}/samples.tsv",
+    "--edges": "{d}/edges.tsv",
+    "--init": "char",
+    "--encoder": "paper-small",
+    "--steps": "1",
+    "--batch-size": "4",
+    "--device": "cpu",
+    "--quiet": True,
+    "--out": "{d}/out",
+}
 EMBED = {"_cmd": "embed", "--model": "char", "--samples": "{d}/samples.tsv", "--out": "{d}/emb.npy", "--device": "cpu"}
-FINETUNE = {"_cmd": "finetune", "--model": "char", "--samples": "{d}/samples.tsv", "--labels": "{d}/labels.tsv",
-            "--splits": "{d}/splits.tsv", "--mode": "probe", "--device": "cpu", "--out": "{d}/ft"}
+FINETUNE = {
+    "_cmd": "finetune",
+    "--model": "char",
+    "--samples": "{d}/samples.tsv",
+    "--labels": "{d}/labels.tsv",
+    "--splits": "{d}/splits.tsv",
+    "--mode": "probe",
+    "--device": "cpu",
+    "--out": "{d}/ft",
+}
 CONSISTENCY = {"_cmd": "consistency", "--edges": "{d}/edges.tsv", "--labels": "{d}/labels.tsv", "--json": True}
 SWEEP = {**PRETRAIN, "_cmd": "lambda-sweep", "--lambdas": ["0", "0.1"]}
-DOMAIN = {"_cmd": "domain", "_action": "run", "_name": "wiki", "--init": "char", "--seeds": "1", "--executor": "serial", "--out": "{d}/dom"}
+DOMAIN = {
+    "_cmd": "domain",
+    "_action": "run",
+    "_name": "wiki",
+    "--init": "char",
+    "--seeds": "1",
+    "--executor": "serial",
+    "--out": "{d}/dom",
+}
 SIMULATE = {"_cmd": "simulate", "--graph": "cliques", "--seeds": "1", "--executor": "serial", "--out": "{d}/sim"}
 GRAPH = {"_cmd": "graph", "_action": "build", "--graph": "cliques", "--quiet": True, "--out": "{d}/built"}
 FIGURES = {"_cmd": "figures", "--only": "corollary1", "--out": "{d}/figs"}
@@ -115,21 +148,63 @@ DATA = {"_cmd": "data", "_action": "fetch", "_name": "tape-fluorescence", "--to"
 
 #: Per command, its numeric flags with one cheap valid value each.
 NUMERIC = {
-    "pretrain": (PRETRAIN, {"--lambda-si": "0.5", "--epochs": "0.5", "--steps": "2", "--batch-size": "3", "--grad-accum": "2",
-                            "--lr": "1e-3", "--warmup": "0.5", "--max-length": "16", "--seed": "7", "--save-every": "1"}),
+    "pretrain": (
+        PRETRAIN,
+        {
+            "--lambda-si": "0.5",
+            "--epochs": "0.5",
+            "--steps": "2",
+            "--batch-size": "3",
+            "--grad-accum": "2",
+            "--lr": "1e-3",
+            "--warmup": "0.5",
+            "--max-length": "16",
+            "--seed": "7",
+            "--save-every": "1",
+        },
+    ),
     "lambda-sweep": (SWEEP, {"--lambdas": "0.3", "--validation": "0.2", "--lr": "1e-3", "--seed": "3"}),
     "embed": (EMBED, {"--batch-size": "5"}),
-    "finetune": (FINETUNE, {"--seeds": "1", "--lr": "1e-3", "--epochs": "1", "--batch-size": "4", "--max-length": "16"}),
-    "domain": (DOMAIN, {"--seeds": "2", "--samples": "50", "--steps": "3", "--lambdas": "0.2", "--teacher-layer": "1", "--grad-accum": "2"}),
-    "simulate": (SIMULATE, {"--noise": "0.1", "--nodes": "60", "--seeds": "2", "--seed": "5", "--lambda-si": "0.3", "--steps": "3"}),
+    "finetune": (
+        FINETUNE,
+        {"--seeds": "1", "--lr": "1e-3", "--epochs": "1", "--batch-size": "4", "--max-length": "16"},
+    ),
+    "domain": (
+        DOMAIN,
+        {
+            "--seeds": "2",
+            "--samples": "50",
+            "--steps": "3",
+            "--lambdas": "0.2",
+            "--teacher-layer": "1",
+            "--grad-accum": "2",
+        },
+    ),
+    "simulate": (
+        SIMULATE,
+        {"--noise": "0.1", "--nodes": "60", "--seeds": "2", "--seed": "5", "--lambda-si": "0.3", "--steps": "3"},
+    ),
     "graph": (GRAPH, {"--nodes": "60", "--noise": "0.1", "--seed": "4", "--topics": "5", "--heldout": "3"}),
     "figures": (FIGURES, {"--seeds": "2", "--steps": "3", "--nodes": "60", "--passes": "2", "--scale-nodes": "50"}),
 }
 #: Per command, its path flags and what each must be: a file to read, or an output ("out").
 PATHS = {
-    "pretrain": (PRETRAIN, {"--samples": "in", "--edges": "in", "--labels": "in", "--init": "model", "--teacher": "model", "--out": "out"}),
+    "pretrain": (
+        PRETRAIN,
+        {"--samples": "in", "--edges": "in", "--labels": "in", "--init": "model", "--teacher": "model", "--out": "out"},
+    ),
     "embed": (EMBED, {"--model": "model", "--samples": "in", "--out": "outfile"}),
-    "finetune": (FINETUNE, {"--model": "model", "--baseline": "model", "--samples": "in", "--labels": "in", "--splits": "in", "--out": "out"}),
+    "finetune": (
+        FINETUNE,
+        {
+            "--model": "model",
+            "--baseline": "model",
+            "--samples": "in",
+            "--labels": "in",
+            "--splits": "in",
+            "--out": "out",
+        },
+    ),
     "consistency": (CONSISTENCY, {"--edges": "in", "--labels": "in"}),
     "lambda-sweep": (SWEEP, {"--samples": "in", "--out": "out"}),
     "domain": (DOMAIN, {"--init": "model", "--data": "in", "--teacher": "model", "--out": "out"}),
@@ -141,12 +216,27 @@ PATHS = {
 PATH_VALUES = {
     "in": {"missing": "{d}/missing.tsv", "directory": "{d}/adir", "empty": "", "blank": "  "},
     "model": {"missing": "{d}/missing", "file": "{d}/afile", "empty-dir": "{d}/adir", "empty": ""},
-    "out": {"file": "{d}/afile", "under-file": "{d}/afile/sub", "empty": "", "foreign": "{d}/foreign", "unwritable": "/proc/sipt-lab-battery"},
-    "outfile": {"directory": "{d}/adir", "under-file": "{d}/afile/e.npy", "empty": "", "unwritable": "/proc/sipt-lab-battery/e.npy"},
+    "out": {
+        "file": "{d}/afile",
+        "under-file": "{d}/afile/sub",
+        "empty": "",
+        "foreign": "{d}/foreign",
+        "unwritable": "/proc/sipt-lab-battery",
+    },
+    "outfile": {
+        "directory": "{d}/adir",
+        "under-file": "{d}/afile/e.npy",
+        "empty": "",
+        "unwritable": "/proc/sipt-lab-battery/e.npy",
+    },
 }
 #: Which commands read which variant kinds.
-READERS = {"pretrain": ("samples", "edges", "labels"), "embed": ("samples",), "finetune": ("samples", "labels"),
-           "consistency": ("edges", "labels")}
+READERS = {
+    "pretrain": ("samples", "edges", "labels"),
+    "embed": ("samples",),
+    "finetune": ("samples", "labels"),
+    "consistency": ("edges", "labels"),
+}
 
 
 def cases() -> list[tuple[str, dict, str | None, tuple[str, bytes] | None]]:
@@ -175,7 +265,9 @@ def cases() -> list[tuple[str, dict, str | None, tuple[str, bytes] | None]]:
     for command, base in (("pretrain", PRETRAIN), ("embed", EMBED), ("finetune", FINETUNE)):
         for second in ("again", "overwrite"):
             found.append((f"{command} existing output {second}", base, second, None))
-    found.append(("finetune regression labels", {**FINETUNE, "--labels": "{d}/values.tsv", "--kind": "regression"}, None, None))
+    found.append(
+        ("finetune regression labels", {**FINETUNE, "--labels": "{d}/values.tsv", "--kind": "regression"}, None, None)
+    )
     found.append(("pretrain --resume --overwrite", {**PRETRAIN, "--resume": True, "--overwrite": True}, None, None))
     return found
 
@@ -192,8 +284,10 @@ def _tally(request):
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if total and reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():
-                reporter.write_line(f"\nCLI battery: {total} cases: {OUTCOMES[0]} exit 0 with a correct output, {OUTCOMES[2]} one-line "
-                                f"errors (exit 2), {OUTCOMES['reached']} valid up to the work of a long command")
+            reporter.write_line(
+                f"\nCLI battery: {total} cases: {OUTCOMES[0]} exit 0 with a correct output, {OUTCOMES[2]} one-line "
+                f"errors (exit 2), {OUTCOMES['reached']} valid up to the work of a long command"
+            )
 
 
 @pytest.fixture(autouse=True)
@@ -201,8 +295,8 @@ def _stubs(monkeypatch):
     """Long commands stop where their work would start."""
     import sipt_lab.domains.datasets as datasets
     import sipt_lab.experiments.domain.run as domain_run
-    import sipt_lab.experiments.paper.figures as figures
     import sipt_lab.experiments.lambda_sweep as lambda_sweep
+    import sipt_lab.experiments.paper.figures as figures
     import sipt_lab.experiments.simulation.simulate as simulate
     import sipt_lab.synthetic.builder as builder
 
@@ -250,7 +344,7 @@ def check_output(options: dict, d: Path, out: str) -> None:
         assert json.loads((run_dir / "result.json").read_text(), **strict)["n_samples"] == N
         assert {"config.json", "history.csv", "result.json"} <= set(outputs.owned_files(run_dir))
     elif command == "embed":
-        vectors_path, = [p for p in output_of(options, d) if p.suffix == ".npy"][:1]
+        (vectors_path,) = [p for p in output_of(options, d) if p.suffix == ".npy"][:1]
         ids = vectors_path.with_name(vectors_path.name.removesuffix(".npy") + ".ids.tsv").read_text().splitlines()
         assert np.load(vectors_path).shape[0] == len(ids) == N and ids == IDS
     elif command == "finetune":
@@ -270,8 +364,16 @@ def test_battery(case, tmp_path, capsys):
     if variant is not None:
         (d / "variant").mkdir()
         (d / "variant" / variant[0]).write_bytes(variant[1])
-    options = {key: ([v.format(d=d) for v in value] if isinstance(value, list) else value.format(d=d) if isinstance(value, str) else value)
-               for key, value in options.items()}
+    options = {
+        key: (
+            [v.format(d=d) for v in value]
+            if isinstance(value, list)
+            else value.format(d=d)
+            if isinstance(value, str)
+            else value
+        )
+        for key, value in options.items()
+    }
     argv = _argv(options)
     if second is not None:
         first, _, err = run(argv, capsys)

@@ -113,8 +113,7 @@ def test_installed_console_script():
     # the README's install command (pip install -e .) puts the entry point on PATH; tests never install
     exe = shutil.which("sipt-lab")
     assert exe is not None, "sipt-lab is not on PATH: install the package first (pip install -e .)"
-    done = subprocess.run([exe, "consistency", "--example", "--json"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([exe, "consistency", "--example", "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["local_consistency"] == pytest.approx(0.95)

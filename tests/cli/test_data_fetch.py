@@ -53,12 +53,28 @@ def registry(server, monkeypatch):
     (root / "corrupt.txt").write_bytes(b"not what was pinned")
     (root / "plain.txt").write_bytes(b"unpinned bytes")
     entries = {
-        "good": Dataset("good", "proteins", "a TAPE-like task", "test", "CC0",
-                        (RemoteFile(f"{base}/fl.tar.gz", "tape/fl.tar.gz", hashlib.sha256(archive).hexdigest()),)),
-        "corrupt": Dataset("corrupt", "proteins", "a file whose bytes changed", "test", "CC0",
-                           (RemoteFile(f"{base}/corrupt.txt", "c.txt", hashlib.sha256(b"the original").hexdigest()),)),
-        "unpinned": Dataset("unpinned", "abstracts", "no digest", "test", "CC0", (RemoteFile(f"{base}/plain.txt", "p.txt"),)),
-        "missing": Dataset("missing", "abstracts", "404", "test", "CC0", (RemoteFile(f"{base}/nope.txt", "n.txt", "0" * 64),)),
+        "good": Dataset(
+            "good",
+            "proteins",
+            "a TAPE-like task",
+            "test",
+            "CC0",
+            (RemoteFile(f"{base}/fl.tar.gz", "tape/fl.tar.gz", hashlib.sha256(archive).hexdigest()),),
+        ),
+        "corrupt": Dataset(
+            "corrupt",
+            "proteins",
+            "a file whose bytes changed",
+            "test",
+            "CC0",
+            (RemoteFile(f"{base}/corrupt.txt", "c.txt", hashlib.sha256(b"the original").hexdigest()),),
+        ),
+        "unpinned": Dataset(
+            "unpinned", "abstracts", "no digest", "test", "CC0", (RemoteFile(f"{base}/plain.txt", "p.txt"),)
+        ),
+        "missing": Dataset(
+            "missing", "abstracts", "404", "test", "CC0", (RemoteFile(f"{base}/nope.txt", "n.txt", "0" * 64),)
+        ),
     }
     monkeypatch.setattr(datasets, "DATASETS", entries)
     return entries
@@ -95,11 +111,14 @@ def test_unpinned_needs_consent_then_records_its_digest(tmp_path, registry, caps
     assert (out / "SHA256SUMS").read_text() == f"{hashlib.sha256(b'unpinned bytes').hexdigest()}  p.txt\n"
 
 
-@pytest.mark.parametrize(("argv", "match"), [
-    (["data", "fetch", "nope", "--to", "{tmp}/d"], "unknown dataset 'nope'; choose one of: good, corrupt"),
-    (["data", "fetch", "good", "--to", "{tmp}/file"], "is a file; pass a directory"),
-    (["data", "fetch", "missing", "--to", "{tmp}/d"], "cannot download"),
-])
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["data", "fetch", "nope", "--to", "{tmp}/d"], "unknown dataset 'nope'; choose one of: good, corrupt"),
+        (["data", "fetch", "good", "--to", "{tmp}/file"], "is a file; pass a directory"),
+        (["data", "fetch", "missing", "--to", "{tmp}/d"], "cannot download"),
+    ],
+)
 def test_bad_name_directory_or_url_is_one_line(tmp_path, registry, capsys, argv, match):
     (tmp_path / "file").write_text("x")
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2

@@ -48,9 +48,12 @@ def flag_name(action: argparse.Action) -> str:
 def hand_written_flags(command: str, parser: argparse.ArgumentParser) -> set[str]:
     recorded = parser.get_default("field_flags") or {}
     generated = {(field.split(".", 1)[1], flag) for field, flag in recorded.items()}
-    return {flag_name(action) for action in parser._actions
-            if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))
-            and (action.dest, flag_name(action)) not in generated}
+    return {
+        flag_name(action)
+        for action in parser._actions
+        if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))
+        and (action.dest, flag_name(action)) not in generated
+    }
 
 
 COMMANDS = dict(command_parsers(build_parser()))

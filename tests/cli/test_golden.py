@@ -136,14 +136,20 @@ def test_help_text_is_unchanged(parser):
     elif stale:
         problems.append(f"golden help files of commands that no longer exist: {', '.join(sorted(stale))}")
     if problems:
-        pytest.fail("--help text differs from its golden files:\n" + "\n".join(problems)[:12000] + f"\n{UPDATE_HINT}",
-                    pytrace=False)
+        pytest.fail(
+            "--help text differs from its golden files:\n" + "\n".join(problems)[:12000] + f"\n{UPDATE_HINT}",
+            pytrace=False,
+        )
 
 
 # ------------------------------------------------------------------------------------------ inputs
 #: Words of each label group; every golden sample mixes its group's words with shared filler.
-GROUP_WORDS = (("red", "blue", "green", "pink", "gold"), ("cat", "dog", "cow", "owl", "fox"),
-               ("oak", "elm", "ash", "fir", "yew"), ("sun", "moon", "star", "sky", "rain"))
+GROUP_WORDS = (
+    ("red", "blue", "green", "pink", "gold"),
+    ("cat", "dog", "cow", "owl", "fox"),
+    ("oak", "elm", "ash", "fir", "yew"),
+    ("sun", "moon", "star", "sky", "rain"),
+)
 FILLER = ("the", "a", "of", "and", "to", "in", "is", "was", "on", "with")
 N_SAMPLES = 48
 
@@ -158,8 +164,12 @@ def write_inputs(root: Path) -> Path:
     texts = [" ".join([*rng.choice(GROUP_WORDS[g], 4), *rng.choice(FILLER, 4)]) for g in group]
     (root / "samples.tsv").write_text("id\ttext\n" + "".join(f"{i}\t{t}\n" for i, t in zip(ids, texts)))
     (root / "labels.tsv").write_text("".join(f"{i}\tg{g}\n" for i, g in zip(ids, group)))
-    edges = [(a, b) for a in range(N_SAMPLES) for b in range(a + 1, N_SAMPLES)
-             if rng.random() < (0.5 if group[a] == group[b] else 0.03)]
+    edges = [
+        (a, b)
+        for a in range(N_SAMPLES)
+        for b in range(a + 1, N_SAMPLES)
+        if rng.random() < (0.5 if group[a] == group[b] else 0.03)
+    ]
     (root / "edges.tsv").write_text("".join(f"{ids[a]}\t{ids[b]}\n" for a, b in edges))
     split = ["train"] * 24 + ["validation"] * 8 + ["test"] * 16
     (root / "splits.tsv").write_text("".join(f"{i}\t{s}\n" for i, s in zip(ids, split)))
@@ -173,8 +183,11 @@ def read_json(path: Path):
 def file_listing(root: Path) -> list[str]:
     """Every file under ``root``, relative, sorted: which files a run writes is pinned too (a
     TensorBoard event file by its kind: its name holds the time, host and process)."""
-    return sorted(re.sub(r"events\.out\.tfevents\..*$", "events.out.tfevents.<time.host.pid>", p.relative_to(root).as_posix())
-                  for p in root.rglob("*") if p.is_file())
+    return sorted(
+        re.sub(r"events\.out\.tfevents\..*$", "events.out.tfevents.<time.host.pid>", p.relative_to(root).as_posix())
+        for p in root.rglob("*")
+        if p.is_file()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -197,10 +210,34 @@ def pretrained(inputs, tmp_path_factory) -> dict[str, Path]:
         torch.set_num_threads(1)
         try:
             for arm, extra in PRETRAIN_ARMS.items():
-                assert main(["pretrain", "--samples", str(inputs / "samples.tsv"), "--edges", str(inputs / "edges.tsv"),
-                             "--labels", str(inputs / "labels.tsv"), "--init", "char", "--encoder", "paper-small",
-                             "--steps", "6", "--batch-size", "8", "--device", "cpu", "--quiet", *extra,
-                             "--out", str(root / arm)]) == 0
+                assert (
+                    main(
+                        [
+                            "pretrain",
+                            "--samples",
+                            str(inputs / "samples.tsv"),
+                            "--edges",
+                            str(inputs / "edges.tsv"),
+                            "--labels",
+                            str(inputs / "labels.tsv"),
+                            "--init",
+                            "char",
+                            "--encoder",
+                            "paper-small",
+                            "--steps",
+                            "6",
+                            "--batch-size",
+                            "8",
+                            "--device",
+                            "cpu",
+                            "--quiet",
+                            *extra,
+                            "--out",
+                            str(root / arm),
+                        ]
+                    )
+                    == 0
+                )
         finally:
             torch.set_num_threads(threads)
     return {arm: root / arm for arm in PRETRAIN_ARMS}
@@ -211,8 +248,8 @@ def fake_corpus(monkeypatch):
     """The semi-synthetic families' corpus and topic model replaced by 240 random strings in 12
     planted topics (fitting LDA on the embedded corpus takes longer than all of these tests)."""
     from sipt_lab.data.corpus import Corpus
-    from sipt_lab.synthetic import builder
     from sipt_lab.data.topics import TopicAssignment
+    from sipt_lab.synthetic import builder
 
     rng = np.random.default_rng(0)
     alphabet = np.array(list("abcdefgh "))
@@ -230,12 +267,41 @@ def test_simulate_results(tmp_path, fake_corpus):
     (config, per-seed metrics of each arm, LC) and the cell directories, whose names are the
     config hashes a re-run uses to skip finished seeds."""
     out = tmp_path / "sim"
-    assert main(["simulate", "--graph", "cliques", "--nodes", "30", "--steps", "20", "--seeds", "2", "--lambda-si", "0.5",
-                 "--device", "cpu", "--executor", "serial", "--json", "--out", str(out)]) == 0
-    check_golden_json("results/simulate.json", normalise({
-        "files": file_listing(out),
-        "results.json": read_json(out / "results.json"),
-    }, tmp_path))
+    assert (
+        main(
+            [
+                "simulate",
+                "--graph",
+                "cliques",
+                "--nodes",
+                "30",
+                "--steps",
+                "20",
+                "--seeds",
+                "2",
+                "--lambda-si",
+                "0.5",
+                "--device",
+                "cpu",
+                "--executor",
+                "serial",
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    check_golden_json(
+        "results/simulate.json",
+        normalise(
+            {
+                "files": file_listing(out),
+                "results.json": read_json(out / "results.json"),
+            },
+            tmp_path,
+        ),
+    )
 
 
 def test_pretrain_results(pretrained, inputs):
@@ -262,15 +328,47 @@ def test_finetune_results(pretrained, inputs, tmp_path):
     (Not ``--baseline char``: a named char init gets a vocabulary learnt from no texts, so every
     sample embeds alike and the probe's scores turn on float ties.)"""
     out = tmp_path / "ft"
-    assert main(["finetune", "--model", str(pretrained["sipt"]), "--baseline", str(pretrained["lm"]),
-                 "--samples", str(inputs / "samples.tsv"), "--labels", str(inputs / "labels.tsv"),
-                 "--splits", str(inputs / "splits.tsv"), "--seeds", "2", "--lr", "1e-3", "--epochs", "2",
-                 "--batch-size", "8", "--device", "cpu", "--out", str(out)]) == 0
-    check_golden_json("results/finetune.json", normalise({
-        "files": file_listing(out),
-        "results.json": read_json(out / "results.json"),
-        "config.json": read_json(out / "config.json"),
-    }, {tmp_path: "<tmp>", pretrained["sipt"].parent: "<pretrain>", inputs: "<inputs>"}))
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                str(pretrained["sipt"]),
+                "--baseline",
+                str(pretrained["lm"]),
+                "--samples",
+                str(inputs / "samples.tsv"),
+                "--labels",
+                str(inputs / "labels.tsv"),
+                "--splits",
+                str(inputs / "splits.tsv"),
+                "--seeds",
+                "2",
+                "--lr",
+                "1e-3",
+                "--epochs",
+                "2",
+                "--batch-size",
+                "8",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    check_golden_json(
+        "results/finetune.json",
+        normalise(
+            {
+                "files": file_listing(out),
+                "results.json": read_json(out / "results.json"),
+                "config.json": read_json(out / "config.json"),
+            },
+            {tmp_path: "<tmp>", pretrained["sipt"].parent: "<pretrain>", inputs: "<inputs>"},
+        ),
+    )
 
 
 def test_domain_run_results(tmp_path):
@@ -282,20 +380,53 @@ def test_domain_run_results(tmp_path):
 
     data = write_proteins(tmp_path / "proteins")
     out = tmp_path / "dom"
-    assert main(["domain", "run", "proteins", "--data", str(data), "--init", "char", "--seeds", "2", "--steps", "4",
-                 "--mode", "both", "--device", "cpu", "--executor", "serial", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "domain",
+                "run",
+                "proteins",
+                "--data",
+                str(data),
+                "--init",
+                "char",
+                "--seeds",
+                "2",
+                "--steps",
+                "4",
+                "--mode",
+                "both",
+                "--device",
+                "cpu",
+                "--executor",
+                "serial",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     cells = {}
     for cell in sorted((out / "cells").iterdir()):
         config = read_json(cell / "config.json")
         cells[f"{config['arm']} graph={config['graph']} seed={config['seed']}"] = {
-            "files": file_listing(cell), "config.json": config, "result.json": read_json(cell / "result.json")}
+            "files": file_listing(cell),
+            "config.json": config,
+            "result.json": read_json(cell / "result.json"),
+        }
     assert len(cells) == len(list((out / "cells").iterdir()))
-    check_golden_json("results/domain_run.json", normalise({
-        "files": [name for name in file_listing(out) if not name.startswith("cells/")],
-        "summary.json": read_json(out / "summary.json"),
-        "comparison.csv": read_csv_rows(out / "comparison.csv"),
-        "cells": cells,
-    }, tmp_path))
+    check_golden_json(
+        "results/domain_run.json",
+        normalise(
+            {
+                "files": [name for name in file_listing(out) if not name.startswith("cells/")],
+                "summary.json": read_json(out / "summary.json"),
+                "comparison.csv": read_csv_rows(out / "comparison.csv"),
+                "cells": cells,
+            },
+            tmp_path,
+        ),
+    )
 
 
 def test_consistency_results(inputs, capsys):
@@ -304,7 +435,14 @@ def test_consistency_results(inputs, capsys):
     runs = {
         "example": ["--example"],
         "example --engine stream": ["--example", "--engine", "stream"],
-        "inputs --ties strict": ["--edges", str(inputs / "edges.tsv"), "--labels", str(inputs / "labels.tsv"), "--ties", "strict"],
+        "inputs --ties strict": [
+            "--edges",
+            str(inputs / "edges.tsv"),
+            "--labels",
+            str(inputs / "labels.tsv"),
+            "--ties",
+            "strict",
+        ],
     }
     printed = {}
     for name, argv in runs.items():

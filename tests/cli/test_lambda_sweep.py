@@ -5,14 +5,13 @@ import json
 
 import numpy as np
 import pytest
+from hf_fakes import WORDS
 
 from sipt_lab.cli.main import main
+from sipt_lab.data.samples import read_samples
 from sipt_lab.data.splits import link_queries
 from sipt_lab.experiments import lambda_sweep
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.data.samples import read_samples
-
-from hf_fakes import WORDS
 
 N_GROUPS, GROUP_SIZE = 4, 10
 
@@ -26,20 +25,61 @@ def group_files(tmp_path):
     group = {i: k % N_GROUPS for k, i in enumerate(ids)}
     (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{' '.join(rng.choice(pools[group[i]], 6))}\n" for i in ids))
     (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{group[i]}\n" for i in ids))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b]))
+    (tmp_path / "edges.tsv").write_text(
+        "".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b])
+    )
     return tmp_path
 
 
 def _args(files, out, *extra):
-    return ["lambda-sweep", "--samples", str(files / "samples.tsv"), "--edges", str(files / "edges.tsv"),
-            "--init", "char", "--encoder", "paper-small", "--steps", "12", "--batch-size", "16", "--lr", "1e-3",
-            "--max-length", "48", "--device", "cpu", "--out", str(out), "--quiet", *extra]
+    return [
+        "lambda-sweep",
+        "--samples",
+        str(files / "samples.tsv"),
+        "--edges",
+        str(files / "edges.tsv"),
+        "--init",
+        "char",
+        "--encoder",
+        "paper-small",
+        "--steps",
+        "12",
+        "--batch-size",
+        "16",
+        "--lr",
+        "1e-3",
+        "--max-length",
+        "48",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
-def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lambda(group_files, tmp_path, capsys, monkeypatch):
+def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lambda(
+    group_files, tmp_path, capsys, monkeypatch
+):
     out = tmp_path / "sweep"
-    assert main(_args(group_files, out, "--lambdas", "0", "0.5", "--validation", "0.2", "--labels", str(group_files / "labels.tsv"))) == 0
+    assert (
+        main(
+            _args(
+                group_files,
+                out,
+                "--lambdas",
+                "0",
+                "0.5",
+                "--validation",
+                "0.2",
+                "--labels",
+                str(group_files / "labels.tsv"),
+            )
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "chosen λ_SI" in printed
 
@@ -49,13 +89,19 @@ def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lamb
     assert len(pretraining_ids) == 32 and not pretraining_ids & set(validation)
     split_edges = [line.split("\t") for line in (out / "split" / "edges.tsv").read_text().splitlines()]
     assert split_edges and all(u in pretraining_ids and v in pretraining_ids for u, v in split_edges)
-    assert len(split_edges) == sum(1 for a in pretraining_ids for b in pretraining_ids if a < b and int(a[1:]) % 4 == int(b[1:]) % 4)
+    assert len(split_edges) == sum(
+        1 for a in pretraining_ids for b in pretraining_ids if a < b and int(a[1:]) % 4 == int(b[1:]) % 4
+    )
 
     with open(out / "lambda_sweep.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert [row["embedder"] for row in rows] == ["random", "initial", "lm", "sipt"]
     for row in rows:
-        assert all(0.0 < float(row[f"{split}_{metric}"]) <= 1.0 for split in ("validation", "pt") for metric in ("mrr", "lrap", "ndcg", "ap"))
+        assert all(
+            0.0 < float(row[f"{split}_{metric}"]) <= 1.0
+            for split in ("validation", "pt")
+            for metric in ("mrr", "lrap", "ndcg", "ap")
+        )
     trained = rows[2:]
     best = max(trained, key=lambda row: float(row["validation_mrr"]))
     assert [row["chosen"] == "True" for row in rows] == [row is best for row in rows]
@@ -69,7 +115,22 @@ def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lamb
     # the same command again trains nothing and writes the same table
     table = (out / "lambda_sweep.csv").read_text()
     monkeypatch.setattr(lambda_sweep, "run_pretraining", lambda *a, **k: pytest.fail("a finished λ was retrained"))
-    assert main(_args(group_files, out, "--lambdas", "0", "0.5", "--validation", "0.2", "--labels", str(group_files / "labels.tsv"))) == 0
+    assert (
+        main(
+            _args(
+                group_files,
+                out,
+                "--lambdas",
+                "0",
+                "0.5",
+                "--validation",
+                "0.2",
+                "--labels",
+                str(group_files / "labels.tsv"),
+            )
+        )
+        == 0
+    )
     assert (out / "lambda_sweep.csv").read_text() == table
 
 
@@ -83,11 +144,14 @@ def test_link_queries_are_linked_seeded_and_leave_enough_behind():
         link_queries(PretrainingGraph.from_edges(np.array([0]), np.array([1]), 3), 0.5, seed=0)
 
 
-@pytest.mark.parametrize("extra, message", [
-    (("--lambdas", "0.1"), "--lambdas needs at least two distinct values"),
-    (("--lambdas", "0.1", "1.5"), "--lambdas must be a finite number in [0, 1], got '1.5'"),
-    (("--lambdas", "0", "0.1", "--validation", "0.9"), "--validation must be a finite number in (0, 0.5]"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--lambdas", "0.1"), "--lambdas needs at least two distinct values"),
+        (("--lambdas", "0.1", "1.5"), "--lambdas must be a finite number in [0, 1], got '1.5'"),
+        (("--lambdas", "0", "0.1", "--validation", "0.9"), "--validation must be a finite number in (0, 0.5]"),
+    ],
+)
 def test_bad_sweeps_are_one_line_errors(group_files, tmp_path, capsys, extra, message):
     assert main(_args(group_files, tmp_path / "out", *extra)) == 2
     err = capsys.readouterr().err
@@ -101,8 +165,7 @@ def test_another_sweep_or_foreign_files_in_out_are_refused(group_files, tmp_path
     assert main(_args(group_files, out, "--lambdas", "0", "0.1")) == 2
     assert "holds no λ sweep" in capsys.readouterr().err
     other = tmp_path / "other"
-    lambda_sweep._claim(lambda_sweep.LambdaSweep(
-        lambda_sweep.PretrainJob(samples="x", edges="y"), (0.0, 0.2)), other)
+    lambda_sweep._claim(lambda_sweep.LambdaSweep(lambda_sweep.PretrainJob(samples="x", edges="y"), (0.0, 0.2)), other)
     assert main(_args(group_files, other, "--lambdas", "0", "0.1")) == 2
     assert "holds another λ sweep" in capsys.readouterr().err
 

@@ -27,13 +27,25 @@ def files(tmp_path):
     rng = np.random.default_rng(0)
     ids = [f"s{i}" for i in range(20)]
     (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{' '.join(rng.choice(WORDS, 6))}\n" for i in ids))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and int(a[1:]) % 2 == int(b[1:]) % 2))
+    (tmp_path / "edges.tsv").write_text(
+        "".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and int(a[1:]) % 2 == int(b[1:]) % 2)
+    )
     (tmp_path / "labels.tsv").write_text("id\tlabel\n" + "".join(f"{i}\tg{int(i[1:]) % 2}\n" for i in ids))
     return tmp_path
 
 
 def pretrain(files, out, *extra) -> list[str]:
-    return ["pretrain", "--samples", str(files / "samples.tsv"), "--edges", str(files / "edges.tsv"), "--out", str(out), *CHAR, *extra]
+    return [
+        "pretrain",
+        "--samples",
+        str(files / "samples.tsv"),
+        "--edges",
+        str(files / "edges.tsv"),
+        "--out",
+        str(out),
+        *CHAR,
+        *extra,
+    ]
 
 
 def error(capsys, argv) -> str:
@@ -53,7 +65,9 @@ def test_overwrite_removes_only_the_files_sipt_lab_wrote_and_says_which(files, t
     assert main(pretrain(files, out)) == 0
     (out / "notes.txt").write_text("mine")
     owned = outputs.owned_files(out)
-    assert {"config.json", "checkpoint.pt", "history.csv", "result.json"} <= set(owned) and any(n.startswith("model/") for n in owned)
+    assert {"config.json", "checkpoint.pt", "history.csv", "result.json"} <= set(owned) and any(
+        n.startswith("model/") for n in owned
+    )
     capsys.readouterr()
     assert main(pretrain(files, out, "--overwrite")) == 0
     said = capsys.readouterr().out
@@ -72,7 +86,9 @@ def test_a_file_of_the_user_inside_model_is_never_deleted(files, tmp_path, capsy
 
 
 def test_resume_and_overwrite_together_are_refused(files, tmp_path, capsys):
-    assert "--resume and --overwrite contradict" in error(capsys, pretrain(files, tmp_path / "run", "--resume", "--overwrite"))
+    assert "--resume and --overwrite contradict" in error(
+        capsys, pretrain(files, tmp_path / "run", "--resume", "--overwrite")
+    )
     assert not (tmp_path / "run").exists()
 
 
@@ -107,7 +123,17 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(files, tmp_
 def test_embed_refuses_to_replace_its_outputs_without_overwrite(files, tmp_path, capsys):
     assert main(pretrain(files, tmp_path / "run")) == 0
     emb = tmp_path / "emb.npy"
-    embed = ["embed", "--model", str(tmp_path / "run"), "--samples", str(files / "samples.tsv"), "--out", str(emb), "--device", "cpu"]
+    embed = [
+        "embed",
+        "--model",
+        str(tmp_path / "run"),
+        "--samples",
+        str(files / "samples.tsv"),
+        "--out",
+        str(emb),
+        "--device",
+        "cpu",
+    ]
     assert main(embed) == 0  # a run directory is taken as its model/
     vectors = np.load(emb)
     assert vectors.shape[0] == 20 and (tmp_path / "emb.ids.tsv").read_text().splitlines()[0] == "s0"
@@ -125,7 +151,17 @@ def test_embed_refuses_to_replace_its_outputs_without_overwrite(files, tmp_path,
 
 
 def test_embed_takes_an_init_name_as_finetune_does(files, tmp_path):
-    embed = ["embed", "--model", "char", "--samples", str(files / "samples.tsv"), "--out", str(tmp_path / "e"), "--device", "cpu"]
+    embed = [
+        "embed",
+        "--model",
+        "char",
+        "--samples",
+        str(files / "samples.tsv"),
+        "--out",
+        str(tmp_path / "e"),
+        "--device",
+        "cpu",
+    ]
     assert main(embed) == 0 and np.load(tmp_path / "e.npy").shape[0] == 20
 
 
@@ -135,8 +171,19 @@ def finetune_files(tmp_path, labels: list[str]) -> list[str]:
     ids = [f"t{i}" for i in range(len(labels))]
     (tmp_path / "ft.tsv").write_text("".join(f"{i}\t{' '.join(rng.choice(WORDS, 5))}\n" for i in ids))
     (tmp_path / "ft_labels.tsv").write_text("".join(f"{i}\t{y}\n" for i, y in zip(ids, labels)))
-    return ["finetune", "--model", "char", "--samples", str(tmp_path / "ft.tsv"), "--labels", str(tmp_path / "ft_labels.tsv"),
-            "--mode", "probe", "--device", "cpu"]
+    return [
+        "finetune",
+        "--model",
+        "char",
+        "--samples",
+        str(tmp_path / "ft.tsv"),
+        "--labels",
+        str(tmp_path / "ft_labels.tsv"),
+        "--mode",
+        "probe",
+        "--device",
+        "cpu",
+    ]
 
 
 @pytest.mark.slow
@@ -155,7 +202,9 @@ def test_finetune_refuses_an_earlier_run_and_overwrite_drops_its_stale_compariso
 def test_regression_labels_are_numbers_not_strings(tmp_path):
     values = ["10.0", "2.0", "3.5", "-1e-3"] * 5
     finetune_files(tmp_path, values)
-    job = FinetuneJob(model="char", samples=str(tmp_path / "ft.tsv"), labels=str(tmp_path / "ft_labels.tsv"), kind="regression")
+    job = FinetuneJob(
+        model="char", samples=str(tmp_path / "ft.tsv"), labels=str(tmp_path / "ft_labels.tsv"), kind="regression"
+    )
     _, _, task = load_task(job)
     assert task.labels.dtype == np.float64 and task.labels[:4].tolist() == [10.0, 2.0, 3.5, -1e-3]
     for bad in ("abc", "nan", "inf"):
@@ -166,9 +215,16 @@ def test_regression_labels_are_numbers_not_strings(tmp_path):
 
 def test_multilabel_labels_are_comma_separated_names_and_documented(tmp_path, capsys):
     finetune_files(tmp_path, ["a,b", "b", "c, a", "a"] * 4)
-    job = FinetuneJob(model="char", samples=str(tmp_path / "ft.tsv"), labels=str(tmp_path / "ft_labels.tsv"), kind="multilabel")
+    job = FinetuneJob(
+        model="char", samples=str(tmp_path / "ft.tsv"), labels=str(tmp_path / "ft_labels.tsv"), kind="multilabel"
+    )
     _, _, task = load_task(job)
-    assert task.label_names == ("a", "b", "c") and task.labels[:4].tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 1], [1, 0, 0]]
+    assert task.label_names == ("a", "b", "c") and task.labels[:4].tolist() == [
+        [1, 1, 0],
+        [0, 1, 0],
+        [1, 0, 1],
+        [1, 0, 0],
+    ]
     with pytest.raises(SystemExit):
         main(["finetune", "--help"])
     assert "id<TAB>a,b,c" in " ".join(capsys.readouterr().out.split())
@@ -177,7 +233,9 @@ def test_multilabel_labels_are_comma_separated_names_and_documented(tmp_path, ca
 def test_a_single_class_message_names_the_label_not_a_numpy_code(tmp_path, capsys):
     argv = finetune_files(tmp_path, ["only"] * 27 + ["other"] * 3)
     ids = [f"t{i}" for i in range(30)]
-    (tmp_path / "splits.tsv").write_text("".join(f"{i}\t{'train' if k < 20 else 'validation' if k < 25 else 'test'}\n" for k, i in enumerate(ids)))
+    (tmp_path / "splits.tsv").write_text(
+        "".join(f"{i}\t{'train' if k < 20 else 'validation' if k < 25 else 'test'}\n" for k, i in enumerate(ids))
+    )
     err = error(capsys, [*argv, "--splits", str(tmp_path / "splits.tsv"), "--out", str(tmp_path / "o")])
     assert "has one class only ('only')" in err and "np." not in err
     assert not (tmp_path / "o").exists()
@@ -185,7 +243,9 @@ def test_a_single_class_message_names_the_label_not_a_numpy_code(tmp_path, capsy
 
 # ---------------------------------------------------------------- readers
 def test_consistency_and_pretrain_read_the_same_header_line_alike(files, tmp_path, capsys):
-    assert main(["consistency", "--edges", str(files / "edges.tsv"), "--labels", str(files / "labels.tsv"), "--json"]) == 0
+    assert (
+        main(["consistency", "--edges", str(files / "edges.tsv"), "--labels", str(files / "labels.tsv"), "--json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["n_nodes"] == 20 and report["n_classes"] == 2  # the header is no node
     assert main(pretrain(files, tmp_path / "run", "--labels", str(files / "labels.tsv"))) == 0
@@ -193,7 +253,9 @@ def test_consistency_and_pretrain_read_the_same_header_line_alike(files, tmp_pat
 
 def test_jsonl_ids_with_a_tab_or_a_line_break_are_refused(tmp_path):
     for bad in ("a\tb", "a\nb"):
-        (tmp_path / "s.jsonl").write_text(json.dumps({"id": "x", "text": "t"}) + "\n" + json.dumps({"id": bad, "text": "u"}) + "\n")
+        (tmp_path / "s.jsonl").write_text(
+            json.dumps({"id": "x", "text": "t"}) + "\n" + json.dumps({"id": bad, "text": "u"}) + "\n"
+        )
         with pytest.raises(SiptError, match="line 2: id .* holds a tab or line break"):
             read_samples(tmp_path / "s.jsonl")
 
@@ -207,23 +269,35 @@ def test_a_huge_id_is_cut_in_messages(tmp_path):
 
 
 def test_json_files_hold_null_where_python_would_write_nan(tmp_path):
-    fileio.write_json_atomic(tmp_path / "r.json", {"a": float("nan"), "b": [np.float32("inf"), 1.5], "c": np.float64(2)})
-    assert json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda name: pytest.fail(name)) == {"a": None, "b": [None, 1.5], "c": 2.0}
+    fileio.write_json_atomic(
+        tmp_path / "r.json", {"a": float("nan"), "b": [np.float32("inf"), 1.5], "c": np.float64(2)}
+    )
+    assert json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda name: pytest.fail(name)) == {
+        "a": None,
+        "b": [None, 1.5],
+        "c": 2.0,
+    }
 
 
 # ---------------------------------------------------------------- flags and messages
-@pytest.mark.parametrize("extra, message", [
-    (["--lr", "nan"], "--lr must be a finite number > 0, got 'nan'"),
-    (["--epochs", "nan"], "--epochs must be a finite number > 0"),
-    (["--seed", "99999999999999999999"], "--seed must be <= 9,223,372,036,854,775,807 (a 64-bit integer), got 99999999999999999999"),
-    (["--init", ""], "--init is empty"),
-    (["--epochs", "1e9"], "--epochs 1e+09 gives"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--lr", "nan"], "--lr must be a finite number > 0, got 'nan'"),
+        (["--epochs", "nan"], "--epochs must be a finite number > 0"),
+        (
+            ["--seed", "99999999999999999999"],
+            "--seed must be <= 9,223,372,036,854,775,807 (a 64-bit integer), got 99999999999999999999",
+        ),
+        (["--init", ""], "--init is empty"),
+        (["--epochs", "1e9"], "--epochs 1e+09 gives"),
+    ],
+)
 def test_pretrain_flags_are_parsed_with_their_ranges(files, tmp_path, capsys, extra, message):
     args = [a for a in pretrain(files, tmp_path / "run", *extra)]
     if "--epochs" in extra:  # --epochs and --steps exclude each other
         i = args.index("--steps")
-        del args[i:i + 2]
+        del args[i : i + 2]
     assert message in error(capsys, args)
     assert not (tmp_path / "run").exists()
 
@@ -232,11 +306,25 @@ def test_domain_run_refuses_bad_values_before_any_arm_trains(tmp_path, capsys, m
     import sipt_lab.experiments.domain.run as domain_run
 
     monkeypatch.setattr(domain_run, "run_domain", lambda *a, **k: pytest.fail("trained anyway"))
-    base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--executor", "serial", "--out", str(tmp_path / "o")]
+    base = [
+        "domain",
+        "run",
+        "wiki",
+        "--init",
+        "char",
+        "--seeds",
+        "1",
+        "--executor",
+        "serial",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert "--lambdas must be a finite number in [0, 1], got '1.5'" in error(capsys, [*base, "--lambdas", "1.5"])
     for samples in ("0", "-5"):
         assert "--samples must be >= 1" in error(capsys, [*base, "--samples", samples])
-    assert "--lr must be a finite number > 0, got 'nan'" in error(capsys, ["finetune", "--model", "char", "--lr", "nan", "--out", "x"])
+    assert "--lr must be a finite number > 0, got 'nan'" in error(
+        capsys, ["finetune", "--model", "char", "--lr", "nan", "--out", "x"]
+    )
     assert not (tmp_path / "o").exists()
 
 
@@ -262,7 +350,9 @@ def test_resuming_with_more_steps_is_refused_when_it_would_splice_schedules(file
     assert "planned for 2 steps; resuming it with 4 would splice two learning-rate schedules" in error(capsys, more)
     constant = tmp_path / "constant"
     assert main(pretrain(files, constant, "--schedule", "constant", "--warmup", "0")) == 0
-    longer = [a if a != "2" else "4" for a in pretrain(files, constant, "--schedule", "constant", "--warmup", "0", "--resume")]
+    longer = [
+        a if a != "2" else "4" for a in pretrain(files, constant, "--schedule", "constant", "--warmup", "0", "--resume")
+    ]
     assert main(longer) == 0
     assert json.loads((constant / "result.json").read_text())["extended_from_steps"] == 2
     assert len((constant / "history.csv").read_text().splitlines()) == 5

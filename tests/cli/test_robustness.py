@@ -22,17 +22,16 @@ import pytest
 from synthetic_fakes import fake_corpus_and_topics
 from test_simulate import SMALL
 
-from sipt_lab.data import topics as topics_module
 from sipt_lab.cli.main import main
 from sipt_lab.core.config_io import config_hash
-from sipt_lab.data.corpus import Corpus
 from sipt_lab.core.errors import SiptError
-from sipt_lab.grid import collect_results, run_grid
-from sipt_lab.core.outputs import _alive
-from sipt_lab.core.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
-from sipt_lab.graphs.tsv import load_graph_tsv
-from sipt_lab.synthetic import builder
+from sipt_lab.core.outputs import MANIFEST, _alive, claim_output_dir, prepare_output_dir, write_manifest
+from sipt_lab.data import topics as topics_module
+from sipt_lab.data.corpus import Corpus
 from sipt_lab.data.topics import TopicConfig, cache_path, fit_topics
+from sipt_lab.graphs.tsv import load_graph_tsv
+from sipt_lab.grid import collect_results, run_grid
+from sipt_lab.synthetic import builder
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0  # root writes into read-only directories
 
@@ -105,7 +104,7 @@ def test_labels_that_are_equal_as_numbers_are_two_classes(tmp_path, capsys, firs
 
 
 def test_labels_too_large_for_an_integer_are_just_strings(tmp_path, capsys):
-    argv = write_graph(tmp_path, f"a\t{10**30}\nb\t{10**30}\nc\t{-10**30}\n")
+    argv = write_graph(tmp_path, f"a\t{10**30}\nb\t{10**30}\nc\t{-(10**30)}\n")
     report = consistency_json(capsys, argv)
     assert report["n_classes"] == 2
 
@@ -113,11 +112,14 @@ def test_labels_too_large_for_an_integer_are_just_strings(tmp_path, capsys):
 # --- output directories ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [
-    ["graph", "build", "--graph", "cliques", "--quiet"],
-    ["simulate", "--graph", "cliques", "--seeds", "1", "--steps", "1", "--executor", "serial"],
-    ["figures", "--only", "corollary1", "--executor", "serial"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["graph", "build", "--graph", "cliques", "--quiet"],
+        ["simulate", "--graph", "cliques", "--seeds", "1", "--steps", "1", "--executor", "serial"],
+        ["figures", "--only", "corollary1", "--executor", "serial"],
+    ],
+)
 def test_empty_out_is_an_error_and_the_current_directory_is_untouched(tmp_path, capsys, workdir, fake_lda, command):
     before = snapshot(tmp_path)
     fails(capsys, [*command, "--out", ""], "--out is empty")
@@ -125,11 +127,14 @@ def test_empty_out_is_an_error_and_the_current_directory_is_untouched(tmp_path, 
 
 
 @pytest.mark.parametrize("where", ["file", "under-file", "read-only"])
-@pytest.mark.parametrize("command", [
-    ["graph", "build", "--graph", "cliques", "--quiet"],
-    ["simulate", "--graph", "cliques", "--seeds", "2", "--steps", "1"],  # the default local executor
-    ["figures", "--only", "corollary1"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["graph", "build", "--graph", "cliques", "--quiet"],
+        ["simulate", "--graph", "cliques", "--seeds", "2", "--steps", "1"],  # the default local executor
+        ["figures", "--only", "corollary1"],
+    ],
+)
 def test_unusable_out_is_one_line(tmp_path, capsys, monkeypatch, workdir, fake_lda, where, command):
     blocker = tmp_path / "blocker"
     blocker.write_text("keep me\n")
@@ -173,7 +178,7 @@ def test_build_replaces_an_earlier_build_of_another_family(tmp_path, capsys, fak
 
 
 def test_a_damaged_manifest_owns_nothing(tmp_path):
-    (tmp_path / MANIFEST).write_text("[\"../../etc/passwd\", 3")
+    (tmp_path / MANIFEST).write_text('["../../etc/passwd", 3')
     (tmp_path / "edges.tsv").write_text("x\n")
     with pytest.raises(SiptError, match="edges.tsv"):
         claim_output_dir(tmp_path)
@@ -216,20 +221,32 @@ def test_not_utf8_names_the_line(tmp_path, capsys):
     fails(capsys, ["consistency", *argv], "not UTF-8 text (bad byte on line 2)")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"\x1f\x8b\x08\x00garbage-not-deflate" * 3, "cannot read corpus file"),
-    (gzip.compress(b"one two three four\n" * 50, mtime=0)[:-12], "cannot read corpus file"),  # mtime 0: the same test id in every process
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\x1f\x8b\x08\x00garbage-not-deflate" * 3, "cannot read corpus file"),
+        (
+            gzip.compress(b"one two three four\n" * 50, mtime=0)[:-12],
+            "cannot read corpus file",
+        ),  # mtime 0: the same test id in every process
+    ],
+)
 def test_corrupt_gzip_corpus(tmp_path, capsys, content, message):
     corpus = tmp_path / "c.txt.gz"
     corpus.write_bytes(content)
-    fails(capsys, ["graph", "build", "--graph", "cliques", "--quiet", "--corpus", str(corpus),
-                   "--out", str(tmp_path / "out")], message)
+    fails(
+        capsys,
+        ["graph", "build", "--graph", "cliques", "--quiet", "--corpus", str(corpus), "--out", str(tmp_path / "out")],
+        message,
+    )
 
 
 def test_corpus_path_is_a_directory(tmp_path, capsys):
-    fails(capsys, ["simulate", "--graph", "cliques", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")],
-          "is a directory")
+    fails(
+        capsys,
+        ["simulate", "--graph", "cliques", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")],
+        "is a directory",
+    )
 
 
 # --- sweeps: damaged cells, errors on screen, locks, dead parents ---------------------------------
@@ -283,7 +300,9 @@ def test_a_simulate_cell_with_missing_keys_is_recomputed(tmp_path, capsys, signa
 def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_path, monkeypatch, executor):
     if executor == "slurm":
         pytest.importorskip("submitit")
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+        monkeypatch.setenv(
+            "PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
+        )
     options = {"cluster": "local"} if executor == "slurm" else {}
     configs = [Cell(i=0, log=str(tmp_path)), Cell(i=1, log=str(tmp_path), fail=True)]
     with pytest.raises(SiptError) as error:
@@ -299,7 +318,9 @@ def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, sign
         raise RuntimeError("encoder exploded")
 
     monkeypatch.setattr(simulate_module, "run_arms", broken)
-    fails(capsys, ["simulate", *SMALL, "--json", "--out", str(tmp_path)], "the first says: RuntimeError: encoder exploded")
+    fails(
+        capsys, ["simulate", *SMALL, "--json", "--out", str(tmp_path)], "the first says: RuntimeError: encoder exploded"
+    )
 
 
 def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
@@ -353,7 +374,7 @@ def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monke
     assert not list((tmp_path / "cells").glob("*/lock"))
 
 
-GRID_SCRIPT = '''
+GRID_SCRIPT = """
 import dataclasses, os, sys, time
 from pathlib import Path
 from sipt_lab.grid import GridInterrupted, grid, run_grid
@@ -378,7 +399,7 @@ if __name__ == "__main__":
         Path(sys.argv[1], "finished").write_text(" ".join(str(c.result["i"]) for c in interrupt.results))
         raise SystemExit(130)
     Path(sys.argv[1], "finished").write_text(" ".join(str(c.result["i"]) for c in results))
-'''
+"""
 
 
 def start_grid(tmp_path: Path, **env) -> tuple[subprocess.Popen, list[int]]:
@@ -410,8 +431,11 @@ def test_killing_the_main_process_kills_its_workers_and_a_rerun_resumes(tmp_path
     parent.send_signal(signal_number)
     parent.wait(timeout=30)
     assert wait_dead(workers, 10), "a worker survived its parent"
-    resumed = subprocess.run([sys.executable, str(tmp_path / "grid_script.py"), str(tmp_path)], timeout=120,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FAST": "1"})
+    resumed = subprocess.run(
+        [sys.executable, str(tmp_path / "grid_script.py"), str(tmp_path)],
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FAST": "1"},
+    )
     assert resumed.returncode == 0 and sorted((tmp_path / "finished").read_text().split()) == ["0", "1", "2"]
     assert not list(tmp_path.glob("cells/*/lock"))
 
@@ -481,46 +505,59 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
 # --- checked before any training -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--device", "tpu"], "unknown device 'tpu'"),
-    (["--nodes", "3"], "--nodes must be above 3 for the 3-NN evaluation"),
-    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
-    (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
-    (["--steps", str(10**12)], "--steps must be in [1, 10,000,000]"),
-    (["--seed", "-1"], "--seed must be in [0, 4294967295]"),
-    (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--device", "tpu"], "unknown device 'tpu'"),
+        (["--nodes", "3"], "--nodes must be above 3 for the 3-NN evaluation"),
+        (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
+        (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
+        (["--steps", str(10**12)], "--steps must be in [1, 10,000,000]"),
+        (["--seed", "-1"], "--seed must be in [0, 4294967295]"),
+        (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
+    ],
+)
 def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
     from sipt_lab.experiments.simulation import simulation_arms as simulate_module
 
     monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
-    fails(capsys, ["simulate", "--graph", "cliques", "--executor", "serial", *args, "--out", str(tmp_path / "o")],
-          message)
+    fails(
+        capsys, ["simulate", "--graph", "cliques", "--executor", "serial", *args, "--out", str(tmp_path / "o")], message
+    )
     assert not (tmp_path / "o" / "cells").exists()
 
 
 def test_cuda_without_a_gpu_is_refused_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    fails(capsys, ["simulate", "--graph", "cliques", "--device", "cuda", "--out", str(tmp_path / "o")],
-          "torch sees no CUDA GPU; use --device cpu or auto")
+    fails(
+        capsys,
+        ["simulate", "--graph", "cliques", "--device", "cuda", "--out", str(tmp_path / "o")],
+        "torch sees no CUDA GPU; use --device cpu or auto",
+    )
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
-    (["--seed", "-5"], "--seed must be in [0, 4294967295]"),
-    (["--topics", "100000"], "--topics must be in [2, 1000]"),
-    (["--heldout", "-1"], "--heldout must be in [0, 1,000,000]"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
+        (["--seed", "-5"], "--seed must be in [0, 4294967295]"),
+        (["--topics", "100000"], "--topics must be in [2, 1000]"),
+        (["--heldout", "-1"], "--heldout must be in [0, 1,000,000]"),
+    ],
+)
 def test_graph_build_refuses_absurd_sizes(tmp_path, capsys, fake_lda, args, message):
     fails(capsys, ["graph", "build", "--graph", "cliques", "--quiet", *args, "--out", str(tmp_path / "o")], message)
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
-    (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
+        (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
+    ],
+)
 def test_figures_refuse_absurd_sizes(tmp_path, capsys, args, message):
     fails(capsys, ["figures", "--only", "fig5a", *args, "--out", str(tmp_path / "o")], message)
     assert not (tmp_path / "o").exists()
@@ -528,15 +565,20 @@ def test_figures_refuse_absurd_sizes(tmp_path, capsys, args, message):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_loss_param_must_be_finite(tmp_path, capsys, value):
-    fails(capsys, ["simulate", "--graph", "cliques", "--loss-param", f"pos_margin={value}", "--out", str(tmp_path)],
-          "--loss-param needs a finite number")
+    fails(
+        capsys,
+        ["simulate", "--graph", "cliques", "--loss-param", f"pos_margin={value}", "--out", str(tmp_path)],
+        "--loss-param needs a finite number",
+    )
 
 
 def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, monkeypatch):
     import torch
 
     def no_memory(*args, **kwargs):
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.10 GiB. GPU 0 has a total capacity of 79.18 GiB\nmore")
+        raise torch.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 1.10 GiB. GPU 0 has a total capacity of 79.18 GiB\nmore"
+        )
 
     monkeypatch.setattr("sipt_lab.experiments.pretrain_job.run_pretraining", no_memory)
     samples, edges = tmp_path / "s.tsv", tmp_path / "e.tsv"
@@ -544,19 +586,32 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
     edges.write_text("a\tb\n")
     assert main(["pretrain", "--samples", str(samples), "--edges", str(edges), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("sipt-lab: error: the GPU ran out of memory (CUDA out of memory."), err
+    assert err.count("\n") == 1 and err.startswith("sipt-lab: error: the GPU ran out of memory (CUDA out of memory."), (
+        err
+    )
     assert "--grad-accum" in err and "Traceback" not in err
 
-    monkeypatch.setattr("sipt_lab.experiments.pretrain_job.run_pretraining", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other")))
+    monkeypatch.setattr(
+        "sipt_lab.experiments.pretrain_job.run_pretraining",
+        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other")),
+    )
     with pytest.raises(RuntimeError, match="other"):  # any other runtime error is a bug: its traceback stays
         main(["pretrain", "--samples", str(samples), "--edges", str(edges), "--out", str(tmp_path / "p")])
 
 
 def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkeypatch):
     captured = {}
-    monkeypatch.setattr("sipt_lab.experiments.domain.run.run_domain", lambda cells, out, executor: captured.setdefault("cells", cells))
+    monkeypatch.setattr(
+        "sipt_lab.experiments.domain.run.run_domain", lambda cells, out, executor: captured.setdefault("cells", cells)
+    )
     monkeypatch.setattr("sipt_lab.experiments.domain.report.format_domain_summary", lambda summary: "")
     base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]
     assert main([*base, "--grad-accum", "4", "--out", str(tmp_path / "a")]) == 0
-    assert {(cell.pretrain.batch_size, cell.pretrain.grad_accum) for cell in captured["cells"]} == {(4, 4)}  # the cpu preset's 16 seeds per step, in 4 micro-batches
-    fails(capsys, [*base, "--grad-accum", "3", "--out", str(tmp_path / "b")], "--grad-accum must divide the 16 seeds of a step")
+    assert {(cell.pretrain.batch_size, cell.pretrain.grad_accum) for cell in captured["cells"]} == {
+        (4, 4)
+    }  # the cpu preset's 16 seeds per step, in 4 micro-batches
+    fails(
+        capsys,
+        [*base, "--grad-accum", "3", "--out", str(tmp_path / "b")],
+        "--grad-accum must divide the 16 seeds of a step",
+    )

@@ -28,9 +28,28 @@ def front_matter(text: str) -> dict:
 
 
 def pretrain_args(inputs: Path, out: Path, *extra: str, labels: bool = True) -> list[str]:
-    return ["pretrain", "--samples", str(inputs / "samples.tsv"), "--edges", str(inputs / "edges.tsv"),
-            *(["--labels", str(inputs / "labels.tsv")] if labels else []), "--init", "char", "--encoder", "paper-small",
-            "--steps", "6", "--batch-size", "8", "--device", "cpu", "--quiet", *extra, "--out", str(out)]
+    return [
+        "pretrain",
+        "--samples",
+        str(inputs / "samples.tsv"),
+        "--edges",
+        str(inputs / "edges.tsv"),
+        *(["--labels", str(inputs / "labels.tsv")] if labels else []),
+        "--init",
+        "char",
+        "--encoder",
+        "paper-small",
+        "--steps",
+        "6",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+        "--quiet",
+        *extra,
+        "--out",
+        str(out),
+    ]
 
 
 def test_watch_fields_leave_saved_configs_and_hashes_alone():
@@ -43,13 +62,16 @@ def test_watch_fields_leave_saved_configs_and_hashes_alone():
     assert watched.eval_every == EVAL_EVERY_DEFAULT and config_to_dict(watched)["keep_best"] == "link_mrr"
 
 
-@pytest.mark.parametrize("extra, labels, flag", [
-    (("--eval-every", "0"), True, "--eval-every"),
-    (("--keep-best", "loo_3nn_auroc"), False, "--keep-best"),
-    (("--keep-best", "knn_lc"), False, "--keep-best"),
-    (("--patience", "2"), True, "--patience"),
-    (("--keep-best", "nope"), True, "--keep-best"),
-])
+@pytest.mark.parametrize(
+    "extra, labels, flag",
+    [
+        (("--eval-every", "0"), True, "--eval-every"),
+        (("--keep-best", "loo_3nn_auroc"), False, "--keep-best"),
+        (("--keep-best", "knn_lc"), False, "--keep-best"),
+        (("--patience", "2"), True, "--patience"),
+        (("--keep-best", "nope"), True, "--keep-best"),
+    ],
+)
 def test_bad_watch_inputs_are_one_line_before_training(tmp_path, capsys, extra, labels, flag):
     inputs = write_inputs(tmp_path / "in")
     out = tmp_path / "run"
@@ -74,11 +96,19 @@ def test_model_card_front_matter_names_the_base_model(tmp_path):
     from sipt_lab.graphs.graph import PretrainingGraph
 
     inputs = write_inputs(tmp_path / "in")
-    job = PretrainJob(samples=str(inputs / "samples.tsv"), edges=str(inputs / "edges.tsv"),
-                      labels=str(inputs / "labels.tsv"), init="minilm", train=TrainConfig(lambda_si=0.1, loss="infonce"))
+    job = PretrainJob(
+        samples=str(inputs / "samples.tsv"),
+        edges=str(inputs / "edges.tsv"),
+        labels=str(inputs / "labels.tsv"),
+        init="minilm",
+        train=TrainConfig(lambda_si=0.1, loss="infonce"),
+    )
     graph = PretrainingGraph.from_edges([0, 1], [1, 2], 3)
-    report = {"local_consistency": 0.75, "before": {"loo_3nn_auroc": 0.6, "link_mrr": 0.2},
-              "after": {"loo_3nn_auroc": 0.7, "link_mrr": 0.3}}
+    report = {
+        "local_consistency": 0.75,
+        "before": {"loo_3nn_auroc": 0.6, "link_mrr": 0.2},
+        "after": {"loo_3nn_auroc": 0.7, "link_mrr": 0.3},
+    }
     text = model_card(job, report, graph)
     meta = front_matter(text)
     assert meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
@@ -140,8 +170,16 @@ def test_evaluations_match_the_report_and_are_logged(tmp_path):
     events = EventAccumulator(str(watched / "tensorboard"))
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    assert {"loss/loss", "loss/mlm", "loss/si", "lr", "throughput/steps_per_second", "eval/loo_3nn_auroc",
-            "eval/link_mrr", "eval/knn_lc"} <= tags
+    assert {
+        "loss/loss",
+        "loss/mlm",
+        "loss/si",
+        "lr",
+        "throughput/steps_per_second",
+        "eval/loo_3nn_auroc",
+        "eval/link_mrr",
+        "eval/knn_lc",
+    } <= tags
     assert len(events.Scalars("loss/loss")) == 6
     assert events.Scalars("eval/link_mrr")[-1].value == pytest.approx(report["after"]["link_mrr"], rel=1e-5)
 
@@ -151,24 +189,54 @@ def test_hf_export_gets_a_model_card_and_finetune_a_history(tmp_path):
     from hf_fakes import WORDS, write_tiny_bert
 
     inputs = write_inputs(tmp_path / "in")
-    base = write_tiny_bert(tmp_path / "models--org--tiny-bert" / "snapshots" / "abc", WORDS + ["alpha", "beta"],
-                           st_pooling="mean")
+    base = write_tiny_bert(
+        tmp_path / "models--org--tiny-bert" / "snapshots" / "abc", WORDS + ["alpha", "beta"], st_pooling="mean"
+    )
     out = tmp_path / "run"
     args = pretrain_args(inputs, out, "--report-to", "csv")
     args[args.index("char")] = str(base)
-    args[args.index("--encoder"):args.index("--encoder") + 2] = []
+    args[args.index("--encoder") : args.index("--encoder") + 2] = []
     assert main(args) == 0
     meta = front_matter((out / "model" / "README.md").read_text())
     assert meta["base_model"] == "org/tiny-bert" and meta["library_name"] == "sentence-transformers"
     assert "model/README.md" in json.loads((out / ".sipt-lab-files.json").read_text())["files"]
 
     ft = tmp_path / "ft"
-    assert main(["finetune", "--model", str(out), "--samples", str(inputs / "samples.tsv"), "--labels",
-                 str(inputs / "labels.tsv"), "--splits", str(inputs / "splits.tsv"), "--mode", "full", "--epochs", "2",
-                 "--batch-size", "8", "--eval-every", "2", "--device", "cpu", "--out", str(ft)]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                str(out),
+                "--samples",
+                str(inputs / "samples.tsv"),
+                "--labels",
+                str(inputs / "labels.tsv"),
+                "--splits",
+                str(inputs / "splits.tsv"),
+                "--mode",
+                "full",
+                "--epochs",
+                "2",
+                "--batch-size",
+                "8",
+                "--eval-every",
+                "2",
+                "--device",
+                "cpu",
+                "--out",
+                str(ft),
+            ]
+        )
+        == 0
+    )
     rows = read_rows(ft / "history.csv")
     losses = [row for row in rows if row["split"] == "train"]
     assert [int(row["step"]) for row in losses] == list(range(1, 7)) * (len(losses) // 6)
-    scored = {(int(row["step"]), int(row["epoch"])) for row in rows if row["split"] == "validation" and row["metric"] == "accuracy"}
+    scored = {
+        (int(row["step"]), int(row["epoch"]))
+        for row in rows
+        if row["split"] == "validation" and row["metric"] == "accuracy"
+    }
     assert {(2, 1), (3, 1), (4, 2), (6, 2)} <= scored
     assert np.isfinite([float(row["value"]) for row in rows]).all()

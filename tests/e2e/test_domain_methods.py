@@ -18,9 +18,13 @@ from sipt_lab.grid.model_store import directory_digest
 from sipt_lab.training.methods import ConceptOptions
 
 PRESET = dataclasses.replace(
-    PRESETS["cpu"], n_samples=60, lambdas=(0.1,), mode="probe",
+    PRESETS["cpu"],
+    n_samples=60,
+    lambdas=(0.1,),
+    mode="probe",
     pretrain=dataclasses.replace(PRESETS["cpu"].pretrain, steps=2, batch_size=8, max_len=24),
-    finetune=dataclasses.replace(PRESETS["cpu"].finetune, max_len=24, batch_size=8))
+    finetune=dataclasses.replace(PRESETS["cpu"].finetune, max_len=24, batch_size=8),
+)
 
 
 def _cells(out: Path) -> dict[tuple[str, int], dict]:
@@ -46,8 +50,12 @@ def count_pretraining(monkeypatch):
 def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretraining):
     cells = domain_cells("wiki", ["mentions"], 2, PRESET, init="char", device="cpu", methods=("mlsm", "lsm"))
     assert [(type(c).__name__, c.arm, c.graph) for c in cells[:5]] == [
-        ("DomainCell", "off-the-shelf", None), ("DomainCell", "lm", None), ("DomainCell", "sipt", "mentions"),
-        ("ConceptCell", "mlsm", None), ("ConceptCell", "lsm", None)]
+        ("DomainCell", "off-the-shelf", None),
+        ("DomainCell", "lm", None),
+        ("DomainCell", "sipt", "mentions"),
+        ("ConceptCell", "mlsm", None),
+        ("ConceptCell", "lsm", None),
+    ]
     out = tmp_path / "run"
     summary = run_domain(cells, out, executor="serial", progress=False)
     assert len(count_pretraining) == 2 * 4  # per seed: lm (once, in the store), sipt, mlsm, lsm
@@ -94,13 +102,39 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
 def test_mlsm_on_a_hugging_face_warm_start_with_an_explicit_teacher(tiny_bert, tmp_path, capsys):
     teacher = tmp_path / "teacher"
     teacher.symlink_to(tiny_bert, target_is_directory=True)
-    argv = ["domain", "run", "wiki", "--init", str(tiny_bert), "--graphs", "mentions", "--seeds", "1", "--samples", "60",
-            "--steps", "2", "--mode", "probe", "--methods", "lsm15", "--teacher", str(teacher), "--teacher-layer", "1",
-            "--executor", "serial", "--out", str(tmp_path / "run")]
+    argv = [
+        "domain",
+        "run",
+        "wiki",
+        "--init",
+        str(tiny_bert),
+        "--graphs",
+        "mentions",
+        "--seeds",
+        "1",
+        "--samples",
+        "60",
+        "--steps",
+        "2",
+        "--mode",
+        "probe",
+        "--methods",
+        "lsm15",
+        "--teacher",
+        str(teacher),
+        "--teacher-layer",
+        "1",
+        "--executor",
+        "serial",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert main(argv) == 0
     assert "| lsm15 | - |" in capsys.readouterr().out  # its row in the arms table (no graph, no LC)
     assert not (tmp_path / "run" / TEACHERS_DIR).exists()  # the explicit teacher is read where it is
-    config = json.loads(next(p for p in (tmp_path / "run" / "cells").glob("*/config.json") if '"lsm15"' in p.read_text()).read_text())
+    config = json.loads(
+        next(p for p in (tmp_path / "run" / "cells").glob("*/config.json") if '"lsm15"' in p.read_text()).read_text()
+    )
     assert config["teacher"] == str(teacher.resolve()) and config["concepts"]["layer"] == 1
     row = _cells(tmp_path / "run")[("lsm15", 0)]
     assert row["teacher_digest"] == directory_digest(tiny_bert) and row["concepts"]["nonzero_median"] >= 1
@@ -112,8 +146,13 @@ def test_a_changed_explicit_teacher_is_refused(tiny_bert, tmp_path):
     for path in tiny_bert.iterdir():
         if path.is_file():
             (teacher / path.name).write_bytes(path.read_bytes())
-    cells = [c for c in domain_cells("wiki", ["mentions"], 1, PRESET, init=str(tiny_bert), device="cpu", methods=("mlsm",),
-                                     teacher=teacher) if isinstance(c, ConceptCell)]
+    cells = [
+        c
+        for c in domain_cells(
+            "wiki", ["mentions"], 1, PRESET, init=str(tiny_bert), device="cpu", methods=("mlsm",), teacher=teacher
+        )
+        if isinstance(c, ConceptCell)
+    ]
     (teacher / "config.json").write_text((teacher / "config.json").read_text() + " ")
     with pytest.raises(SiptError, match="changed since it was saved"):
         run_domain(cells, tmp_path / "run", executor="serial", progress=False)
@@ -132,9 +171,13 @@ def test_bad_methods_and_teachers_are_one_line(tmp_path, capsys):
     assert "'bogus'" in err and "mlsm" in err
     not_an_encoder = tmp_path / "empty"
     not_an_encoder.mkdir()
-    err = _one_error_line(capsys, [*base, "--methods", "mlsm", "--teacher", str(not_an_encoder), "--out", str(tmp_path / "b")])
+    err = _one_error_line(
+        capsys, [*base, "--methods", "mlsm", "--teacher", str(not_an_encoder), "--out", str(tmp_path / "b")]
+    )
     assert "is not an encoder" in err
-    err = _one_error_line(capsys, [*base, "--methods", "mlsm", "--teacher", str(tmp_path / "missing"), "--out", str(tmp_path / "c")])
+    err = _one_error_line(
+        capsys, [*base, "--methods", "mlsm", "--teacher", str(tmp_path / "missing"), "--out", str(tmp_path / "c")]
+    )
     assert "is not a directory" in err
     err = _one_error_line(capsys, [*base, "--teacher", str(not_an_encoder), "--out", str(tmp_path / "d")])
     assert "--methods" in err
@@ -142,7 +185,9 @@ def test_bad_methods_and_teachers_are_one_line(tmp_path, capsys):
     assert err.endswith("--teacher-layer must be >= 0, got -1 (see sipt-lab domain run --help)")
     # a layer the teacher lacks is refused before any teacher trains (the default char encoder has 2 layers)
     err = _one_error_line(capsys, [*base, "--methods", "lsm", "--teacher-layer", "3", "--out", str(tmp_path / "f")])
-    assert err.endswith("--teacher-layer is 3 but the teacher has layers 0..2 (0 = embeddings, 2 = the last); choose one of those")
+    assert err.endswith(
+        "--teacher-layer is 3 but the teacher has layers 0..2 (0 = embeddings, 2 = the last); choose one of those"
+    )
     assert not (tmp_path / "f").exists()  # nothing trained or written, not even an empty directory
 
 
@@ -155,10 +200,26 @@ def test_teacher_layers_are_read_from_the_model_without_loading_it(tiny_bert, tm
     assert layer_count(CharInit(EncoderConfig(n_layers=3))) == 3
     assert layer_count(tmp_path) is None  # no config: unknown, so nothing is refused
     with pytest.raises(ConfigError, match=f"teacher has layers 0..{hf_layers}"):
-        domain_cells("wiki", None, 1, PRESETS["cpu"], init="char", methods=("mlsm",), teacher=tiny_bert,
-                     concepts=ConceptOptions(layer=hf_layers + 1))
-    assert domain_cells("wiki", None, 1, PRESETS["cpu"], init="char", methods=("mlsm",), teacher=tiny_bert,
-                        concepts=ConceptOptions(layer=hf_layers))
+        domain_cells(
+            "wiki",
+            None,
+            1,
+            PRESETS["cpu"],
+            init="char",
+            methods=("mlsm",),
+            teacher=tiny_bert,
+            concepts=ConceptOptions(layer=hf_layers + 1),
+        )
+    assert domain_cells(
+        "wiki",
+        None,
+        1,
+        PRESETS["cpu"],
+        init="char",
+        methods=("mlsm",),
+        teacher=tiny_bert,
+        concepts=ConceptOptions(layer=hf_layers),
+    )
 
 
 def test_hugging_face_layers_and_concept_rows(tiny_bert):

@@ -23,14 +23,47 @@ def _cells(out: Path) -> dict[str, dict]:
 
 def test_two_gloo_processes_run_the_cells_once_and_match_one_process(tmp_path, capsys):
     data = write_proteins(tmp_path / "proteins")
-    args = ["domain", "run", "proteins", "--data", str(data), "--init", "char", "--seeds", "1", "--steps", "3",
-            "--mode", "probe", "--device", "cpu", "--methods", "lsm"]
+    args = [
+        "domain",
+        "run",
+        "proteins",
+        "--data",
+        str(data),
+        "--init",
+        "char",
+        "--seeds",
+        "1",
+        "--steps",
+        "3",
+        "--mode",
+        "probe",
+        "--device",
+        "cpu",
+        "--methods",
+        "lsm",
+    ]
     assert main([*args, "--executor", "serial", "--out", str(tmp_path / "one")]) == 0
     capsys.readouterr()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                          "-m", "sipt_lab.cli.main", *args, "--out", str(tmp_path / "two")],
-                         env=env, capture_output=True, text=True, timeout=300)
+    two = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "sipt_lab.cli.main",
+            *args,
+            "--out",
+            str(tmp_path / "two"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert two.returncode == 0, two.stderr[-2000:]
     assert two.stdout.count("summary: ") == 1  # rank 0 alone reports; the other rank returns quietly
 

@@ -35,8 +35,15 @@ from sipt_lab.synthetic import builder
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = FigureOptions(seeds=1, executor="serial", steps=5, n_nodes=30, families=("cliques", "torus", "motif"),
-                     noise_rates=(0.0, 0.5), progress=False)
+TINY = FigureOptions(
+    seeds=1,
+    executor="serial",
+    steps=5,
+    n_nodes=30,
+    families=("cliques", "torus", "motif"),
+    noise_rates=(0.0, 0.5),
+    progress=False,
+)
 
 
 def _figure_corpus(n_topics: int = 10, per_triple: int = 45, per_topic: int = 40, seed: int = 0):
@@ -69,7 +76,6 @@ def fake_corpus(monkeypatch, corpus_and_topics):
     monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
 
 
-
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
@@ -98,11 +104,23 @@ def test_options_round_trip_through_config():
 
 def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     out = tmp_path / "out"
-    assert set(FIGURES) == {"fig5a", "fig5b", "fig5cd", "theorem1", "corollary1", "corollary2", "topology",
-                            "heldout_scale", "methods"}
+    assert set(FIGURES) == {
+        "fig5a",
+        "fig5b",
+        "fig5cd",
+        "theorem1",
+        "corollary1",
+        "corollary2",
+        "topology",
+        "heldout_scale",
+        "methods",
+    }
     summary = ["n_seeds", "local_consistency_mean", "local_consistency_sd"] + [
-        f"{arm}_{metric}_{stat}" for arm in ("lm", "sipt") for metric in ("auroc", "heldout_auroc", "accuracy")
-        for stat in ("mean", "sd")]
+        f"{arm}_{metric}_{stat}"
+        for arm in ("lm", "sipt")
+        for metric in ("auroc", "heldout_auroc", "accuracy")
+        for stat in ("mean", "sd")
+    ]
 
     paths = FIGURES["fig5a"](out, TINY)
     assert out / "fig5a.png" in paths and out / "fig5a.csv" in paths
@@ -110,7 +128,9 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     assert [row["graph"] for row in rows] == ["cliques", "torus", "motif"]
     for row in rows:
         assert row["n_seeds"] == "1" and unit(row["local_consistency_mean"])
-        assert unit(row["lm_auroc_mean"]) and unit(row["sipt_auroc_mean"]) and math.isnan(float(row["sipt_auroc_sd"]))  # one seed: sample sd undefined
+        assert (
+            unit(row["lm_auroc_mean"]) and unit(row["sipt_auroc_mean"]) and math.isnan(float(row["sipt_auroc_sd"]))
+        )  # one seed: sample sd undefined
     assert float(rows[0]["local_consistency_mean"]) == 1.0  # clean cliques
     assert float(rows[0]["paper_sipt_auroc"]) == 0.941 and math.isnan(float(rows[2]["paper_lm_auroc"]))
     cells_header, cells = read_csv(out / "fig5_cells.csv")
@@ -127,9 +147,24 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     assert float(rows[1]["local_consistency_mean"]) < 1.0 and float(rows[1]["paper_lm_auroc"]) == 0.648
 
     FIGURES["theorem1"](out, TINY)
-    rows = assert_written(out, "theorem1", ["graph", "noise", "seed", "embedder", "local_consistency", "accuracy",
-                                            "auroc", "accuracy_minus_lc", "radius_f1", "radius_nn_accuracy",
-                                            "radius_nn_coverage", "radius_nn_minus_lc"])
+    rows = assert_written(
+        out,
+        "theorem1",
+        [
+            "graph",
+            "noise",
+            "seed",
+            "embedder",
+            "local_consistency",
+            "accuracy",
+            "auroc",
+            "accuracy_minus_lc",
+            "radius_f1",
+            "radius_nn_accuracy",
+            "radius_nn_coverage",
+            "radius_nn_minus_lc",
+        ],
+    )
     assert sorted(row["embedder"] for row in rows) == ["oracle"] * 4 + ["sipt"] * 4
     assert all(unit(row["accuracy"]) and unit(row["local_consistency"]) for row in rows)
     oracle = {(r["graph"], r["noise"]): r for r in rows if r["embedder"] == "oracle"}
@@ -158,12 +193,35 @@ def test_fig5cd_umap_of_both_arms(tmp_path):
 
 def test_topology_counts_bars_and_compares_with_betti_numbers(tmp_path):
     FIGURES["topology"](tmp_path, TINY)
-    rows = assert_written(tmp_path, "topology", [
-        "surface", "embedder", "n_points", "rips_quantile", "max_edge_length", "long_bar_fraction",
-        "b0", "b1", "b2", "true_b0", "true_b1", "true_b2", "matches",
-        "points", "n_input", "knn_k", "knn_scale", "positions_b0", "positions_b1", "positions_b2"])
+    rows = assert_written(
+        tmp_path,
+        "topology",
+        [
+            "surface",
+            "embedder",
+            "n_points",
+            "rips_quantile",
+            "max_edge_length",
+            "long_bar_fraction",
+            "b0",
+            "b1",
+            "b2",
+            "true_b0",
+            "true_b1",
+            "true_b2",
+            "matches",
+            "points",
+            "n_input",
+            "knn_k",
+            "knn_scale",
+            "positions_b0",
+            "positions_b1",
+            "positions_b2",
+        ],
+    )
     assert [(r["surface"], r["embedder"]) for r in rows] == [
-        (s, e) for s in ("torus", "sphere") for e in ("surface (geodesic)", "LM", "SIPT")]
+        (s, e) for s in ("torus", "sphere") for e in ("surface (geodesic)", "LM", "SIPT")
+    ]
     truth = {r["surface"]: (r["true_b0"], r["true_b1"], r["true_b2"]) for r in rows}
     assert truth == {"torus": ("1", "2", "1"), "sphere": ("1", "0", "1")}
     assert all(int(r["b0"]) >= 1 and float(r["max_edge_length"]) > 0 for r in rows)
@@ -175,8 +233,9 @@ def test_topology_counts_bars_and_compares_with_betti_numbers(tmp_path):
 
 def test_corollary1_accuracy_against_the_bound(tmp_path):
     FIGURES["corollary1"](tmp_path, TINY)
-    rows = assert_written(tmp_path, "corollary1", ["agreement", "seed", "bound", "nn_accuracy", "nn_auroc",
-                                                   "accuracy_minus_bound"])
+    rows = assert_written(
+        tmp_path, "corollary1", ["agreement", "seed", "bound", "nn_accuracy", "nn_auroc", "accuracy_minus_bound"]
+    )
     assert len(rows) == 11
     bounds = [float(r["bound"]) for r in rows]
     assert bounds[-1] == 1.0 and bounds[0] < 0.5
@@ -199,8 +258,14 @@ def test_heldout_scale_steps_follow_the_passes_rule():
     sizes = [(c.simulation.graph.family, c.simulation.graph.n_nodes, c.simulation.graph.seed) for c in configs]
     assert sizes == [(f, n, s) for f, nodes in HELDOUT_SCALE_NODES.items() for n in nodes for s in (0, 1)]
     steps = {(c.simulation.graph.family, c.simulation.graph.n_nodes): c.simulation.train.steps for c in configs}
-    assert steps == {("cliques", 50): 64, ("cliques", 200): 256, ("cliques", 1000): 1280,  # batch 50
-                     ("torus", 50): 100, ("torus", 200): 400, ("torus", 500): 1000}  # batch 32
+    assert steps == {
+        ("cliques", 50): 64,
+        ("cliques", 200): 256,
+        ("cliques", 1000): 1280,  # batch 50
+        ("torus", 50): 100,
+        ("torus", 200): 400,
+        ("torus", 500): 1000,
+    }  # batch 32
     for config in configs:
         train, n = config.simulation.train, config.simulation.graph.n_nodes
         assert config.passes == HELDOUT_SCALE_PASSES
@@ -224,11 +289,28 @@ def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
     options = FigureOptions(seeds=1, executor="serial", passes=2.0, scale_nodes=(40, 80), progress=False)
     FIGURES["heldout_scale"](tmp_path, options)
     metrics = ("auroc", "heldout_auroc", "probe_macro_f1")
-    rows = assert_written(tmp_path, "heldout_scale", [
-        "graph", "n_nodes", "steps", "passes", "batch_size", "n_heldout", "n_seeds", "local_consistency_mean",
-        "local_consistency_sd", *(f"{arm}_{m}_{stat}" for arm in ("lm", "sipt") for m in metrics for stat in ("mean", "sd"))])
+    rows = assert_written(
+        tmp_path,
+        "heldout_scale",
+        [
+            "graph",
+            "n_nodes",
+            "steps",
+            "passes",
+            "batch_size",
+            "n_heldout",
+            "n_seeds",
+            "local_consistency_mean",
+            "local_consistency_sd",
+            *(f"{arm}_{m}_{stat}" for arm in ("lm", "sipt") for m in metrics for stat in ("mean", "sd")),
+        ],
+    )
     assert [(r["graph"], r["n_nodes"], r["steps"]) for r in rows] == [
-        ("cliques", "40", "2"), ("cliques", "80", "4"), ("torus", "40", "3"), ("torus", "80", "5")]
+        ("cliques", "40", "2"),
+        ("cliques", "80", "4"),
+        ("torus", "40", "3"),
+        ("torus", "80", "5"),
+    ]
     assert all(unit(r[f"{arm}_{m}_mean"]) for r in rows for arm in ("lm", "sipt") for m in metrics)
     _, cells = read_csv(tmp_path / "heldout_scale_cells.csv")
     assert len(cells) == 4 and all(int(c["metrics.n_heldout"]) == 200 for c in cells)
@@ -236,14 +318,19 @@ def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
 
 
 def test_cli_and_script(tmp_path, capsys, monkeypatch):
-    assert main(["figures", "--only", "corollary1", "--seeds", "1", "--executor", "serial",
-                 "--out", str(tmp_path / "cli")]) == 0
+    assert (
+        main(
+            ["figures", "--only", "corollary1", "--seeds", "1", "--executor", "serial", "--out", str(tmp_path / "cli")]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "corollary1.png" in out and "total wall time" in out
     assert (tmp_path / "cli" / "corollary1.pdf").exists()
 
-    monkeypatch.setattr(sys, "argv", ["corollary1.py", "--seeds", "1", "--executor", "serial",
-                                      "--out", str(tmp_path / "script")])
+    monkeypatch.setattr(
+        sys, "argv", ["corollary1.py", "--seeds", "1", "--executor", "serial", "--out", str(tmp_path / "script")]
+    )
     with pytest.raises(SystemExit) as exit_info:
         runpy.run_path(str(ROOT / "paper_figures" / "corollary1.py"), run_name="__main__")
     assert exit_info.value.code == 0
@@ -252,12 +339,15 @@ def test_cli_and_script(tmp_path, capsys, monkeypatch):
         assert f'script_main("{name}", __file__)' in (ROOT / "paper_figures" / f"{name}.py").read_text()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--only", "fig9", "corollary2"], "unknown figure(s) fig9; choose from: fig5a, fig5b, fig5cd, theorem1"),
-    (["--seeds", "0"], "--seeds must be >= 1"),
-    (["--executor", "cloud"], "unknown executor 'cloud'"),
-    (["--families", "nope"], "unknown graph 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--only", "fig9", "corollary2"], "unknown figure(s) fig9; choose from: fig5a, fig5b, fig5cd, theorem1"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--executor", "cloud"], "unknown executor 'cloud'"),
+        (["--families", "nope"], "unknown graph 'nope'"),
+    ],
+)
 def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert main(["figures", *args, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
@@ -270,12 +360,29 @@ def test_preset_encoder_and_batched_reach_the_grid(tmp_path, monkeypatch):
 
     seen = {}
     monkeypatch.setattr(figures, "make_figures", lambda names, out, options: seen.setdefault("options", options) and {})
-    assert main(["figures", "--only", "fig5b", "--preset", "paper", "--encoder", "paper-small", "--batched",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "figures",
+                "--only",
+                "fig5b",
+                "--preset",
+                "paper",
+                "--encoder",
+                "paper-small",
+                "--batched",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     options = seen["options"]
     assert (options.preset, options.encoder, options.batched) == ("paper", "paper-small", True)
     config = figure5_configs(dataclasses.replace(options, families=("cliques", "torus")))[0]
-    assert config.encoder.hidden == 10 and config.train.steps == 8000 and config.train.batch_size == config.graph.n_nodes
+    assert (
+        config.encoder.hidden == 10 and config.train.steps == 8000 and config.train.batch_size == config.graph.n_nodes
+    )
     torus = experiment_config("torus", dataclasses.replace(options, encoder=None))
     assert torus.encoder.hidden == 256
 
@@ -297,7 +404,9 @@ def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corp
     assert "pretrain x6" in capfd.readouterr().err  # the training's own step bar (2 seeds' LM arms + 4 SIPT arms)
     trainings = [json.loads((d / "result.json").read_text()) for d in (tmp_path / "batched").iterdir()]
     # one training; each seed's LM model evaluated on both its noise rates' cells
-    assert [sorted(t["arms"]) for t in trainings] == [sorted(str(arm_record(tmp_path, c, arm)) for c in configs for arm in ("lm", "sipt"))]
+    assert [sorted(t["arms"]) for t in trainings] == [
+        sorted(str(arm_record(tmp_path, c, arm)) for c in configs for arm in ("lm", "sipt"))
+    ]
     assert all((tmp_path / config_hash(c) / "result.json").is_file() for c in configs)
     assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 0
 
@@ -334,8 +443,13 @@ def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_else
     assert served == sorted((config_hash(c), arm) for c in configs for arm in ("lm", "sipt"))
     assert sorted(len(job.cells) for jobs in local for job in jobs if job.arm == "lm") == [3, 3, 3]
     slurm = plan_trainings(configs, "slurm", {})
-    assert sorted(sorted({cell.graph.noise for job in jobs for cell in job.cells}) for jobs in slurm) == [[0.0], [0.2], [0.5]]
+    assert sorted(sorted({cell.graph.noise for job in jobs for cell in job.cells}) for jobs in slurm) == [
+        [0.0],
+        [0.2],
+        [0.5],
+    ]
     assert all(len(jobs) == 6 and all(len(job.cells) == 1 for job in jobs) for jobs in slurm)
+
 
 def test_figures_help_states_the_figure_options_defaults():
     import argparse

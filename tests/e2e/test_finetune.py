@@ -74,9 +74,31 @@ def _finetune_files(tmp_path, n=60):
 
 def test_finetune_command_compares_with_a_baseline(tiny_bert, tmp_path, capsys):
     _finetune_files(tmp_path)
-    argv = ["finetune", "--model", str(tiny_bert), "--baseline", str(tiny_bert), "--samples", str(tmp_path / "samples.tsv"),
-            "--labels", str(tmp_path / "labels.tsv"), "--splits", str(tmp_path / "splits.tsv"), "--seeds", "2",
-            "--lr", "3e-3", "--epochs", "2", "--batch-size", "8", "--device", "cpu", "--out", str(tmp_path / "out")]
+    argv = [
+        "finetune",
+        "--model",
+        str(tiny_bert),
+        "--baseline",
+        str(tiny_bert),
+        "--samples",
+        str(tmp_path / "samples.tsv"),
+        "--labels",
+        str(tmp_path / "labels.tsv"),
+        "--splits",
+        str(tmp_path / "splits.tsv"),
+        "--seeds",
+        "2",
+        "--lr",
+        "3e-3",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -84,7 +106,9 @@ def test_finetune_command_compares_with_a_baseline(tiny_bert, tmp_path, capsys):
     assert len(report["results"]["model"]["full"]) == 2 and len(report["results"]["model"]["probe"]) == 1
     # the same encoder against itself: identical errors, RRE 0 on every part (undefined where the error is 0)
     assert [c["model_error"] for c in report["comparisons"]] == [c["baseline_error"] for c in report["comparisons"]]
-    assert [c["rre_mean"] for c in report["comparisons"]] == [None if c["baseline_error"] == 0 else 0.0 for c in report["comparisons"]]
+    assert [c["rre_mean"] for c in report["comparisons"]] == [
+        None if c["baseline_error"] == 0 else 0.0 for c in report["comparisons"]
+    ]
     assert "model (probe)" in printed and (tmp_path / "out" / "comparison.csv").is_file()
 
 
@@ -97,8 +121,19 @@ def _one_error_line(capsys, argv) -> str:
 
 def test_finetune_bad_input_is_one_line(tiny_bert, tmp_path, capsys):
     ids = _finetune_files(tmp_path)
-    base = ["finetune", "--model", str(tiny_bert), "--samples", str(tmp_path / "samples.tsv"), "--labels", str(tmp_path / "labels.tsv"),
-            "--device", "cpu", "--out", str(tmp_path / "out")]
+    base = [
+        "finetune",
+        "--model",
+        str(tiny_bert),
+        "--samples",
+        str(tmp_path / "samples.tsv"),
+        "--labels",
+        str(tmp_path / "labels.tsv"),
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert "unknown --mode 'fast'" in _one_error_line(capsys, base + ["--mode", "fast"])
     missing_model = [str(tmp_path / "nowhere") if a == str(tiny_bert) else a for a in base]
     assert "is neither a model directory nor an init name" in _one_error_line(capsys, missing_model)
@@ -128,27 +163,50 @@ def test_snowball_slices_keep_tasks_and_density():
 
 
 def test_lambda_is_chosen_by_validation_link_retrieval_not_labels():
-    rows = [{"arm": "sipt", "graph": "g", "seed": 0, "lambda_si": lam, "validation_links": {"mrr": mrr}, "scores": {"probe": {"accuracy": acc}}}
-            for lam, mrr, acc in [(0.05, 0.2, 0.9), (0.1, 0.5, 0.1), (0.3, 0.4, 0.5)]]
+    rows = [
+        {
+            "arm": "sipt",
+            "graph": "g",
+            "seed": 0,
+            "lambda_si": lam,
+            "validation_links": {"mrr": mrr},
+            "scores": {"probe": {"accuracy": acc}},
+        }
+        for lam, mrr, acc in [(0.05, 0.2, 0.9), (0.1, 0.5, 0.1), (0.3, 0.4, 0.5)]
+    ]
     rows.append({"arm": "lm", "graph": None, "seed": 0, "lambda_si": 0.0, "scores": {}})
     chosen = choose_lambdas(rows)
     # the paper's λ = 0.1 as its own arm, and the λ with the best validation MRR (here also 0.1)
-    assert [(r["arm"], r["lambda_si"], r.get("selection")) for r in chosen] == [("lm", 0.0, None), ("sipt", 0.1, None), ("sipt", 0.1, "chosen λ")]
+    assert [(r["arm"], r["lambda_si"], r.get("selection")) for r in chosen] == [
+        ("lm", 0.0, None),
+        ("sipt", 0.1, None),
+        ("sipt", 0.1, "chosen λ"),
+    ]
     rows[1]["validation_links"]["mrr"] = 0.1  # now λ = 0.3 retrieves the validation links best
     assert [r["lambda_si"] for r in choose_lambdas(rows) if r.get("selection")] == [0.3]
 
 
 def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
     preset = dataclasses.replace(
-        PRESETS["cpu"], n_samples=60, lambdas=(0.1, 0.5),
+        PRESETS["cpu"],
+        n_samples=60,
+        lambdas=(0.1, 0.5),
         pretrain=dataclasses.replace(PRESETS["cpu"].pretrain, steps=2, batch_size=8, max_len=24),
         finetune=dataclasses.replace(PRESETS["cpu"].finetune, max_len=24, batch_size=8),
     )
     cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu", methods=("linkbert",))
     assert len(cells) == 2 * (2 + 2 * 2 + 2)
     summary = run_domain(cells, tmp_path / "run", executor="serial", progress=False)
-    assert set(summary["arms"]) == {"off-the-shelf", "lm", "sipt[mentions]", "sipt[random]",
-                                    "sipt[mentions, chosen λ]", "sipt[random, chosen λ]", "linkbert[mentions]", "linkbert[random]"}
+    assert set(summary["arms"]) == {
+        "off-the-shelf",
+        "lm",
+        "sipt[mentions]",
+        "sipt[random]",
+        "sipt[mentions, chosen λ]",
+        "sipt[random, chosen λ]",
+        "linkbert[mentions]",
+        "linkbert[random]",
+    }
     assert 0 <= summary["arms"]["linkbert[random]"]["local_consistency"] <= 1
     assert ("linkbert[mentions]", "lm") in {(c["method"], c["baseline"]) for c in summary["comparisons"]}
     assert summary["arms"]["sipt[mentions]"]["lambda_si"] == [0.1, 0.1]

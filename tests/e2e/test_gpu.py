@@ -23,7 +23,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 
 def _config(**overrides):
-    base = dict(steps=6, batch_size=12, lambda_si=0.1, lr=1e-3, log_every=3, max_len=24, seed=3, device="cuda", precision="fp32")
+    base = dict(
+        steps=6, batch_size=12, lambda_si=0.1, lr=1e-3, log_every=3, max_len=24, seed=3, device="cuda", precision="fp32"
+    )
     return TrainConfig(**{**base, **overrides})
 
 
@@ -44,8 +46,12 @@ def test_char_pretraining_on_cuda_gives_the_cpu_numbers():
 
 def test_bf16_autocast_pretraining_follows_fp32():
     sentences, graph, _ = _cliques()
-    losses = {precision: pretrain(sentences, graph, _config(steps=60, lambda_si=0.5, precision=precision, log_every=20), TINY,
-                                  progress=False).history["loss"] for precision in ("fp32", "bf16")}
+    losses = {
+        precision: pretrain(
+            sentences, graph, _config(steps=60, lambda_si=0.5, precision=precision, log_every=20), TINY, progress=False
+        ).history["loss"]
+        for precision in ("fp32", "bf16")
+    }
     late = {precision: loss[-20:].mean() for precision, loss in losses.items()}
     assert np.isfinite(losses["bf16"]).all() and late["bf16"] < losses["bf16"][:10].mean(), losses
     assert abs(late["bf16"] - late["fp32"]) < 0.05 * late["fp32"], late
@@ -66,7 +72,9 @@ def test_hugging_face_checkpoint_pretrains_and_embeds_on_cuda(tiny_bert):
     texts = _words()
     graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 4)
     source = encoder_source(str(tiny_bert))
-    result = pretrain(texts, graph, _config(steps=4, batch_size=8, max_len=16, precision="bf16"), source, progress=False)
+    result = pretrain(
+        texts, graph, _config(steps=4, batch_size=8, max_len=16, precision="bf16"), source, progress=False
+    )
     assert np.isfinite(result.history["loss"]).all()
     gpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cuda")
     cpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cpu")

@@ -31,16 +31,28 @@ def topical_files(tmp_path):
     rng = np.random.default_rng(0)
     ids = [f"s{i}" for i in range(N_GROUPS * GROUP_SIZE)]
     group = {i: k % N_GROUPS for k, i in enumerate(ids)}
-    own = [WORDS[5 * g: 5 * g + 5] for g in range(N_GROUPS)]
+    own = [WORDS[5 * g : 5 * g + 5] for g in range(N_GROUPS)]
     texts = {i: " ".join([*rng.choice(own[group[i]], 4), *rng.choice(WORDS, 4)]) for i in ids}
     (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{texts[i]}\n" for i in ids))
     (tmp_path / "labels.tsv").write_text("".join(f"{i}\tg{group[i]}\n" for i in ids))
-    (tmp_path / "edges.tsv").write_text("".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b]))
+    (tmp_path / "edges.tsv").write_text(
+        "".join(f"{a}\t{b}\n" for a in ids for b in ids if a < b and group[a] == group[b])
+    )
     return tmp_path
 
 
 def _args(files: Path, out: Path, *extra: str) -> list[str]:
-    return ["pretrain", "--samples", str(files / "samples.tsv"), "--edges", str(files / "edges.tsv"), "--out", str(out), "--quiet", *extra]
+    return [
+        "pretrain",
+        "--samples",
+        str(files / "samples.tsv"),
+        "--edges",
+        str(files / "edges.tsv"),
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
 
 
 def _texts(files: Path) -> list[str]:
@@ -72,11 +84,29 @@ def test_hf_round_trip_autoModel_and_sentence_transformers_match_embed(clique_fi
     from transformers import AutoModel, AutoTokenizer
 
     out = tmp_path / "run"
-    assert main(_args(clique_files, out, "--init", str(tiny_bert), "--steps", "3", "--batch-size", "8", "--pooling", "cls")) == 0
+    assert (
+        main(
+            _args(clique_files, out, "--init", str(tiny_bert), "--steps", "3", "--batch-size", "8", "--pooling", "cls")
+        )
+        == 0
+    )
     assert {"config.json", "checkpoint.pt", "model", "history.csv", "result.json"} <= {p.name for p in out.iterdir()}
     history = (out / "history.csv").read_text().splitlines()
     assert history[0] == "step,loss,mlm,si,lr" and len(history) == 4
-    assert main(["embed", "--model", str(out / "model"), "--samples", str(clique_files / "samples.tsv"), "--out", str(tmp_path / "emb.npy")]) == 0
+    assert (
+        main(
+            [
+                "embed",
+                "--model",
+                str(out / "model"),
+                "--samples",
+                str(clique_files / "samples.tsv"),
+                "--out",
+                str(tmp_path / "emb.npy"),
+            ]
+        )
+        == 0
+    )
     ours = np.load(tmp_path / "emb.npy")
     assert ours.dtype == np.float32 and ours.shape == (40, 32)
     assert (tmp_path / "emb.ids.tsv").read_text().split() == [f"s{i}" for i in range(40)]
@@ -103,8 +133,12 @@ def test_sentence_transformers_init_gets_a_tied_head_and_keeps_its_pooling(cliqu
     before = SentenceTransformer(str(tiny_st), device="cpu").encode(texts, convert_to_numpy=True)
     np.testing.assert_allclose(embed(encoder, tokenizer, texts), before, atol=1e-5)  # same pooling + normalisation
 
-    job = PretrainJob(samples=str(clique_files / "samples.tsv"), edges=str(clique_files / "edges.tsv"), init=str(tiny_st),
-                      train=train_config(init_kind(str(tiny_st)), steps=2, batch_size=8, device="cpu", head_warmup=2))
+    job = PretrainJob(
+        samples=str(clique_files / "samples.tsv"),
+        edges=str(clique_files / "edges.tsv"),
+        init=str(tiny_st),
+        train=train_config(init_kind(str(tiny_st)), steps=2, batch_size=8, device="cpu", head_warmup=2),
+    )
     outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
     assert any("no MLM head" in note for note in outcome.report["notes"])
     reloaded, reloaded_tokenizer = load_encoder(tmp_path / "run" / "model")
@@ -121,7 +155,14 @@ def test_other_architectures_train_export_and_match_sentence_transformers(write,
 
     checkpoint = write(tmp_path / "checkpoint", WORDS)
     out = tmp_path / "run"
-    assert main(_args(clique_files, out, "--init", str(checkpoint), "--steps", "2", "--batch-size", "8", "--pooling", "mean")) == 0
+    assert (
+        main(
+            _args(
+                clique_files, out, "--init", str(checkpoint), "--steps", "2", "--batch-size", "8", "--pooling", "mean"
+            )
+        )
+        == 0
+    )
     history = (out / "history.csv").read_text().splitlines()
     assert len(history) == 3 and all(np.isfinite(float(v)) for v in history[-1].split(",")[1:])
     encoder, tokenizer = load_encoder(out / "model")
@@ -133,7 +174,12 @@ def test_other_architectures_train_export_and_match_sentence_transformers(write,
 
 def test_char_init_exports_sipt_format_that_embed_loads(clique_files, tmp_path):
     out = tmp_path / "run"
-    assert main(_args(clique_files, out, "--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8")) == 0
+    assert (
+        main(
+            _args(clique_files, out, "--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8")
+        )
+        == 0
+    )
     assert (out / "model" / "encoder.pt").is_file()
     encoder, tokenizer = load_encoder(out / "model")
     assert embed(encoder, tokenizer, _texts(clique_files)).shape == (40, 10)
@@ -157,8 +203,23 @@ def test_minilm_is_found_offline_and_matches_sentence_transformers():
 def test_default_sipt_raises_knn_auroc_and_link_mrr_over_the_init(topical_files, tiny_bert, tmp_path):
     """Nothing but the data and the budget: the defaults must induce the graph's structure."""
     out = tmp_path / "run"
-    assert main(_args(topical_files, out, "--init", str(tiny_bert), "--labels", str(topical_files / "labels.tsv"), "--steps", "40",
-                      "--batch-size", "20")) == 0
+    assert (
+        main(
+            _args(
+                topical_files,
+                out,
+                "--init",
+                str(tiny_bert),
+                "--labels",
+                str(topical_files / "labels.tsv"),
+                "--steps",
+                "40",
+                "--batch-size",
+                "20",
+            )
+        )
+        == 0
+    )
     report = json.loads((out / "result.json").read_text())
     assert report["local_consistency"] == 1.0 and report["warnings"] == [], report
     before, after = report["before"], report["after"]
@@ -194,14 +255,47 @@ def test_interrupted_run_resumes_to_the_uninterrupted_numbers(clique_files, tiny
 
 @pytest.mark.slow
 def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
-    common = ["--init", "char", "--encoder", "paper-small", "--steps", "4", "--batch-size", "12", "--lr", "1e-3", "--device", "cpu"]
+    common = [
+        "--init",
+        "char",
+        "--encoder",
+        "paper-small",
+        "--steps",
+        "4",
+        "--batch-size",
+        "12",
+        "--lr",
+        "1e-3",
+        "--device",
+        "cpu",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    one = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "one", *common)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    one = subprocess.run(
+        [sys.executable, "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "one", *common)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert one.returncode == 0, one.stderr
-    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
-                          "-m", "sipt_lab.cli.main", *_args(clique_files, tmp_path / "two", *common)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    two = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29517",
+            "-m",
+            "sipt_lab.cli.main",
+            *_args(clique_files, tmp_path / "two", *common),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert two.returncode == 0, two.stderr[-2000:]
     assert two.stdout.count("model: ") == 1  # only rank 0 speaks
 
@@ -224,7 +318,17 @@ def _error(capsys, argv) -> str:
 def test_bad_samples_and_edges_are_one_line_errors(clique_files, tmp_path, capsys):
     out = tmp_path / "out"
     (tmp_path / "bad_edges.tsv").write_text("s0\ts1\ns0\tnobody\n")
-    argv = ["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(tmp_path / "bad_edges.tsv"), "--out", str(out), "--init", "char"]
+    argv = [
+        "pretrain",
+        "--samples",
+        str(clique_files / "samples.tsv"),
+        "--edges",
+        str(tmp_path / "bad_edges.tsv"),
+        "--out",
+        str(out),
+        "--init",
+        "char",
+    ]
     assert "'nobody', which is not in the samples file" in _error(capsys, argv)
     cases = {
         "dup.tsv": ("a\tone text\nb\ttwo\na\tthree\n", "id 'a' repeats line 1"),
@@ -234,14 +338,26 @@ def test_bad_samples_and_edges_are_one_line_errors(clique_files, tmp_path, capsy
     }
     for name, (content, message) in cases.items():
         (tmp_path / name).write_text(content)
-        argv = ["pretrain", "--samples", str(tmp_path / name), "--edges", str(clique_files / "edges.tsv"), "--out", str(out), "--init", "char"]
+        argv = [
+            "pretrain",
+            "--samples",
+            str(tmp_path / name),
+            "--edges",
+            str(clique_files / "edges.tsv"),
+            "--out",
+            str(out),
+            "--init",
+            "char",
+        ]
         assert message in _error(capsys, argv)
     assert not out.exists()  # nothing half-written
 
 
 def test_bad_checkpoints_are_one_line_errors(clique_files, tiny_bert, tmp_path, capsys):
     base = _args(clique_files, tmp_path / "out")
-    assert "is not a local directory; sipt-lab never downloads" in _error(capsys, base + ["--init", str(tmp_path / "missing")])
+    assert "is not a local directory; sipt-lab never downloads" in _error(
+        capsys, base + ["--init", str(tmp_path / "missing")]
+    )
     (tmp_path / "file.bin").write_bytes(b"x")
     assert "is a file" in _error(capsys, base + ["--init", str(tmp_path / "file.bin")])
     no_tokenizer = tmp_path / "no-tokenizer"
@@ -267,25 +383,62 @@ def test_output_directory_and_resume_are_guarded(clique_files, tmp_path, capsys)
     assert main(_args(clique_files, out, *common, "--overwrite", "--lr", "1e-3")) == 0
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("keep me")
-    assert "holds files sipt-lab did not write (notes.txt)" in _error(capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite"))
+    assert "holds files sipt-lab did not write (notes.txt)" in _error(
+        capsys, _args(clique_files, tmp_path / "foreign", *common, "--overwrite")
+    )
     assert (tmp_path / "foreign" / "notes.txt").read_text() == "keep me"
-    unset_out = ["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--out", "", *common]
+    unset_out = [
+        "pretrain",
+        "--samples",
+        str(clique_files / "samples.tsv"),
+        "--edges",
+        str(clique_files / "edges.tsv"),
+        "--out",
+        "",
+        *common,
+    ]
     assert "--out is empty" in _error(capsys, unset_out)
     if not torch.cuda.is_available():
-        assert "fp16 autocast needs a CUDA GPU" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--precision", "fp16", "--device", "cpu"))
+        assert "fp16 autocast needs a CUDA GPU" in _error(
+            capsys, _args(clique_files, tmp_path / "x", *common, "--precision", "fp16", "--device", "cpu")
+        )
 
 
 def test_lambda_zero_is_continued_lm_pretraining(clique_files, tmp_path):
     out = tmp_path / "lm"
-    assert main(_args(clique_files, out, "--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8", "--lambda-si", "0")) == 0
+    assert (
+        main(
+            _args(
+                clique_files,
+                out,
+                "--init",
+                "char",
+                "--encoder",
+                "paper-small",
+                "--steps",
+                "2",
+                "--batch-size",
+                "8",
+                "--lambda-si",
+                "0",
+            )
+        )
+        == 0
+    )
     assert (out / "history.csv").read_text().splitlines()[0] == "step,loss,mlm,lr"
     config = json.loads((out / "config.json").read_text())
     assert config["train"]["lambda_si"] == 0.0 and config["init"] == "char"
 
 
 def test_epochs_resolve_to_steps(clique_files, tmp_path):
-    job = PretrainJob(samples=str(clique_files / "samples.tsv"), edges=str(clique_files / "edges.tsv"), init="char", encoder="paper-small",
-                      epochs=2, train=TrainConfig(batch_size=8, grad_accum=2, device="cpu"))
+    job = PretrainJob(
+        samples=str(clique_files / "samples.tsv"),
+        edges=str(clique_files / "edges.tsv"),
+        init="char",
+        encoder="paper-small",
+        epochs=2,
+        train=TrainConfig(batch_size=8, grad_accum=2, device="cpu"),
+    )
     outcome = run_pretraining(job, tmp_path / "run", progress=False)
     assert outcome.result.config.steps == 5  # 40 // 8 = 5 micro-batches per epoch, 10 micro-batches in 2 per step
     assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["steps"] == 5
@@ -300,9 +453,18 @@ def test_method_flag_runs_linkbert_and_mlsm_with_a_teacher(clique_files, tmp_pat
     assert (tmp_path / "link" / "history.csv").read_text().splitlines()[0] == "step,loss,mlm,drp,lr"
     assert json.loads((tmp_path / "link" / "config.json").read_text())["train"]["mask_replacement"] == "bert"
     assert main(_args(clique_files, tmp_path / "lm", *common, "--method", "lm")) == 0
-    assert main(_args(clique_files, tmp_path / "lsm", *common, "--method", "lsm", "--teacher", str(tmp_path / "lm" / "model"))) == 0
+    assert (
+        main(
+            _args(
+                clique_files, tmp_path / "lsm", *common, "--method", "lsm", "--teacher", str(tmp_path / "lm" / "model")
+            )
+        )
+        == 0
+    )
     assert (tmp_path / "lsm" / "history.csv").read_text().splitlines()[0] == "step,loss,concepts,lr"
     assert "--teacher" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--method", "mlsm"))
     teacher = str(tmp_path / "lm" / "model")
     # MiniLM (the default --init) can learn from a teacher that reads its token ids, not from a char model
-    assert "teacher's tokenizer differs" in _error(capsys, _args(clique_files, tmp_path / "y", "--method", "lsm", "--teacher", teacher, "--steps", "1"))
+    assert "teacher's tokenizer differs" in _error(
+        capsys, _args(clique_files, tmp_path / "y", "--method", "lsm", "--teacher", teacher, "--steps", "1")
+    )

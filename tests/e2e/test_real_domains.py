@@ -22,9 +22,15 @@ def tiny_preset(domain: str):
     """Seconds-scale budget; full fine-tuning on networks only (the GIN path; text fine-tuning is tested elsewhere)."""
     preset = preset_for(domain, "cpu")
     return dataclasses.replace(
-        preset, n_samples=None, lambdas=(0.1,), mode="both" if domain == "networks" else "probe",
-        pretrain=dataclasses.replace(preset.pretrain, steps=3, batch_size=8, max_len=24 if domain != "networks" else None),
-        finetune=dataclasses.replace(preset.finetune, lrs=(1e-3,), epochs=1, batch_size=8, max_len=None))
+        preset,
+        n_samples=None,
+        lambdas=(0.1,),
+        mode="both" if domain == "networks" else "probe",
+        pretrain=dataclasses.replace(
+            preset.pretrain, steps=3, batch_size=8, max_len=24 if domain != "networks" else None
+        ),
+        finetune=dataclasses.replace(preset.finetune, lrs=(1e-3,), epochs=1, batch_size=8, max_len=None),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,16 +71,27 @@ def small_gin(monkeypatch):
     from sipt_lab.models.graph_encoder import GINConfig, GraphInit
 
     networks = get_domain("networks")
-    monkeypatch.setitem(DOMAINS, "networks", dataclasses.replace(
-        networks, encoder_source=lambda init, data: GraphInit(GINConfig(n_values=len(data.code_names), hidden=16))))
+    monkeypatch.setitem(
+        DOMAINS,
+        "networks",
+        dataclasses.replace(
+            networks, encoder_source=lambda init, data: GraphInit(GINConfig(n_values=len(data.code_names), hidden=16))
+        ),
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["proteins", "abstracts", "networks"])
 def test_domain_run_end_to_end(data_dirs, tmp_path, name, small_gin):
-    task, init = ("sci-topic", "char") if name == "abstracts" else (None, None)  # abstracts' default, MiniLM, is slow here
+    task, init = (
+        ("sci-topic", "char") if name == "abstracts" else (None, None)
+    )  # abstracts' default, MiniLM, is slow here
     cells = domain_cells(name, None, 2, tiny_preset(name), task=task, init=init, device="cpu", data_dir=data_dirs[name])
-    assert {c.arm for c in cells} == {"off-the-shelf", "lm", "sipt"} and cells[0].init == init or get_domain(name).default_init
+    assert (
+        {c.arm for c in cells} == {"off-the-shelf", "lm", "sipt"}
+        and cells[0].init == init
+        or get_domain(name).default_init
+    )
     summary = run_domain(cells, tmp_path / "out", executor="serial", progress=False)
     kind = {"proteins": "classification", "abstracts": "classification-f1", "networks": "multilabel"}[name]
     assert summary["kind"] == kind
@@ -92,7 +109,9 @@ def test_networks_gin_learns_masked_attributes_and_saves(data_dirs, tmp_path):
     data = get_domain("networks").read(data_dirs["networks"])
     graph = build_graph(get_domain("networks"), "go-hamming", data)
     config = TrainConfig(steps=30, batch_size=16, lr=3e-3, lambda_si=0.0, mask_prob=0.3, device="cpu", log_every=10)
-    result = pretrain(data.samples, graph, config, GraphInit(GINConfig(n_values=4, hidden=32, layers=5)), progress=False)
+    result = pretrain(
+        data.samples, graph, config, GraphInit(GINConfig(n_values=4, hidden=32, layers=5)), progress=False
+    )
     mlm = result.history["mlm"]
     assert mlm[-5:].mean() < 0.8 * mlm[:5].mean()  # each graph's codes are one pair: masking is learnable
     vectors = embed(result.encoder, result.tokenizer, data.samples)
@@ -113,7 +132,9 @@ def test_graph_samples_are_checked():
         featurizer.inputs([bad_code], torch.device("cpu"))
     with pytest.raises(SiptError, match="not a torch_geometric Data"):
         featurizer.inputs(["MKV"], torch.device("cpu"))
-    truncated = GraphFeaturizer(2, max_len=3).inputs([Data(x=torch.zeros(5, dtype=torch.long), edge_index=torch.tensor([[0, 3], [3, 4]]))], "cpu")
+    truncated = GraphFeaturizer(2, max_len=3).inputs(
+        [Data(x=torch.zeros(5, dtype=torch.long), edge_index=torch.tensor([[0, 3], [3, 4]]))], "cpu"
+    )
     assert truncated.lengths.tolist() == [3]
 
 

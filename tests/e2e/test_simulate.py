@@ -12,8 +12,22 @@ def run_json(capsys, *args):
     return json.loads(capsys.readouterr().out)
 
 
-SMALL = ["--graph", "cliques", "--nodes", "30", "--steps", "150", "--seeds", "1", "--lambda-si", "0.5", "--device", "cpu",
-         "--executor", "serial"]  # serial: worker processes would not see the monkeypatched corpus
+SMALL = [
+    "--graph",
+    "cliques",
+    "--nodes",
+    "30",
+    "--steps",
+    "150",
+    "--seeds",
+    "1",
+    "--lambda-si",
+    "0.5",
+    "--device",
+    "cpu",
+    "--executor",
+    "serial",
+]  # serial: worker processes would not see the monkeypatched corpus
 
 
 @pytest.mark.slow
@@ -58,7 +72,10 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
         (["--graph", "torus", "--executor", "mpi"], "unknown executor 'mpi'"),
         (["--graph", "torus", "--loss-param", "pos_margin"], "--loss-param takes NAME=NUMBER"),
         (["--graph", "torus", "--loss-param", "pos_margin=big"], "--loss-param takes NAME=NUMBER"),
-        (["--graph", "torus", "--loss", "multisim", "--loss-param", "pos_margin=1"], "loss 'multisim' has no parameter(s) pos_margin"),
+        (
+            ["--graph", "torus", "--loss", "multisim", "--loss-param", "pos_margin=1"],
+            "loss 'multisim' has no parameter(s) pos_margin",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, args, message):
@@ -73,7 +90,18 @@ def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, sign
     tuned = simulation_config("torus", train_options={"loss_params": {"neg_margin": 4.0}})
     assert tuned.train.loss_params == {"pos_margin": 5.0, "neg_margin": 4.0}
 
-    run_json(capsys, *SMALL, "--steps", "3", "--loss-param", "pos_margin=1", "--loss-param", "neg_margin=2", "--out", str(tmp_path))
+    run_json(
+        capsys,
+        *SMALL,
+        "--steps",
+        "3",
+        "--loss-param",
+        "pos_margin=1",
+        "--loss-param",
+        "neg_margin=2",
+        "--out",
+        str(tmp_path),
+    )
     saved = json.loads((tmp_path / "config.json").read_text())["train"]["loss_params"]
     assert saved == {"pos_margin": 1.0, "neg_margin": 2.0}
 
@@ -87,13 +115,21 @@ def test_presets_resolve_per_family_and_change_the_hash():
     assert cliques.encoder == ENCODER_PRESETS["paper-small"]
     train = cliques.train
     assert (train.steps, train.batch_size, train.lr, train.schedule, train.warmup, train.pairs) == (
-        8000, cliques.graph.n_nodes, 3e-4, "constant", 0.0, "sampled")
+        8000,
+        cliques.graph.n_nodes,
+        3e-4,
+        "constant",
+        0.0,
+        "sampled",
+    )
     assert train.loss_params == {}  # the paper's µ+ = 0
     torus = simulation_config("torus", preset="paper")
     assert torus.encoder == ENCODER_PRESETS["paper-manifolds"] and torus.train.batch_size == 16
     assert torus.train.steps == steps_for_epochs(1500, torus.graph.n_nodes, 16)
     assert simulation_config("cliques", preset="paper", encoder="default").encoder == ENCODER_PRESETS["default"]
-    hashes = {config_hash(simulation_config("cliques", **kw)) for kw in ({}, {"preset": "paper"}, {"encoder": "paper-small"})}
+    hashes = {
+        config_hash(simulation_config("cliques", **kw)) for kw in ({}, {"preset": "paper"}, {"encoder": "paper-small"})
+    }
     assert len(hashes) == 3
     assert simulation_config("cliques", preset="default") == simulation_config("cliques")
 
@@ -109,12 +145,31 @@ def test_preset_encoder_and_batched_flags_reach_the_config_and_the_cells(tmp_pat
     assert again["methods"]["sipt"]["seconds"] == batched["methods"]["sipt"]["seconds"]  # cells loaded, not retrained
 
 
-@pytest.mark.parametrize("command, args, message", [
-    ("simulate", ["--graph", "cliques", "--preset", "fast"], "--preset 'fast' is unknown; choose one of default, paper"),
-    ("simulate", ["--graph", "cliques", "--encoder", "huge"], "--encoder 'huge' is unknown; choose one of default, paper-small"),
-    ("figures", ["--only", "fig5b", "--preset", "fast"], "--preset 'fast' is unknown; choose one of default, paper"),
-    ("figures", ["--only", "fig5b", "--encoder", "huge"], "--encoder 'huge' is unknown; choose one of default, paper-small"),
-])
+@pytest.mark.parametrize(
+    "command, args, message",
+    [
+        (
+            "simulate",
+            ["--graph", "cliques", "--preset", "fast"],
+            "--preset 'fast' is unknown; choose one of default, paper",
+        ),
+        (
+            "simulate",
+            ["--graph", "cliques", "--encoder", "huge"],
+            "--encoder 'huge' is unknown; choose one of default, paper-small",
+        ),
+        (
+            "figures",
+            ["--only", "fig5b", "--preset", "fast"],
+            "--preset 'fast' is unknown; choose one of default, paper",
+        ),
+        (
+            "figures",
+            ["--only", "fig5b", "--encoder", "huge"],
+            "--encoder 'huge' is unknown; choose one of default, paper-small",
+        ),
+    ],
+)
 def test_bad_preset_or_encoder_exit_2_with_one_line(tmp_path, capsys, command, args, message):
     assert main([command, *args, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()

@@ -51,7 +51,9 @@ def test_inductive_splits_are_disjoint_and_checked_before_training():
         inductive_splits(np.zeros(100, dtype=int), SIZES, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("field, value, problem", [("levels", (0.0, 1.5), r"\[0, 1\]"), ("levels", (0.5, 0.5), "one gives no slope")])
+@pytest.mark.parametrize(
+    "field, value, problem", [("levels", (0.0, 1.5), r"\[0, 1\]"), ("levels", (0.5, 0.5), "one gives no slope")]
+)
 def test_config_refuses_levels_that_cannot_give_a_slope(field, value, problem):
     with pytest.raises(ConfigError, match=problem):
         LcTransferConfig(init="char", **{field: value})
@@ -79,7 +81,9 @@ def test_both_trained_arms_start_from_the_same_weights(tmp_path):
     assert first["lm"].keys() == first["sipt"].keys()
     for name, value in first["lm"].items():
         torch.testing.assert_close(value, first["sipt"][name], atol=1e-6, rtol=0)
-    head = [name for name in first["lm"] if name not in other["lm"] or not torch.equal(first["lm"][name], other["lm"][name])]
+    head = [
+        name for name in first["lm"] if name not in other["lm"] or not torch.equal(first["lm"][name], other["lm"][name])
+    ]
     assert head, "another seed's warm-up should give another head"
 
 
@@ -92,9 +96,13 @@ def test_encoder_consistency_is_lc_over_its_knn_graph():
 
 def test_paired_statistics():
     mean, low, high = mean_ci([0.1, 0.2, 0.3])
-    assert (low, mean, high) == pytest.approx((0.2 - 4.303 * 0.1 / 3 ** 0.5, 0.2, 0.2 + 4.303 * 0.1 / 3 ** 0.5), abs=1e-3)
+    assert (low, mean, high) == pytest.approx((0.2 - 4.303 * 0.1 / 3**0.5, 0.2, 0.2 + 4.303 * 0.1 / 3**0.5), abs=1e-3)
     assert minimum_detectable_effect(0.1, 5) > minimum_detectable_effect(0.1, 20)
-    assert minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05)) <= 0.05 < minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05) - 1)
+    assert (
+        minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05))
+        <= 0.05
+        < minimum_detectable_effect(0.1, seeds_for_effect(0.1, 0.05) - 1)
+    )
 
 
 def test_slope_and_crossover_from_known_gains():
@@ -103,10 +111,21 @@ def test_slope_and_crossover_from_known_gains():
     rows = []
     for seed in range(3):
         rows.append({"arm": "lm", "seed": seed, "metric": "knn_auroc", "value": 0.6, "level": None, "target_lc": None})
-        rows.append({"arm": "init", "seed": seed, "metric": "knn_auroc", "value": 0.5, "level": None, "target_lc": None})
+        rows.append(
+            {"arm": "init", "seed": seed, "metric": "knn_auroc", "value": 0.5, "level": None, "target_lc": None}
+        )
         for level, lc in enumerate((0.0, 0.5, 1.0)):
-            rows.append({"arm": "sipt", "seed": seed, "metric": "knn_auroc", "value": 0.6 + 0.2 * (lc - 0.5) + 0.01 * (seed - 1) * (level - 1),
-                         "level": level, "lc": lc, "target_lc": lc})
+            rows.append(
+                {
+                    "arm": "sipt",
+                    "seed": seed,
+                    "metric": "knn_auroc",
+                    "value": 0.6 + 0.2 * (lc - 0.5) + 0.01 * (seed - 1) * (level - 1),
+                    "level": level,
+                    "lc": lc,
+                    "target_lc": lc,
+                }
+            )
     summary = summarise(rows, config, 0.7)
     assert summary["slope"] == pytest.approx(0.2)
     assert summary["crossover_lc"] == pytest.approx(0.5)
@@ -119,8 +138,18 @@ def test_slope_and_crossover_from_known_gains():
 @pytest.mark.slow
 def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
-    config = LcTransferConfig(init="char", train=train, n_pretrain=40, n_train=24, n_validation=8, n_test=16,
-                              levels=(0.0, 1.0), seeds=2, bootstrap=20, pilot_sd=0.05)
+    config = LcTransferConfig(
+        init="char",
+        train=train,
+        n_pretrain=40,
+        n_train=24,
+        n_validation=8,
+        n_test=16,
+        levels=(0.0, 1.0),
+        seeds=2,
+        bootstrap=20,
+        pilot_sd=0.05,
+    )
     lines = []
     summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lines.append)
     assert lines[0].startswith("with 2 seeds and a paired sd of 0.0500") and lines[-1] == summary["verdict"]
@@ -128,8 +157,18 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     for name in ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf"):
         assert (out / name).is_file(), name
     written = json.loads((out / "summary.json").read_text())
-    for key in ("slope", "slope_ci", "crossover_lc", "control_gain", "control_gain_ci", "encoder_consistency", "mde", "planned_mde",
-                "levels", "verdict"):
+    for key in (
+        "slope",
+        "slope_ci",
+        "crossover_lc",
+        "control_gain",
+        "control_gain_ci",
+        "encoder_consistency",
+        "mde",
+        "planned_mde",
+        "levels",
+        "verdict",
+    ):
         assert key in written, key
     assert written["slope"] == pytest.approx(summary["slope"])
     rows = list(csv.DictReader((out / "results.csv").open()))
@@ -146,8 +185,17 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
 @pytest.mark.slow
 def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
     train = train_config("char", steps=1, batch_size=8, max_len=16, device="cpu")
-    config = LcTransferConfig(init="char", train=train, n_pretrain=8, n_train=16, n_validation=8, n_test=8,
-                              levels=(0.0, 1.0), seeds=1, protocol="transductive")
+    config = LcTransferConfig(
+        init="char",
+        train=train,
+        n_pretrain=8,
+        n_train=16,
+        n_validation=8,
+        n_test=8,
+        levels=(0.0, 1.0),
+        seeds=1,
+        protocol="transductive",
+    )
     summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lambda _: None)
     assert summary["protocol"] == "transductive" and "pre-trained-on (transductive)" in summary["verdict"]
     splits = inductive_splits(np.arange(100) % 4, SIZES, np.random.default_rng(0))
@@ -157,12 +205,15 @@ def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
         LcTransferConfig(init="char", protocol="both")
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--levels", "0", "1.5"], "--levels"),
-    (["--levels", "0.5"], "one gives no slope"),
-    (["--n-pretrain", "5000"], "never seen"),
-    (["--seeds", "auto"], "--seeds auto needs a pilot"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--levels", "0", "1.5"], "--levels"),
+        (["--levels", "0.5"], "one gives no slope"),
+        (["--n-pretrain", "5000"], "never seen"),
+        (["--seeds", "auto"], "--seeds auto needs a pilot"),
+    ],
+)
 def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys, flags, message):
     assert main(["study", "lc-transfer", "--init", "char", "--out", str(tmp_path / "run"), *flags]) == 2
     err = capsys.readouterr().err.strip()
@@ -173,8 +224,31 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys, flags, message):
 def test_cli_refuses_a_one_class_task(tmp_path, capsys):
     (tmp_path / "s.tsv").write_text("".join(f"s{i}\tsome text {i}\n" for i in range(20)))
     (tmp_path / "l.tsv").write_text("".join(f"s{i}\tonly\n" for i in range(20)))
-    assert main(["study", "lc-transfer", "--init", "char", "--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv"),
-                 "--n-pretrain", "5", "--n-train", "5", "--n-validation", "2", "--n-test", "2", "--out", str(tmp_path / "run")]) == 2
+    assert (
+        main(
+            [
+                "study",
+                "lc-transfer",
+                "--init",
+                "char",
+                "--samples",
+                str(tmp_path / "s.tsv"),
+                "--labels",
+                str(tmp_path / "l.tsv"),
+                "--n-pretrain",
+                "5",
+                "--n-train",
+                "5",
+                "--n-validation",
+                "2",
+                "--n-test",
+                "2",
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 2
+    )
     assert "one class" in capsys.readouterr().err
 
 
@@ -183,8 +257,22 @@ def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_
     from sipt_lab.cli.study import lc_transfer_config
 
     (tmp_path / "pilot.json").write_text(json.dumps({"paired_sd": 0.05}))
-    args = build_parser().parse_args(["study", "lc-transfer", "--init", "char", "--seeds", "auto", "--pilot", str(tmp_path / "pilot.json"),
-                                      "--target-effect", "0.05", "--out", str(tmp_path / "run")])
+    args = build_parser().parse_args(
+        [
+            "study",
+            "lc-transfer",
+            "--init",
+            "char",
+            "--seeds",
+            "auto",
+            "--pilot",
+            str(tmp_path / "pilot.json"),
+            "--target-effect",
+            "0.05",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     config = lc_transfer_config(args)
     assert config.seeds == seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05
 
@@ -196,17 +284,54 @@ def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
     rng = np.random.default_rng(0)
     topics = [["cat", "dog", "mouse"], ["stock", "bond", "price"], ["river", "sea", "lake"]]
     labels = np.arange(60) % 3
-    (tmp_path / "s.tsv").write_text("".join(f"s{i}\t{' '.join(rng.choice(topics[y], 5))}\n" for i, y in enumerate(labels)))
+    (tmp_path / "s.tsv").write_text(
+        "".join(f"s{i}\t{' '.join(rng.choice(topics[y], 5))}\n" for i, y in enumerate(labels))
+    )
     (tmp_path / "l.tsv").write_text("".join(f"s{i}\tt{y}\n" for i, y in enumerate(labels)))
     (tmp_path / "e.tsv").write_text("".join(f"s{i}\ts{i + 3}\n" for i in range(57)))
-    argv = ["study", "lc-transfer", "--init", "char", "--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv"),
-            "--edges", str(tmp_path / "e.tsv"), "--n-pretrain", "30", "--n-train", "15", "--n-validation", "6", "--n-test", "9",
-            "--levels", "0", "1", "--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32", "--bootstrap", "20",
-            "--device", "cpu", "--out", str(tmp_path / "run")]
+    argv = [
+        "study",
+        "lc-transfer",
+        "--init",
+        "char",
+        "--samples",
+        str(tmp_path / "s.tsv"),
+        "--labels",
+        str(tmp_path / "l.tsv"),
+        "--edges",
+        str(tmp_path / "e.tsv"),
+        "--n-pretrain",
+        "30",
+        "--n-train",
+        "15",
+        "--n-validation",
+        "6",
+        "--n-test",
+        "9",
+        "--levels",
+        "0",
+        "1",
+        "--seeds",
+        "2",
+        "--steps",
+        "1",
+        "--batch-size",
+        "8",
+        "--max-length",
+        "32",
+        "--bootstrap",
+        "20",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert main(argv) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     own = summary["natural"]
-    assert own["lc"] == 1.0  # every edge links one class, so every linked pre-training sample agrees with its neighbours
+    assert (
+        own["lc"] == 1.0
+    )  # every edge links one class, so every linked pre-training sample agrees with its neighbours
     assert own["predicted_gain"] == pytest.approx(summary["intercept"] + summary["slope"] * own["lc"])
     assert "the task's own graph" in capsys.readouterr().out
     rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))

@@ -19,19 +19,33 @@ def _protein(rng, family: int) -> str:
     return MOTIFS[family] + body + MOTIFS[family]
 
 
-def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, int] = (12, 6, 6), seed: int = 0,
-                   ss_per_split: tuple[int, int, int] = (16, 6, 6)) -> Path:
+def write_proteins(
+    root: Path,
+    n_corpus: int = 30,
+    per_split: tuple[int, int, int] = (12, 6, 6),
+    seed: int = 0,
+    ss_per_split: tuple[int, int, int] = (16, 6, 6),
+) -> Path:
     """``sequences.fasta``, ``interactions.tsv`` (within a family) and TAPE remote_homology (family),
     fluorescence (motif-letter count) and secondary_structure (``ss3`` of each residue by its letter,
     :data:`SS3_OF`) files."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
     families = np.arange(n_corpus) % 3
-    (root / "sequences.fasta").write_text("".join(f">P{k} protein {k}\n{_protein(rng, f)}\n" for k, f in enumerate(families)))
-    pairs = [(a, b) for a in range(n_corpus) for b in range(a + 1, n_corpus) if families[a] == families[b] and rng.random() < 0.4]
+    (root / "sequences.fasta").write_text(
+        "".join(f">P{k} protein {k}\n{_protein(rng, f)}\n" for k, f in enumerate(families))
+    )
+    pairs = [
+        (a, b)
+        for a in range(n_corpus)
+        for b in range(a + 1, n_corpus)
+        if families[a] == families[b] and rng.random() < 0.4
+    ]
     (root / "interactions.tsv").write_text("protein_a\tprotein_b\n" + "".join(f"P{a}\tP{b}\n" for a, b in pairs))
-    for task, field, suffixes in (("remote_homology", "fold_label", ("train", "valid", "test_fold_holdout")),
-                                  ("fluorescence", "log_fluorescence", ("train", "valid", "test"))):
+    for task, field, suffixes in (
+        ("remote_homology", "fold_label", ("train", "valid", "test_fold_holdout")),
+        ("fluorescence", "log_fluorescence", ("train", "valid", "test")),
+    ):
         (root / "tape" / task).mkdir(parents=True, exist_ok=True)
         for suffix, size in zip(suffixes, per_split):
             records = []
@@ -39,7 +53,11 @@ def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, in
                 family = k % 3
                 sequence = _protein(rng, family)
                 label = family if rng.random() < 0.7 else int(rng.integers(3))  # noisy, so no arm is perfect
-                value = label if field == "fold_label" else [float(sum(sequence.count(c) for c in "KWD")) + 3 * rng.normal()]
+                value = (
+                    label
+                    if field == "fold_label"
+                    else [float(sum(sequence.count(c) for c in "KWD")) + 3 * rng.normal()]
+                )
                 records.append({"id": f"{task}{k}", "primary": sequence, field: value})
             (root / "tape" / task / f"{task}_{suffix}.json").write_text(json.dumps(records))
     ss = root / "tape" / "secondary_structure"
@@ -48,8 +66,12 @@ def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, in
         records = []
         for k in range(size):
             sequence = _protein(rng, k % 3)
-            ss3 = [SS3_OF[c] if rng.random() < 0.9 else int(rng.integers(3)) for c in sequence]  # noisy, so no arm is perfect
-            records.append({"id": f"ss{k}", "primary": sequence, "ss3": ss3, "ss8": ss3, "protein_length": len(sequence)})
+            ss3 = [
+                SS3_OF[c] if rng.random() < 0.9 else int(rng.integers(3)) for c in sequence
+            ]  # noisy, so no arm is perfect
+            records.append(
+                {"id": f"ss{k}", "primary": sequence, "ss3": ss3, "ss8": ss3, "protein_length": len(sequence)}
+            )
         (ss / f"secondary_structure_{suffix}.json").write_text(json.dumps(records))
     return root
 
@@ -57,7 +79,9 @@ def write_proteins(root: Path, n_corpus: int = 30, per_split: tuple[int, int, in
 TOPICS = (("protein", "folding", "enzyme", "cell"), ("graph", "network", "algorithm", "theorem"))
 
 
-def write_abstracts(root: Path, n_papers: int = 30, per_split: tuple[int, int, int] = (16, 8, 12), seed: int = 0) -> Path:
+def write_abstracts(
+    root: Path, n_papers: int = 30, per_split: tuple[int, int, int] = (16, 8, 12), seed: int = 0
+) -> Path:
     """``papers.jsonl`` (citations within a topic) and a SciBERT-style ``tasks/sci-topic``."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
@@ -69,13 +93,28 @@ def write_abstracts(root: Path, n_papers: int = 30, per_split: tuple[int, int, i
     lines = []
     for k, topic in enumerate(topics):
         cited = [f"W{j}" for j in range(n_papers) if j != k and topics[j] == topic and rng.random() < 0.2]
-        lines.append(json.dumps({"id": f"W{k}", "title": sentence(topic), "abstract": sentence(topic), "citations": cited + ["W-unknown"]}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"W{k}",
+                    "title": sentence(topic),
+                    "abstract": sentence(topic),
+                    "citations": cited + ["W-unknown"],
+                }
+            )
+        )
     (root / "papers.jsonl").write_text("\n".join(lines) + "\n")
     task = root / "tasks" / "sci-topic"
     task.mkdir(parents=True, exist_ok=True)
     for name, size in zip(("train", "dev", "test"), per_split):
-        rows = [{"text": sentence(k % 2), "label": ("bio", "cs")[k % 2 if rng.random() < 0.5 else int(rng.integers(2))],
-                 "metadata": {}} for k in range(size)]
+        rows = [
+            {
+                "text": sentence(k % 2),
+                "label": ("bio", "cs")[k % 2 if rng.random() < 0.5 else int(rng.integers(2))],
+                "metadata": {},
+            }
+            for k in range(size)
+        ]
         (task / f"{name}.txt").write_text("".join(json.dumps(row) + "\n" for row in rows))
     return root
 
@@ -90,7 +129,11 @@ def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
         shape = g % 2
         size = int(rng.integers(4, 8))
         nodes = np.arange(first, first + size)
-        pairs = [(nodes[k], nodes[(k + 1) % size]) for k in range(size)] if shape == 0 else [(nodes[0], v) for v in nodes[1:]]
+        pairs = (
+            [(nodes[k], nodes[(k + 1) % size]) for k in range(size)]
+            if shape == 0
+            else [(nodes[0], v) for v in nodes[1:]]
+        )
         edges += [f"{a}, {b}" for a, b in pairs] + [f"{b}, {a}" for a, b in pairs]
         indicator += [str(g + 1)] * size
         codes += [str(2 * shape + int(rng.integers(2)))] * size

@@ -40,8 +40,10 @@ GOLDEN_DIR = Path(__file__).resolve().parents[1] / "cli" / "golden"
 #: The environment variable that turns comparing into rewriting.
 UPDATE_ENV = "SIPT_LAB_UPDATE_GOLDEN"
 #: How to (re)create the golden files; every failure message ends with it.
-UPDATE_HINT = (f"if the change is intended, rewrite the golden files with `{UPDATE_ENV}=1 python -m pytest "
-               "tests/cli/test_golden.py` and review the diff of tests/golden/")
+UPDATE_HINT = (
+    f"if the change is intended, rewrite the golden files with `{UPDATE_ENV}=1 python -m pytest "
+    "tests/cli/test_golden.py` and review the diff of tests/golden/"
+)
 
 SIGNIFICANT_DIGITS = 6
 REL_TOL = 1e-4
@@ -49,10 +51,28 @@ REL_TOL = 1e-4
 ABS_TOL = 1e-9
 
 #: Keys whose values change from run to run (or machine to machine) without the result changing.
-VOLATILE_KEYS = frozenset({
-    "seconds", "elapsed", "duration", "wall_time", "time", "timestamp", "date", "created", "started", "finished",
-    "throughput", "version", "versions", "hostname", "host", "pid", "python", "platform",
-})
+VOLATILE_KEYS = frozenset(
+    {
+        "seconds",
+        "elapsed",
+        "duration",
+        "wall_time",
+        "time",
+        "timestamp",
+        "date",
+        "created",
+        "started",
+        "finished",
+        "throughput",
+        "version",
+        "versions",
+        "hostname",
+        "host",
+        "pid",
+        "python",
+        "platform",
+    }
+)
 #: Key endings of the same kind (``train_seconds``, ``samples_per_second``, ``torch_version`` ...).
 VOLATILE_SUFFIXES = ("_seconds", "_time", "_at", "_per_second", "_per_sec", "_version", "_date", "_hostname")
 
@@ -189,7 +209,9 @@ def check_golden_json(name: str, data) -> None:
     found = differences(json.loads(golden_json_text(data)), expected)
     if found:
         shown = "\n  ".join(found[:40]) + (f"\n  ... and {len(found) - 40} more" if len(found) > 40 else "")
-        pytest.fail(f"{name} differs from its golden file in {len(found)} place(s):\n  {shown}\n{UPDATE_HINT}", pytrace=False)
+        pytest.fail(
+            f"{name} differs from its golden file in {len(found)} place(s):\n  {shown}\n{UPDATE_HINT}", pytrace=False
+        )
 
 
 def text_mismatch(name: str, text: str) -> str | None:
@@ -201,7 +223,9 @@ def text_mismatch(name: str, text: str) -> str | None:
         _write(path, text)
         return None
     if not path.is_file():
-        return f"{name}: golden file is missing; create it with `{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`"
+        return (
+            f"{name}: golden file is missing; create it with `{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`"
+        )
     expected = path.read_text(encoding="utf-8")
     if text == expected:
         return None
@@ -210,8 +234,11 @@ def text_mismatch(name: str, text: str) -> str | None:
 
 def _read(path: Path) -> str:
     if not path.is_file():
-        pytest.fail(f"golden file {path.relative_to(GOLDEN_DIR.parent.parent)} is missing; create it with "
-                    f"`{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`, review it and commit it", pytrace=False)
+        pytest.fail(
+            f"golden file {path.relative_to(GOLDEN_DIR.parent.parent)} is missing; create it with "
+            f"`{UPDATE_ENV}=1 python -m pytest tests/cli/test_golden.py`, review it and commit it",
+            pytrace=False,
+        )
     return path.read_text(encoding="utf-8")
 
 

@@ -36,14 +36,16 @@ def test_no_import_cycles():
 
 
 def test_modules_are_short():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
     assert long == {}
 
 
 def test_module_names_are_unique():
-    stems = Counter(p.stem for p in PACKAGE.rglob("*.py")
-                    if p.stem != "__init__" and p.parent.name != "cli")
+    stems = Counter(p.stem for p in PACKAGE.rglob("*.py") if p.stem != "__init__" and p.parent.name != "cli")
     assert {name: n for name, n in stems.items() if n > 1} == {}
 
 

@@ -23,19 +23,30 @@ def _run(seed: int, lambda_si: float, n: int = 24, **overrides) -> BatchedRun:
     alphabet = list("abcdefgh ")[: 6 + seed % 3]
     texts = ["".join(rng.choice(alphabet, size=k)) for k in rng.integers(4, 30, n)]
     graph = PretrainingGraph.from_groups(np.arange(n) % 4)
-    config = TrainConfig(steps=6, batch_size=8, lr=3e-3, seed=seed, lambda_si=lambda_si, device="cpu", max_len=24,
-                         **{"pairs": "sampled", "schedule": "constant", **overrides})
+    config = TrainConfig(
+        steps=6,
+        batch_size=8,
+        lr=3e-3,
+        seed=seed,
+        lambda_si=lambda_si,
+        device="cpu",
+        max_len=24,
+        **{"pairs": "sampled", "schedule": "constant", **overrides},
+    )
     return BatchedRun(texts, graph, config)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("overrides", "lambdas", "weight_atol"), [
-    ({}, (0.0, 0.1), 1e-5),
-    ({"pairs": "batch", "mask_replacement": "bert", "schedule": "linear"}, (0.0, 0.1), 1e-5),
-    # a loss without a grouped form; λ = 1: L_SI alone, whose small gradients Adam scales up
-    # (rounding differences reach ~1e-4 in the weights on some CPUs), and an MLM head it never reads
-    ({"loss": "multisim"}, (0.5, 1.0), 1e-3),
-])
+@pytest.mark.parametrize(
+    ("overrides", "lambdas", "weight_atol"),
+    [
+        ({}, (0.0, 0.1), 1e-5),
+        ({"pairs": "batch", "mask_replacement": "bert", "schedule": "linear"}, (0.0, 0.1), 1e-5),
+        # a loss without a grouped form; λ = 1: L_SI alone, whose small gradients Adam scales up
+        # (rounding differences reach ~1e-4 in the weights on some CPUs), and an MLM head it never reads
+        ({"loss": "multisim"}, (0.5, 1.0), 1e-3),
+    ],
+)
 def test_batched_equals_separate_runs(overrides, lambdas, weight_atol):
     runs = [_run(seed, lam, **overrides) for seed in (0, 1, 2) for lam in lambdas]
     batched = pretrain_batched(runs, ENCODER, progress=False)
@@ -46,7 +57,9 @@ def test_batched_equals_separate_runs(overrides, lambdas, weight_atol):
             np.testing.assert_allclose(result.history[name], values, rtol=1e-4, atol=1e-5, err_msg=name)
         assert result.tokenizer.to_dict() == alone.tokenizer.to_dict()
         # the MLM head's own parameters (a tied decoder weight is the token table, read by the encoder too)
-        head = {name for name, _ in alone.encoder.named_parameters() if name.startswith(("mlm_transform.", "mlm_decoder."))}
+        head = {
+            name for name, _ in alone.encoder.named_parameters() if name.startswith(("mlm_transform.", "mlm_decoder."))
+        }
         for (name, mine), theirs in zip(result.encoder.state_dict().items(), alone.encoder.state_dict().values()):
             if run.config.lambda_si == 1.0 and name in head:
                 assert torch.equal(mine, theirs), name  # never read without L_M: left as initialised, not decayed
@@ -59,7 +72,9 @@ def test_batched_equals_separate_runs(overrides, lambdas, weight_atol):
 def test_runs_that_differ_beyond_seed_and_lambda_or_use_dropout_are_refused():
     with pytest.raises(SiptError, match="they differ in lr$"):
         other = _run(1, 0.1)
-        pretrain_batched([_run(0, 0.0), dataclasses.replace(other, config=dataclasses.replace(other.config, lr=1e-3))], ENCODER)
+        pretrain_batched(
+            [_run(0, 0.0), dataclasses.replace(other, config=dataclasses.replace(other.config, lr=1e-3))], ENCODER
+        )
     with pytest.raises(SiptError, match="dropout 0"):
         pretrain_batched([_run(0, 0.0), _run(1, 0.1)], dataclasses.replace(ENCODER, dropout=0.1), progress=False)
 
@@ -80,18 +95,22 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
     positions = torch.tensor([[3, 21, 45, 0], [1, 2, 60, 20]])  # model 1 reads row 0 twice, model 0 pads with a [CLS]
     stacked = StackedEncoders.stack(encoders)
     reads = torch.cat([torch.arange(10).expand(2, -1) * 20, positions], 1).numpy()
-    assert len(_Packing.build(lengths, 20, reads, stacked.max_buckets, ENCODER.n_heads, torch.device("cpu")).buckets) > 1
+    assert (
+        len(_Packing.build(lengths, 20, reads, stacked.max_buckets, ENCODER.n_heads, torch.device("cpu")).buckets) > 1
+    )
     counts = [3, 4]
     embeddings, heads = stacked(ids, positions, lengths, counts)
     logits = [head.logits() for head in heads]
     for k, (encoder, vocab, count) in enumerate(zip(encoders, (12, 9), counts)):
-        rows = [encoder.embed_and_masked_logits(ids[k, r: r + 1, : lengths[k, r]], torch.zeros(0, dtype=torch.int64))[0]
-                for r in range(10)]
+        rows = [
+            encoder.embed_and_masked_logits(ids[k, r : r + 1, : lengths[k, r]], torch.zeros(0, dtype=torch.int64))[0]
+            for r in range(10)
+        ]
         torch.testing.assert_close(embeddings[k], torch.cat(rows), rtol=1e-5, atol=1e-6)
         assert logits[k].shape == (count, vocab)  # its own masked positions and vocabulary only
         for m, flat in enumerate(positions[k, :count].tolist()):
             row, column = divmod(flat, 20)
-            _, want = encoder.embed_and_masked_logits(ids[k, row: row + 1, : lengths[k, row]], torch.tensor([column]))
+            _, want = encoder.embed_and_masked_logits(ids[k, row : row + 1, : lengths[k, row]], torch.tensor([column]))
             torch.testing.assert_close(logits[k][m], want[0], rtol=1e-5, atol=1e-5)
 
 
@@ -102,7 +121,11 @@ def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_r
     noisy = dataclasses.replace(base, graph=PretrainingGraph.from_groups(np.arange(24) % 3))  # other links, same texts
     sipt = _run(0, 0.1)
     stacks = []
-    monkeypatch.setattr(batched.StackedEncoders, "stack", classmethod(lambda cls, encoders: stacks.append(len(encoders)) or cls(encoders)))
+    monkeypatch.setattr(
+        batched.StackedEncoders,
+        "stack",
+        classmethod(lambda cls, encoders: stacks.append(len(encoders)) or cls(encoders)),
+    )
     results = pretrain_batched([base, sipt, noisy], ENCODER, progress=False)
     assert stacks == [2]  # the two LM runs are one model; SIPT reads its graph and is its own
     assert results[0].encoder is not results[2].encoder and results[2].config == noisy.config

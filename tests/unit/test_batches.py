@@ -105,7 +105,9 @@ def test_deterministic_and_independent_of_the_graph():
 def test_a_run_without_pairs_gets_its_seeds_masks_and_replacements_alone():
     lengths = np.random.default_rng(0).integers(2, 20, 30)
     paired = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4, mask_replacement="bert", vocab_size=50)
-    alone = GraphBatchSampler(_explicit_graph(), lengths, 8, seed=4, mask_replacement="bert", vocab_size=50, reads_pairs=False)
+    alone = GraphBatchSampler(
+        _explicit_graph(), lengths, 8, seed=4, mask_replacement="bert", vocab_size=50, reads_pairs=False
+    )
     for step in (0, 5):
         x, y = paired.batch(step), alone.batch(step)
         assert len(x.nodes) > x.n_seeds and len(x.positive_pairs)  # the paired run has partners and pairs
@@ -148,8 +150,9 @@ def test_hard_negatives_are_two_hops_away_and_component_negatives_stay_home():
     from sipt_lab.training.sampler import NEGATIVE_SAMPLERS
 
     ring = np.arange(12)
-    two_cycles = PretrainingGraph.from_edges(np.concatenate([ring[:6], ring[6:]]),
-                                             np.concatenate([np.roll(ring[:6], 1), np.roll(ring[6:], 1)]), 12)
+    two_cycles = PretrainingGraph.from_edges(
+        np.concatenate([ring[:6], ring[6:]]), np.concatenate([np.roll(ring[:6], 1), np.roll(ring[6:], 1)]), 12
+    )
     seeds = np.arange(12)
     for seed in range(5):
         rng = np.random.default_rng(seed)

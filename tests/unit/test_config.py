@@ -35,14 +35,17 @@ def test_simulation_config_has_no_second_set_of_defaults():
         dataclasses.replace(resolved, graph=GraphSpec("torus"))
 
 
-@pytest.mark.parametrize("build, field", [
-    (lambda: TrainConfig(batch_size=0), "TrainConfig.batch_size"),
-    (lambda: TrainConfig(lambda_si=2.0), "TrainConfig.lambda_si"),
-    (lambda: EncoderConfig(hidden=10, n_heads=4), "EncoderConfig.hidden"),
-    (lambda: GraphSpec("torus", noise=-0.1), "GraphSpec.noise"),
-    (lambda: simulation_config("torus", graph_options={"n_nodes": 3}), "GraphSpec.n_nodes"),
-    (lambda: dataclasses.replace(simulation_config("torus"), train=TrainConfig(seed=1)), "TrainConfig.seed"),
-])
+@pytest.mark.parametrize(
+    "build, field",
+    [
+        (lambda: TrainConfig(batch_size=0), "TrainConfig.batch_size"),
+        (lambda: TrainConfig(lambda_si=2.0), "TrainConfig.lambda_si"),
+        (lambda: EncoderConfig(hidden=10, n_heads=4), "EncoderConfig.hidden"),
+        (lambda: GraphSpec("torus", noise=-0.1), "GraphSpec.noise"),
+        (lambda: simulation_config("torus", graph_options={"n_nodes": 3}), "GraphSpec.n_nodes"),
+        (lambda: dataclasses.replace(simulation_config("torus"), train=TrainConfig(seed=1)), "TrainConfig.seed"),
+    ],
+)
 def test_invalid_fields_raise_on_construction_naming_the_field(build, field):
     with pytest.raises(ConfigError) as caught:
         build()
@@ -52,7 +55,10 @@ def test_invalid_fields_raise_on_construction_naming_the_field(build, field):
 def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
     args = ["pretrain", "--samples", "S", "--edges", "E", "--out", str(tmp_path / "o"), "--batch-size", "0"]
     assert main(args) == 2
-    assert capsys.readouterr().err.strip() == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
+    assert (
+        capsys.readouterr().err.strip()
+        == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
+    )
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
@@ -61,7 +67,9 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
 
     before = config_hash(simulation_config("torus"))
     family = get_family("torus")
-    monkeypatch.setitem(families.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10))
+    monkeypatch.setitem(
+        families.FAMILIES, "torus", dataclasses.replace(family, default_nodes=family.default_nodes + 10)
+    )
     after = simulation_config("torus")
     assert after.graph.n_nodes == family.default_nodes + 10 and config_hash(after) != before
 
@@ -93,8 +101,13 @@ def test_option_fields_validate_and_make_flags():
         def __post_init__(self) -> None:
             validate(self)
 
-    for bad, field in (({"steps": 0}, "Toy.steps"), ({"rate": 1.0}, "Toy.rate"), ({"kind": "c"}, "Toy.kind"),
-                       ({"grid": (1.0, -1.0)}, "Toy.grid"), ({"path": " "}, "Toy.path")):
+    for bad, field in (
+        ({"steps": 0}, "Toy.steps"),
+        ({"rate": 1.0}, "Toy.rate"),
+        ({"kind": "c"}, "Toy.kind"),
+        ({"grid": (1.0, -1.0)}, "Toy.grid"),
+        ({"path": " "}, "Toy.path"),
+    ):
         with pytest.raises(ConfigError) as caught:
             Toy(**bad)
         assert caught.value.field == field
@@ -114,10 +127,14 @@ def test_pretrain_flags_come_from_train_config():
     from sipt_lab.cli.main import build_parser
     from sipt_lab.training.train_config import TrainConfig
 
-    pretrain = next(a for a in build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith("pretrain"))
+    pretrain = next(
+        a for a in build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith("pretrain")
+    )
     by_flag = {action.option_strings[0]: action for action in pretrain._actions if action.option_strings}
     assert by_flag["--batch-size"].default == TrainConfig.batch_size
-    assert by_flag["--precision"].default == TrainConfig.precision and by_flag["--save-every"].dest == "checkpoint_every"
+    assert (
+        by_flag["--precision"].default == TrainConfig.precision and by_flag["--save-every"].dest == "checkpoint_every"
+    )
     assert by_flag["--lr"].default is None  # the init kind's: its help names each kind's value
     assert pretrain.get_default("field_flags")["TrainConfig.max_len"] == "--max-length"
 
@@ -132,6 +149,10 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
     assert train_config("char") == TrainConfig()
     assert TrainConfig(loss="multisim").loss_params == {}
     assert loss_parameters("contrastive") == LOSS_PARAMETERS["contrastive"]
-    defaults = {k: v.default for k, v in inspect.signature(contrastive_loss).parameters.items() if v.default is not inspect.Parameter.empty}
+    defaults = {
+        k: v.default
+        for k, v in inspect.signature(contrastive_loss).parameters.items()
+        if v.default is not inspect.Parameter.empty
+    }
     assert defaults == LOSS_PARAMETERS["contrastive"]
     assert INIT_DEFAULTS["char"].loss_params == TrainConfig().loss_params

@@ -152,8 +152,11 @@ def test_implicit_homophily_matches_materialised():
 
 
 def brute_force_node_homophily(graph, labels):
-    fractions = [np.mean(labels[graph.neighbors(node)] == labels[node])
-                 for node in range(graph.n_nodes) if graph.degrees()[node] > 0]
+    fractions = [
+        np.mean(labels[graph.neighbors(node)] == labels[node])
+        for node in range(graph.n_nodes)
+        if graph.degrees()[node] > 0
+    ]
     return np.mean(fractions)
 
 

@@ -47,8 +47,9 @@ def write_graph(directory, u, v, labels, fmt="tsv", prefix="n", name="edges"):
 def in_memory(directory, u, v, labels, ties, prefix="n") -> FileConsistency:
     edges, labels_file = write_graph(directory, u, v, labels, "tsv", prefix, name="reference")
     read = load_graph_tsv(edges, labels_file)
-    return FileConsistency(consistency_report(read.graph, read.labels, ties), read.dropped_self_loops,
-                           read.dropped_duplicates)
+    return FileConsistency(
+        consistency_report(read.graph, read.labels, ties), read.dropped_self_loops, read.dropped_duplicates
+    )
 
 
 def random_graph(rng, n, m, n_classes):
@@ -66,21 +67,31 @@ def random_case(directory, seed, n, m, n_classes, fmt="tsv"):
 
 @pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), m=st.integers(1, 120), n_classes=st.integers(1, 4),
-       chunk=st.integers(1, 50), fmt=st.sampled_from(FORMATS), int_ids=st.booleans(),
-       ties=st.sampled_from(TIE_POLICIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 40),
+    m=st.integers(1, 120),
+    n_classes=st.integers(1, 4),
+    chunk=st.integers(1, 50),
+    fmt=st.sampled_from(FORMATS),
+    int_ids=st.booleans(),
+    ties=st.sampled_from(TIE_POLICIES),
+)
 def test_streamed_equals_in_memory_on_random_graphs(tmp_path, seed, n, m, n_classes, chunk, fmt, int_ids, ties):
     u, v, labels = random_graph(np.random.default_rng(seed), n, m, n_classes)
     prefix = "" if int_ids else "n"
     edges, labels_file = write_graph(tmp_path, u, v, labels, fmt, prefix)
     if np.all(u == v):  # every node isolated: both paths refuse
-        for compute in (lambda: in_memory(tmp_path, u, v, labels, ties, prefix),
-                        lambda: consistency_from_files(edges, labels_file, ties, chunk_edges=chunk)):
+        for compute in (
+            lambda: in_memory(tmp_path, u, v, labels, ties, prefix),
+            lambda: consistency_from_files(edges, labels_file, ties, chunk_edges=chunk),
+        ):
             with pytest.raises(SiptError, match="every node is isolated"):
                 compute()
         return
     assert consistency_from_files(edges, labels_file, ties, chunk_edges=chunk) == in_memory(
-        tmp_path, u, v, labels, ties, prefix)
+        tmp_path, u, v, labels, ties, prefix
+    )
 
 
 def test_ties_and_counts_of_a_hand_graph(tmp_path):
@@ -134,7 +145,9 @@ def test_ids_are_matched_as_strings(tmp_path):
 @pytest.mark.parametrize("base", [0, 10**15, "x"])  # lookup table, integer hash join, string hash join
 def test_repeated_label_rows(tmp_path, base):
     name = (lambda k: f"x{k}") if base == "x" else (lambda k: str(base + k))
-    (tmp_path / "labels.tsv").write_text("".join(f"{name(k)}\t{c}\n" for k, c in [(1, "a"), (2, "b"), (1, "a"), (3, "b"), (2, "b")]))
+    (tmp_path / "labels.tsv").write_text(
+        "".join(f"{name(k)}\t{c}\n" for k, c in [(1, "a"), (2, "b"), (1, "a"), (3, "b"), (2, "b")])
+    )
     (tmp_path / "edges.tsv").write_text(f"{name(1)}\t{name(2)}\n{name(2)}\t{name(3)}\n{name(3)}\t{name(1)}\n")
     read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
     got = consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
@@ -160,8 +173,14 @@ def test_parquet_labels_and_named_columns(tmp_path):
     expected = in_memory(tmp_path, u, v, labels, "strict", prefix="")
     pq.write_table(pa.table({"src": u, "dst": v, "w": np.ones(u.size)}), tmp_path / "e.parquet")
     pq.write_table(pa.table({"id": np.arange(50), "y": [f"c{c}" for c in labels]}), tmp_path / "l.parquet")
-    got = consistency_from_files(tmp_path / "e.parquet", tmp_path / "l.parquet", "strict", chunk_edges=16,
-                                 edge_columns=("src", "dst"), label_columns=("id", "y"))
+    got = consistency_from_files(
+        tmp_path / "e.parquet",
+        tmp_path / "l.parquet",
+        "strict",
+        chunk_edges=16,
+        edge_columns=("src", "dst"),
+        label_columns=("id", "y"),
+    )
     assert got == expected
 
 
@@ -171,8 +190,9 @@ def test_streamed_memory_is_bounded_by_the_chunk(tmp_path):
     # worth, far below the 12.8 MB that the edges' int64 endpoints alone would take.
     rng = np.random.default_rng(6)
     n, m, chunk = 2_000, 800_000, 10_000
-    pq.write_table(pa.table({"u": rng.integers(0, n, m), "v": rng.integers(0, n, m)}), tmp_path / "e.parquet",
-                   row_group_size=chunk)
+    pq.write_table(
+        pa.table({"u": rng.integers(0, n, m), "v": rng.integers(0, n, m)}), tmp_path / "e.parquet", row_group_size=chunk
+    )
     (tmp_path / "l.tsv").write_text("".join(f"{k}\t{k % 5}\n" for k in range(n)))
     consistency_from_files(tmp_path / "e.parquet", tmp_path / "l.tsv", chunk_edges=chunk)  # compile, warm up
     tracemalloc.start()
@@ -213,12 +233,28 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     for expected, argv in cases.items():
         assert main(["consistency", *argv]) == 2, expected
         assert expected in one_error_line(capsys)
-    bad_lines = {"n0 n1\n": "expected two tab-separated fields, got 'n0 n1'", "n0\t\n": "empty field",
-                 "n0\tzz\nn0\tyy\n": "node 'zz' has no label", "": "is empty"}
+    bad_lines = {
+        "n0 n1\n": "expected two tab-separated fields, got 'n0 n1'",
+        "n0\t\n": "empty field",
+        "n0\tzz\nn0\tyy\n": "node 'zz' has no label",
+        "": "is empty",
+    }
     for content, expected in bad_lines.items():
         (tmp_path / "bad.tsv").write_text(content)
-        assert main(["consistency", "--edges", str(tmp_path / "bad.tsv"), "--labels", str(labels_file),
-                     "--engine", "stream"]) == 2, content
+        assert (
+            main(
+                [
+                    "consistency",
+                    "--edges",
+                    str(tmp_path / "bad.tsv"),
+                    "--labels",
+                    str(labels_file),
+                    "--engine",
+                    "stream",
+                ]
+            )
+            == 2
+        ), content
         assert expected in one_error_line(capsys)
     (tmp_path / "clash.tsv").write_text("n0\ta\nn1\tb\nn0\tb\n")
     assert main(["consistency", "--edges", str(edges), "--labels", str(tmp_path / "clash.tsv")]) == 2
@@ -234,8 +270,9 @@ def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
     parts = tmp_path / "parts"
     parts.mkdir()
     for k, rows in enumerate(np.array_split(np.arange(u.size), 3)):
-        pq.write_table(pa.table({"u": [f"n{a}" for a in u[rows]], "v": [f"n{b}" for b in v[rows]]}),
-                       parts / f"part-{k}.parquet")
+        pq.write_table(
+            pa.table({"u": [f"n{a}" for a in u[rows]], "v": [f"n{b}" for b in v[rows]]}), parts / f"part-{k}.parquet"
+        )
     int_edges, int_labels = write_graph(tmp_path, u, v, labels, "parquet", prefix="", name="int")
     # a text file in 8 byte ranges; a directory of 3 Parquet files; integer ids
     for source, labels_source in ((edges, labels_file), (parts, labels_file), (int_edges, int_labels)):
@@ -249,8 +286,20 @@ def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
 def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
     (tmp_path / "labels.tsv").write_text("a\tx\nb\ty\n")
     (tmp_path / "edges.tsv").write_text("a\tb\nb\tzz\nzz\ta\n")
-    assert main(["consistency", "--edges", str(tmp_path / "edges.tsv"), "--labels",
-                 str(tmp_path / "labels.tsv"), "--engine", "dask"]) == 2
+    assert (
+        main(
+            [
+                "consistency",
+                "--edges",
+                str(tmp_path / "edges.tsv"),
+                "--labels",
+                str(tmp_path / "labels.tsv"),
+                "--engine",
+                "dask",
+            ]
+        )
+        == 2
+    )
     line = one_error_line(capsys)
     assert "node 'zz' has no label" in line and "(2 such edge(s))" in line
 
@@ -259,8 +308,24 @@ def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
 def test_unreachable_scheduler_is_one_line_within_the_timeout(tmp_path, capsys):
     edges, labels_file = write_graph(tmp_path, [0], [1], [0, 1], "tsv")
     start = time.monotonic()
-    assert main(["consistency", "--edges", str(edges), "--labels", str(labels_file), "--engine", "dask",
-                 "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "1"]) == 2
+    assert (
+        main(
+            [
+                "consistency",
+                "--edges",
+                str(edges),
+                "--labels",
+                str(labels_file),
+                "--engine",
+                "dask",
+                "--scheduler",
+                "tcp://127.0.0.1:9",
+                "--scheduler-timeout",
+                "1",
+            ]
+        )
+        == 2
+    )
     assert time.monotonic() - start < 10
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in one_error_line(capsys)
 

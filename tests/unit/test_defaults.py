@@ -51,10 +51,19 @@ def test_commands_take_their_defaults_from_the_table():
     checkpoint = INIT_DEFAULTS["checkpoint"]
     for preset in PRESETS.values():
         assert (preset.pretrain.loss, preset.pretrain.loss_params, preset.pretrain.head_warmup) == (
-            checkpoint.loss, checkpoint.loss_params, checkpoint.head_warmup)
-    assert train_config("checkpoint", loss="contrastive").loss_params == {}  # another loss drops the default's parameters
-    help_text = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--help"], capture_output=True, text=True,
-                               env={**os.environ, "COLUMNS": "1000"}).stdout
+            checkpoint.loss,
+            checkpoint.loss_params,
+            checkpoint.head_warmup,
+        )
+    assert (
+        train_config("checkpoint", loss="contrastive").loss_params == {}
+    )  # another loss drops the default's parameters
+    help_text = subprocess.run(
+        [sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "1000"},
+    ).stdout
     assert f"{checkpoint.lr} for a checkpoint" in help_text and f"{char.lr} for --init char" in help_text
 
 
@@ -71,19 +80,53 @@ def test_structure_loss_sees_the_normalised_vector_the_encoder_outputs():
 
     from sipt_lab.training.sampler import PretrainBatch
 
-    batch = PretrainBatch(np.arange(2), 2, np.array([1, 0]), np.array([-1, -1]), np.zeros((2, 1), bool),
-                          np.array([[0, 1]]), np.empty((0, 2), np.int64), None)
+    batch = PretrainBatch(
+        np.arange(2),
+        2,
+        np.array([1, 0]),
+        np.array([-1, -1]),
+        np.zeros((2, 1), bool),
+        np.array([[0, 1]]),
+        np.empty((0, 2), np.int64),
+        None,
+    )
     for normalize in (False, True):
-        step = _Step(torch.zeros(2, 3, dtype=torch.long), np.array([3, 3]), [(1.0, Capture())], torch.device("cpu"), normalize=normalize)
+        step = _Step(
+            torch.zeros(2, 3, dtype=torch.long),
+            np.array([3, 3]),
+            [(1.0, Capture())],
+            torch.device("cpu"),
+            normalize=normalize,
+        )
         step.combine(batch, torch.tensor([[3.0, 4.0], [0.0, 2.0]]), None, None)
     np.testing.assert_allclose(seen[0].norm(dim=1).numpy(), [5.0, 2.0])
     np.testing.assert_allclose(seen[1].norm(dim=1).numpy(), [1.0, 1.0], rtol=1e-6)
 
 
-def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_training(clique_files, tiny_st, tmp_path, capsys):
+def test_an_unreachable_margin_on_normalised_embeddings_is_refused_before_training(
+    clique_files, tiny_st, tmp_path, capsys
+):
     out = tmp_path / "run"
-    code = main(["pretrain", "--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st),
-                 "--loss", "contrastive", "--loss-param", "neg_margin=3", "--steps", "2", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "pretrain",
+            "--samples",
+            str(clique_files / "samples.tsv"),
+            "--edges",
+            str(clique_files / "edges.tsv"),
+            "--init",
+            str(tiny_st),
+            "--loss",
+            "contrastive",
+            "--loss-param",
+            "neg_margin=3",
+            "--steps",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     error = capsys.readouterr().err.strip()
     assert code == 2 and len(error.splitlines()) == 1 and "neg_margin 3 cannot be met" in error and "[0, 2]" in error
     assert not out.exists()
@@ -100,12 +143,18 @@ def test_head_warm_up_fits_the_new_head_and_leaves_the_encoder(clique_files, tin
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
         initial, _ = source.encoder(source.tokenizer([], None))
-    trained_base, initial_base = dict(result.encoder.model.base_model.named_parameters()), dict(initial.model.base_model.named_parameters())
+    trained_base, initial_base = (
+        dict(result.encoder.model.base_model.named_parameters()),
+        dict(initial.model.base_model.named_parameters()),
+    )
     for name, parameter in initial_base.items():
         torch.testing.assert_close(trained_base[name], parameter, atol=1e-8, rtol=0, msg=name)
     head = {id(p) for p in result.encoder.new_head_parameters()}
-    moved = [name for name, p in result.encoder.model.named_parameters() if id(p) in head
-             and not torch.equal(p, dict(initial.model.named_parameters())[name])]
+    moved = [
+        name
+        for name, p in result.encoder.model.named_parameters()
+        if id(p) in head and not torch.equal(p, dict(initial.model.named_parameters())[name])
+    ]
     assert moved, "the warm-up left the new head untouched"
 
 
@@ -114,14 +163,21 @@ def test_guard_compares_the_first_and_last_tenth():
     config = TrainConfig(loss="contrastive", lr=5e-5)
     assert stalled_structure_loss(np.linspace(10.0, 5.0, 40), config) is None
     warning = stalled_structure_loss(np.full(40, 9.9), config)
-    assert "L_SI did not fall over the first 40 steps" in warning and "neg_margin=10" in warning and "lr 5e-05" in warning
+    assert (
+        "L_SI did not fall over the first 40 steps" in warning and "neg_margin=10" in warning and "lr 5e-05" in warning
+    )
     assert stalled_structure_loss(np.full(10, 9.9), config) is None  # too short to judge
 
 
 def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_files, tmp_path, caplog):
     train = train_config("char", steps=20, batch_size=8, device="cpu", loss_params={"neg_margin": 1e4}, max_len=24)
-    job = PretrainJob(samples=str(clique_files / "samples.tsv"), edges=str(clique_files / "edges.tsv"), labels=str(clique_files / "labels.tsv"),
-                      init="char", train=train)
+    job = PretrainJob(
+        samples=str(clique_files / "samples.tsv"),
+        edges=str(clique_files / "edges.tsv"),
+        labels=str(clique_files / "labels.tsv"),
+        init="char",
+        train=train,
+    )
     with caplog.at_level(logging.WARNING, logger="sipt_lab"):
         outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
     assert any("L_SI did not fall" in record.getMessage() for record in caplog.records)
@@ -135,10 +191,32 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_file
 # ---------------------------------------------------------------- output
 @pytest.mark.slow
 def test_quiet_pretrain_prints_no_progress_and_ends_its_lines(clique_files, tiny_st, tmp_path):
-    run = subprocess.run([sys.executable, "-m", "sipt_lab.cli.main", "pretrain", "--samples", str(clique_files / "samples.tsv"),
-                          "--edges", str(clique_files / "edges.tsv"), "--init", str(tiny_st), "--steps", "2", "--batch-size", "8",
-                          "--head-warmup", "2", "--out", str(tmp_path / "run"), "--quiet"],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sipt_lab.cli.main",
+            "pretrain",
+            "--samples",
+            str(clique_files / "samples.tsv"),
+            "--edges",
+            str(clique_files / "edges.tsv"),
+            "--init",
+            str(tiny_st),
+            "--steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--head-warmup",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
     assert run.returncode == 0, run.stderr
     assert "Writing" not in run.stderr and "Loading" not in run.stderr and "%|" not in run.stderr, run.stderr
     assert run.stdout.endswith("\n") and "model:" in run.stdout.splitlines()[-1]

@@ -68,8 +68,15 @@ def test_two_circles_are_two_components_and_two_loops():
 def test_flat_torus_in_r4():
     rng = np.random.default_rng(0)
     side = 12  # a jittered 12 x 12 grid of angles: evenly spread, not regular
-    a, b = (np.stack(np.meshgrid(np.arange(side), np.arange(side))).reshape(2, -1)
-            + rng.uniform(-0.3, 0.3, (2, side * side))) * 2 * np.pi / side
+    a, b = (
+        (
+            np.stack(np.meshgrid(np.arange(side), np.arange(side))).reshape(2, -1)
+            + rng.uniform(-0.3, 0.3, (2, side * side))
+        )
+        * 2
+        * np.pi
+        / side
+    )
     torus = np.stack([np.cos(a), np.sin(a), np.cos(b), np.sin(b)], axis=1)
     result = rips_betti(_distances(torus))
     assert result.counts == (1, 2, 1)

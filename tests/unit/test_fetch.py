@@ -53,10 +53,13 @@ def test_stale_dest_is_replaced(tmp_path, source):
     assert dest.read_bytes() == DATA
 
 
-@pytest.mark.parametrize(("url", "digest", "match"), [
-    ("missing", "0" * 64, "cannot download"),
-    ("ok", "abc", "sha256 must be 64 hex digits"),
-])
+@pytest.mark.parametrize(
+    ("url", "digest", "match"),
+    [
+        ("missing", "0" * 64, "cannot download"),
+        ("ok", "abc", "sha256 must be 64 hex digits"),
+    ],
+)
 def test_bad_input_is_a_one_line_error(tmp_path, source, url, digest, match):
     target = (tmp_path / "nope.fa").as_uri() if url == "missing" else source.as_uri()
     with pytest.raises(SiptError, match=match) as error:

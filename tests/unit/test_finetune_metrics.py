@@ -57,6 +57,7 @@ def test_table_and_csv(tmp_path):
 
 # ---------------------------------------------------------------- linear probes
 
+
 def _toy(kind, n=300, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 6))
@@ -76,17 +77,29 @@ def _probe(X, y, kind):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, metric", [("classification", "accuracy"), ("classification", "macro_f1"),
-                                          ("regression", "spearman"), ("multilabel", "macro_auroc")])
+@pytest.mark.parametrize(
+    "kind, metric",
+    [
+        ("classification", "accuracy"),
+        ("classification", "macro_f1"),
+        ("regression", "spearman"),
+        ("multilabel", "macro_auroc"),
+    ],
+)
 def test_probe_learns_a_separable_task(kind, metric):
     X, y = _toy(kind)
     assert _probe(X, y, kind).test[metric] > 0.95
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, metric, chance, tolerance", [
-    ("classification", "accuracy", 1 / 3, 0.15), ("regression", "spearman", 0.0, 0.3),
-    ("multilabel", "macro_auroc", 0.5, 0.15)])
+@pytest.mark.parametrize(
+    "kind, metric, chance, tolerance",
+    [
+        ("classification", "accuracy", 1 / 3, 0.15),
+        ("regression", "spearman", 0.0, 0.3),
+        ("multilabel", "macro_auroc", 0.5, 0.15),
+    ],
+)
 def test_probe_stays_near_chance_on_shuffled_labels(kind, metric, chance, tolerance):
     X, y = _toy(kind)
     shuffled = np.random.default_rng(1).permutation(y)
@@ -124,13 +137,19 @@ def test_read_splits_round_trip(tmp_path):
     np.testing.assert_array_equal(back.held_out, [4, 5, 6, 8])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("s0\ttrain\ns1\tvalidation\ns0\ttest\n", r"line 3: 's0' is already in train \(line 1\), now in test; splits must not overlap"),
-    ("s0\ttrain\nWater\tvalidation\ns1\ttest\n", "line 2: 'Water' is not a sample id"),
-    ("s0\ttrain\ns1\tdev\ns2\ttest\n", "line 2: unknown split 'dev'"),
-    ("s0 train\n", r"line 1: expected id<TAB>split"),
-    ("# comment\ns0\ttrain\ns1\ttest\n", "the validation split is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "s0\ttrain\ns1\tvalidation\ns0\ttest\n",
+            r"line 3: 's0' is already in train \(line 1\), now in test; splits must not overlap",
+        ),
+        ("s0\ttrain\nWater\tvalidation\ns1\ttest\n", "line 2: 'Water' is not a sample id"),
+        ("s0\ttrain\ns1\tdev\ns2\ttest\n", "line 2: unknown split 'dev'"),
+        ("s0 train\n", r"line 1: expected id<TAB>split"),
+        ("# comment\ns0\ttrain\ns1\ttest\n", "the validation split is empty"),
+    ],
+)
 def test_read_splits_rejects_bad_files(tmp_path, text, message):
     with pytest.raises(SiptError, match=message) as error:
         read_splits(_splits_file(tmp_path, text), IDS)

@@ -55,13 +55,16 @@ def test_empty_rows_are_linked_to_rows_within_the_distance():
     assert graph_edges(hamming_graph(labels, 2)) == {(0, 1), (0, 2), (1, 2), (2, 3)}
 
 
-@pytest.mark.parametrize(("labels", "max_distance", "message"), [
-    (np.array([[0, 2], [1, 0]]), 1, "must be 0/1"),
-    (np.zeros(5), 1, "must be an .n, L. 0/1 matrix"),
-    (np.array([["a", "b"]]), 1, "must be an .n, L. 0/1 matrix"),
-    (np.zeros((3, 4)), -1, "max_distance must be an integer >= 0"),
-    (np.zeros((3, 4)), 2.5, "max_distance must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    ("labels", "max_distance", "message"),
+    [
+        (np.array([[0, 2], [1, 0]]), 1, "must be 0/1"),
+        (np.zeros(5), 1, "must be an .n, L. 0/1 matrix"),
+        (np.array([["a", "b"]]), 1, "must be an .n, L. 0/1 matrix"),
+        (np.zeros((3, 4)), -1, "max_distance must be an integer >= 0"),
+        (np.zeros((3, 4)), 2.5, "max_distance must be an integer >= 0"),
+    ],
+)
 def test_bad_input_is_a_one_line_error(labels, max_distance, message):
     with pytest.raises(SiptError, match=message) as error:
         hamming_graph(labels, max_distance)

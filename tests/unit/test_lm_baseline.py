@@ -55,7 +55,7 @@ def test_word_ids_group_the_pieces_of_a_word(subword):
     assert words.shape == ids.shape
     assert (words[:, 0] == -1).all() and (words[ids == PAD_ID] == -1).all()
     assert words[0, 1:3].tolist() == [0, 1]
-    assert sorted(set(words[1, 1:lengths[1]].tolist())) == [0, 1, 2]  # "dogs" "," "mats"
+    assert sorted(set(words[1, 1 : lengths[1]].tolist())) == [0, 1, 2]  # "dogs" "," "mats"
 
 
 def test_char_word_ids():
@@ -84,8 +84,10 @@ def test_char_tokenizer_still_loads_through_load_tokenizer(tmp_path):
     assert build_tokenizer(TokenizerConfig(), TEXTS, 16) == tokenizer
 
 
-@pytest.mark.parametrize("kwargs, field", [({"kind": "wordpiece"}, "TokenizerConfig.kind"),
-                                           ({"vocab_size": 4}, "TokenizerConfig.vocab_size")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [({"kind": "wordpiece"}, "TokenizerConfig.kind"), ({"vocab_size": 4}, "TokenizerConfig.vocab_size")],
+)
 def test_tokenizer_config_is_validated(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         TokenizerConfig(**kwargs)
@@ -140,10 +142,23 @@ def fake_cliques(monkeypatch):
 
 def test_simulate_cell_with_subword_whole_word_bert_runs_and_is_recorded(tmp_path, fake_cliques):
     options = {"mask_unit": "word", "mask_replacement": "bert", "device": "cpu"}
-    config = simulation_config("cliques", steps=3, batch_size=8, encoder=TINY, tokenizer=TokenizerConfig("bpe", vocab_size=80),
-                               graph_options={"n_nodes": 12, "n_heldout": 4}, train_options=options)
-    plain = simulation_config("cliques", steps=3, batch_size=8, encoder=TINY, graph_options={"n_nodes": 12, "n_heldout": 4},
-                              train_options={"device": "cpu"})
+    config = simulation_config(
+        "cliques",
+        steps=3,
+        batch_size=8,
+        encoder=TINY,
+        tokenizer=TokenizerConfig("bpe", vocab_size=80),
+        graph_options={"n_nodes": 12, "n_heldout": 4},
+        train_options=options,
+    )
+    plain = simulation_config(
+        "cliques",
+        steps=3,
+        batch_size=8,
+        encoder=TINY,
+        graph_options={"n_nodes": 12, "n_heldout": 4},
+        train_options={"device": "cpu"},
+    )
     assert config_hash(config) != config_hash(plain)
     save_config(config, tmp_path / "config.json")
     assert load_config(SimulationConfig, tmp_path / "config.json") == config

@@ -84,7 +84,11 @@ def test_family_builds_a_valid_dataset(name, fake):
 
 def test_same_seed_same_dataset_other_seed_other_dataset(fake):
     corpus, topics = fake
-    first, second, other = _build("torus", corpus, topics, 3), _build("torus", corpus, topics, 3), _build("torus", corpus, topics, 4)
+    first, second, other = (
+        _build("torus", corpus, topics, 3),
+        _build("torus", corpus, topics, 3),
+        _build("torus", corpus, topics, 4),
+    )
     assert first.sentences == second.sentences and first.graph == second.graph
     assert first.heldout_sentences == second.heldout_sentences
     assert np.array_equal(first.tables["points"][1], second.tables["points"][1])
@@ -114,7 +118,8 @@ def test_registry_and_written_tables(fake, tmp_path):
         assert get_family(name).default_topics == DEFAULT_TOPICS
     assert all(get_family(name).default_nodes == 100 for name in FAMILIES)
     data = get_family("mobius").builder(
-        resolve_spec(GraphSpec(family="mobius", n_nodes=40, n_heldout=5)), corpus, topics, np.random.default_rng(0))
+        resolve_spec(GraphSpec(family="mobius", n_nodes=40, n_heldout=5)), corpus, topics, np.random.default_rng(0)
+    )
     out = data.write(tmp_path / "mobius")
     points = (out / "points.tsv").read_text().splitlines()
     assert points[0].startswith("#node\ttriangle\tb0\tb1\tb2") and len(points) == 41
@@ -142,8 +147,10 @@ def test_graph_build_writes_a_surface_with_its_picture(fake, tmp_path, monkeypat
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
     monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
     out = tmp_path / "torus"
-    assert main(["graph", "build", "--graph", "torus", "--nodes", "60", "--topics", "10",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["graph", "build", "--graph", "torus", "--nodes", "60", "--topics", "10", "--out", str(out), "--quiet"])
+        == 0
+    )
     assert {"triangles.tsv", "points.tsv", "surface.png", "edges.tsv", "labels.tsv"} <= {p.name for p in out.iterdir()}
     assert (out / "surface.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["consistency", "--edges", str(out / "edges.tsv"), "--labels", str(out / "labels.tsv"), "--json"]) == 0

@@ -52,8 +52,13 @@ def test_every_surface_has_its_invariants(name):
 def test_f_vectors_of_the_chosen_tilings():
     sizes = {name: (t.n_vertices, len(t.edges), t.n_triangles) for name, t in ((n, get_surface(n)) for n in SURFACES)}
     assert sizes == {
-        "plane": (4, 5, 2), "mobius": (5, 10, 5), "annulus": (6, 12, 6), "sphere": (6, 12, 8),
-        "torus": (7, 21, 14), "klein": (9, 27, 18), "projective": (6, 15, 10),
+        "plane": (4, 5, 2),
+        "mobius": (5, 10, 5),
+        "annulus": (6, 12, 6),
+        "sphere": (6, 12, 8),
+        "torus": (7, 21, 14),
+        "klein": (9, 27, 18),
+        "projective": (6, 15, 10),
     }
 
 
@@ -296,12 +301,14 @@ def test_vertex_topic_search_fails_with_a_fix():
 
 
 def test_triple_pools_group_by_top3_set_and_filter_on_mass():
-    doc_topic = np.array([
-        [0.5, 0.3, 0.1, 0.05, 0.05],
-        [0.1, 0.3, 0.5, 0.05, 0.05],  # same set {0, 1, 2}
-        [0.05, 0.05, 0.3, 0.3, 0.3],
-        [0.25, 0.25, 0.2, 0.15, 0.15],  # set {0, 1, 2} but top-3 mass 0.7
-    ])
+    doc_topic = np.array(
+        [
+            [0.5, 0.3, 0.1, 0.05, 0.05],
+            [0.1, 0.3, 0.5, 0.05, 0.05],  # same set {0, 1, 2}
+            [0.05, 0.05, 0.3, 0.3, 0.3],
+            [0.25, 0.25, 0.2, 0.15, 0.15],  # set {0, 1, 2} but top-3 mass 0.7
+        ]
+    )
     topics = TopicAssignment.from_doc_topic(doc_topic)
     pools = triple_pools(topics)
     assert pools.pool([2, 0, 1]).tolist() == [0, 1, 3]

@@ -8,15 +8,21 @@ import torch
 from sipt_lab.models.matmul import NARROW, matmul
 
 
-@pytest.mark.parametrize("a_shape, b_shape, bias_shape, transposed", [
-    ((3, 40, 7), (3, 7, 5), (3, 1, 5), True),      # narrow result: computed as (b^T a^T)^T
-    ((3, 5, 7), (3, 7, 40), (3, 5, 1), False),     # wide result: as it is
-    ((40, 7), (7, 5), (5,), True),
-    ((6, 7), (7, NARROW + 1), None, False),
-])
+@pytest.mark.parametrize(
+    "a_shape, b_shape, bias_shape, transposed",
+    [
+        ((3, 40, 7), (3, 7, 5), (3, 1, 5), True),  # narrow result: computed as (b^T a^T)^T
+        ((3, 5, 7), (3, 7, 40), (3, 5, 1), False),  # wide result: as it is
+        ((40, 7), (7, 5), (5,), True),
+        ((6, 7), (7, NARROW + 1), None, False),
+    ],
+)
 def test_matmul_equals_torch_in_value_and_gradients(a_shape, b_shape, bias_shape, transposed):
     torch.manual_seed(0)
-    a, b = torch.randn(a_shape, dtype=torch.float64, requires_grad=True), torch.randn(b_shape, dtype=torch.float64, requires_grad=True)
+    a, b = (
+        torch.randn(a_shape, dtype=torch.float64, requires_grad=True),
+        torch.randn(b_shape, dtype=torch.float64, requires_grad=True),
+    )
     bias = None if bias_shape is None else torch.randn(bias_shape, dtype=torch.float64, requires_grad=True)
     inputs = [t for t in (a, b, bias) if t is not None]
     out = matmul(a, b, bias)

@@ -47,7 +47,10 @@ def test_cycle_with_motifs_structure(n_nodes):
         assert len(leaving) == 1  # one attaching edge, to the cycle
         anchor, motif_node = motif_graph.attachments[j]
         assert part[anchor] == 0 and part[motif_node] == j + 1 and G.has_edge(anchor, motif_node)
-    assert G.number_of_edges() == cycle.size + sum(atlas[i].number_of_edges() for i in motif_graph.motif_atlas_ids) + n_motifs
+    assert (
+        G.number_of_edges()
+        == cycle.size + sum(atlas[i].number_of_edges() for i in motif_graph.motif_atlas_ids) + n_motifs
+    )
 
 
 def test_cycle_with_motifs_spreads_the_anchors_evenly():
@@ -78,8 +81,9 @@ def test_structural_labels_follow_the_graphlet_degree_vectors():
     assert structural_labels(ring, np.random.default_rng(0)).tolist() == [0] * 12  # one distinct GDV
     # two stars joined at their centres: centres, leaves; equivalent nodes share a cluster
     G = nx.Graph([(0, 1)] + [(0, k) for k in range(2, 8)] + [(1, k) for k in range(8, 14)])
-    labels = structural_labels(PretrainingGraph.from_networkx(G, nodelist=range(14)), np.random.default_rng(0),
-                               n_clusters=2)
+    labels = structural_labels(
+        PretrainingGraph.from_networkx(G, nodelist=range(14)), np.random.default_rng(0), n_clusters=2
+    )
     assert labels[0] == labels[1] and np.unique(labels[2:]).size == 1 and labels[0] != labels[2]
     assert labels[2] == 0  # the bigger cluster is numbered 0
 

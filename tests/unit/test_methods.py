@@ -48,15 +48,25 @@ def test_pairs_join_with_token_types():
     tokenizer = CharTokenizer.build(["hello big world", "abc"], sep=True)
     first, second = split_halves(["hello big world", "abc"])
     assert first == ["hello big", "a"] and second == ["world", "bc"]
-    ids, types, lengths = join_segments(tokenizer.encode(first), tokenizer.encode(second), tokenizer.sep_id, tokenizer.pad_id)
+    ids, types, lengths = join_segments(
+        tokenizer.encode(first), tokenizer.encode(second), tokenizer.sep_id, tokenizer.pad_id
+    )
     assert tokenizer.decode(ids[0]) == "[CLS]hello big[SEP]world[SEP]" and lengths.tolist() == [17, 6]
     assert types[0, :11].tolist() == [0] * 11 and types[0, 11:17].tolist() == [1] * 6
     # rows already closed by [SEP] (Hugging Face): the same pair
-    closed = [np.column_stack([ids_, np.zeros(len(ids_), dtype=np.int64)]) for ids_, _ in (tokenizer.encode(first), tokenizer.encode(second))]
+    closed = [
+        np.column_stack([ids_, np.zeros(len(ids_), dtype=np.int64)])
+        for ids_, _ in (tokenizer.encode(first), tokenizer.encode(second))
+    ]
     for rows, (_, length) in zip(closed, (tokenizer.encode(first), tokenizer.encode(second))):
         rows[np.arange(len(rows)), length] = tokenizer.sep_id
-    again = join_segments((closed[0], tokenizer.encode(first)[1] + 1), (closed[1], tokenizer.encode(second)[1] + 1),
-                          tokenizer.sep_id, tokenizer.pad_id, closing=1)
+    again = join_segments(
+        (closed[0], tokenizer.encode(first)[1] + 1),
+        (closed[1], tokenizer.encode(second)[1] + 1),
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+        closing=1,
+    )
     assert np.array_equal(again[0], ids) and np.array_equal(again[1], types) and np.array_equal(again[2], lengths)
     assert half_length(64, 0) == 31 and 2 * half_length(32, 1) + 1 - 2 <= 32
     assert CharTokenizer.from_dict(tokenizer.to_dict()) == tokenizer
@@ -93,7 +103,9 @@ def _alphabet_documents(n_groups=6, per_group=8, seed=0):
 
 
 def _drp(graph, texts):
-    config = TrainConfig(steps=120, batch_size=32, lr=3e-3, lambda_si=0.0, mask_replacement="bert", seed=0, device="cpu", max_len=48)
+    config = TrainConfig(
+        steps=120, batch_size=32, lr=3e-3, lambda_si=0.0, mask_replacement="bert", seed=0, device="cpu", max_len=48
+    )
     recipe = LinkBertRecipe()
     result = pretrain(texts, graph, config, TINY, progress=False, method=recipe)
     sampler = recipe.plan_sampler(texts, graph, result.tokenizer, config)
@@ -103,7 +115,9 @@ def _drp(graph, texts):
 @pytest.mark.slow
 def test_drp_learns_links_on_cliques_and_not_on_random_links():
     texts, groups = _alphabet_documents()
-    cliques = _drp(PretrainingGraph.from_edges(*np.nonzero(np.triu(groups[:, None] == groups[None, :], 1)), len(texts)), texts)
+    cliques = _drp(
+        PretrainingGraph.from_edges(*np.nonzero(np.triu(groups[:, None] == groups[None, :], 1)), len(texts)), texts
+    )
     rng = np.random.default_rng(1)
     u, v = rng.integers(0, len(texts), 300), rng.integers(0, len(texts), 300)
     random_links = _drp(PretrainingGraph.from_edges(u[u != v], v[u != v], len(texts)), texts)
@@ -120,7 +134,9 @@ def test_fista_codes_match_sklearn_and_are_sparse():
     dictionary = learn_dictionary(states, 16, 0.1, seed=0)
     assert np.allclose(np.linalg.norm(dictionary, axis=1), 1, atol=1e-5)
     x = states[:6] / np.linalg.norm(states[:6], axis=1, keepdims=True)
-    reference = sparse_encode(x, dictionary.astype(np.float64), algorithm="lasso_cd", alpha=0.1, positive=True, max_iter=10_000)
+    reference = sparse_encode(
+        x, dictionary.astype(np.float64), algorithm="lasso_cd", alpha=0.1, positive=True, max_iter=10_000
+    )
     mine = fista_nonneg(torch.tensor(x), torch.tensor(dictionary, dtype=torch.float64), 0.1, iterations=500).numpy()
     assert np.abs(mine - reference).max() < 1e-3
     targets = concept_targets(states, np.full(6, 100), dictionary, 0.1, max_codes=8)
@@ -150,8 +166,14 @@ def test_probe_learns_a_planted_concept_to_token_map():
 
 
 def test_keep_replacement_selects_every_token():
-    sampler = GraphBatchSampler(PretrainingGraph.from_edges([0], [1], 4), np.array([5, 4, 6, 3]), 4, mask_prob=1.0,
-                                mask_replacement="keep", vocab_size=10)
+    sampler = GraphBatchSampler(
+        PretrainingGraph.from_edges([0], [1], 4),
+        np.array([5, 4, 6, 3]),
+        4,
+        mask_prob=1.0,
+        mask_replacement="keep",
+        vocab_size=10,
+    )
     batch = sampler.batch(0)
     assert batch.mask.sum() == (np.array([5, 4, 6, 3]) - 1).sum() and (batch.replacement == KEEP_TOKEN).all()
     with pytest.raises(Exception, match="mask_prob"):
@@ -161,11 +183,26 @@ def test_keep_replacement_selects_every_token():
 def test_linkbert_checkpoint_resume_is_identical(tmp_path):
     texts, groups = _alphabet_documents(3, 6)
     graph = PretrainingGraph.from_groups(groups)
-    config = TrainConfig(steps=6, batch_size=8, lambda_si=0.0, mask_replacement="bert", schedule="constant", device="cpu",
-                         checkpoint_every=3, max_len=40)
+    config = TrainConfig(
+        steps=6,
+        batch_size=8,
+        lambda_si=0.0,
+        mask_replacement="bert",
+        schedule="constant",
+        device="cpu",
+        checkpoint_every=3,
+        max_len=40,
+    )
     whole = pretrain(texts, graph, config, TINY, progress=False, method=LinkBertRecipe())
-    first = pretrain(texts, graph, TrainConfig(**{**config.__dict__, "steps": 3}), TINY, progress=False,
-                     method=LinkBertRecipe(), checkpoint_dir=tmp_path)
+    first = pretrain(
+        texts,
+        graph,
+        TrainConfig(**{**config.__dict__, "steps": 3}),
+        TINY,
+        progress=False,
+        method=LinkBertRecipe(),
+        checkpoint_dir=tmp_path,
+    )
     resumed = pretrain(texts, graph, config, TINY, progress=False, method=LinkBertRecipe(), checkpoint_dir=tmp_path)
     assert np.array_equal(whole.history["loss"], resumed.history["loss"]) and set(whole.history) >= {"mlm", "drp"}
     assert np.array_equal(first.history["loss"], whole.history["loss"][:3])
@@ -221,10 +258,19 @@ def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
     from sipt_lab.experiments.domain.domain_cells import domain_cells
     from sipt_lab.experiments.presets import PRESETS
 
-    cells = domain_cells("wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm"))
+    cells = domain_cells(
+        "wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm")
+    )
     assert [(c.arm, c.graph) for c in cells] == [
-        ("off-the-shelf", None), ("lm", None), ("sipt", "mentions"), ("sipt", "random"), ("linkbert", "mentions"),
-        ("linkbert", "random"), ("lsm", None), ("mlsm", None)]
+        ("off-the-shelf", None),
+        ("lm", None),
+        ("sipt", "mentions"),
+        ("sipt", "random"),
+        ("linkbert", "mentions"),
+        ("linkbert", "random"),
+        ("lsm", None),
+        ("mlsm", None),
+    ]
     with pytest.raises(SiptError, match="not 'simcse'"):
         domain_cells("wiki", ["mentions"], 1, PRESETS["cpu"], methods=("simcse",))
 

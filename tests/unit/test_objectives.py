@@ -54,7 +54,10 @@ def test_contrastive_defaults_are_the_original_margins():
 def test_contrastive_matches_pytorch_metric_learning(pos_margin, neg_margin):
     z, pairs = _random_pairs()
     reference = ContrastiveLoss(
-        pos_margin=pos_margin, neg_margin=neg_margin, distance=LpDistance(normalize_embeddings=False), reducer=MeanReducer()
+        pos_margin=pos_margin,
+        neg_margin=neg_margin,
+        distance=LpDistance(normalize_embeddings=False),
+        reducer=MeanReducer(),
     )(z, indices_tuple=pairs)
     ours = contrastive_loss(z, *pairs, pos_margin=pos_margin, neg_margin=neg_margin)
     assert ours.item() == pytest.approx(reference.item(), rel=1e-12)
@@ -73,7 +76,9 @@ def test_multisim_hand_computed():
 def test_multisim_matches_pytorch_metric_learning(w_pos, w_neg, t):
     z, pairs = _random_pairs(seed=1)
     z.requires_grad_(True)
-    reference = MultiSimilarityLoss(alpha=w_pos, beta=w_neg, base=t, reducer=AvgNonZeroReducer())(z, indices_tuple=pairs)
+    reference = MultiSimilarityLoss(alpha=w_pos, beta=w_neg, base=t, reducer=AvgNonZeroReducer())(
+        z, indices_tuple=pairs
+    )
     (ref_grad,) = torch.autograd.grad(reference, z)
     ours = multi_similarity_loss(z, *pairs, w_pos=w_pos, w_neg=w_neg, t=t)
     (our_grad,) = torch.autograd.grad(ours, z)
@@ -120,7 +125,11 @@ def test_masked_lm_is_cross_entropy_and_zero_when_nothing_masked():
 
 def _decoder_inputs(seed=0, rows=7, hidden=4, vocab=11):
     gen = torch.Generator().manual_seed(seed)
-    tensors = [torch.randn(rows, hidden, generator=gen) * 3, torch.randn(vocab, hidden, generator=gen), torch.randn(vocab, generator=gen)]
+    tensors = [
+        torch.randn(rows, hidden, generator=gen) * 3,
+        torch.randn(vocab, hidden, generator=gen),
+        torch.randn(vocab, generator=gen),
+    ]
     return [t.requires_grad_() for t in tensors], torch.randint(0, vocab, (rows,), generator=gen)
 
 
@@ -214,8 +223,10 @@ def test_infonce_never_pushes_a_linked_sample_away():
     # by hand: anchor a, positive p, denominators over the anchor's non-linked samples only
     s = torch.nn.functional.normalize(z, dim=1) @ torch.nn.functional.normalize(z, dim=1).T / 0.1
     linked = torch.as_tensor(graph.has_edge(nodes[:, None], nodes[None, :]))
-    terms = [-s[a, p] + torch.logsumexp(torch.cat([s[a, p].view(1), s[a][~linked[a] & (torch.arange(6) != a)]]), 0)
-             for a, p in positive.tolist()]
+    terms = [
+        -s[a, p] + torch.logsumexp(torch.cat([s[a, p].view(1), s[a][~linked[a] & (torch.arange(6) != a)]]), 0)
+        for a, p in positive.tolist()
+    ]
     assert loss.item() == pytest.approx(torch.stack(terms).mean().item(), rel=1e-10)
     # a plain in-batch softmax (every other sample a negative) is a different, larger loss
     naive = [-s[a, p] + torch.logsumexp(s[a][torch.arange(6) != a], 0) for a, p in positive.tolist()]
@@ -230,10 +241,24 @@ def test_grouped_contrastive_is_each_groups_contrastive_loss():
     z, (a1, p, a2, n) = _random_pairs()
     positive_groups, negative_groups = _t(0, 0, 2, 2, 0, 2, 2), _t(2, 0, 0, 2, 2)  # group 1 has no pairs
     z_grouped = z.clone().requires_grad_()
-    grouped = grouped_contrastive_loss(z_grouped, a1, p, a2, n, positive_groups, negative_groups, 3, pos_margin=0.5, neg_margin=4.0)
+    grouped = grouped_contrastive_loss(
+        z_grouped, a1, p, a2, n, positive_groups, negative_groups, 3, pos_margin=0.5, neg_margin=4.0
+    )
     z_alone = z.clone().requires_grad_()
-    alone = torch.stack([contrastive_loss(z_alone, a1[positive_groups == g], p[positive_groups == g], a2[negative_groups == g],
-                                          n[negative_groups == g], pos_margin=0.5, neg_margin=4.0) for g in range(3)])
+    alone = torch.stack(
+        [
+            contrastive_loss(
+                z_alone,
+                a1[positive_groups == g],
+                p[positive_groups == g],
+                a2[negative_groups == g],
+                n[negative_groups == g],
+                pos_margin=0.5,
+                neg_margin=4.0,
+            )
+            for g in range(3)
+        ]
+    )
     torch.testing.assert_close(grouped, alone)
     assert grouped[1] == 0
     (grouped * torch.tensor([1.0, 2.0, 3.0], dtype=z.dtype)).sum().backward()
@@ -249,7 +274,9 @@ def test_structure_objective_per_run_equals_each_run(loss):
     positives = [rng.integers(0, 12, (k, 2)) for k in (4, 0, 6)]
     negatives = [rng.integers(0, 12, (k, 2)) for k in (5, 3, 0)]
     per_run = objective.per_run(stacked, positives, negatives)
-    alone = [objective(ObjectiveInputs(run, torch.as_tensor(pos).reshape(-1, 2), torch.as_tensor(neg).reshape(-1, 2)))
-             for run, pos, neg in zip(stacked, positives, negatives)]
+    alone = [
+        objective(ObjectiveInputs(run, torch.as_tensor(pos).reshape(-1, 2), torch.as_tensor(neg).reshape(-1, 2)))
+        for run, pos, neg in zip(stacked, positives, negatives)
+    ]
     torch.testing.assert_close(per_run, torch.stack(alone))
     assert (objective.grouped_loss is None) == (loss != "contrastive") and get_structure_loss(loss) is objective.loss

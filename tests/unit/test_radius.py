@@ -23,7 +23,7 @@ def test_planted_clusters_are_recovered_exactly_between_intra_and_inter_cluster_
     recovery = radius_recovery(z, graph)
     assert recovery.exact and (recovery.precision, recovery.recall, recovery.f1) == (1.0, 1.0, 1.0)
     d = cdist(z, z)
-    same = (clusters[:, None] == clusters[None, :])
+    same = clusters[:, None] == clusters[None, :]
     assert d[same].max() < recovery.radius < d[~same].min()
     assert (recovery.n_edges, recovery.n_pairs) == (30, 105)
     assert radius_graph(z, recovery.radius) == graph
@@ -53,7 +53,12 @@ def test_a_graph_no_radius_recovers_has_f1_below_one_hand_computed():
     assert recovery.f1 == pytest.approx(10 / 11)
 
     wide = radius_recovery(z, graph, radii=[2.5])  # 9 pairs within 2.5, 5 of them edges
-    assert (wide.radius, wide.precision, wide.recall, wide.f1) == (2.5, pytest.approx(5 / 9), pytest.approx(5 / 6), pytest.approx(2 / 3))
+    assert (wide.radius, wide.precision, wide.recall, wide.f1) == (
+        2.5,
+        pytest.approx(5 / 9),
+        pytest.approx(5 / 6),
+        pytest.approx(2 / 3),
+    )
     assert radius_recovery(z, graph, radii=[0.5, 5.0, 1.0]).radius == 1.0  # the best of the given candidates
     assert radius_recovery(z, graph, radii=[0.5]).f1 == 0.0
 
@@ -73,7 +78,9 @@ def test_bad_inputs_are_refused():
     with pytest.raises(SiptError, match="no edges"):
         radius_recovery(np.zeros((3, 2)), PretrainingGraph.from_edges([], [], 3))
     with pytest.raises(SiptError, match=str(MAX_RECOVERY_NODES)):
-        radius_recovery(np.zeros((MAX_RECOVERY_NODES + 1, 1)), PretrainingGraph.from_edges([0], [1], MAX_RECOVERY_NODES + 1))
+        radius_recovery(
+            np.zeros((MAX_RECOVERY_NODES + 1, 1)), PretrainingGraph.from_edges([0], [1], MAX_RECOVERY_NODES + 1)
+        )
     with pytest.raises(SiptError, match="radii"):
         radius_recovery(np.zeros((3, 2)), graph, radii=[np.nan])
     with pytest.raises(SiptError, match="one label per embedding"):

@@ -22,8 +22,22 @@ def test_format_mean_sd():
 
 
 def test_cli_table_shows_the_sample_sd():
-    metrics = {"auroc": [0.0, 1.0], "heldout_auroc": [0.5, 0.5], "accuracy": [0.0, 1.0], "link.mrr": [1.0, 1.0], "link.lrap": [1.0, 1.0]}
-    summary = {"graph": "torus", "noise": 0.0, "seeds": [0, 1], "n_nodes": [10, 10], "n_edges": [20, 22],
-               "local_consistency_per_seed": [0.9, 0.9], "methods": {"lm": metrics}, "out_dir": "runs/x"}
+    metrics = {
+        "auroc": [0.0, 1.0],
+        "heldout_auroc": [0.5, 0.5],
+        "accuracy": [0.0, 1.0],
+        "link.mrr": [1.0, 1.0],
+        "link.lrap": [1.0, 1.0],
+    }
+    summary = {
+        "graph": "torus",
+        "noise": 0.0,
+        "seeds": [0, 1],
+        "n_nodes": [10, 10],
+        "n_edges": [20, 22],
+        "local_consistency_per_seed": [0.9, 0.9],
+        "methods": {"lm": metrics},
+        "out_dir": "runs/x",
+    }
     table = format_summary(summary)
     assert "0.500 ± 0.707" in table and "21 ± 1" in table

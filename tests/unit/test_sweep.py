@@ -31,8 +31,11 @@ def toy_cell(config: Toy) -> dict:
         log.write("call\n")
     if config.fail_flag and Path(config.fail_flag).exists():
         raise RuntimeError("flag present")
-    return {"sum": np.float64(config.a + config.b * config.inner.scale), "per_seed": [config.a, 2 * config.a],
-            "nested": {"x": config.a}}
+    return {
+        "sum": np.float64(config.a + config.b * config.inner.scale),
+        "per_seed": [config.a, 2 * config.a],
+        "nested": {"x": config.a},
+    }
 
 
 def probe_cell(config: Toy) -> dict:
@@ -168,8 +171,16 @@ def test_slurm_executor_through_submitits_local_cluster(tmp_path, monkeypatch):
     module_root = Path(__file__).resolve().parents[__name__.count(".")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(module_root), os.environ.get("PYTHONPATH")])))
     configs, root = toy_grid(tmp_path)[:2], tmp_path / "runs"
-    cells = run_grid(toy_cell, configs, root, executor="slurm", progress=False, cluster="local",
-                     parameters={"timeout_min": 5, "partition": "ignored-locally"}, array_parallelism=2)
+    cells = run_grid(
+        toy_cell,
+        configs,
+        root,
+        executor="slurm",
+        progress=False,
+        cluster="local",
+        parameters={"timeout_min": 5, "partition": "ignored-locally"},
+        array_parallelism=2,
+    )
     assert [(cell.status, cell.result["sum"]) for cell in cells] == [("done", 1.5), ("done", 2.5)]
     assert (root / "_submitit").is_dir()
     assert [row["hash"] for row in collect_results(root)] == sorted(cell.hash for cell in cells)
@@ -182,9 +193,20 @@ def test_results_table_has_config_fields_then_metrics(tmp_path):
     (root / "unfinished" / "config.json").write_text("{}")
     rows = collect_results(root)
     expected = sorted(
-        ({"hash": config_hash(c), "config.a": c.a, "config.b": 0.5, "config.inner.scale": 1.0,
-          "config.log_dir": str(tmp_path), "config.fail_flag": "", "metrics.sum": c.a + 0.5,
-          "metrics.per_seed": [c.a, 2 * c.a], "metrics.nested.x": c.a} for c in configs),
+        (
+            {
+                "hash": config_hash(c),
+                "config.a": c.a,
+                "config.b": 0.5,
+                "config.inner.scale": 1.0,
+                "config.log_dir": str(tmp_path),
+                "config.fail_flag": "",
+                "metrics.sum": c.a + 0.5,
+                "metrics.per_seed": [c.a, 2 * c.a],
+                "metrics.nested.x": c.a,
+            }
+            for c in configs
+        ),
         key=lambda row: row["hash"],
     )
     assert rows == expected
@@ -192,12 +214,31 @@ def test_results_table_has_config_fields_then_metrics(tmp_path):
     write_results_csv(rows + [{"hash": "extra", "metrics.other": None}], tmp_path / "table.csv")
     with open(tmp_path / "table.csv", newline="") as handle:
         table = list(csv.reader(handle))
-    assert table[0] == ["hash", "config.a", "config.b", "config.fail_flag", "config.inner.scale", "config.log_dir",
-                        "metrics.nested.x", "metrics.other", "metrics.per_seed", "metrics.sum"]
+    assert table[0] == [
+        "hash",
+        "config.a",
+        "config.b",
+        "config.fail_flag",
+        "config.inner.scale",
+        "config.log_dir",
+        "metrics.nested.x",
+        "metrics.other",
+        "metrics.per_seed",
+        "metrics.sum",
+    ]
     first = expected[0]
-    assert table[1] == [first["hash"], str(first["config.a"]), "0.5", "", "1.0", str(tmp_path),
-                        str(first["config.a"]), "", f"[{first['config.a']}, {2 * first['config.a']}]",
-                        str(first["config.a"] + 0.5)]
+    assert table[1] == [
+        first["hash"],
+        str(first["config.a"]),
+        "0.5",
+        "",
+        "1.0",
+        str(tmp_path),
+        str(first["config.a"]),
+        "",
+        f"[{first['config.a']}, {2 * first['config.a']}]",
+        str(first["config.a"] + 0.5),
+    ]
     assert table[3] == ["extra"] + [""] * 9
     with pytest.raises(SiptError, match="does not exist"):
         collect_results(tmp_path / "nowhere")

@@ -18,7 +18,9 @@ def test_oracle_collapses_cliques_and_separates_them():
 
 
 def test_theorem1_oracle_reaches_local_consistency_on_a_clean_graph():
-    check = theorem1_check(PretrainingGraph.from_groups(np.repeat(np.arange(5), 8)), np.repeat(np.arange(5), 8), steps=200)
+    check = theorem1_check(
+        PretrainingGraph.from_groups(np.repeat(np.arange(5), 8)), np.repeat(np.arange(5), 8), steps=200
+    )
     assert check.bound == 1.0 and check.nn_accuracy == 1.0
     assert check.radius_f1 == 1.0 and check.radius_nn_accuracy == 1.0 and check.radius_nn_coverage == 1.0
 

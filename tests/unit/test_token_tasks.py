@@ -58,15 +58,21 @@ def _write_ss(directory, train_records):
     return directory
 
 
-@pytest.mark.parametrize("record", [
-    {"primary": "MKV", "ss3": [0, 1]},  # one label short
-    {"primary": "MKV", "ss3": [0, 1, -1]},
-    {"primary": "MKV", "ss3": [0, 1, True]},
-    {"primary": "MKV", "ss3": 2},
-    {"primary": "MKV"},
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"primary": "MKV", "ss3": [0, 1]},  # one label short
+        {"primary": "MKV", "ss3": [0, 1, -1]},
+        {"primary": "MKV", "ss3": [0, 1, True]},
+        {"primary": "MKV", "ss3": 2},
+        {"primary": "MKV"},
+    ],
+)
 def test_bad_secondary_structure_records_are_one_line_errors(tmp_path, record):
-    with pytest.raises(SiptError, match="record 0 needs a non-empty string 'primary' and a list 'ss3' of one non-negative int per residue") as error:
+    with pytest.raises(
+        SiptError,
+        match="record 0 needs a non-empty string 'primary' and a list 'ss3' of one non-negative int per residue",
+    ) as error:
         read_tape_task(_write_ss(tmp_path / "ss", [record]), "secondary_structure")
     assert "\n" not in str(error.value)
 
@@ -81,8 +87,10 @@ def test_read_out_gives_each_residue_its_own_state_in_sample_order(view):
     together = read_out(encoder, inputs, Readout(True, counts), batch_size=3).numpy()
     encoder.eval()
     with torch.inference_mode():
-        alone = [encoder.hidden_states(torch.as_tensor(tokenizer.encode([t])[0]))[0, 1 : 1 + c].numpy()
-                 for t, c in zip(split_texts, counts)]
+        alone = [
+            encoder.hidden_states(torch.as_tensor(tokenizer.encode([t])[0]))[0, 1 : 1 + c].numpy()
+            for t, c in zip(split_texts, counts)
+        ]
     np.testing.assert_allclose(together, np.concatenate(alone), atol=1e-5)
     assert flatten_tokens(view.task.labels_of(rows), counts).size == together.shape[0]
 
@@ -91,7 +99,9 @@ def test_read_out_gives_each_residue_its_own_state_in_sample_order(view):
 def test_finetuning_and_probe_learn_the_planted_per_residue_classes(view):
     encoder, tokenizer, texts = char_encoder(view)
     config = FinetuneConfig(lrs=(1e-3,), epochs=6, patience=6, batch_size=8, device="cpu")
-    result = finetune(lambda: (copy.deepcopy(encoder).train(), tokenizer), texts, view.task, view.splits, config, seed=0)
+    result = finetune(
+        lambda: (copy.deepcopy(encoder).train(), tokenizer), texts, view.task, view.splits, config, seed=0
+    )
     chance = max(np.mean(np.concatenate(list(view.task.labels_of(view.splits.test))) == c) for c in range(3))
     assert chance < 0.5 and result.test["accuracy"] > 0.7  # 0.9 of the labels follow the residue's letter
     probe = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, "cpu")
@@ -105,13 +115,18 @@ def test_residues_must_be_single_tokens(view, tmp_path):
 
     texts = [view.data.samples[i] for i in view.splits.train[:4]]
     letters = sorted({c.lower() for text in texts for c in text})
-    for words, aligned in ((letters, False), (letters + [f"##{c}" for c in letters], True)):  # words vs one piece per residue
+    for words, aligned in (
+        (letters, False),
+        (letters + [f"##{c}" for c in letters], True),
+    ):  # words vs one piece per residue
         tokenizer = encoder_source(str(write_tiny_bert(tmp_path / str(aligned), words))).tokenizer([], 16)
         inputs = encoder_inputs(tokenizer, texts, torch.device("cpu"))
         if aligned:
             assert token_counts(tokenizer, texts, inputs).tolist() == [min(len(t), 14) for t in texts]
         else:
-            with pytest.raises(SiptError, match="residue labels cannot be aligned; per-token tasks need one token per residue"):
+            with pytest.raises(
+                SiptError, match="residue labels cannot be aligned; per-token tasks need one token per residue"
+            ):
                 token_counts(tokenizer, texts, inputs)
     with pytest.raises(SiptError, match="per-token tasks need a text encoder"):
         token_counts(GraphFeaturizer(2), texts, GraphFeaturizer(2).inputs([], torch.device("cpu")))
@@ -120,8 +135,27 @@ def test_residues_must_be_single_tokens(view, tmp_path):
 @pytest.mark.slow
 def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["domain", "run", "proteins", "--data", str(proteins), "--task", "secondary_structure", "--seeds", "1",
-            "--steps", "2", "--init", "char", "--device", "cpu", "--executor", "serial", "--out", str(out)]
+    argv = [
+        "domain",
+        "run",
+        "proteins",
+        "--data",
+        str(proteins),
+        "--task",
+        "secondary_structure",
+        "--seeds",
+        "1",
+        "--steps",
+        "2",
+        "--init",
+        "char",
+        "--device",
+        "cpu",
+        "--executor",
+        "serial",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kind"] == "token-classification" and summary["primary"] == "accuracy"
@@ -129,7 +163,24 @@ def test_domain_run_secondary_structure_end_to_end(proteins, tmp_path, capsys):
         for part in ("probe", "full"):
             assert 0.0 < summary["arms"][arm][f"{part}.accuracy"]["mean"] <= 1.0
     # per-sample label files cannot hold per-token labels
-    assert main(["finetune", "--model", "char", "--samples", "s", "--labels", "l", "--kind", "token-classification", "--out", str(tmp_path / "f")]) == 2
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                "char",
+                "--samples",
+                "s",
+                "--labels",
+                "l",
+                "--kind",
+                "token-classification",
+                "--out",
+                str(tmp_path / "f"),
+            ]
+        )
+        == 2
+    )
     assert "invalid choice: 'token-classification'" in capsys.readouterr().err
 
 
@@ -142,8 +193,27 @@ def test_an_esm_checkpoint_reads_residues_and_runs_secondary_structure(proteins,
     tokenizer = encoder_source(str(esm)).tokenizer([], 16)
     assert token_counts(tokenizer, texts, encoder_inputs(tokenizer, texts, torch.device("cpu"))).tolist() == [10, 4]
     out = tmp_path / "run"
-    argv = ["domain", "run", "proteins", "--data", str(proteins), "--task", "secondary_structure", "--seeds", "1",
-            "--steps", "2", "--init", str(esm), "--device", "cpu", "--executor", "serial", "--out", str(out)]
+    argv = [
+        "domain",
+        "run",
+        "proteins",
+        "--data",
+        str(proteins),
+        "--task",
+        "secondary_structure",
+        "--seeds",
+        "1",
+        "--steps",
+        "2",
+        "--init",
+        str(esm),
+        "--device",
+        "cpu",
+        "--executor",
+        "serial",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
     assert 0.0 < summary["arms"]["sipt[interactions]"]["full.accuracy"]["mean"] <= 1.0

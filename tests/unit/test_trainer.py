@@ -28,7 +28,6 @@ from sipt_lab.training.train_config import lr_factor
 TINY = encoder_preset("paper-small", max_len=24)
 
 
-
 def _cliques(seed=0, n_cliques=4, size=10):
     """Label cliques over random strings from one shared character pool: labels are not in the text."""
     rng = np.random.default_rng(seed)
@@ -39,7 +38,17 @@ def _cliques(seed=0, n_cliques=4, size=10):
 
 
 def _config(**overrides):
-    base = dict(steps=8, batch_size=12, lambda_si=0.1, lr=1e-3, schedule="constant", log_every=3, max_len=24, seed=3, device="cpu")
+    base = dict(
+        steps=8,
+        batch_size=12,
+        lambda_si=0.1,
+        lr=1e-3,
+        schedule="constant",
+        log_every=3,
+        max_len=24,
+        seed=3,
+        device="cpu",
+    )
     return TrainConfig(**{**base, **overrides})
 
 
@@ -65,7 +74,13 @@ def test_lm_arm_computes_no_structure_term_and_shares_the_init():
 
 def test_multisim_trains_and_pure_si_skips_mlm():
     sentences, graph, _ = _cliques()
-    result = pretrain(sentences, graph, _config(steps=3, lambda_si=1.0, loss="multisim", loss_params={"w_neg": 2.0}), TINY, progress=False)
+    result = pretrain(
+        sentences,
+        graph,
+        _config(steps=3, lambda_si=1.0, loss="multisim", loss_params={"w_neg": 2.0}),
+        TINY,
+        progress=False,
+    )
     assert set(result.history) == {"loss", "si", "lr"} and np.isfinite(result.history["si"]).all()
 
 
@@ -78,7 +93,9 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
     np.testing.assert_array_equal(first.history["loss"], whole.history["loss"][:5])
     for name in whole.history:
         np.testing.assert_array_equal(resumed.history[name], whole.history[name])
-    np.testing.assert_array_equal(embed(resumed.encoder, resumed.tokenizer, sentences), embed(whole.encoder, whole.tokenizer, sentences))
+    np.testing.assert_array_equal(
+        embed(resumed.encoder, resumed.tokenizer, sentences), embed(whole.encoder, whole.tokenizer, sentences)
+    )
 
 
 def test_interrupted_run_resumes_from_its_last_periodic_checkpoint(tmp_path, monkeypatch):
@@ -143,7 +160,9 @@ def test_save_and_load_pretrained_round_trip(tmp_path):
     result.save(tmp_path / "model")
     encoder, tokenizer = load_pretrained(tmp_path / "model")
     assert tokenizer == result.tokenizer and encoder.config == result.encoder.config
-    np.testing.assert_array_equal(embed(encoder, tokenizer, sentences), embed(result.encoder, result.tokenizer, sentences))
+    np.testing.assert_array_equal(
+        embed(encoder, tokenizer, sentences), embed(result.encoder, result.tokenizer, sentences)
+    )
     assert (tmp_path / "model" / "history.json").is_file() and (tmp_path / "model" / "train_config.json").is_file()
 
 
@@ -196,7 +215,15 @@ def test_sipt_beats_lm_on_label_cliques():
     sentences, graph, labels = _cliques(seed=0)
     auroc = {}
     for lambda_si in (0.0, 0.5):
-        config = _config(steps=200, batch_size=40, lambda_si=lambda_si, lr=3e-3, loss_params={"neg_margin": 3.0}, seed=0, log_every=50)
+        config = _config(
+            steps=200,
+            batch_size=40,
+            lambda_si=lambda_si,
+            lr=3e-3,
+            loss_params={"neg_margin": 3.0},
+            seed=0,
+            log_every=50,
+        )
         result = pretrain(sentences, graph, config, TINY, progress=False)
         auroc[lambda_si] = loo_knn_auroc(embed(result.encoder, result.tokenizer, sentences), labels)
     assert auroc[0.5] > auroc[0.0] + 0.15, auroc
@@ -204,7 +231,9 @@ def test_sipt_beats_lm_on_label_cliques():
 
 def test_last_layer_computed_only_where_read_matches_the_full_pass():
     torch.manual_seed(0)
-    config = EncoderConfig(vocab_size=30, hidden=12, n_layers=3, n_heads=3, ffn=8, dropout=0.1, attention_dropout=0.0, max_len=24)
+    config = EncoderConfig(
+        vocab_size=30, hidden=12, n_layers=3, n_heads=3, ffn=8, dropout=0.1, attention_dropout=0.0, max_len=24
+    )
     encoder = TransformerEncoder(config).double().eval()
     ids = torch.randint(4, 30, (5, 17))
     ids[:, 0] = 2
@@ -241,9 +270,14 @@ def test_length_buckets_split_where_padding_drops_most(power):
         penalty = BUCKET_PENALTY * cost_of.sum()
         cost = sum(len(b) * cost_of[b].max() for b in buckets) + penalty * (len(buckets) - 1)
         s = np.sort(cost_of)
-        splits = [(len(s),)] + [cut + (len(s),) for groups in (1, 2) for cut in itertools.combinations(range(1, len(s)), groups)]
-        best = min(sum((stop - start) * s[stop - 1] for start, stop in zip((0,) + split[:-1], split)) + penalty * (len(split) - 1)
-                   for split in splits)
+        splits = [(len(s),)] + [
+            cut + (len(s),) for groups in (1, 2) for cut in itertools.combinations(range(1, len(s)), groups)
+        ]
+        best = min(
+            sum((stop - start) * s[stop - 1] for start, stop in zip((0,) + split[:-1], split))
+            + penalty * (len(split) - 1)
+            for split in splits
+        )
         assert cost == pytest.approx(best)
 
 
@@ -293,7 +327,9 @@ def test_bucketed_step_equals_one_padded_pass(lambda_si, pairs):
         objectives = build_objectives(lambda_si)
         optimizer = torch.optim.SGD(encoder.parameters(), lr=1.0)  # parameters move by the gradient
         step = RunLoss(torch.as_tensor(ids), lengths, objectives, torch.device("cpu"), max_buckets=max_buckets)
-        (losses,) = train_step(ModelStep(encoder, step), optimizer, torch.amp.GradScaler("cpu", enabled=False), [[batch]])
+        (losses,) = train_step(
+            ModelStep(encoder, step), optimizer, torch.amp.GradScaler("cpu", enabled=False), [[batch]]
+        )
         results.append((losses, [p.detach().clone() for p in encoder.parameters()]))
     (single, single_params), (bucketed, bucketed_params) = results
     torch.testing.assert_close(bucketed, single, rtol=1e-5, atol=1e-6)
@@ -310,7 +346,12 @@ def test_lr_schedules_warm_up_and_decay_as_documented():
     assert [lr_factor(cosine, s) for s in (0, 5)] == pytest.approx([1.0, 0.0])
     assert {lr_factor(TrainConfig(steps=7, schedule="constant"), s) for s in range(7)} == {1.0}
     with pytest.raises(SiptError, match="TrainConfig.schedule 'step' is unknown"):
-        pretrain(["ab cd"] * 4, PretrainingGraph.from_groups([0, 0, 1, 1]), TrainConfig(steps=1, schedule="step"), EncoderConfig())
+        pretrain(
+            ["ab cd"] * 4,
+            PretrainingGraph.from_groups([0, 0, 1, 1]),
+            TrainConfig(steps=1, schedule="step"),
+            EncoderConfig(),
+        )
 
 
 def test_step_feeds_the_encoder_bert_replacements_and_predicts_the_originals():
@@ -320,8 +361,9 @@ def test_step_feeds_the_encoder_bert_replacements_and_predicts_the_originals():
     tokenizer = CharTokenizer.build(sentences, max_len=64)
     ids, lengths = tokenizer.encode(sentences)
     graph = PretrainingGraph.from_groups(np.arange(24) % 3)
-    batch = GraphBatchSampler(graph, lengths, 16, mask_prob=0.5, seed=1, mask_replacement="bert",
-                              vocab_size=tokenizer.vocab_size).batch(0)
+    batch = GraphBatchSampler(
+        graph, lengths, 16, mask_prob=0.5, seed=1, mask_replacement="bert", vocab_size=tokenizer.vocab_size
+    ).batch(0)
     seen = []
 
     class Recording(TransformerEncoder):

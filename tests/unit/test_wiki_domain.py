@@ -18,17 +18,26 @@ from sipt_lab.domains.wiki import (
 )
 from sipt_lab.graphs.graph import PretrainingGraph
 
-TITLES = ["Water", "New York", "New York City", "Dune (novel)", "Paris", "Earth", "Mechanical engineering",
-          "Georges Seurat", "1"]
+TITLES = [
+    "Water",
+    "New York",
+    "New York City",
+    "Dune (novel)",
+    "Paris",
+    "Earth",
+    "Mechanical engineering",
+    "Georges Seurat",
+    "1",
+]
 SUMMARIES = [
-    "Water covers most of Earth. Water is drunk in Paris.",                 # 0: Earth, Paris; not itself
-    "New York is a state. Its capital is not New York City.",               # 1: New York City only
-    "New York City is in New York. It has water and Parisian cafes.",       # 2: New York; "water" common, "Parisian" no
-    "Dune is a novel by Frank Herbert about a desert planet.",              # 3: nothing
+    "Water covers most of Earth. Water is drunk in Paris.",  # 0: Earth, Paris; not itself
+    "New York is a state. Its capital is not New York City.",  # 1: New York City only
+    "New York City is in New York. It has water and Parisian cafes.",  # 2: New York; "water" common, "Parisian" no
+    "Dune is a novel by Frank Herbert about a desert planet.",  # 3: nothing
     "Paris hosts mechanical engineering schools and studies of the earth.",  # 4: Mechanical engineering, Earth
     "Earth orbits the Sun and the Moon orbits Earth. Earthquakes shake it. A 1 in 10 chance.",  # 5: itself only
-    "Mechanical engineering builds engines. NEW YORK is loud.",             # 6: nothing (wrong case)
-    "Seurat painted dots.",                                                  # 7: nothing
+    "Mechanical engineering builds engines. NEW YORK is loud.",  # 6: nothing (wrong case)
+    "Seurat painted dots.",  # 7: nothing
     "One is a number, unlike water, rivers, the water cycle and more water.",  # 8: nothing
 ]
 DESCRIPTIONS = [""] * 7 + ["French painter", "Painting by Georges Seurat"]
@@ -41,10 +50,12 @@ def _names(edges):
 def test_mentions_whole_words_case_and_longest_title():
     edges = mention_edges(TITLES, SUMMARIES, MentionRule())
     assert _names(edges) == {
-        ("Water", "Earth"), ("Water", "Paris"),
+        ("Water", "Earth"),
+        ("Water", "Paris"),
         ("New York", "New York City"),
         ("New York City", "New York"),
-        ("Paris", "Mechanical engineering"), ("Paris", "Earth"),
+        ("Paris", "Mechanical engineering"),
+        ("Paris", "Earth"),
     }
 
 
@@ -66,8 +77,12 @@ def test_mention_rule_options():
 
 def test_disambiguated_title_named_by_its_bare_name_only_when_asked():
     titles = ["Dune (novel)", "Frank Herbert", "Casablanca", "Casablanca (film)"]
-    summaries = ["Dune was written by Frank Herbert.", "Frank Herbert wrote Dune.",
-                 "Casablanca is a city.", "A film set in Casablanca."]
+    summaries = [
+        "Dune was written by Frank Herbert.",
+        "Frank Herbert wrote Dune.",
+        "Casablanca is a city.",
+        "A film set in Casablanca.",
+    ]
     plain = mention_edges(titles, summaries, MentionRule())
     asked = mention_edges(titles, summaries, MentionRule(disambiguated=True))
     assert {tuple(e) for e in plain.tolist()} == {(0, 1), (3, 2)}
@@ -88,8 +103,14 @@ def test_mentions_graph_is_undirected_and_rejects_unknown_rules():
 
 
 def test_tfidf_knn_links_similar_texts_symmetrically():
-    texts = ["cats purr and cats meow", "a cat purrs, cats meow", "stocks and bonds fell",
-             "bonds and stocks rose", "rivers flow to the sea", "the sea takes the rivers"]
+    texts = [
+        "cats purr and cats meow",
+        "a cat purrs, cats meow",
+        "stocks and bonds fell",
+        "bonds and stocks rose",
+        "rivers flow to the sea",
+        "the sea takes the rivers",
+    ]
     data = WikiArticles([str(i) for i in range(6)], texts, {}, [""] * 6, [""] * 6)
     graph = tfidf_knn_graph(data, k=1)
     np.testing.assert_array_equal(graph.edges(), [[0, 1], [2, 3], [4, 5]])
@@ -99,14 +120,28 @@ def test_tfidf_knn_links_similar_texts_symmetrically():
 def test_tfidf_idf_sees_pretraining_texts_only():
     """The pre-training rows' weights do not move when the held-out texts change (they would if the
     IDF counted documents there), and build_graph hands the pre-training samples to tfidf-knn."""
-    pretraining = ["cats purr and cats meow", "a cat purrs, cats meow", "stocks and bonds fell", "bonds and stocks rose"]
+    pretraining = [
+        "cats purr and cats meow",
+        "a cat purrs, cats meow",
+        "stocks and bonds fell",
+        "bonds and stocks rose",
+    ]
     before = tfidf_features(pretraining + ["cats and bonds", "cats meow"], fit_on=[0, 1, 2, 3])
     after = tfidf_features(pretraining + ["cats cats stocks", "cats stocks bonds purr"], fit_on=[0, 1, 2, 3])
     np.testing.assert_allclose(before[:4].toarray(), after[:4].toarray())
     leaky = tfidf_features(pretraining + ["cats and bonds", "cats meow"])
     assert not np.allclose(before[:4].toarray(), leaky[:4].toarray())
-    texts = [*pretraining, "rivers flow to the sea", "the sea takes the rivers", "kings rule the land", "the land of old kings",
-             "cats stocks rivers", "cats stocks kings", "cats sea land", "cats cats cats bonds"]
+    texts = [
+        *pretraining,
+        "rivers flow to the sea",
+        "the sea takes the rivers",
+        "kings rule the land",
+        "the land of old kings",
+        "cats stocks rivers",
+        "cats stocks kings",
+        "cats sea land",
+        "cats cats cats bonds",
+    ]
     data = WikiArticles([str(i) for i in range(12)], texts, {}, [""] * 12, [""] * 12)
     fitted = build_graph(get_domain("wiki"), "tfidf-knn", data, fit_on=np.arange(8))
     assert fitted == tfidf_knn_graph(data, fit_on=np.arange(8)) != tfidf_knn_graph(data)

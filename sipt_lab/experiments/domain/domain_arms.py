@@ -32,13 +32,22 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     start = time.perf_counter()
     view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
     texts = list(view.data.samples)
-    result = {"arm": cell.arm, "graph": cell.graph, "lambda_si": cell.lambda_si, "seed": cell.seed, "kind": view.task.kind,
-              "n_samples": len(texts), "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")}}
+    result = {
+        "arm": cell.arm,
+        "graph": cell.graph,
+        "lambda_si": cell.lambda_si,
+        "seed": cell.seed,
+        "kind": view.task.kind,
+        "n_samples": len(texts),
+        "sizes": {n: int(len(getattr(view.splits, n))) for n in ("train", "validation", "test")},
+    }
     graph = None
     if cell.arm == "off-the-shelf":
         source = _encoder_source(cell, view.data)
         tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], cell.pretrain.max_len)
-        with torch.random.fork_rng(devices=[]):  # the warm start pre-training begins from (a random init is seeded as there)
+        with torch.random.fork_rng(
+            devices=[]
+        ):  # the warm start pre-training begins from (a random init is seeded as there)
             torch.manual_seed(cell.seed)
             encoder = source.encoder(tokenizer)[0]
     elif is_stored(cell, teachers):
@@ -57,10 +66,14 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     parts = check_mode(cell.mode)
     scores = {}
     if "probe" in parts:
-        scores["probe"] = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors)
+        scores["probe"] = probe_encoder(
+            encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors
+        )
     if "full" in parts:
+
         def load():
             return copy.deepcopy(encoder).train(), tokenizer
+
         scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
     result["scores"] = scores
     if cell.graph is not None:
@@ -85,19 +98,27 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
     spec = get_domain(cell.domain)
     source = _encoder_source(cell, view.data)
-    graph = build_graph(spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed, fit_on=view.pretraining_samples)
+    graph = build_graph(
+        spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed, fit_on=view.pretraining_samples
+    )
     seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
     train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
     if cell.epochs is not None:
-        train = dataclasses.replace(train, steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples),
-                                                                  train.batch_size, train.grad_accum))
+        train = dataclasses.replace(
+            train,
+            steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples), train.batch_size, train.grad_accum),
+        )
     method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS else None
     recipe = None
     if method is not None:
         train = method_train_config(method, train)
-        recipe = method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
+        recipe = (
+            method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
+        )
     samples = view.data.samples
-    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, progress=False, method=recipe)
+    return graph, pretrain(
+        [samples[i] for i in view.pretraining_samples], seen, train, source, progress=False, method=recipe
+    )
 
 
 def _encoder_source(cell: DomainCell, data):

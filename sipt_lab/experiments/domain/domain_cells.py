@@ -67,10 +67,22 @@ class ConceptCell(DomainCell):
 #: the MLSM family, one arm per seed (they do not read ``G_PT``), taught by the seed's lm arm.
 GRAPH_METHODS = ("linkbert",)
 CONCEPT_METHODS = tuple(name for name in names.METHODS if get_method(name).needs_teacher)
-def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: DomainPreset, *, init: str | None = None,
-                 task: str | None = None, device: str = "auto", data_dir: str | Path | None = None,
-                 methods: tuple[str, ...] = (), teacher: str | Path | None = None,
-                 concepts: ConceptOptions = DEFAULT_CONCEPTS) -> list[DomainCell]:
+
+
+def domain_cells(
+    domain: str,
+    graphs: list[str] | None,
+    seeds: int,
+    preset: DomainPreset,
+    *,
+    init: str | None = None,
+    task: str | None = None,
+    device: str = "auto",
+    data_dir: str | Path | None = None,
+    methods: tuple[str, ...] = (),
+    teacher: str | Path | None = None,
+    concepts: ConceptOptions = DEFAULT_CONCEPTS,
+) -> list[DomainCell]:
     """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, each of
     ``methods`` in :data:`GRAPH_METHODS` for each graph and each in :data:`CONCEPT_METHODS` once
     (:class:`ConceptCell`, taught by ``teacher``, a model directory, or the seed's lm arm when
@@ -79,11 +91,14 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     known = GRAPH_METHODS + CONCEPT_METHODS
     unknown_methods = [m for m in methods if m not in known]
     if unknown_methods:
-        raise SiptError(f"domain runs add the methods {', '.join(known)} (lm and sipt are always run), "
-                        f"not {unknown_methods[0]!r}")
+        raise SiptError(
+            f"domain runs add the methods {', '.join(known)} (lm and sipt are always run), not {unknown_methods[0]!r}"
+        )
     concept_methods = [m for m in dict.fromkeys(methods) if m in CONCEPT_METHODS]
     if teacher is not None and not concept_methods:
-        raise SiptError(f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with --methods or drop --teacher")
+        raise SiptError(
+            f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with --methods or drop --teacher"
+        )
     teacher_ref = {} if teacher is None else _teacher_reference(teacher)
     from sipt_lab.domains import get_domain
 
@@ -114,16 +129,34 @@ def domain_cells(domain: str, graphs: list[str] | None, seeds: int, preset: Doma
     for lam in preset.lambdas:  # each SIPT arm's config, refused now rather than after the other arms have trained
         dataclasses.replace(pretrain_config, lambda_si=lam)
     finetune_config = dataclasses.replace(preset.finetune, device=device)
-    base = dict(domain=domain, task=task or spec.default_task, init=init or spec.default_init, n_samples=preset.n_samples,
-                pretrain=pretrain_config, finetune=finetune_config, mode=preset.mode, data=data, epochs=preset.epochs)
+    base = dict(
+        domain=domain,
+        task=task or spec.default_task,
+        init=init or spec.default_init,
+        n_samples=preset.n_samples,
+        pretrain=pretrain_config,
+        finetune=finetune_config,
+        mode=preset.mode,
+        data=data,
+        epochs=preset.epochs,
+    )
     cells = []
     for seed in range(seeds):
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
         cells.append(DomainCell(arm="lm", graph=None, lambda_si=0.0, seed=seed, **base))
-        cells += [DomainCell(arm="sipt", graph=g, lambda_si=lam, seed=seed, **base) for g in graphs for lam in preset.lambdas]
-        cells += [DomainCell(arm=m, graph=g, lambda_si=0.0, seed=seed, **base) for m in methods if m in GRAPH_METHODS for g in graphs]
-        cells += [ConceptCell(arm=m, graph=None, lambda_si=0.0, seed=seed, concepts=concepts, **teacher_ref, **base)
-                  for m in concept_methods]
+        cells += [
+            DomainCell(arm="sipt", graph=g, lambda_si=lam, seed=seed, **base) for g in graphs for lam in preset.lambdas
+        ]
+        cells += [
+            DomainCell(arm=m, graph=g, lambda_si=0.0, seed=seed, **base)
+            for m in methods
+            if m in GRAPH_METHODS
+            for g in graphs
+        ]
+        cells += [
+            ConceptCell(arm=m, graph=None, lambda_si=0.0, seed=seed, concepts=concepts, **teacher_ref, **base)
+            for m in concept_methods
+        ]
     return cells
 
 
@@ -131,10 +164,14 @@ def _teacher_reference(teacher: str | Path) -> dict:
     """``teacher`` and ``teacher_digest`` of a :class:`ConceptCell` for a model directory, checked to be one."""
     path = Path(teacher).resolve()
     if not path.is_dir():
-        raise SiptError(f"teacher {teacher} is not a directory; pass a model directory written by `sipt-lab pretrain` (its model/ folder)")
+        raise SiptError(
+            f"teacher {teacher} is not a directory; pass a model directory written by `sipt-lab pretrain` (its model/ folder)"
+        )
     if not any((path / name).is_file() for name in ("encoder.pt", "config.json")):
-        raise SiptError(f"teacher {teacher} is not an encoder (no encoder.pt or config.json); pass a model directory "
-                        "written by `sipt-lab pretrain` (its model/ folder) or a Hugging Face checkpoint")
+        raise SiptError(
+            f"teacher {teacher} is not an encoder (no encoder.pt or config.json); pass a model directory "
+            "written by `sipt-lab pretrain` (its model/ folder) or a Hugging Face checkpoint"
+        )
     return {"teacher": str(path), "teacher_digest": directory_digest(path)}
 
 
@@ -148,10 +185,22 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
     changes = {"n_samples": config.samples, "lambdas": config.lambdas, "mode": config.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
     if config.steps is not None:
-        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, steps=config.steps), epochs=None)
+        preset = dataclasses.replace(
+            preset, pretrain=dataclasses.replace(preset.pretrain, steps=config.steps), epochs=None
+        )
     if config.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
     check_mode(preset.mode)
-    return domain_cells(config.domain, list(config.graphs) if config.graphs else None, config.seeds, preset,
-                        init=config.init, task=config.task, device=config.device, methods=config.methods,
-                        data_dir=config.data_dir, teacher=config.teacher, concepts=ConceptOptions(layer=config.teacher_layer))
+    return domain_cells(
+        config.domain,
+        list(config.graphs) if config.graphs else None,
+        config.seeds,
+        preset,
+        init=config.init,
+        task=config.task,
+        device=config.device,
+        methods=config.methods,
+        data_dir=config.data_dir,
+        teacher=config.teacher,
+        concepts=ConceptOptions(layer=config.teacher_layer),
+    )

@@ -27,19 +27,31 @@ def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
         return []
     series, levels = {}, {}
     for part in ("probe", "full"):
-        found = {c["method"]: c for c in summary["comparisons"]
-                 if c["baseline"] == BASELINE_ARM and c["task"].endswith(f"({part})")}
+        found = {
+            c["method"]: c
+            for c in summary["comparisons"]
+            if c["baseline"] == BASELINE_ARM and c["task"].endswith(f"({part})")
+        }
         if all(name in found for name in graphs):
-            series[part] = ([summary["arms"][g]["local_consistency"] for g in graphs],
-                            [found[g]["rre_mean"] for g in graphs], [found[g]["rre_sd"] for g in graphs])
+            series[part] = (
+                [summary["arms"][g]["local_consistency"] for g in graphs],
+                [found[g]["rre_mean"] for g in graphs],
+                [found[g]["rre_sd"] for g in graphs],
+            )
         flat = [name for name in CONCEPT_METHODS if name in found]
         if flat and not levels:
             levels = {f"{name} ({part})": (found[name]["rre_mean"], found[name]["rre_sd"]) for name in flat}
-    return labelled_errorbars(stem, series, [g.removeprefix("sipt[").removesuffix("]").split(",")[0] for g in graphs],
-                              xlabel=f"local consistency of {summary['task']} over G_PT",
-                              ylabel="relative error reduction vs LM-only", title=f"SIPT on {summary['domain']}: gain vs LC",
-                              note="Theorem 1: the gain should grow with LC and vanish near chance LC"
-                              + ("; intra-sample methods (dotted) read no graph" if levels else ""), levels=levels)
+    return labelled_errorbars(
+        stem,
+        series,
+        [g.removeprefix("sipt[").removesuffix("]").split(",")[0] for g in graphs],
+        xlabel=f"local consistency of {summary['task']} over G_PT",
+        ylabel="relative error reduction vs LM-only",
+        title=f"SIPT on {summary['domain']}: gain vs LC",
+        note="Theorem 1: the gain should grow with LC and vanish near chance LC"
+        + ("; intra-sample methods (dotted) read no graph" if levels else ""),
+        levels=levels,
+    )
 
 
 #: The paper's λ_SI, reported as its own SIPT arm whenever the grid holds it.
@@ -76,7 +88,9 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
         entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
         for part in runs[0]["scores"]:
             for metric in runs[0]["scores"][part]:
-                mean, sd = mean_sd(r["scores"][part].get(metric) for r in runs)  # cells stored before a metric existed lack it
+                mean, sd = mean_sd(
+                    r["scores"][part].get(metric) for r in runs
+                )  # cells stored before a metric existed lack it
                 entry[f"{part}.{metric}"] = {"mean": mean, "sd": sd}
         if "concepts" in runs[0]:
             entry["concept_codes_nonzero_median"] = float(np.mean([r["concepts"]["nonzero_median"] for r in runs]))
@@ -94,18 +108,34 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
             paired = {r["seed"]: r for r in arms[baseline]}
             for part in runs[0]["scores"]:
                 pairs = [(paired[r["seed"]], r) for r in runs if r["seed"] in paired]
-                comparisons.append(compare_errors([kind.error(b["scores"][part]) for b, _ in pairs],
-                                                  [kind.error(m["scores"][part]) for _, m in pairs],
-                                                  task=f"{cell.domain}:{cell.task} ({part})", method=name, baseline=baseline))
-    return {"domain": cell.domain, "task": cell.task, "kind": kind.name, "primary": kind.primary, "arms": table,
-            "comparisons": [dataclasses.asdict(c) for c in comparisons]}
+                comparisons.append(
+                    compare_errors(
+                        [kind.error(b["scores"][part]) for b, _ in pairs],
+                        [kind.error(m["scores"][part]) for _, m in pairs],
+                        task=f"{cell.domain}:{cell.task} ({part})",
+                        method=name,
+                        baseline=baseline,
+                    )
+                )
+    return {
+        "domain": cell.domain,
+        "task": cell.task,
+        "kind": kind.name,
+        "primary": kind.primary,
+        "arms": table,
+        "comparisons": [dataclasses.asdict(c) for c in comparisons],
+    }
 
 
 def format_domain_summary(summary: dict) -> str:
     """The per-arm table (scores mean ± sd, LC) and the comparison table."""
     metrics = sorted({key for entry in summary["arms"].values() for key in entry if "." in key})
-    lines = [f"{summary['domain']}:{summary['task']} ({summary['kind']}; errors are 1 - {summary['primary']})", "",
-             "| arm | LC | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
+    lines = [
+        f"{summary['domain']}:{summary['task']} ({summary['kind']}; errors are 1 - {summary['primary']})",
+        "",
+        "| arm | LC | " + " | ".join(metrics) + " |",
+        "|---|---|" + "---|" * len(metrics),
+    ]
     for name, entry in summary["arms"].items():
         lc = f"{entry['local_consistency']:.3f}" if entry.get("local_consistency") is not None else "-"
         cells = [f"{entry[m]['mean']:.3f} ± {entry[m]['sd']:.3f}" if m in entry else "-" for m in metrics]

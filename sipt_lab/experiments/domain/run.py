@@ -39,7 +39,6 @@ resumable :func:`~sipt_lab.grid.run_grid` cell. The rooms: :mod:`~sipt_lab.exper
 :mod:`sipt_lab.experiments.presets`.
 """
 
-
 from __future__ import annotations
 
 import functools
@@ -60,7 +59,9 @@ from sipt_lab.training.methods import Teacher
 from sipt_lab.training.trainer import resolve_device
 
 
-def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True) -> dict | None:
+def run_domain(
+    cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True
+) -> dict | None:
     """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
     seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``,
     ``comparison.csv`` and ``arms.csv``; returns the summary. Every cell is hashed once.
@@ -97,12 +98,24 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
     if teachers:
         if not distributed:
             drop_damaged(teachers, lm_teachers)
-        run_grid(functools.partial(train_teacher, teachers=teachers), lm_teachers, teachers, executor=executor,
-                 progress=progress, required_keys=STORE_KEYS)
+        run_grid(
+            functools.partial(train_teacher, teachers=teachers),
+            lm_teachers,
+            teachers,
+            executor=executor,
+            progress=progress,
+            required_keys=STORE_KEYS,
+        )
     if distributed:
         dist.barrier()
-    results = run_grid(functools.partial(domain_cell, teachers=teachers), grid_cells, out / "cells", executor=executor,
-                       progress=progress, required_keys=RESULT_KEYS)
+    results = run_grid(
+        functools.partial(domain_cell, teachers=teachers),
+        grid_cells,
+        out / "cells",
+        executor=executor,
+        progress=progress,
+        required_keys=RESULT_KEYS,
+    )
     summary = summarize_domain([r.result for r in results], cells[0])
     write_json_atomic(out / "summary.json", summary)
     write_comparison_csv(out / "comparison.csv", [Comparison(**c) for c in summary["comparisons"]])

@@ -36,8 +36,12 @@ def stored_teachers(cells: Sequence[DomainCell]) -> list[Cell]:
 
 def is_stored(cell: DomainCell, teachers: str | None) -> bool:
     """Whether ``cell`` is an lm arm whose encoder the run's teacher store holds (trained there)."""
-    return (teachers is not None and cell.arm == BASELINE_ARM and type(cell) is DomainCell
-            and stored_digest(teachers, cell) is not None)
+    return (
+        teachers is not None
+        and cell.arm == BASELINE_ARM
+        and type(cell) is DomainCell
+        and stored_digest(teachers, cell) is not None
+    )
 
 
 def load_teacher(cell: DomainCell, teachers: str | None):
@@ -51,8 +55,9 @@ def load_teacher(cell: DomainCell, teachers: str | None):
     lm = Cell.of(teacher_cell(cell))
     digest = stored_digest(teachers, lm)
     if digest is None:
-        raise SiptError(f"the lm arm teaching {cell.arm} (seed {cell.seed}) is not in {teachers}; "
-                        "re-run the command to train it")
+        raise SiptError(
+            f"the lm arm teaching {cell.arm} (seed {cell.seed}) is not in {teachers}; re-run the command to train it"
+        )
     return load_model(model_dir(teachers, lm), digest, device)
 
 
@@ -77,4 +82,6 @@ def load_model(directory: str | Path, digest: str | None, device="cpu"):
     except SiptError:
         raise
     except Exception as error:  # a damaged file: torch / safetensors / json errors
-        raise SiptError(f"model {directory} cannot be loaded ({type(error).__name__}); remove it to rebuild it") from None
+        raise SiptError(
+            f"model {directory} cannot be loaded ({type(error).__name__}); remove it to rebuild it"
+        ) from None

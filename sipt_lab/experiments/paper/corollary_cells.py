@@ -45,12 +45,24 @@ def corollary1_rows(out_dir: str | Path, options: FigureOptions) -> tuple[Coroll
     """Run (or load) the Corollary 1 cells (every agreement x seed); returns the first config (the
     sizes) and one row per cell: agreement, seed, bound, oracle accuracy / AUROC, ``accuracy_minus_bound``."""
     configs = [Corollary1Config(agreement=a, seed=s) for a in COROLLARY1_AGREEMENTS for s in range(options.seeds)]
-    results = run_grid(corollary1_cell, configs, cells_root(out_dir, options) / "corollary1",
-                       executor=options.executor, progress=options.progress)
+    results = run_grid(
+        corollary1_cell,
+        configs,
+        cells_root(out_dir, options) / "corollary1",
+        executor=options.executor,
+        progress=options.progress,
+    )
     return configs[0], [
-        {"agreement": cell.config.agreement, "seed": cell.config.seed, "bound": cell.result["bound"],
-         "nn_accuracy": cell.result["nn_accuracy"], "nn_auroc": cell.result["nn_auroc"],
-         "accuracy_minus_bound": cell.result["nn_accuracy"] - cell.result["bound"]} for cell in results]
+        {
+            "agreement": cell.config.agreement,
+            "seed": cell.config.seed,
+            "bound": cell.result["bound"],
+            "nn_accuracy": cell.result["nn_accuracy"],
+            "nn_auroc": cell.result["nn_auroc"],
+            "accuracy_minus_bound": cell.result["nn_accuracy"] - cell.result["bound"],
+        }
+        for cell in results
+    ]
 
 
 def corollary2_rows(options: FigureOptions) -> list[dict[str, Any]]:
@@ -62,6 +74,14 @@ def corollary2_rows(options: FigureOptions) -> list[dict[str, Any]]:
     for seed in range(options.seeds):
         say(options, f"corollary2: seed {seed}, n up to {max(COROLLARY2_N)}")
         for row in corollary2_curve({s: get_surface(s) for s in COROLLARY2_SURFACES}, COROLLARY2_N, seed=seed):
-            rows.append({"surface": row["surface"], "n": row["n"], "seed": seed, "r": row["r"], "lc": row["lc"],
-                         "mean_degree": row["mean_degree"]})
+            rows.append(
+                {
+                    "surface": row["surface"],
+                    "n": row["n"],
+                    "seed": seed,
+                    "r": row["r"],
+                    "lc": row["lc"],
+                    "mean_degree": row["mean_degree"],
+                }
+            )
     return rows

@@ -57,9 +57,17 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     prepare_grid_topics([cell.config.graph for cell in cells], options)
     try:
         if options.batched:
-            train_batched_cells(cells, cells_root(out_dir, options), executor=options.executor, progress=options.progress)
-        results = run_grid(simulate_seed, cells, cells_root(out_dir, options), executor=options.executor,
-                           progress=options.progress, required_keys=SEED_RESULT_KEYS)
+            train_batched_cells(
+                cells, cells_root(out_dir, options), executor=options.executor, progress=options.progress
+            )
+        results = run_grid(
+            simulate_seed,
+            cells,
+            cells_root(out_dir, options),
+            executor=options.executor,
+            progress=options.progress,
+            required_keys=SEED_RESULT_KEYS,
+        )
     except GridInterrupted as interrupt:  # keep the table of what finished, then stop
         write_results_csv(result_rows(interrupt.results), Path(out_dir) / "fig5_cells.csv")
         raise
@@ -72,7 +80,9 @@ def cells_of(results: Sequence[CellResult], graph: str, noise: float) -> list[di
     return [cell.result for cell in results if cell.result["graph"] == graph and cell.result["noise"] == noise]
 
 
-def seed_summary(cells: Sequence[dict], metrics: Sequence[str] = ("auroc", "heldout_auroc", "accuracy")) -> dict[str, float]:
+def seed_summary(
+    cells: Sequence[dict], metrics: Sequence[str] = ("auroc", "heldout_auroc", "accuracy")
+) -> dict[str, float]:
     """Mean and sd over seeds of LC and every arm's ``metrics`` (default: AUROC, held-out AUROC, accuracy)."""
     row = {"n_seeds": len(cells), **mean_sd_columns("local_consistency", [c["local_consistency"] for c in cells])}
     for arm in ARMS:
@@ -86,8 +96,14 @@ def fig5a_rows(results: Sequence[CellResult], options: FigureOptions) -> list[di
     rows = []
     for family in options.families:
         paper = FAMILY_AUROC.get(family, (math.nan, math.nan))
-        rows.append({"graph": family, **seed_summary(cells_of(results, family, 0.0)),
-                     "paper_lm_auroc": paper[0], "paper_sipt_auroc": paper[1]})
+        rows.append(
+            {
+                "graph": family,
+                **seed_summary(cells_of(results, family, 0.0)),
+                "paper_lm_auroc": paper[0],
+                "paper_sipt_auroc": paper[1],
+            }
+        )
     return rows
 
 
@@ -96,8 +112,15 @@ def fig5b_rows(results: Sequence[CellResult], options: FigureOptions) -> list[di
     rows = []
     for rate in sorted({float(rate) for rate in options.noise_rates}):
         paper = CLIQUES_NOISE_AUROC.get(rate, (math.nan, math.nan))
-        rows.append({"noise": rate, "noise_percent": 100 * rate, **seed_summary(cells_of(results, "cliques", rate)),
-                     "paper_lm_auroc": paper[0], "paper_sipt_auroc": paper[1]})
+        rows.append(
+            {
+                "noise": rate,
+                "noise_percent": 100 * rate,
+                **seed_summary(cells_of(results, "cliques", rate)),
+                "paper_lm_auroc": paper[0],
+                "paper_sipt_auroc": paper[1],
+            }
+        )
     return rows
 
 
@@ -121,12 +144,27 @@ def oracle_cell(config: OracleConfig) -> dict[str, Any]:
     """The oracle's LOO ``k``-NN accuracy and AUROC, and its r-NN accuracy at the radius best
     recovering ``G_PT`` (:func:`~sipt_lab.experiments.paper.theory.theorem1_check`), next to LC."""
     dataset = build_dataset(config.graph, progress=False)
-    check = theorem1_check(dataset.graph, dataset.labels, k=config.k, seed=config.graph.seed,
-                           dim=config.dim, steps=config.steps, loss=config.loss, **config.loss_params)
-    return {"graph": config.graph.family, "noise": config.graph.noise, "seed": config.graph.seed,
-            "local_consistency": check.bound, "accuracy": check.nn_accuracy, "auroc": check.nn_auroc,
-            "radius_f1": check.radius_f1, "radius_nn_accuracy": check.radius_nn_accuracy,
-            "radius_nn_coverage": check.radius_nn_coverage}
+    check = theorem1_check(
+        dataset.graph,
+        dataset.labels,
+        k=config.k,
+        seed=config.graph.seed,
+        dim=config.dim,
+        steps=config.steps,
+        loss=config.loss,
+        **config.loss_params,
+    )
+    return {
+        "graph": config.graph.family,
+        "noise": config.graph.noise,
+        "seed": config.graph.seed,
+        "local_consistency": check.bound,
+        "accuracy": check.nn_accuracy,
+        "auroc": check.nn_auroc,
+        "radius_f1": check.radius_f1,
+        "radius_nn_accuracy": check.radius_nn_accuracy,
+        "radius_nn_coverage": check.radius_nn_coverage,
+    }
 
 
 #: Theorem 1's radius terms in the ``theorem1`` table (NaN for cells computed before they were recorded).
@@ -138,20 +176,41 @@ def theorem1_rows(out_dir: str | Path, results: Sequence[CellResult], options: F
     seed): LC, LOO 3-NN accuracy and AUROC, ``accuracy_minus_lc``, and the radius terms
     (:data:`RADIUS_COLUMNS`) with ``radius_nn_minus_lc`` (embedders ``sipt``, ``oracle``)."""
     oracle_configs = [
-        OracleConfig(graph=cell.config.graph, loss=cell.config.train.loss, loss_params=cell.config.train.loss_params, k=cell.config.k)
+        OracleConfig(
+            graph=cell.config.graph,
+            loss=cell.config.train.loss,
+            loss_params=cell.config.train.loss_params,
+            k=cell.config.k,
+        )
         for cell in results
     ]
-    oracle = run_grid(oracle_cell, oracle_configs, cells_root(out_dir, options) / "oracle",
-                      executor=options.executor, progress=options.progress, required_keys=RADIUS_COLUMNS)
+    oracle = run_grid(
+        oracle_cell,
+        oracle_configs,
+        cells_root(out_dir, options) / "oracle",
+        executor=options.executor,
+        progress=options.progress,
+        required_keys=RADIUS_COLUMNS,
+    )
     rows = []
     for embedder, cells in (("sipt", [c.result for c in results]), ("oracle", [c.result for c in oracle])):
         for cell in cells:
             metrics, lc = (cell["methods"]["sipt"] if embedder == "sipt" else cell), cell["local_consistency"]
             radius = {name: float(metrics.get(name, math.nan)) for name in RADIUS_COLUMNS}
-            rows.append({"graph": cell["graph"], "noise": cell["noise"], "seed": cell["seed"], "embedder": embedder,
-                         "local_consistency": lc, "accuracy": metrics["accuracy"], "auroc": metrics["auroc"],
-                         "accuracy_minus_lc": metrics["accuracy"] - lc, **radius,
-                         "radius_nn_minus_lc": radius["radius_nn_accuracy"] - lc})
+            rows.append(
+                {
+                    "graph": cell["graph"],
+                    "noise": cell["noise"],
+                    "seed": cell["seed"],
+                    "embedder": embedder,
+                    "local_consistency": lc,
+                    "accuracy": metrics["accuracy"],
+                    "auroc": metrics["auroc"],
+                    "accuracy_minus_lc": metrics["accuracy"] - lc,
+                    **radius,
+                    "radius_nn_minus_lc": radius["radius_nn_accuracy"] - lc,
+                }
+            )
     return rows
 
 

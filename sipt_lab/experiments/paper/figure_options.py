@@ -58,19 +58,32 @@ class FigureOptions:
     seeds: int = option(3, help="seeds 0..K-1 per experiment", metavar="K")
     executor: str = option("local", help=f"where grid cells run: {', '.join(EXECUTORS)}", metavar="NAME")
     steps: int | None = option(None, help="pre-training steps per arm", metavar="N", default_help="each family's")
-    n_nodes: int | None = option(None, help="pre-training samples per dataset", flag="--nodes", metavar="N",
-                                 default_help="each family's")
-    families: tuple[str, ...] = option(FIGURE5_FAMILIES, help="graph families of fig5a and theorem1", metavar="NAME",
-                                       default_help="all eight of Figure 5a")
+    n_nodes: int | None = option(
+        None, help="pre-training samples per dataset", flag="--nodes", metavar="N", default_help="each family's"
+    )
+    families: tuple[str, ...] = option(
+        FIGURE5_FAMILIES,
+        help="graph families of fig5a and theorem1",
+        metavar="NAME",
+        default_help="all eight of Figure 5a",
+    )
     noise_rates: tuple[float, ...] = NOISE_RATES
     cells_dir: str | None = None
     progress: bool = True
-    passes: float | None = option(None, range=(0.0, None), open="low", metavar="P",
-                                  help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / "
-                                  "batch; default 64)")
-    scale_nodes: tuple[int, ...] | None = option(None, range=(2, 1_000_000), metavar="N",
-                                                 help="heldout_scale: pre-training sizes for every family",
-                                                 default_help="CLIQUES 50 200 1000, TORUS 50 200 500")
+    passes: float | None = option(
+        None,
+        range=(0.0, None),
+        open="low",
+        metavar="P",
+        help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / batch; default 64)",
+    )
+    scale_nodes: tuple[int, ...] | None = option(
+        None,
+        range=(2, 1_000_000),
+        metavar="N",
+        help="heldout_scale: pre-training sizes for every family",
+        default_help="CLIQUES 50 200 1000, TORUS 50 200 500",
+    )
     preset: str = preset_option()
     encoder: str | None = encoder_option()
     batched: bool = option(False, help=BATCHED_HELP)
@@ -102,8 +115,14 @@ def experiment_config(family: str, options: FigureOptions, *, seed: int = 0, noi
     graph_options = {"noise": float(noise)}
     if options.n_nodes is not None:
         graph_options["n_nodes"] = options.n_nodes
-    return simulation_config(family, seed=seed, steps=options.steps, preset=options.preset, encoder=options.encoder,
-                             graph_options=graph_options)
+    return simulation_config(
+        family,
+        seed=seed,
+        steps=options.steps,
+        preset=options.preset,
+        encoder=options.encoder,
+        graph_options=graph_options,
+    )
 
 
 def cells_root(out_dir: str | Path, options: FigureOptions) -> Path:

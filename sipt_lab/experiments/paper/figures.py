@@ -55,18 +55,28 @@ def fig5a(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     lc = {"local consistency (LC)": column["local_consistency_mean"]}
     panels = [
         plots.BarPanel(
-            "leave-one-out (pre-training samples)", "3-NN AUROC (topic task)",
-            {"LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
-             "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"])},
-            {**lc, "LM (paper)": column["paper_lm_auroc"], "SIPT (paper)": column["paper_sipt_auroc"]}),
+            "leave-one-out (pre-training samples)",
+            "3-NN AUROC (topic task)",
+            {
+                "LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
+                "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
+            },
+            {**lc, "LM (paper)": column["paper_lm_auroc"], "SIPT (paper)": column["paper_sipt_auroc"]},
+        ),
         plots.BarPanel(
-            "held-out samples (never pre-trained on)", "3-NN AUROC (topic task)",
-            {"LM": (column["lm_heldout_auroc_mean"], column["lm_heldout_auroc_sd"]),
-             "SIPT": (column["sipt_heldout_auroc_mean"], column["sipt_heldout_auroc_sd"])}, lc),
+            "held-out samples (never pre-trained on)",
+            "3-NN AUROC (topic task)",
+            {
+                "LM": (column["lm_heldout_auroc_mean"], column["lm_heldout_auroc_sd"]),
+                "SIPT": (column["sipt_heldout_auroc_mean"], column["sipt_heldout_auroc_sd"]),
+            },
+            lc,
+        ),
     ]
     title = f"Figure 5a: LM vs SIPT per graph family (mean ± sd over {options.seeds} seed(s))"
-    figure = plots.grouped_bars(out / "fig5a", [f.upper() for f in options.families], panels, title=title,
-                                xlabel="graph family")
+    figure = plots.grouped_bars(
+        out / "fig5a", [f.upper() for f in options.families], panels, title=title, xlabel="graph family"
+    )
     return [out / "fig5a.csv", out / "fig5_cells.csv", *figure]
 
 
@@ -79,16 +89,23 @@ def fig5b(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     write_results_csv(rows, out / "fig5b.csv", list(rows[0]))
     column = {key: [row[key] for row in rows] for key in rows[0]}
     figure = plots.lines_with_bands(
-        out / "fig5b", rates,
-        {"LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
-         "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
-         "LC of the task over G_PT": (column["local_consistency_mean"], None)},
+        out / "fig5b",
+        rates,
+        {
+            "LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
+            "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
+            "LC of the task over G_PT": (column["local_consistency_mean"], None),
+        },
         markers={"LM (paper)": (rates, column["paper_lm_auroc"]), "SIPT (paper)": (rates, column["paper_sipt_auroc"])},
         styles={"LC of the task over G_PT": {"linestyle": "--", "marker": None, "linewidth": 1.2}},
         xlabel="edge noise rate (each non-adjacent pair gains an edge with this probability)",
         ylabel="LOO 3-NN AUROC  /  local consistency",
         title=f"Figure 5b: CLIQUES with edge noise (mean ± sd over {options.seeds} seed(s))",
-        percent_x=True, hline=0.5, hline_label="chance (AUROC 0.5)", ylim=(0.0, 1.05))
+        percent_x=True,
+        hline=0.5,
+        hline_label="chance (AUROC 0.5)",
+        ylim=(0.0, 1.05),
+    )
     return [out / "fig5b.csv", out / "fig5_cells.csv", *figure]
 
 
@@ -110,19 +127,31 @@ def theorem1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     shapes = [names[r["embedder"]] for r in rows]
     panels = [
         plots.ScatterPanel(
-            lc, [r["accuracy"] for r in rows], "local consistency of the topic task over G_PT",
-            "LOO 3-NN accuracy (fraction correct)", "3-NN predictor",
-            groups=[condition_label(r["graph"], r["noise"]) for r in rows], shapes=shapes,
-            note=f"on/above y = x (within 0.02): SIPT {above['sipt']:.0%}, oracle {above['oracle']:.0%}"),
+            lc,
+            [r["accuracy"] for r in rows],
+            "local consistency of the topic task over G_PT",
+            "LOO 3-NN accuracy (fraction correct)",
+            "3-NN predictor",
+            groups=[condition_label(r["graph"], r["noise"]) for r in rows],
+            shapes=shapes,
+            note=f"on/above y = x (within 0.02): SIPT {above['sipt']:.0%}, oracle {above['oracle']:.0%}",
+        ),
         plots.ScatterPanel(
-            lc, [r["radius_nn_accuracy"] for r in rows], "local consistency of the topic task over G_PT",
-            "LOO r-NN accuracy at the best radius", "r-NN predictor at the radius best recovering G_PT",
-            shapes=shapes, values=[r["radius_f1"] for r in rows], value_label="F1 of that radius graph vs G_PT",
+            lc,
+            [r["radius_nn_accuracy"] for r in rows],
+            "local consistency of the topic task over G_PT",
+            "LOO r-NN accuracy at the best radius",
+            "r-NN predictor at the radius best recovering G_PT",
+            shapes=shapes,
+            values=[r["radius_f1"] for r in rows],
+            value_label="F1 of that radius graph vs G_PT",
             note=f"radius recovers G_PT exactly (F1 = 1) in {len(valid)} of {len(rows)} runs; "
-                 f"there r-NN = LC within 0.01 in {sum(abs(r['radius_nn_minus_lc']) <= 0.01 for r in valid)}"),
+            f"there r-NN = LC within 0.01 in {sum(abs(r['radius_nn_minus_lc']) <= 0.01 for r in valid)}",
+        ),
     ]
-    figure = plots.scatter_panels(out / "theorem1", panels,
-                                  title="Theorem 1: nearest-neighbour accuracy vs local consistency")
+    figure = plots.scatter_panels(
+        out / "theorem1", panels, title="Theorem 1: nearest-neighbour accuracy vs local consistency"
+    )
     return [out / "theorem1.csv", out / "fig5_cells.csv", *figure]
 
 
@@ -139,15 +168,27 @@ def fig5cd(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     out = Path(out_dir)
     _, dataset, arms = trained_arms("mobius", options)
     coordinates = {arm: umap_2d(arms[arm].embeddings) for arm in ARMS}
-    rows = [{"arm": arm, "node": node, "umap_x": xy[0], "umap_y": xy[1], "topic": int(dataset.labels[node]),
-             "arm_loo_auroc": arms[arm].metrics["auroc"]}
-            for arm in ARMS for node, xy in enumerate(coordinates[arm].tolist())]
+    rows = [
+        {
+            "arm": arm,
+            "node": node,
+            "umap_x": xy[0],
+            "umap_y": xy[1],
+            "topic": int(dataset.labels[node]),
+            "arm_loo_auroc": arms[arm].metrics["auroc"],
+        }
+        for arm in ARMS
+        for node, xy in enumerate(coordinates[arm].tolist())
+    ]
     write_results_csv(rows, out / "fig5cd.csv", list(rows[0]))
     panels = {f"{arm.upper()} (LOO 3-NN AUROC {arms[arm].metrics['auroc']:.3f})": coordinates[arm] for arm in ARMS}
     figure = embedding_plots.embedding_panels(
-        out / "fig5cd", panels, dataset.labels,
+        out / "fig5cd",
+        panels,
+        dataset.labels,
         title=f"Figure 5c/d: MÖBIUS, UMAP of pre-training embeddings ({dataset.n_nodes} sentences, seed 0, "
-              f"LC {dataset.local_consistency:.3f})")
+        f"LC {dataset.local_consistency:.3f})",
+    )
     return [out / "fig5cd.csv", *figure]
 
 
@@ -162,12 +203,17 @@ def corollary1(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     write_results_csv(rows, out / "corollary1.csv", list(rows[0]))
     below = np.mean([r["accuracy_minus_bound"] <= 0.02 for r in rows])
     figure = plots.scatter_vs_diagonal(
-        out / "corollary1", [r["bound"] for r in rows], [r["nn_accuracy"] for r in rows],
-        values=[r["agreement"] for r in rows], value_label="P(FT label follows the PT class)",
+        out / "corollary1",
+        [r["bound"] for r in rows],
+        [r["nn_accuracy"] for r in rows],
+        values=[r["agreement"] for r in rows],
+        value_label="P(FT label follows the PT class)",
         xlabel="Corollary 1 bound (P[FT label = its PT clique's majority])",
-        ylabel="oracle LOO 3-NN accuracy on the FT task", lims=(0.0, 1.02),
+        ylabel="oracle LOO 3-NN accuracy on the FT task",
+        lims=(0.0, 1.02),
         title=f"Corollary 1: {first.n_pt_classes} PT cliques of {first.per_class}, {first.n_ft_classes} FT classes",
-        note=f"on/below y = x (within 0.02): {below:.0%} of {len(rows)} runs")
+        note=f"on/below y = x (within 0.02): {below:.0%} of {len(rows)} runs",
+    )
     return [out / "corollary1.csv", *figure]
 
 
@@ -179,14 +225,22 @@ def corollary2(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     write_results_csv(rows, out / "corollary2.csv", list(rows[0]))
     series = {}
     for surface in COROLLARY2_SURFACES:
-        stats = [mean_sd_columns("lc", [r["lc"] for r in rows if (r["surface"], r["n"]) == (surface, n)])
-                 for n in COROLLARY2_N]
+        stats = [
+            mean_sd_columns("lc", [r["lc"] for r in rows if (r["surface"], r["n"]) == (surface, n)])
+            for n in COROLLARY2_N
+        ]
         series[surface.upper()] = ([s["lc_mean"] for s in stats], [s["lc_sd"] for s in stats])
     figure = plots.lines_with_bands(
-        out / "corollary2", COROLLARY2_N, series, logx=True, hline=1.0, hline_label="LC = 1",
+        out / "corollary2",
+        COROLLARY2_N,
+        series,
+        logx=True,
+        hline=1.0,
+        hline_label="LC = 1",
         xlabel=r"points on the surface $n$ (log scale); radius $r \propto n^{-1/2}$ (mean degree 10)",
         ylabel="local consistency of the nearest-vertex task",
-        title=f"Corollary 2: LC over radius graphs tends to 1 (mean ± sd over {options.seeds} seed(s))")
+        title=f"Corollary 2: LC over radius graphs tends to 1 (mean ± sd over {options.seeds} seed(s))",
+    )
     return [out / "corollary2.csv", *figure]
 
 
@@ -203,15 +257,22 @@ def topology(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     for surface, (results, positions, true_betti) in tables.surfaces.items():
         counts = {embedder: result.counts for embedder, result in results.items()}
         counts = {CHECK_ROW: counts.pop(CHECK_ROW), "sentences' positions": positions, **counts}
-        panel_rows.append(embedding_plots.TopologyRow(
-            surface.upper(), {embedder: result.diagram for embedder, result in results.items()}, counts, true_betti))
+        panel_rows.append(
+            embedding_plots.TopologyRow(
+                surface.upper(), {embedder: result.diagram for embedder, result in results.items()}, counts, true_betti
+            )
+        )
     write_results_csv(tables.rows, out / "topology.csv", list(tables.rows[0]))
     write_results_csv(tables.bars, out / "topology_bars.csv", list(tables.bars[0]))
     figure = embedding_plots.topology_panels(
-        out / "topology", panel_rows, threshold=LONG_BAR_FRACTION, scale_name="L",
+        out / "topology",
+        panel_rows,
+        threshold=LONG_BAR_FRACTION,
+        scale_name="L",
         title=f"Topology: Rips persistence of {KNN_NEIGHBOURS}-NN graph geodesics up to L = {RIPS_CUTOFF:g} eps "
-              f"(eps = median distance to the {KNN_NEIGHBOURS}th neighbour); long-lived = lifetime >= eps; "
-              f"surface row: {TOPOLOGY_CHECK_POINTS} evenly spread true positions")
+        f"(eps = median distance to the {KNN_NEIGHBOURS}th neighbour); long-lived = lifetime >= eps; "
+        f"surface row: {TOPOLOGY_CHECK_POINTS} evenly spread true positions",
+    )
     return [out / "topology.csv", out / "topology_bars.csv", *figure]
 
 
@@ -226,17 +287,35 @@ def heldout_scale(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     configs, results, rows = heldout_scale_tables(out, options)
     write_results_csv(result_rows(results), out / "heldout_scale_cells.csv")
     write_results_csv(rows, out / "heldout_scale.csv", list(rows[0]))
-    panels = [[plots.LinePanel(
-        f"{family.upper()}: {label}", "pre-training nodes (log scale)", label.split(" (")[0],
-        [r["n_nodes"] for r in rows if r["graph"] == family],
-        {arm.upper(): ([r[f"{arm}_{metric}_mean"] for r in rows if r["graph"] == family],
-                       [r[f"{arm}_{metric}_sd"] for r in rows if r["graph"] == family]) for arm in ARMS},
-        hline=chance, hline_label="chance AUROC (0.5)")
-        for metric, (label, chance) in SCALE_METRICS.items()] for family in HELDOUT_SCALE_NODES]
+    panels = [
+        [
+            plots.LinePanel(
+                f"{family.upper()}: {label}",
+                "pre-training nodes (log scale)",
+                label.split(" (")[0],
+                [r["n_nodes"] for r in rows if r["graph"] == family],
+                {
+                    arm.upper(): (
+                        [r[f"{arm}_{metric}_mean"] for r in rows if r["graph"] == family],
+                        [r[f"{arm}_{metric}_sd"] for r in rows if r["graph"] == family],
+                    )
+                    for arm in ARMS
+                },
+                hline=chance,
+                hline_label="chance AUROC (0.5)",
+            )
+            for metric, (label, chance) in SCALE_METRICS.items()
+        ]
+        for family in HELDOUT_SCALE_NODES
+    ]
     figure = plots.line_panels(
-        out / "heldout_scale", panels, logx=True, ylim=(0.0, 1.05),
+        out / "heldout_scale",
+        panels,
+        logx=True,
+        ylim=(0.0, 1.05),
         title=f"Held-out gain vs size of G_PT, {configs[0].passes:g} passes per sample "
-              f"(mean ± sd over {options.seeds} seed(s))")
+        f"(mean ± sd over {options.seeds} seed(s))",
+    )
     return [out / "heldout_scale.csv", out / "heldout_scale_cells.csv", *figure]
 
 

@@ -42,9 +42,11 @@ HELDOUT_SCALE_TOPICS = 20
 #: Fraction of the pre-training samples that choose the probe's regularisation (the rest train it).
 PROBE_VALIDATION = 0.2
 #: ``heldout_scale``'s metrics per arm: name -> (panel label, chance level drawn or None).
-SCALE_METRICS = {"auroc": ("LOO 3-NN AUROC (pre-training samples)", 0.5),
-                 "heldout_auroc": ("held-out 3-NN AUROC", 0.5),
-                 "probe_macro_f1": ("held-out linear-probe macro-F1", None)}
+SCALE_METRICS = {
+    "auroc": ("LOO 3-NN AUROC (pre-training samples)", 0.5),
+    "heldout_auroc": ("held-out 3-NN AUROC", 0.5),
+    "probe_macro_f1": ("held-out linear-probe macro-F1", None),
+}
 
 
 @dataclass(frozen=True)
@@ -78,20 +80,35 @@ def heldout_scale_configs(options: FigureOptions) -> list[HeldoutScaleConfig]:
             training = {"preset": options.preset, "encoder": options.encoder, "graph_options": graph}
             base = simulation_config(family, **training)
             steps = passes_to_steps(passes, n_nodes, base.train.batch_size)
-            configs += [HeldoutScaleConfig(simulation_config(family, seed=seed, steps=steps, **training), passes)
-                        for seed in range(options.seeds)]
+            configs += [
+                HeldoutScaleConfig(simulation_config(family, seed=seed, steps=steps, **training), passes)
+                for seed in range(options.seeds)
+            ]
     return configs
 
 
-def heldout_probe(embeddings: np.ndarray, labels: np.ndarray, heldout_embeddings: np.ndarray,
-                  heldout_labels: np.ndarray, validation: float, seed: int) -> ProbeResult:
+def heldout_probe(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    heldout_embeddings: np.ndarray,
+    heldout_labels: np.ndarray,
+    validation: float,
+    seed: int,
+) -> ProbeResult:
     """Linear probe (:func:`~sipt_lab.evaluation.linear_probe`, classification) trained on the frozen
     ``(n, H)`` pre-training embeddings and their ``(n,)`` topic labels, its strength chosen on a random
     ``validation`` fraction of them (seeded), tested on the ``(h, H)`` held-out embeddings ``(h,)``."""
     order = np.random.default_rng(seed).permutation(len(labels))
     val, train = np.split(order, [max(1, round(validation * len(labels)))])
-    return linear_probe(embeddings[train], labels[train], embeddings[val], labels[val],
-                        heldout_embeddings, heldout_labels, "classification")
+    return linear_probe(
+        embeddings[train],
+        labels[train],
+        embeddings[val],
+        labels[val],
+        heldout_embeddings,
+        heldout_labels,
+        "classification",
+    )
 
 
 def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
@@ -102,27 +119,57 @@ def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
     arms = run_arms(dataset, simulation)
     result = seed_result(simulation, dataset, arms)
     for arm, output in arms.items():
-        probe = heldout_probe(output.embeddings, dataset.labels, output.heldout_embeddings, dataset.heldout_labels,
-                              config.probe_validation, simulation.graph.seed)
-        result["methods"][arm].update(probe_macro_f1=probe.test["macro_f1"], probe_accuracy=probe.test["accuracy"],
-                                      probe_strength=probe.strength)
-    result.update(n_heldout=len(dataset.heldout_sentences), passes=config.passes, steps=simulation.train.steps,
-                  batch_size=simulation.train.batch_size)
+        probe = heldout_probe(
+            output.embeddings,
+            dataset.labels,
+            output.heldout_embeddings,
+            dataset.heldout_labels,
+            config.probe_validation,
+            simulation.graph.seed,
+        )
+        result["methods"][arm].update(
+            probe_macro_f1=probe.test["macro_f1"], probe_accuracy=probe.test["accuracy"], probe_strength=probe.strength
+        )
+    result.update(
+        n_heldout=len(dataset.heldout_sentences),
+        passes=config.passes,
+        steps=simulation.train.steps,
+        batch_size=simulation.train.batch_size,
+    )
     return result
 
 
-def heldout_scale_tables(out_dir: str | Path, options: FigureOptions) -> tuple[list[HeldoutScaleConfig], list[CellResult], list[dict[str, Any]]]:
+def heldout_scale_tables(
+    out_dir: str | Path, options: FigureOptions
+) -> tuple[list[HeldoutScaleConfig], list[CellResult], list[dict[str, Any]]]:
     """Run (or load) the ``heldout_scale`` cells; returns the configs, the cells and one row per
     (family, size): steps, passes, batch, held-out size and :func:`seed_summary` of :data:`SCALE_METRICS`."""
     configs = heldout_scale_configs(options)
     prepare_grid_topics([c.simulation.graph for c in configs], options)
-    results = run_grid(heldout_scale_cell, configs, cells_root(out_dir, options) / "heldout_scale",
-                       executor=options.executor, progress=options.progress)
+    results = run_grid(
+        heldout_scale_cell,
+        configs,
+        cells_root(out_dir, options) / "heldout_scale",
+        executor=options.executor,
+        progress=options.progress,
+    )
     rows = []
     for family in HELDOUT_SCALE_NODES:
-        for n_nodes in dict.fromkeys(c.simulation.graph.n_nodes for c in configs if c.simulation.graph.family == family):
-            cells = [cell.result for cell in results if (cell.result["graph"], cell.result["n_nodes"]) == (family, n_nodes)]
-            rows.append({"graph": family, "n_nodes": n_nodes, "steps": cells[0]["steps"], "passes": cells[0]["passes"],
-                         "batch_size": cells[0]["batch_size"], "n_heldout": cells[0]["n_heldout"],
-                         **seed_summary(cells, tuple(SCALE_METRICS))})
+        for n_nodes in dict.fromkeys(
+            c.simulation.graph.n_nodes for c in configs if c.simulation.graph.family == family
+        ):
+            cells = [
+                cell.result for cell in results if (cell.result["graph"], cell.result["n_nodes"]) == (family, n_nodes)
+            ]
+            rows.append(
+                {
+                    "graph": family,
+                    "n_nodes": n_nodes,
+                    "steps": cells[0]["steps"],
+                    "passes": cells[0]["passes"],
+                    "batch_size": cells[0]["batch_size"],
+                    "n_heldout": cells[0]["n_heldout"],
+                    **seed_summary(cells, tuple(SCALE_METRICS)),
+                }
+            )
     return configs, results, rows

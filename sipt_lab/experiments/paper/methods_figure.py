@@ -38,9 +38,19 @@ def methods_configs(options: FigureOptions) -> list:
     """One config per (family, seed), every method in it."""
     families = [f for f in options.families if f in METHODS_FAMILIES] or list(METHODS_FAMILIES)
     graph_options = {} if options.n_nodes is None else {"n_nodes": options.n_nodes}
-    return [simulation_config(family, seed=seed, steps=options.steps or METHODS_STEPS, preset=options.preset,
-                              encoder=options.encoder, graph_options=graph_options, methods=names.METHODS)
-            for family in families for seed in range(options.seeds)]
+    return [
+        simulation_config(
+            family,
+            seed=seed,
+            steps=options.steps or METHODS_STEPS,
+            preset=options.preset,
+            encoder=options.encoder,
+            graph_options=graph_options,
+            methods=names.METHODS,
+        )
+        for family in families
+        for seed in range(options.seeds)
+    ]
 
 
 def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
@@ -51,8 +61,14 @@ def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     configs = methods_configs(options)
     prepare_grid_topics([c.graph for c in configs], options)
     try:
-        results = run_grid(simulate_seed, configs, cells_root(out, options) / "methods", executor=options.executor,
-                           progress=options.progress, required_keys=SEED_RESULT_KEYS)
+        results = run_grid(
+            simulate_seed,
+            configs,
+            cells_root(out, options) / "methods",
+            executor=options.executor,
+            progress=options.progress,
+            required_keys=SEED_RESULT_KEYS,
+        )
     except GridInterrupted as interrupt:
         write_results_csv(result_rows(interrupt.results), out / "methods_cells.csv")
         raise
@@ -61,7 +77,11 @@ def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     rows = []
     for family in families:
         cells = [cell.result for cell in results if cell.result["graph"] == family]
-        row = {"graph": family, "n_seeds": len(cells), **mean_sd_columns("local_consistency", [c["local_consistency"] for c in cells])}
+        row = {
+            "graph": family,
+            "n_seeds": len(cells),
+            **mean_sd_columns("local_consistency", [c["local_consistency"] for c in cells]),
+        }
         for method in METHODS:
             row.update(mean_sd_columns(f"{method}_auroc", [c["methods"][method]["auroc"] for c in cells]))
         rows.append(row)
@@ -69,9 +89,13 @@ def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     column = {key: [row[key] for row in rows] for key in rows[0]}
     label = {name: ("SIPT" if name == "sipt" else "LM" if name == "lm" else name) for name in METHODS}
     panel = plots.BarPanel(
-        "leave-one-out (pre-training samples)", "3-NN AUROC (topic task)",
+        "leave-one-out (pre-training samples)",
+        "3-NN AUROC (topic task)",
         {label[m]: (column[f"{m}_auroc_mean"], column[f"{m}_auroc_sd"]) for m in METHODS},
-        {"local consistency (LC)": column["local_consistency_mean"]})
+        {"local consistency (LC)": column["local_consistency_mean"]},
+    )
     title = f"Pre-training methods per graph family (mean ± sd over {options.seeds} seed(s))"
-    figure = plots.grouped_bars(out / "methods", [f.upper() for f in families], [panel], title=title, xlabel="graph family")
+    figure = plots.grouped_bars(
+        out / "methods", [f.upper() for f in families], [panel], title=title, xlabel="graph family"
+    )
     return [out / "methods.csv", out / "methods_cells.csv", *figure]

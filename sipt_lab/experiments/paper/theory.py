@@ -47,7 +47,9 @@ def oracle_embeddings(
         # every node is a seed, so rows are node ids
         positive, negative = (
             torch.from_numpy(pairs)
-            for pairs in sampled_pairs(graph, nodes, graph.sample_positives(nodes, rng), graph.sample_negatives(nodes, rng))
+            for pairs in sampled_pairs(
+                graph, nodes, graph.sample_positives(nodes, rng), graph.sample_negatives(nodes, rng)
+            )
         )
         value = pair_loss(z, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **loss_params)
         optimizer.zero_grad()
@@ -83,14 +85,22 @@ class Theorem1Check(BoundCheck):
     radius_nn_coverage: float = float("nan")
 
 
-def theorem1_check(graph: PretrainingGraph, labels: np.ndarray, *, k: int = 3, seed: int = 0, **oracle_options) -> Theorem1Check:
+def theorem1_check(
+    graph: PretrainingGraph, labels: np.ndarray, *, k: int = 3, seed: int = 0, **oracle_options
+) -> Theorem1Check:
     """Oracle embedder on ``graph``; its LOO ``k``-NN accuracy on ``labels`` and its r-NN accuracy at
     the radius best recovering ``graph``, vs ``LC_G(labels)``."""
     z = oracle_embeddings(graph, seed=seed, **oracle_options)
     scores = loo_knn(z, labels, k)
     terms = radius_terms(z, graph, labels)
-    return Theorem1Check(local_consistency(graph, labels), scores.accuracy, scores.auroc,
-                         terms["radius_f1"], terms["radius_nn_accuracy"], terms["radius_nn_coverage"])
+    return Theorem1Check(
+        local_consistency(graph, labels),
+        scores.accuracy,
+        scores.auroc,
+        terms["radius_f1"],
+        terms["radius_nn_accuracy"],
+        terms["radius_nn_coverage"],
+    )
 
 
 def corollary1_experiment(
@@ -106,7 +116,9 @@ def corollary1_experiment(
     return BoundCheck(corollary1_bound(pt_labels, ft_labels), scores.accuracy, scores.auroc)
 
 
-def correlated_labels(pt_labels: np.ndarray, n_ft_classes: int, agreement: float, rng: np.random.Generator) -> np.ndarray:
+def correlated_labels(
+    pt_labels: np.ndarray, n_ft_classes: int, agreement: float, rng: np.random.Generator
+) -> np.ndarray:
     """FT labels that follow ``pt_labels`` (class ``c`` -> ``c mod n_ft_classes``) with probability
     ``agreement`` and are uniformly random otherwise: a knob for the PT/FT task correlation."""
     follow = rng.random(len(pt_labels)) < agreement

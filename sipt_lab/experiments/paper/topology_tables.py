@@ -76,25 +76,57 @@ def topology_tables(options: FigureOptions) -> TopologyTables:
         bary = points[:, [columns.index(c) for c in ("b0", "b1", "b2")]].astype(float)
         positions = rips_betti(geodesic_matrix(tiling, tri, bary), max_points=TOPOLOGY_MAX_POINTS)
         pool_tri, pool_bary = uniform_points(tiling, TOPOLOGY_CHECK_POOL, np.random.default_rng(0))
-        inputs = {CHECK_ROW: (geodesic_matrix(tiling, pool_tri, pool_bary), TOPOLOGY_CHECK_POINTS,
-                              f"evenly spread on the surface, from {TOPOLOGY_CHECK_POOL} uniform")}
-        inputs.update({arm.upper(): (squareform(pdist(arms[arm].embeddings.astype(float))), TOPOLOGY_MAX_POINTS,
-                                     "pre-training sentences") for arm in ARMS})
+        inputs = {
+            CHECK_ROW: (
+                geodesic_matrix(tiling, pool_tri, pool_bary),
+                TOPOLOGY_CHECK_POINTS,
+                f"evenly spread on the surface, from {TOPOLOGY_CHECK_POOL} uniform",
+            )
+        }
+        inputs.update(
+            {
+                arm.upper(): (
+                    squareform(pdist(arms[arm].embeddings.astype(float))),
+                    TOPOLOGY_MAX_POINTS,
+                    "pre-training sentences",
+                )
+                for arm in ARMS
+            }
+        )
         true_betti = tuple(betti_numbers(tiling, 2))
         results: dict[str, RipsBetti] = {}
         for embedder, (matrix, max_points, what) in inputs.items():
             say(options, f"topology: Rips persistence of {surface} / {embedder} ({len(matrix)} points)")
             result = results[embedder] = rips_betti(matrix, max_points=max_points)
-            tables.rows.append({"surface": surface, "embedder": embedder, "n_points": len(result.kept),
-                                "rips_quantile": result.within_cutoff, "max_edge_length": result.cutoff,
-                                "long_bar_fraction": LONG_BAR_FRACTION,
-                                **{f"b{d}": result.counts[d] for d in range(3)},
-                                **{f"true_b{d}": true_betti[d] for d in range(3)},
-                                "matches": tuple(result.counts) == true_betti,
-                                "points": what, "n_input": len(matrix), "knn_k": KNN_NEIGHBOURS, "knn_scale": result.scale,
-                                **{f"positions_b{d}": positions.counts[d] for d in range(3)}})
-            tables.bars += [{"surface": surface, "embedder": embedder, "dimension": int(dim), "birth": birth,
-                             "death": death, "lifetime": min(death, 1.0) - birth, "long_lived": bool(long)}
-                            for (dim, birth, death), long in zip(result.diagram.tolist(), result.long_lived())]
+            tables.rows.append(
+                {
+                    "surface": surface,
+                    "embedder": embedder,
+                    "n_points": len(result.kept),
+                    "rips_quantile": result.within_cutoff,
+                    "max_edge_length": result.cutoff,
+                    "long_bar_fraction": LONG_BAR_FRACTION,
+                    **{f"b{d}": result.counts[d] for d in range(3)},
+                    **{f"true_b{d}": true_betti[d] for d in range(3)},
+                    "matches": tuple(result.counts) == true_betti,
+                    "points": what,
+                    "n_input": len(matrix),
+                    "knn_k": KNN_NEIGHBOURS,
+                    "knn_scale": result.scale,
+                    **{f"positions_b{d}": positions.counts[d] for d in range(3)},
+                }
+            )
+            tables.bars += [
+                {
+                    "surface": surface,
+                    "embedder": embedder,
+                    "dimension": int(dim),
+                    "birth": birth,
+                    "death": death,
+                    "lifetime": min(death, 1.0) - birth,
+                    "long_lived": bool(long),
+                }
+                for (dim, birth, death), long in zip(result.diagram.tolist(), result.long_lived())
+            ]
         tables.surfaces[surface] = (results, tuple(positions.counts), true_betti)
     return tables

@@ -77,12 +77,16 @@ def simulate(
     if executor != "serial":
         prepare_topics(config.graph, progress=progress)
     if progress:
-        print(f"sipt-lab: {n_seeds} seed(s) x {len(config.methods)} methods on {config.graph.family}; results in {out}", flush=True)
+        print(
+            f"sipt-lab: {n_seeds} seed(s) x {len(config.methods)} methods on {config.graph.family}; results in {out}",
+            flush=True,
+        )
     try:
         if batched:
             train_batched_cells(cells, out / "cells", executor=executor, progress=progress)
-        results = run_grid(simulate_seed, cells, out / "cells", executor=executor, progress=progress,
-                           required_keys=SEED_RESULT_KEYS)
+        results = run_grid(
+            simulate_seed, cells, out / "cells", executor=executor, progress=progress, required_keys=SEED_RESULT_KEYS
+        )
     except GridInterrupted as interrupt:  # keep what finished, then stop
         if interrupt.results:
             _write_summary(config, interrupt.results, n_seeds, out)

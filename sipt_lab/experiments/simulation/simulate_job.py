@@ -20,16 +20,22 @@ ARMS = ("lm", "sipt")
 MAX_SEEDS = 1_000
 
 #: Help of the option fields ``simulate`` and ``figures`` share.
-PRESET_HELP = (f"training settings per family: {' or '.join(names.SIMULATION_PRESETS)} (paper: the paper's encoder sizes, "
-               "whole graph per step, 8,000 steps or 1,500 epochs, lr 3e-4 constant, sampled pairs)")
+PRESET_HELP = (
+    f"training settings per family: {' or '.join(names.SIMULATION_PRESETS)} (paper: the paper's encoder sizes, "
+    "whole graph per step, 8,000 steps or 1,500 epochs, lr 3e-4 constant, sampled pairs)"
+)
 ENCODER_HELP = f"char encoder sizes: {', '.join(names.ENCODER_PRESETS)}"
-BATCHED_HELP = ("train all seeds x arms of a condition as one batched model, conditions side by side under --executor "
-                "(same numbers up to float rounding; faster for small encoders on a CPU)")
+BATCHED_HELP = (
+    "train all seeds x arms of a condition as one batched model, conditions side by side under --executor "
+    "(same numbers up to float rounding; faster for small encoders on a CPU)"
+)
 
 
 def preset_option(default_help: str | None = None):
     """The ``preset`` field (``default`` or ``paper``)."""
-    return option("default", help=PRESET_HELP, choices=names.SIMULATION_PRESETS, metavar="NAME", default_help=default_help)
+    return option(
+        "default", help=PRESET_HELP, choices=names.SIMULATION_PRESETS, metavar="NAME", default_help=default_help
+    )
 
 
 def encoder_option():
@@ -54,8 +60,11 @@ class SimulateJob:
     graph: GraphSpec
     seeds: int = option(3, help="independent repetitions, seeds 0..K-1 from --seed", metavar="K")
     methods: tuple[str, ...] = option(
-        ARMS, metavar="NAME", help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(names.METHODS)} "
-        "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)")
+        ARMS,
+        metavar="NAME",
+        help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(names.METHODS)} "
+        "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)",
+    )
     preset: str = preset_option()
     encoder: str | None = encoder_option()
     executor: str = option("local", help=f"how seeds run: {', '.join(EXECUTORS)}", metavar="NAME")

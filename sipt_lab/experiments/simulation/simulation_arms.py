@@ -57,20 +57,26 @@ def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
     return seed_result(config, dataset, run_arms(dataset, config))
 
 
-def run_arms(
-    dataset: SyntheticDataset, config: SimulationConfig, *, progress: bool = False
-) -> dict[str, ArmOutput]:
+def run_arms(dataset: SyntheticDataset, config: SimulationConfig, *, progress: bool = False) -> dict[str, ArmOutput]:
     """Pre-train and evaluate each of ``config.methods`` on ``dataset`` (paired: same seed, same
     seeds per step, same steps). The MLSM family's teacher is the ``lm`` arm, trained first (and
     not reported when ``lm`` is not among the methods)."""
     outputs, teacher = {}, None
     needs_teacher = any(get_method(name).needs_teacher for name in config.methods)
-    order = (["lm"] if needs_teacher else []) + [name for name in config.methods if not (needs_teacher and name == "lm")]
+    order = (["lm"] if needs_teacher else []) + [
+        name for name in config.methods if not (needs_teacher and name == "lm")
+    ]
     for arm in order:
         start = time.perf_counter()
         recipe = method_recipe(arm, teacher, config.concepts)
-        result = pretrain(dataset.sentences, dataset.graph, arm_config(config, arm), CharInit(config.encoder, config.tokenizer),
-                          progress=progress, method=recipe)
+        result = pretrain(
+            dataset.sentences,
+            dataset.graph,
+            arm_config(config, arm),
+            CharInit(config.encoder, config.tokenizer),
+            progress=progress,
+            method=recipe,
+        )
         if arm == "lm" and needs_teacher:
             teacher = Teacher(result.encoder, result.tokenizer)
         output = evaluate_arm(dataset, config, result, time.perf_counter() - start)
@@ -88,8 +94,15 @@ def _method_metrics(arm: str, result, recipe, teacher: Teacher | None, dataset: 
         return {"drp": relation_accuracy(result.encoder, result.objectives["drp"], sampler)}
     if "concepts" in result.objectives:
         ids, lengths = result.tokenizer.encode(dataset.sentences)
-        probe = concept_probe(result.encoder, teacher.encoder, ids, lengths, result.tokenizer.vocab_size,
-                              result.tokenizer.mask_id, seed=result.config.seed)
+        probe = concept_probe(
+            result.encoder,
+            teacher.encoder,
+            ids,
+            lengths,
+            result.tokenizer.vocab_size,
+            result.tokenizer.mask_id,
+            seed=result.config.seed,
+        )
         return {"concepts": dict(result.objectives["concepts"].targets.stats), "probe": probe}
     return {}
 
@@ -100,7 +113,9 @@ def arm_config(config: SimulationConfig, arm: str) -> TrainConfig:
     return method_train_config(arm, config.train)
 
 
-def evaluate_arm(dataset: SyntheticDataset, config: SimulationConfig, result: PretrainResult, seconds: float) -> ArmOutput:
+def evaluate_arm(
+    dataset: SyntheticDataset, config: SimulationConfig, result: PretrainResult, seconds: float
+) -> ArmOutput:
     """Embed the pre-training and held-out sentences with a trained arm and score them; ``seconds``
     is the arm's training time, recorded with the embedding time added (as ``metrics["seconds"]``)."""
     start = time.perf_counter()
@@ -114,7 +129,9 @@ def evaluate_arm(dataset: SyntheticDataset, config: SimulationConfig, result: Pr
         "link": link_retrieval_metrics(z, dataset.graph, config.link_queries, rng=config.graph.seed),
         **radius_terms(z, dataset.graph, dataset.labels),
         "final_loss": float(np.mean(result.history["loss"][-20:])),
-        "final_terms": {term: float(np.mean(values[-20:])) for term, values in result.history.items() if term not in ("loss", "lr")},
+        "final_terms": {
+            term: float(np.mean(values[-20:])) for term, values in result.history.items() if term not in ("loss", "lr")
+        },
         "unigram_entropy": unigram_entropy(*result.tokenizer.encode(dataset.sentences), result.tokenizer.suffix_tokens),
         "seconds": seconds,
     }

@@ -51,13 +51,22 @@ class SimulationConfig:
 
     def __post_init__(self) -> None:
         if not self.graph.is_resolved:
-            raise ConfigError("SimulationConfig.graph", "has unresolved sizes (None); build the config with simulation_config(), which fills the family's")
+            raise ConfigError(
+                "SimulationConfig.graph",
+                "has unresolved sizes (None); build the config with simulation_config(), which fills the family's",
+            )
         if self.train.seed != self.graph.seed:
-            raise ConfigError("TrainConfig.seed", f"{self.train.seed} must equal GraphSpec.seed {self.graph.seed} (one seed per experiment)")
+            raise ConfigError(
+                "TrainConfig.seed",
+                f"{self.train.seed} must equal GraphSpec.seed {self.graph.seed} (one seed per experiment)",
+            )
         if self.k < 1:
             raise ConfigError("SimulationConfig.k", f"must be >= 1, got {self.k}")
         if self.graph.n_nodes <= self.k:
-            raise ConfigError("GraphSpec.n_nodes", f"must be above {self.k} for the {self.k}-NN evaluation, got {self.graph.n_nodes}; use {self.k + 1} or more")
+            raise ConfigError(
+                "GraphSpec.n_nodes",
+                f"must be above {self.k} for the {self.k}-NN evaluation, got {self.graph.n_nodes}; use {self.k + 1} or more",
+            )
         if self.link_queries is not None and self.link_queries < 1:
             raise ConfigError("SimulationConfig.link_queries", f"must be >= 1 or None, got {self.link_queries}")
         if not self.methods or len(set(self.methods)) != len(self.methods):
@@ -126,11 +135,22 @@ def simulation_config(
     if batch_size is None:
         batch_size = graph.n_nodes if defaults.batch_size is None else defaults.batch_size
     if steps is None:
-        steps = defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
-    train = TrainConfig(**{**CHAR_DEFAULTS.train_options(), "steps": steps, "batch_size": batch_size, "seed": seed, **train_options})
-    return SimulationConfig(graph=graph, train=train, encoder=encoder, k=k, link_queries=link_queries,
-                            tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,
-                            methods=tuple(methods), concepts=concepts)
+        steps = (
+            defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
+        )
+    train = TrainConfig(
+        **{**CHAR_DEFAULTS.train_options(), "steps": steps, "batch_size": batch_size, "seed": seed, **train_options}
+    )
+    return SimulationConfig(
+        graph=graph,
+        train=train,
+        encoder=encoder,
+        k=k,
+        link_queries=link_queries,
+        tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,
+        methods=tuple(methods),
+        concepts=concepts,
+    )
 
 
 def with_seed(config: SimulationConfig, seed: int) -> SimulationConfig:

@@ -28,7 +28,13 @@ from typing import Any
 from sipt_lab.core.config_io import config_hash
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, ArmOutput, arm_config, evaluate_arm, seed_fields
+from sipt_lab.experiments.simulation.simulation_arms import (
+    SEED_RESULT_KEYS,
+    ArmOutput,
+    arm_config,
+    evaluate_arm,
+    seed_fields,
+)
 from sipt_lab.experiments.simulation.simulation_config import ARMS, SimulationConfig, with_seed
 from sipt_lab.grid import Cell, as_cells, run_grid, store_cell, unfinished
 from sipt_lab.models import CharInit
@@ -36,30 +42,44 @@ from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training.trainer import BatchedRun, pretrain_batched
 
 
-def run_arms_batched(datasets: Sequence[SyntheticDataset], configs: Sequence[SimulationConfig], *,
-                     progress: bool = False, position: int | None = None) -> list[dict[str, ArmOutput]]:
+def run_arms_batched(
+    datasets: Sequence[SyntheticDataset],
+    configs: Sequence[SimulationConfig],
+    *,
+    progress: bool = False,
+    position: int | None = None,
+) -> list[dict[str, ArmOutput]]:
     """:func:`~sipt_lab.experiments.simulation.simulation_arms.run_arms` of every ``(dataset, config)`` pair (configs
     equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
     bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
     batched training time plus its own embedding time."""
     _check_methods(name for config in configs for name in config.methods)
-    runs = [BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
-            for dataset, config in zip(datasets, configs) for arm in config.methods]
+    runs = [
+        BatchedRun(dataset.sentences, dataset.graph, arm_config(config, arm))
+        for dataset, config in zip(datasets, configs)
+        for arm in config.methods
+    ]
     results, share = _train(runs, configs[0], progress, position)
     results = iter(results)
-    return [{arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
-            for dataset, config in zip(datasets, configs)]
+    return [
+        {arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
+        for dataset, config in zip(datasets, configs)
+    ]
 
 
 def _check_methods(arms) -> None:
     """SiptError naming the methods a batched training cannot run (all but :data:`ARMS`)."""
     others = sorted(set(arms) - set(ARMS))
     if others:
-        raise SiptError(f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
-                        "drop --batched to train them")
+        raise SiptError(
+            f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
+            "drop --batched to train them"
+        )
 
 
-def _train(runs: list[BatchedRun], config: SimulationConfig, progress: bool, position: int | None) -> tuple[list, float]:
+def _train(
+    runs: list[BatchedRun], config: SimulationConfig, progress: bool, position: int | None
+) -> tuple[list, float]:
     """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder: the results and each run's
     share of the training time (seconds)."""
     start = time.perf_counter()
@@ -106,8 +126,10 @@ def train_batch(training: BatchedTraining) -> dict:
     for job, source, served in jobs:
         sentences = datasets[source.hash].sentences
         if any(datasets[cell.hash].sentences != sentences for cell in served):
-            raise SiptError(f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
-                            "train them without --batched")
+            raise SiptError(
+                f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
+                "train them without --batched"
+            )
         runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
     results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)
     written = []
@@ -115,8 +137,13 @@ def train_batch(training: BatchedTraining) -> dict:
         for cell in served:
             dataset = datasets[cell.hash]
             path = arm_record(training.cells_root, cell, job.arm)
-            write_json_atomic(path, {"seed": seed_fields(cell.config, dataset),
-                                     "metrics": evaluate_arm(dataset, cell.config, result, share).metrics})
+            write_json_atomic(
+                path,
+                {
+                    "seed": seed_fields(cell.config, dataset),
+                    "metrics": evaluate_arm(dataset, cell.config, result, share).metrics,
+                },
+            )
             written.append(str(path))
     return {"arms": written}
 
@@ -140,7 +167,9 @@ CONCURRENT_TRAININGS: dict[str, Callable[[dict], int]] = {
 }
 
 
-def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_options: dict) -> list[tuple[ModelJob, ...]]:
+def plan_trainings(
+    cells: Sequence[SimulationConfig], executor: str, executor_options: dict
+) -> list[tuple[ModelJob, ...]]:
     """Deal the models of ``cells`` (:class:`ModelJob`) into batched trainings: models that can share
     a training (:func:`batch_key`) into as many trainings as ``executor`` runs at once
     (:data:`CONCURRENT_TRAININGS`; ``local`` keeps every core busy to the end, where a training per
@@ -174,8 +203,14 @@ def plan_trainings(cells: Sequence[SimulationConfig], executor: str, executor_op
     return trainings
 
 
-def train_batched_cells(configs: Sequence[SimulationConfig | Cell], root: str | Path, *, executor: str = "serial",
-                        progress: bool = True, **executor_options) -> int:
+def train_batched_cells(
+    configs: Sequence[SimulationConfig | Cell],
+    root: str | Path,
+    *,
+    executor: str = "serial",
+    progress: bool = True,
+    **executor_options,
+) -> int:
     """Train the unfinished cells of ``configs`` (configs, or Cells hashed by the caller) under
     ``root`` in batched trainings (:func:`plan_trainings`), cells of a grid under ``root/batched``
     run by ``executor``, and store each cell whose arms all finished (also when the grid stops
@@ -188,8 +223,15 @@ def train_batched_cells(configs: Sequence[SimulationConfig | Cell], root: str | 
     plan = plan_trainings([cell.config for cell in pending], executor, executor_options)
     trainings = [BatchedTraining(jobs, str(root), 1 + index if progress else None) for index, jobs in enumerate(plan)]
     try:
-        run_grid(train_batch, trainings, root / "batched", executor=executor, progress=progress, required_keys=("arms",),
-                 **executor_options)
+        run_grid(
+            train_batch,
+            trainings,
+            root / "batched",
+            executor=executor,
+            progress=progress,
+            required_keys=("arms",),
+            **executor_options,
+        )
     finally:
         _store_recorded(pending, root)
     return len(waiting)
@@ -205,6 +247,9 @@ def _store_recorded(cells: Sequence[Cell], root: Path) -> list[Cell]:
             missing.append(cell)
             continue
         arms = [json.loads(path.read_text(encoding="utf-8")) for path in records]
-        store_cell(cell, root, {**arms[0]["seed"],
-                                "methods": {arm: record["metrics"] for arm, record in zip(cell.config.methods, arms)}})
+        store_cell(
+            cell,
+            root,
+            {**arms[0]["seed"], "methods": {arm: record["metrics"] for arm, record in zip(cell.config.methods, arms)}},
+        )
     return missing

@@ -42,12 +42,16 @@ def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.G
     labels = np.asarray(labels)
     classes = np.unique(labels)
     if classes.size < 2:
-        raise SiptError(f"the task has one class ({classes[0] if classes.size else 'none'}); a study needs labels of at least two classes")
+        raise SiptError(
+            f"the task has one class ({classes[0] if classes.size else 'none'}); a study needs labels of at least two classes"
+        )
     never_seen = sizes["train"] + sizes["validation"] + sizes["test"]
     available = labels.size - sizes["pretrain"]
     if available < never_seen:
-        raise SiptError(f"the task has {labels.size} samples: after {sizes['pretrain']} pre-training samples {max(available, 0)} are never "
-                        f"seen, but the train/validation/test splits need {never_seen}; lower the split sizes or give more samples")
+        raise SiptError(
+            f"the task has {labels.size} samples: after {sizes['pretrain']} pre-training samples {max(available, 0)} are never "
+            f"seen, but the train/validation/test splits need {never_seen}; lower the split sizes or give more samples"
+        )
     order = rng.permutation(labels.size)
     bounds = np.cumsum([sizes[name] for name in SPLIT_NAMES])
     splits = dict(zip(SPLIT_NAMES, np.split(order, bounds)[:-1], strict=True))
@@ -56,7 +60,9 @@ def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.G
             raise SiptError(f"the {name} split holds one class only; make it larger")
     missing = np.setdiff1d(labels[splits["test"]], labels[splits["train"]])
     if missing.size:
-        raise SiptError(f"test classes {missing.tolist()} never occur in the fine-tuning train split; make --n-train larger")
+        raise SiptError(
+            f"test classes {missing.tolist()} never occur in the fine-tuning train split; make --n-train larger"
+        )
     return splits
 
 

@@ -24,7 +24,9 @@ def pilot_sd(summary_path: str | Path) -> float:
     except (ValueError, AttributeError):
         value = None
     if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SiptError(f"{summary_path} holds no finite paired_sd; pass the summary.json of a study with at least two seeds")
+        raise SiptError(
+            f"{summary_path} holds no finite paired_sd; pass the summary.json of a study with at least two seeds"
+        )
     return float(value)
 
 
@@ -32,11 +34,15 @@ def power_line(sd: float, seeds: int) -> str:
     """What ``seeds`` seeds can detect when the paired gains have sd ``sd``, in one line."""
     from sipt_lab.core.stats import minimum_detectable_effect
 
-    return (f"with {seeds} seeds and a paired sd of {sd:.4f}, the smallest gain a paired t-test detects "
-            f"(two-sided 5%, power 0.8) is {minimum_detectable_effect(sd, seeds):.4f}")
+    return (
+        f"with {seeds} seeds and a paired sd of {sd:.4f}, the smallest gain a paired t-test detects "
+        f"(two-sided 5%, power 0.8) is {minimum_detectable_effect(sd, seeds):.4f}"
+    )
 
 
-def paired_gains(rows: list[dict], metric: str, n_levels: int, n_seeds: int, baseline: str = "lm") -> tuple[np.ndarray, np.ndarray]:
+def paired_gains(
+    rows: list[dict], metric: str, n_levels: int, n_seeds: int, baseline: str = "lm"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(levels, seeds)`` gains SIPT − ``baseline`` on ``metric`` (paired by seed) and the
     ``(levels, seeds)`` measured LC of each seed's graph."""
     base = {row["seed"]: row["value"] for row in rows if row["arm"] == baseline and row["metric"] == metric}
@@ -53,6 +59,7 @@ def gain_slope(lc: np.ndarray, gains: np.ndarray, bootstrap: int, rng: np.random
     ``(levels, seeds)`` ``gains``: ``slope`` (gain per unit LC), ``intercept``, ``crossover_lc`` (where
     the line crosses zero; None when outside ``[0, 1]`` or flat), and percentile 95 % bootstrap CIs
     over seeds resampled with replacement (``slope_ci``, ``crossover_ci``; NaN with one seed)."""
+
     def fit(g: np.ndarray) -> tuple[float, float]:
         slope, intercept = np.polyfit(lc, g.mean(axis=1), 1)
         return float(slope), float(intercept)
@@ -72,8 +79,13 @@ def gain_slope(lc: np.ndarray, gains: np.ndarray, bootstrap: int, rng: np.random
         if crossings.size:
             crossover_ci = np.percentile(crossings, [2.5, 97.5]).tolist()
     crossover = crossing(slope, intercept)
-    return {"slope": slope, "slope_ci": slope_ci, "intercept": intercept,
-            "crossover_lc": None if math.isnan(crossover) else crossover, "crossover_ci": crossover_ci}
+    return {
+        "slope": slope,
+        "slope_ci": slope_ci,
+        "intercept": intercept,
+        "crossover_lc": None if math.isnan(crossover) else crossover,
+        "crossover_ci": crossover_ci,
+    }
 
 
 def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float) -> dict:
@@ -91,30 +103,49 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
     for level, q in enumerate(config.levels):
         mean, low, high = mean_ci(gains[level])
         init_mean, init_low, init_high = mean_ci(over_init[level])
-        levels.append({"q": q, "target_lc": dial_target_lc_of(rows, level), "lc": float(lc[level]),
-                       "gain": mean, "gain_ci": [low, high], "gain_over_init": init_mean,
-                       "gain_over_init_ci": [init_low, init_high]})
+        levels.append(
+            {
+                "q": q,
+                "target_lc": dial_target_lc_of(rows, level),
+                "lc": float(lc[level]),
+                "gain": mean,
+                "gain_ci": [low, high],
+                "gain_over_init": init_mean,
+                "gain_over_init_ci": [init_low, init_high],
+            }
+        )
     fit = gain_slope(lc, gains, config.bootstrap, np.random.default_rng(config.split_seed))
     control = levels[int(np.argmin(config.levels))]
     paired_sd = float(np.sqrt(np.nanmean(gains.var(axis=1, ddof=1)))) if config.seeds > 1 else math.nan
     arms = {}
     for row in rows:
         arms.setdefault(row["arm"], {}).setdefault(row["metric"], []).append(row["value"])
-    summary = {"protocol": config.protocol, "metric": config.metric, "seeds": config.seeds, "levels": levels, **fit,
-               "control_gain": control["gain"], "control_gain_ci": control["gain_ci"],
-               "encoder_consistency": own_consistency,
-               "crossover_minus_encoder": None if fit["crossover_lc"] is None else fit["crossover_lc"] - own_consistency,
-               "paired_sd": paired_sd,
-               "mde": minimum_detectable_effect(paired_sd, config.seeds),
-               "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
-               "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()}}
+    summary = {
+        "protocol": config.protocol,
+        "metric": config.metric,
+        "seeds": config.seeds,
+        "levels": levels,
+        **fit,
+        "control_gain": control["gain"],
+        "control_gain_ci": control["gain_ci"],
+        "encoder_consistency": own_consistency,
+        "crossover_minus_encoder": None if fit["crossover_lc"] is None else fit["crossover_lc"] - own_consistency,
+        "paired_sd": paired_sd,
+        "mde": minimum_detectable_effect(paired_sd, config.seeds),
+        "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
+        "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()},
+    }
     natural = {row["seed"]: row for row in rows if row["arm"] == "natural" and row["metric"] == config.metric}
     if natural:
         base = {row["seed"]: row["value"] for row in rows if row["arm"] == "lm" and row["metric"] == config.metric}
         mean, low, high = mean_ci([row["value"] - base[seed] for seed, row in natural.items()])
         lc_natural = float(np.mean([row["lc"] for row in natural.values()]))
-        summary["natural"] = {"lc": lc_natural, "gain": mean, "gain_ci": [low, high],
-                              "predicted_gain": fit["intercept"] + fit["slope"] * lc_natural}
+        summary["natural"] = {
+            "lc": lc_natural,
+            "gain": mean,
+            "gain_ci": [low, high],
+            "predicted_gain": fit["intercept"] + fit["slope"] * lc_natural,
+        }
     summary["verdict"] = verdict(summary)
     return summary
 
@@ -128,15 +159,22 @@ def verdict(summary: dict) -> str:
     """One line: the slope with its CI, the crossover against the encoder's own consistency, the control."""
     fmt = lambda ci: f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
     crossover = summary["crossover_lc"]
-    where = ("gain does not cross zero for LC in [0, 1]" if crossover is None else
-             f"gain crosses zero at LC {crossover:.3f} (encoder's own neighbourhood consistency "
-             f"{summary['encoder_consistency']:.3f})")
+    where = (
+        "gain does not cross zero for LC in [0, 1]"
+        if crossover is None
+        else f"gain crosses zero at LC {crossover:.3f} (encoder's own neighbourhood consistency "
+        f"{summary['encoder_consistency']:.3f})"
+    )
     samples = "never-seen" if summary["protocol"] == "inductive" else "pre-trained-on (transductive)"
-    line = (f"SIPT - LM-only on {samples} test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
-            f"{summary['slope']:+.3f} per unit LC, 95% CI {fmt(summary['slope_ci'])}; {where}; control gain "
-            f"{summary['control_gain']:+.3f} {fmt(summary['control_gain_ci'])}; detectable effect {summary['mde']:.3f}")
+    line = (
+        f"SIPT - LM-only on {samples} test samples ({summary['metric']}, {summary['seeds']} seeds): slope "
+        f"{summary['slope']:+.3f} per unit LC, 95% CI {fmt(summary['slope_ci'])}; {where}; control gain "
+        f"{summary['control_gain']:+.3f} {fmt(summary['control_gain_ci'])}; detectable effect {summary['mde']:.3f}"
+    )
     if "natural" in summary:
         own = summary["natural"]
-        line += (f"; the task's own graph (LC {own['lc']:.3f}): gain {own['gain']:+.3f} {fmt(own['gain_ci'])}, "
-                 f"the line predicts {own['predicted_gain']:+.3f}")
+        line += (
+            f"; the task's own graph (LC {own['lc']:.3f}): gain {own['gain']:+.3f} {fmt(own['gain_ci'])}, "
+            f"the line predicts {own['predicted_gain']:+.3f}"
+        )
     return line

@@ -69,8 +69,15 @@ RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_v
 CELLS_DIR = "cells"
 
 
-def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
-                    log=print, executor: str = "serial") -> dict:
+def run_lc_transfer(
+    config: LcTransferConfig,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    log=print,
+    executor: str = "serial",
+) -> dict:
     r"""Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
     study's with ``overwrite``, under :func:`sipt_lab.core.outputs.run_output`); returns the summary.
     Every input check runs before any training. Each seed is one cell of :func:`~sipt_lab.grid.run_grid`
@@ -107,8 +114,9 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: boo
     study_source(config)  # a missing checkpoint is refused before anything is written
     if config.pilot_sd is not None:
         log(power_line(config.pilot_sd, config.seeds))
-    with outputs.run_output(out, "study lc-transfer", finished="summary.json", overwrite=overwrite, resumable=False,
-                            log=log) as out_dir:
+    with outputs.run_output(
+        out, "study lc-transfer", finished="summary.json", overwrite=overwrite, resumable=False, log=log
+    ) as out_dir:
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
@@ -117,8 +125,14 @@ def run_lc_transfer(config: LcTransferConfig, out: str | Path, *, overwrite: boo
         rows: list[dict] = []
         row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
         try:
-            cells = run_grid(functools.partial(study_seed, progress=progress), [StudySeed(config, seed) for seed in range(config.seeds)],
-                             out_dir / CELLS_DIR, executor=executor, progress=progress, required_keys=SEED_KEYS)
+            cells = run_grid(
+                functools.partial(study_seed, progress=progress),
+                [StudySeed(config, seed) for seed in range(config.seeds)],
+                out_dir / CELLS_DIR,
+                executor=executor,
+                progress=progress,
+                required_keys=SEED_KEYS,
+            )
         finally:
             outputs.record_tree(out_dir, CELLS_DIR)  # the run owns its cells (``--overwrite`` removes them)
         for cell in cells:
@@ -147,7 +161,14 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
     levels = summary["levels"]
     half = [(lv["gain_ci"][1] - lv["gain_ci"][0]) / 2 for lv in levels]
     note = f"encoder's own consistency {summary['encoder_consistency']:.3f}; crossover LC " + (
-        "none in [0, 1]" if summary["crossover_lc"] is None else f"{summary['crossover_lc']:.3f}")
-    return labelled_errorbars(stem, {"SIPT - LM-only": ([lv["lc"] for lv in levels], [lv["gain"] for lv in levels], half)},
-                              [f"q={lv['q']:g}" for lv in levels], xlabel="LC of the pre-training graph (measured)",
-                              ylabel=f"gain in {summary['metric']} (95% CI)", title="Held-out gain vs LC", note=note)
+        "none in [0, 1]" if summary["crossover_lc"] is None else f"{summary['crossover_lc']:.3f}"
+    )
+    return labelled_errorbars(
+        stem,
+        {"SIPT - LM-only": ([lv["lc"] for lv in levels], [lv["gain"] for lv in levels], half)},
+        [f"q={lv['q']:g}" for lv in levels],
+        xlabel="LC of the pre-training graph (measured)",
+        ylabel=f"gain in {summary['metric']} (95% CI)",
+        title="Held-out gain vs LC",
+        note=note,
+    )

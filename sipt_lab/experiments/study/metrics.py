@@ -26,8 +26,9 @@ def encoder_consistency(embeddings: np.ndarray, labels: np.ndarray, k: int) -> f
     return float(local_consistency(knn_graph(embeddings, k), labels))
 
 
-def heldout_metrics(vectors: np.ndarray, labels: np.ndarray, train: np.ndarray, validation: np.ndarray,
-                    test: np.ndarray, k: int) -> dict[str, float]:
+def heldout_metrics(
+    vectors: np.ndarray, labels: np.ndarray, train: np.ndarray, validation: np.ndarray, test: np.ndarray, k: int
+) -> dict[str, float]:
     """:data:`STUDY_METRICS` on the ``test`` rows of ``(n, H)`` ``vectors``: ``k``-NN with neighbours
     from the ``train`` rows, and a linear probe fitted on ``train`` with its strength chosen on
     ``validation`` (index arrays into ``vectors`` and the ``(n,)`` ``labels``)."""
@@ -35,10 +36,21 @@ def heldout_metrics(vectors: np.ndarray, labels: np.ndarray, train: np.ndarray, 
     from sipt_lab.evaluation import heldout_knn
 
     knn = heldout_knn(vectors[train], labels[train], vectors[test], labels[test], k)
-    probe = linear_probe(vectors[train], labels[train], vectors[validation], labels[validation], vectors[test],
-                         labels[test], "classification").test
-    return {"knn_accuracy": float(knn.accuracy), "knn_auroc": float(knn.auroc),
-            "probe_accuracy": float(probe["accuracy"]), "probe_macro_f1": float(probe["macro_f1"])}
+    probe = linear_probe(
+        vectors[train],
+        labels[train],
+        vectors[validation],
+        labels[validation],
+        vectors[test],
+        labels[test],
+        "classification",
+    ).test
+    return {
+        "knn_accuracy": float(knn.accuracy),
+        "knn_auroc": float(knn.auroc),
+        "probe_accuracy": float(probe["accuracy"]),
+        "probe_macro_f1": float(probe["macro_f1"]),
+    }
 
 
 def tfidf_vectors(pretrain_texts: list[str], texts: list[str]) -> np.ndarray:
@@ -46,4 +58,8 @@ def tfidf_vectors(pretrain_texts: list[str], texts: list[str]) -> np.ndarray:
     on ``pretrain_texts`` only (:func:`sipt_lab.domains.wiki.tfidf_features`)."""
     from sipt_lab.domains.wiki import tfidf_features
 
-    return tfidf_features([*pretrain_texts, *texts], np.arange(len(pretrain_texts)), 8192)[len(pretrain_texts):].toarray().astype(np.float32)
+    return (
+        tfidf_features([*pretrain_texts, *texts], np.arange(len(pretrain_texts)), 8192)[len(pretrain_texts) :]
+        .toarray()
+        .astype(np.float32)
+    )

@@ -26,8 +26,12 @@ def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarr
     from sipt_lab.data.corpus import default_articles
 
     chosen = [(i, a) for i, a in enumerate(default_articles()) if a["topic"] in ARTICLE_CATEGORIES]
-    return ([f"article{i}" for i, _ in chosen], [a["extract"] for _, a in chosen],
-            np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]), None)
+    return (
+        [f"article{i}" for i, _ in chosen],
+        [a["extract"] for _, a in chosen],
+        np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]),
+        None,
+    )
 
 
 def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
@@ -48,7 +52,9 @@ def study_source(config: LcTransferConfig):
     """The study's :class:`~sipt_lab.models.EncoderSource` (``init``, char size, pooling)."""
     from sipt_lab.models import encoder_preset, encoder_source
 
-    return encoder_source(config.init, encoder_preset(config.encoder) if config.init == "char" else None, config.pooling)
+    return encoder_source(
+        config.init, encoder_preset(config.encoder) if config.init == "char" else None, config.pooling
+    )
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,9 @@ def study_inputs(config: LcTransferConfig):
     if natural is not None:
         natural = natural.subgraph(pretraining_nodes(splits, config.protocol))
         if natural.n_edges == 0:
-            raise SiptError(f"{config.edges} links no two pre-training samples; give a graph over the samples, or more pre-training samples")
+            raise SiptError(
+                f"{config.edges} links no two pre-training samples; give a graph over the samples, or more pre-training samples"
+            )
     return ids, texts, labels, splits, natural
 
 
@@ -110,31 +118,60 @@ def study_seed(cell: StudySeed, progress: bool = False) -> dict:
     init_pt = initial_embeddings(pt_texts, trains["lm"], source, tokenizer)
     own = encoder_consistency(init_pt, pt_labels, config.k)
     record("init", seed, score(initial_embeddings(score.texts, trains["lm"], source, tokenizer)))
-    graphs = [dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
-              for level, q in enumerate(config.levels)]
+    graphs = [
+        dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
+        for level, q in enumerate(config.levels)
+    ]
     lm = train_arm(pt_texts, graphs[-1], trains["lm"], source, progress=progress)
     record("lm", seed, score(embed(lm.encoder, lm.tokenizer, score.texts, device=trains["lm"].device)))
     for level, (q, graph) in enumerate(zip(config.levels, graphs)):
         lc = float(local_consistency(graph, pt_labels))
         sipt = train_arm(pt_texts, graph, trains["sipt"], source, progress=progress)
-        record("sipt", seed, score(embed(sipt.encoder, sipt.tokenizer, score.texts, device=trains["sipt"].device)),
-               level, q, targets[level], lc)
+        record(
+            "sipt",
+            seed,
+            score(embed(sipt.encoder, sipt.tokenizer, score.texts, device=trains["sipt"].device)),
+            level,
+            q,
+            targets[level],
+            lc,
+        )
     if natural is not None:
         own_graph = train_arm(pt_texts, natural, trains["sipt"], source, progress=progress)
-        record("natural", seed, score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
-               lc=float(local_consistency(natural, pt_labels)))
+        record(
+            "natural",
+            seed,
+            score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
+            lc=float(local_consistency(natural, pt_labels)),
+        )
     return {"rows": rows, "encoder_consistency": own}
 
 
 def row_recorder(rows: list[dict]):
     """``record(arm, seed, metrics, level=None, q=None, target=None, lc=None)``: one row per metric into ``rows``."""
+
     def record(arm: str, seed, metrics: dict, level=None, q=None, target=None, lc=None) -> None:
-        rows.extend({"level": level, "q": q, "target_lc": target, "lc": lc, "arm": arm, "seed": seed,
-                     "metric": metric, "value": value} for metric, value in metrics.items())
+        rows.extend(
+            {
+                "level": level,
+                "q": q,
+                "target_lc": target,
+                "lc": lc,
+                "arm": arm,
+                "seed": seed,
+                "metric": metric,
+                "value": value,
+            }
+            for metric, value in metrics.items()
+        )
+
     return record
 
 
 def level_lines(rows: list[dict], metric: str) -> list[str]:
     """One line per seed and dial level: the level's measured LC and SIPT's ``metric``."""
-    return [f"seed {row['seed']} q={row['q']:g} (LC {row['lc']:.3f}): {metric} SIPT {row['value']:.3f}"
-            for row in rows if row["arm"] == "sipt" and row["metric"] == metric]
+    return [
+        f"seed {row['seed']} q={row['q']:g} (LC {row['lc']:.3f}): {metric} SIPT {row['value']:.3f}"
+        for row in rows
+        if row["arm"] == "sipt" and row["metric"] == metric
+    ]

@@ -50,19 +50,35 @@ class LcTransferConfig:
             protocol; labelled so in the summary and the verdict).
     """
 
-    samples: str | None = option(None, nonempty=True, metavar="S", help="samples file of the task (with --labels; default: "
-                                 "vital-article summaries of 4 categories)")
+    samples: str | None = option(
+        None,
+        nonempty=True,
+        metavar="S",
+        help="samples file of the task (with --labels; default: vital-article summaries of 4 categories)",
+    )
     labels: str | None = option(None, help="id<TAB>label of every sample", nonempty=True, metavar="L.tsv")
-    edges: str | None = option(None, nonempty=True, metavar="E.tsv",
-                               help="the task's own graph (u<TAB>v sample ids): one more SIPT arm on it, its gain set beside "
-                               "what its LC predicts")
+    edges: str | None = option(
+        None,
+        nonempty=True,
+        metavar="E.tsv",
+        help="the task's own graph (u<TAB>v sample ids): one more SIPT arm on it, its gain set beside "
+        "what its LC predicts",
+    )
     n_pretrain: int = option(600, help="pre-training samples", range=(2, None), metavar="N")
-    n_train: int = option(300, range=(2, None), metavar="N",
-                          help="never-seen fine-tuning train samples: the k-NN references and probe data")
+    n_train: int = option(
+        300,
+        range=(2, None),
+        metavar="N",
+        help="never-seen fine-tuning train samples: the k-NN references and probe data",
+    )
     n_validation: int = option(100, help="never-seen validation samples", range=(1, None), metavar="N")
     n_test: int = option(300, help="never-seen test samples", range=(1, None), metavar="N")
-    levels: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), range=(0.0, 1.0), metavar="Q",
-                                       help="the dial's q grid, each in [0, 1] (q=0: the random control)")
+    levels: tuple[float, ...] = option(
+        (0.0, 0.25, 0.5, 0.75, 1.0),
+        range=(0.0, 1.0),
+        metavar="Q",
+        help="the dial's q grid, each in [0, 1] (q=0: the random control)",
+    )
     seeds: int = option(3, help="seeds, each training every arm", range=(1, None))
     init: str = option("minilm", help="char, minilm or a Hugging Face directory", nonempty=True)
     pooling: str | None = option(None, choices=names.POOLINGS, help="pooling of a Hugging Face init (default: its own)")
@@ -73,17 +89,25 @@ class LcTransferConfig:
     split_seed: int = option(0, help="seed of the splits and the dial's graphs", range=(0, None))
     bootstrap: int = option(2000, help="bootstrap resamples of the slope's CI", range=(1, None), metavar="B")
     pilot_sd: float | None = option(None, help="sd of a pilot's paired gains over seeds", range=(0.0, None))
-    protocol: str = option("inductive", choices=names.STUDY_PROTOCOLS,
-                           help="inductive: fine-tuning splits never pre-trained on; transductive: every split "
-                           "pre-trained on too")
+    protocol: str = option(
+        "inductive",
+        choices=names.STUDY_PROTOCOLS,
+        help="inductive: fine-tuning splits never pre-trained on; transductive: every split pre-trained on too",
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
         validate(self)
         if len(set(self.levels)) < 2:
-            raise ConfigError("LcTransferConfig.levels", f"needs at least two distinct levels (one gives no slope), got {list(self.levels)}")
+            raise ConfigError(
+                "LcTransferConfig.levels",
+                f"needs at least two distinct levels (one gives no slope), got {list(self.levels)}",
+            )
         if (self.samples is None) != (self.labels is None):
-            raise ConfigError("LcTransferConfig.labels", "give the samples file and its labels together, or neither (the default task)")
+            raise ConfigError(
+                "LcTransferConfig.labels",
+                "give the samples file and its labels together, or neither (the default task)",
+            )
         if self.edges is not None and self.samples is None:
             raise ConfigError("LcTransferConfig.edges", "a graph needs the samples file its ids belong to")
         if self.train is None:
@@ -94,4 +118,9 @@ class LcTransferConfig:
     @property
     def sizes(self) -> dict[str, int]:
         """Split name -> number of samples."""
-        return {"pretrain": self.n_pretrain, "train": self.n_train, "validation": self.n_validation, "test": self.n_test}
+        return {
+            "pretrain": self.n_pretrain,
+            "train": self.n_train,
+            "validation": self.n_validation,
+            "test": self.n_test,
+        }
