@@ -25,7 +25,8 @@ from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains.base import Domain, LinkedData, add_split_tasks, id_pairs, links_graph
-from sipt_lab.domains.loaders import TAPE_TARGETS, read_fasta, read_interactions, read_tape_task
+from sipt_lab.domains.loaders import read_fasta, read_interactions, read_tape_task
+from sipt_lab.domains.task_loaders import TAPE_TARGETS
 
 #: TAPE task -> task kind.
 TAPE_KINDS = {

@@ -34,6 +34,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, is_string, nulls, to_numpy
 
 #: Bytes per text line assumed when estimating a text file's number of edges (gzip: ×4).
 TEXT_BYTES_PER_EDGE = 12
@@ -74,11 +75,11 @@ class NodeIndex:
         is not a labelled node."""
         values = as_arrow(values)
         if self.table is None and not pa.types.is_integer(self.ids.type):
-            keys = values if _is_string(values.type) else pc.cast(values, pa.string())
-            return _fill(pc.index_in(keys, value_set=self.ids))
+            keys = values if is_string(values.type) else pc.cast(values, pa.string())
+            return fill(pc.index_in(keys, value_set=self.ids))
         ints, valid = int_keys(values)
         if self.table is None:
-            return np.where(valid, _fill(pc.index_in(pa.array(ints), value_set=self.ids)), -1)
+            return np.where(valid, fill(pc.index_in(pa.array(ints), value_set=self.ids)), -1)
         if valid.all() and ints.size and ints.min() >= 0 and ints.max() < self.table.size:
             return self.table[ints].astype(np.int64)  # the common case: every id is in the table's range
         inside = valid & (ints >= 0) & (ints < self.table.size)
@@ -176,23 +177,23 @@ def int_keys(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     is null or a string that is not a canonical decimal integer of at most 18 digits (its int is 0)."""
     values = as_arrow(values)
     if pa.types.is_integer(values.type):
-        valid = np.ones(len(values), bool) if values.null_count == 0 else ~_nulls(values)
+        valid = np.ones(len(values), bool) if values.null_count == 0 else ~nulls(values)
         if values.type == pa.uint64():  # past int64: no labelled node can have that id
-            valid &= _fill_bool(pc.less_equal(values, pa.scalar(np.iinfo(np.int64).max, pa.uint64())))
-        ints = _to_numpy(pc.cast(values.fill_null(0), pa.int64(), safe=False))
+            valid &= fill_bool(pc.less_equal(values, pa.scalar(np.iinfo(np.int64).max, pa.uint64())))
+        ints = to_numpy(pc.cast(values.fill_null(0), pa.int64(), safe=False))
         return np.where(valid, ints, 0), valid
-    if not _is_string(values.type):
+    if not is_string(values.type):
         return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
     try:
         parsed = pc.cast(values, pa.int64())
-        valid = ~_nulls(parsed)
+        valid = ~nulls(parsed)
     except pa.ArrowInvalid:  # some ids are not integers: parse those that are
-        valid = _fill_bool(pc.match_substring_regex(values, rf"^-?[0-9]{{1,{_MAX_INT_DIGITS}}}$"))
+        valid = fill_bool(pc.match_substring_regex(values, rf"^-?[0-9]{{1,{_MAX_INT_DIGITS}}}$"))
         parsed = pc.cast(pc.if_else(pa.array(valid), values, "0"), pa.int64())
-    ints = _to_numpy(parsed.fill_null(0))
+    ints = to_numpy(parsed.fill_null(0))
     magnitude = np.abs(ints)
     digits = np.searchsorted(_POW10, magnitude, side="right") + 1
-    lengths = _to_numpy(pc.binary_length(values).fill_null(0)).astype(np.int64)
+    lengths = to_numpy(pc.binary_length(values).fill_null(0)).astype(np.int64)
     valid &= (lengths == digits + (ints < 0)) & (magnitude < _POW10[-1])
     return np.where(valid, ints, 0), valid
 
@@ -257,7 +258,7 @@ def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
         u, v = u.filter(keep), v.filter(keep)
     empty = pc.or_(pc.equal(pc.binary_length(u), 0), pc.equal(pc.binary_length(v), 0))
     if pc.any(empty).as_py():
-        k = int(np.flatnonzero(_fill_bool(empty))[0])
+        k = int(np.flatnonzero(fill_bool(empty))[0])
         raise SiptError(
             f"{name}: a line has an empty field ({u[k].as_py()!r}, {v[k].as_py()!r}); give both fields of every line"
         )
@@ -303,7 +304,7 @@ def _read_labels(path, columns, int_ids: bool) -> NodeIndex | None:
         node, label = batch.column(0), batch.column(1)
         if node.null_count or label.null_count:
             raise SiptError(f"labels file {path} has empty node ids or labels; give every node an id and a label")
-        if not _is_string(node.type) and not pa.types.is_integer(node.type):
+        if not is_string(node.type) and not pa.types.is_integer(node.type):
             raise SiptError(f"labels file {path}: node ids are {node.type}; use integer or string ids")
         if int_ids:
             ints, valid = int_keys(node)
@@ -311,10 +312,10 @@ def _read_labels(path, columns, int_ids: bool) -> NodeIndex | None:
                 return None
             ids.append(ints)
         else:
-            ids.append(node if _is_string(node.type) else pc.cast(node, pa.string()))
-        encoded = pc.dictionary_encode(label if _is_string(label.type) else pc.cast(label, pa.string()))
+            ids.append(node if is_string(node.type) else pc.cast(node, pa.string()))
+        encoded = pc.dictionary_encode(label if is_string(label.type) else pc.cast(label, pa.string()))
         provisional = np.array([names.setdefault(x, len(names)) for x in encoded.dictionary.to_pylist()], np.uint32)
-        codes.append(provisional[_to_numpy(encoded.indices)])
+        codes.append(provisional[to_numpy(encoded.indices)])
     if not ids:
         raise SiptError(f"labels file {path} is empty (no data lines); expected one node<TAB>label pair per line")
     label_names = sorted(names)  # code point order, as the in-memory reader's np.unique
@@ -337,8 +338,8 @@ def _drop_repeated_nodes(ids: pa.Array, codes: np.ndarray, label_names, path) ->
     """Keep each node's first row (by a stable sort of the ids); two labels for a node is a SiptError."""
     order = pc.sort_indices(ids)  # stable: repeats stay in file order
     sorted_ids = ids.take(order)
-    order = _to_numpy(order)
-    repeat = _fill_bool(pc.equal(sorted_ids.slice(1), sorted_ids.slice(0, len(ids) - 1)))
+    order = to_numpy(order)
+    repeat = fill_bool(pc.equal(sorted_ids.slice(1), sorted_ids.slice(0, len(ids) - 1)))
     if not repeat.any():
         return ids, codes
     first = np.flatnonzero(~np.concatenate([[False], repeat]))  # first row of each run of equal ids
@@ -376,31 +377,3 @@ def _check_one_label(rows, winner, codes, label_names, name_of, path) -> None:
         raise SiptError(
             f"{path}: node {str(name_of(k))!r} has labels {first!r} and {second!r}; give each node one label"
         )
-
-
-def as_arrow(values) -> pa.Array:
-    """``values`` (Arrow, numpy, pandas or a list) as one Arrow array."""
-    if isinstance(values, pa.ChunkedArray):
-        return values.combine_chunks()
-    return values if isinstance(values, pa.Array) else pa.array(values)
-
-
-def _is_string(dtype) -> bool:
-    return pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype)
-
-
-def _to_numpy(values: pa.Array) -> np.ndarray:
-    return values.to_numpy(zero_copy_only=False)
-
-
-def _nulls(values: pa.Array) -> np.ndarray:
-    return _to_numpy(pc.is_null(values))
-
-
-def _fill(indices: pa.Array) -> np.ndarray:
-    """``(m,)`` int64 of an Arrow index array, -1 where null."""
-    return _to_numpy(pc.cast(indices, pa.int64()).fill_null(-1))
-
-
-def _fill_bool(mask: pa.Array) -> np.ndarray:
-    return _to_numpy(mask.fill_null(False))
