@@ -208,7 +208,9 @@ class DomainRunConfig:
     )
     task: str | None = option(None, help="fine-tuning task", default_help="the domain's")
     seeds: int = option(3, help="repetitions", range=(1, None), metavar="K")
-    preset: str = option("cpu", choices=names.DOMAIN_PRESETS, help="budget: cpu (~30 min on 2 cores) or full (a GPU)")
+    preset: str = option(
+        "cpu", choices=names.DOMAIN_PRESETS, help="budget: cpu (a CPU run) or full (the paper's scale, for a GPU)"
+    )
     samples: int | None = option(
         None, help="samples per seed", range=(1, None), metavar="N", default_help="the preset's"
     )

@@ -1,4 +1,4 @@
-"""A hostile but realistic user (issue 18): every case ends with exit 0, or exit 2 and ONE line
+"""A hostile but realistic user: every case ends with exit 0, or exit 2 and ONE line
 ``sipt-lab: error: ...`` naming the problem, and never changes a file outside the output directory.
 
 The CLI runs in-process through ``main([...])``; graph builds and simulations use the small fakes
