@@ -139,7 +139,7 @@ def test_graph_samples_are_checked():
 
 
 def test_data_dir_errors(tmp_path, capsys):
-    with pytest.raises(SiptError, match="needs --data DIR"):
+    with pytest.raises(SiptError, match="needs DomainRunConfig.data_dir DIR"):
         get_domain("proteins").read(None)
     with pytest.raises(SiptError, match="brings its own data"):
         get_domain("wiki").read(tmp_path)
