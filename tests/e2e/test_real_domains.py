@@ -149,7 +149,7 @@ def test_data_dir_errors(tmp_path, capsys):
         get_domain("proteins").read(tmp_path)
     assert main(["domain", "run", "abstracts", "--out", str(tmp_path / "o")]) == 2
     assert "needs --data DIR" in capsys.readouterr().err
-    with pytest.raises(SiptError, match="use --init gin"):
+    with pytest.raises(SiptError, match="use DomainRunConfig.init gin"):
         get_domain("networks").encoder_source("char", None)
 
 
