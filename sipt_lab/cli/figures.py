@@ -69,7 +69,9 @@ def register(subparsers) -> None:
     )
     add_config_arguments(parser, FigureOptions, ("passes", "scale_nodes"))
     add_preset_flags(parser, FigureOptions)
-    record_field_flags(parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes"})  # of each experiment
+    record_field_flags(  # of each experiment
+        parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "SimulateJob.batched": "--batched"}
+    )
     parser.set_defaults(func=run)
 
 

@@ -90,6 +90,8 @@ def register(subparsers) -> None:
             "TrainConfig.steps": "--steps",
             "TrainConfig.lambda_si": "--lambdas",
             "DomainPreset.n_samples": "--samples",
+            "PretrainJob.init": "--init",  # the warm start, checked by the model layer
+            "PretrainJob.teacher": "--teacher",
         },
     )
     run.set_defaults(

@@ -6,7 +6,8 @@ exit status). Flags that set config fields are generated from the fields
 (:func:`sipt_lab.core.options.add_config_arguments`), which records ``field_flags`` (config field ->
 the flag that sets it, e.g. ``{"TrainConfig.steps": "--steps"}``) on the parser. This module is the only place that turns a
 :class:`~sipt_lab.core.errors.SiptError` into a one-line message and exit status 2; a
-:class:`~sipt_lab.core.errors.ConfigError` is shown with the command's flag in place of the field. A GPU
+:class:`~sipt_lab.core.errors.ConfigError`, and any config field (``Class.field``) another error's
+message names, is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
 to make a step smaller) where it sets one. A failing file operation (a
 read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
@@ -22,7 +23,7 @@ import sys
 
 from sipt_lab import __version__
 from sipt_lab.cli.arguments import OneLineParser
-from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.errors import ConfigError, SiptError, with_flags
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
@@ -50,11 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except ConfigError as error:
-        print(f"sipt-lab: error: {error.for_flags(getattr(args, 'field_flags', {}))}", file=sys.stderr)
-        return 2
     except SiptError as error:
-        print(f"sipt-lab: error: {error}", file=sys.stderr)
+        flags = getattr(args, "field_flags", {})
+        message = error.for_flags(flags) if isinstance(error, ConfigError) else with_flags(str(error), flags)
+        print(f"sipt-lab: error: {message}", file=sys.stderr)
         return 2
     except RuntimeError as error:
         torch = sys.modules.get("torch")  # imported by every command that can run out of GPU memory

@@ -68,6 +68,8 @@ def register(subparsers) -> None:
         help="gain --seeds auto must detect (default: %(default)s)",
     )
     record_field_flags(run, {"LcTransferConfig.seeds": "--seeds", "LcTransferConfig.pilot_sd": "--pilot"})
+    # the encoder's fields as the model layer names them
+    record_field_flags(run, {"PretrainJob.init": "--init", "PretrainJob.pooling": "--pooling"})
     add_config_arguments(run, LcTransferConfig, ("init", "pooling", "encoder"))
     add_config_arguments(
         run,

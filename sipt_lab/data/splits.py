@@ -132,6 +132,6 @@ def link_queries(graph: PretrainingGraph, fraction: float, seed: int, among: np.
     if linked.size - count < 2:
         raise SiptError(
             f"only {linked.size} samples have a neighbour in G_PT; holding {count} out to choose λ "
-            f"needs at least {count + 2} (or a smaller fraction: --validation)"
+            f"needs at least {count + 2} (or a smaller fraction: LambdaSweep.validation)"
         )
     return np.sort(np.random.default_rng([seed, 2]).choice(linked, size=count, replace=False))

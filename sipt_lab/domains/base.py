@@ -83,11 +83,11 @@ class Domain:
         SiptError when a needed directory is missing or one is given that the domain does not read."""
         if not self.layout:
             if data_dir is not None:
-                raise SiptError(f"domain {self.name} brings its own data; drop --data {data_dir}")
+                raise SiptError(f"domain {self.name} brings its own data; drop DomainRunConfig.data_dir {data_dir}")
             return self.load()
         if data_dir is None:
             raise SiptError(
-                f"domain {self.name} needs --data DIR holding {self.layout}; "
+                f"domain {self.name} needs DomainRunConfig.data_dir DIR holding {self.layout}; "
                 "see docs/domains.md (`sipt-lab data fetch` downloads the public files)"
             )
         if not Path(data_dir).is_dir():

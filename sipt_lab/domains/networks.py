@@ -268,7 +268,7 @@ def gin_source(init: str, data: NetworkData):
     from sipt_lab.models.graph_encoder import GRAPH_INIT, GINConfig, GraphInit
 
     if init != GRAPH_INIT:
-        raise SiptError(f"networks samples are graphs; use --init {GRAPH_INIT} (got {init!r})")
+        raise SiptError(f"networks samples are graphs; use DomainRunConfig.init {GRAPH_INIT} (got {init!r})")
     return GraphInit(GINConfig(n_values=len(data.code_names)))
 
 

@@ -96,7 +96,7 @@ class PretrainJob:
             if method.needs_teacher != (self.teacher is not None):
                 raise ConfigError(
                     "PretrainJob.teacher",
-                    f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} --teacher DIR",
+                    f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} PretrainJob.teacher DIR",
                 )
 
 

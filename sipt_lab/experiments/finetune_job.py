@@ -17,7 +17,7 @@ import numpy as np
 
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import save_config
-from sipt_lab.core.errors import SiptError
+from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
@@ -46,10 +46,10 @@ MODES: dict[str, tuple[str, ...]] = dict(
 )
 
 
-def check_mode(mode: str) -> tuple[str, ...]:
-    """The parts of ``mode``; SiptError naming the choices otherwise."""
+def check_mode(mode: str, field: str = "FinetuneJob.mode") -> tuple[str, ...]:
+    """The parts of ``mode``; SiptError naming ``field`` (where the mode came from) and the choices otherwise."""
     if mode not in MODES:
-        raise SiptError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise SiptError(f"unknown {field} {mode!r}; choose one of {', '.join(MODES)}")
     return MODES[mode]
 
 
@@ -150,7 +150,7 @@ def token_probe(
     residue it reads (:func:`~sipt_lab.training.finetune.token_states`) to the residue's class, fit on
     at most ``max_tokens`` train residues (drawn with ``seed``), strength chosen on validation; returns
     the per-token test metrics. SiptError when the tokenizer is not one token per residue."""
-    device = resolve_device(device)
+    device = resolve_device(device, "FinetuneConfig.device")
     encoder = encoder.to(device)
     X, y = {}, {}
     for name in SPLIT_NAMES:
@@ -202,7 +202,9 @@ def evaluate_encoder(
 def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
     """``(ids, texts, task)`` of a job: from files or from a registered domain."""
     if (job.task is None) == (job.labels is None):
-        raise SiptError("give either --task DOMAIN:TASK or --samples S with --labels L.tsv")
+        raise SiptError(
+            "give either FinetuneJob.task DOMAIN:TASK or FinetuneJob.samples S with FinetuneJob.labels L.tsv"
+        )
     if job.task is not None:
         from sipt_lab.domains import get_domain
 
@@ -214,7 +216,7 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
             raise SiptError(f"domain {domain_name} has no task {task_name!r}; choose one of {', '.join(data.tasks)}")
         return list(data.ids), list(data.texts), data.tasks[task_name]
     if job.samples is None:
-        raise SiptError("--labels needs --samples S (the texts the labels belong to)")
+        raise SiptError("FinetuneJob.labels needs FinetuneJob.samples S (the texts the labels belong to)")
     kind = get_task_kind(job.kind)
     samples = read_samples(job.samples)
     try:
@@ -279,7 +281,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     outputs.check_output_dir(out)
     parts = check_mode(job.mode)
     if job.seeds < 1:
-        raise SiptError(f"--seeds is {job.seeds}; use at least 1")
+        raise ConfigError("FinetuneJob.seeds", f"is {job.seeds}; use at least 1")
     ids, texts, task = load_task(job)
     splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
     check_task_splits(task, splits, ids)

@@ -230,7 +230,7 @@ def _check_resumed_steps(out_dir: Path, job: PretrainJob) -> int | None:
         raise SiptError(
             f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
             f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
-            f"resume with --steps {planned}, or start a new run (--overwrite or another --out)"
+            f"resume with TrainConfig.steps {planned}, or start a new run (--overwrite or another --out)"
         )
     return planned
 
@@ -314,7 +314,7 @@ def embed_samples(
             )
         if path.exists() and not overwrite:
             raise SiptError(f"{path} exists; pass --overwrite to replace it, or another --out")
-    device = resolve_device(device)
+    device = resolve_device(device, "EmbedJob.device")
     samples = read_samples(samples_path)
     encoder, tokenizer = model_loader(model, device, texts=samples.texts)()
     vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)

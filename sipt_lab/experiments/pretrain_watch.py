@@ -52,7 +52,7 @@ def check_watch(config: TrainConfig, has_labels: bool) -> None:
     if config.keep_best in names.LABEL_METRICS and not has_labels:
         raise ConfigError(
             "TrainConfig.keep_best",
-            f"{config.keep_best} needs labels (--labels L.tsv); without them "
+            f"{config.keep_best} needs labels (PretrainJob.labels L.tsv); without them "
             f"choose one of {', '.join(m for m in names.EVAL_METRICS if m not in names.LABEL_METRICS)}",
         )
 

@@ -288,10 +288,10 @@ def parquet_dataset(path, what: str, columns) -> pads.Dataset:
     if columns is not None:
         missing = [c for c in columns if c not in dataset.schema.names]
         if missing:
-            flag = "--edge-columns" if what == "edges" else "--label-columns"
+            field = "ConsistencyJob.edge_columns" if what == "edges" else "ConsistencyJob.label_columns"
             raise SiptError(
                 f"{what} file {path} has no column {', '.join(map(repr, missing))} (its columns: "
-                f"{', '.join(dataset.schema.names) or 'none'}); name the two columns with {flag}"
+                f"{', '.join(dataset.schema.names) or 'none'}); name the two columns with {field}"
             )
     return dataset
 

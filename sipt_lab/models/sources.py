@@ -108,11 +108,11 @@ def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooli
     if init == CHAR_INIT:
         if pooling not in (None, "cls"):
             raise SiptError(
-                f"the char encoder pools at [CLS] only; drop --pooling {pooling} or use a Hugging Face --init"
+                f"the char encoder pools at [CLS] only; drop PretrainJob.pooling {pooling} or use a Hugging Face PretrainJob.init"
             )
         return CharInit(encoder_config or ENCODER_PRESETS["default"])
     if encoder_config is not None:
-        raise SiptError(f"encoder sizes apply to --init char only; --init {init} brings its own")
+        raise SiptError(f"encoder sizes apply to PretrainJob.init char only; PretrainJob.init {init} brings its own")
     path = named_checkpoint(init) if init in NAMED_CHECKPOINTS else Path(init)
     return CheckpointInit(str(path), pooling)
 

@@ -103,7 +103,7 @@ def cycle_with_motifs(
     smallest_cycle = 3
     if n_nodes < smallest_cycle + max_motif_nodes:
         raise SiptError(
-            f"a cycle with motifs of up to {max_motif_nodes} nodes needs --nodes >= "
+            f"a cycle with motifs of up to {max_motif_nodes} nodes needs GraphSpec.n_nodes >= "
             f"{smallest_cycle + max_motif_nodes}, got {n_nodes}"
         )
     mean_size = np.mean([g.number_of_nodes() for g in atlas])
@@ -115,7 +115,7 @@ def cycle_with_motifs(
     if cycle_length < max(smallest_cycle, n_motifs):
         raise SiptError(
             f"the {n_motifs} sampled motifs leave {cycle_length} of {n_nodes} nodes for the cycle; "
-            f"use another --seed or more --nodes"
+            f"use another GraphSpec.seed or more GraphSpec.n_nodes"
         )
 
     offsets = cycle_length + np.concatenate([[0], np.cumsum(motif_sizes)[:-1]])

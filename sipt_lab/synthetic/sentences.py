@@ -97,8 +97,8 @@ def assign_sentences(
             raise SiptError(
                 f"{family}: the {rank + 1} largest of {sizes.size} classes each need their own topic with >= "
                 f"{needed[c]} sentences of top-topic probability >= {min_confidence}, but only {n_big} of "
-                f"{topics.n_topics} topics have that many (most: {available.max()}); ask for fewer --nodes or "
-                f"fewer --topics, lower the confidence threshold, or use a bigger --corpus"
+                f"{topics.n_topics} topics have that many (most: {available.max()}); ask for fewer GraphSpec.n_nodes or "
+                f"fewer GraphSpec.n_topics, lower the confidence threshold, or use a bigger GraphSpec.corpus"
             )
         class_topics[c] = rng.choice(eligible)
         unused[class_topics[c]] = False

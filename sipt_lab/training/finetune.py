@@ -119,7 +119,7 @@ def token_counts(tokenizer: Tokenizer, texts: list[str], inputs) -> np.ndarray:
         k = int(wrong[0])
         raise SiptError(
             f"the tokenizer makes {counts[k]} tokens of a {len(texts[k])}-residue sequence, so residue "
-            "labels cannot be aligned; per-token tasks need one token per residue (--init char, or an "
+            "labels cannot be aligned; per-token tasks need one token per residue (PretrainJob.init char, or an "
             "ESM-style checkpoint)"
         )
     return counts
@@ -192,7 +192,7 @@ def finetune(
     kind, head_spec = get_task_kind(task.kind), HEADS[task.kind]
     raw = {name: task.labels_of(getattr(splits, name)) for name in SPLIT_NAMES}
     split_texts = {name: [texts[i] for i in getattr(splits, name)] for name in SPLIT_NAMES}
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, "FinetuneConfig.device")
     best: FinetuneResult | None = None
     for lr in config.lrs:
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):

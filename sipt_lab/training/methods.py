@@ -96,7 +96,7 @@ class Teacher:
 def _char_source(source: EncoderSource, method: str) -> CharInit:
     if not isinstance(source, CharInit):
         raise SiptError(
-            f"method {method} runs on the character encoder (--init char); a Hugging Face init is not supported for it yet"
+            f"method {method} runs on the character encoder (PretrainJob.init char); a Hugging Face init is not supported for it yet"
         )
     return source
 
@@ -132,7 +132,7 @@ class LinkBertRecipe:
         if isinstance(source, CheckpointInit):
             if int(_checkpoint_config(source).get("type_vocab_size", 0)) < 2:
                 raise SiptError(
-                    f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or --init char"
+                    f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or PretrainJob.init char"
                 )
             return source
         char = _char_source(source, "linkbert")
@@ -192,7 +192,9 @@ class ConceptRecipe:
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
         if not isinstance(source, (CharInit, CheckpointInit)):
-            raise SiptError("method mlsm runs on a text encoder (--init char, minilm or a Hugging Face directory)")
+            raise SiptError(
+                "method mlsm runs on a text encoder (PretrainJob.init char, minilm or a Hugging Face directory)"
+            )
         return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source))
 
     def plan(self, data: RunData) -> Plan:
@@ -243,7 +245,7 @@ class Method:
 def _concepts(teacher: Teacher | None, options: ConceptOptions) -> Recipe:
     if teacher is None:
         raise SiptError(
-            "MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes --teacher DIR)"
+            "MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes PretrainJob.teacher DIR)"
         )
     return ConceptRecipe(teacher, options)
 
@@ -298,7 +300,7 @@ def method_train_config(name: str, config: TrainConfig) -> TrainConfig:
     """``config`` with the method's fixed fields; ``sipt`` keeps ``config.lambda_si``, which must be > 0."""
     method = get_method(name)
     if name == "sipt" and config.lambda_si == 0:
-        raise SiptError("method sipt needs lambda_si > 0 (0 is the lm method); pass e.g. --lambda-si 0.1")
+        raise SiptError("method sipt needs lambda_si > 0 (0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1")
     return dataclasses.replace(config, **method.train)
 
 

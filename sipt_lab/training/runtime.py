@@ -12,16 +12,16 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.training.train_config import PRECISIONS
 
 
-def resolve_device(name: str | torch.device) -> torch.device:
+def resolve_device(name: str | torch.device, field: str = "TrainConfig.device") -> torch.device:
     """``"auto"`` -> CUDA when available else CPU; ``"cpu"``, ``"cuda"``, ``"cuda:N"`` as given;
-    CUDA without a GPU is a SiptError."""
+    CUDA without a GPU is a SiptError naming ``field``, the config field the device came from."""
     name = str(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name != "cpu" and name.split(":")[0] != "cuda":
         raise SiptError(f"unknown device {name!r}; use auto, cpu or cuda")
     if name != "cpu" and not torch.cuda.is_available():
-        raise SiptError("device cuda requested but torch sees no CUDA GPU; use --device cpu or auto")
+        raise SiptError(f"device cuda requested but torch sees no CUDA GPU; use {field} cpu or auto")
     return torch.device(name)
 
 
@@ -30,7 +30,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision not in PRECISIONS:
         raise SiptError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     if precision == "fp16" and device.type != "cuda":
-        raise SiptError("fp16 autocast needs a CUDA GPU; use --precision bf16 or fp32 on CPU")
+        raise SiptError("fp16 autocast needs a CUDA GPU; use TrainConfig.precision bf16 or fp32 on CPU")
     if precision == "auto":
         if device.type != "cuda":
             return None

@@ -140,7 +140,7 @@ def test_link_queries_are_linked_seeded_and_leave_enough_behind():
     assert len(a) == 3 and set(a) <= {0, 1, 2, 3, 4, 5}
     np.testing.assert_array_equal(a, link_queries(graph, 0.5, seed=3))
     assert set(link_queries(graph, 0.3, seed=3, among=np.array([0, 1, 2, 6, 7]))) <= {0, 1, 2}
-    with pytest.raises(lambda_sweep.SiptError, match="--validation"):
+    with pytest.raises(lambda_sweep.SiptError, match="LambdaSweep.validation"):
         link_queries(PretrainingGraph.from_edges(np.array([0]), np.array([1]), 3), 0.5, seed=0)
 
 

@@ -139,7 +139,7 @@ def test_graph_samples_are_checked():
 
 
 def test_data_dir_errors(tmp_path, capsys):
-    with pytest.raises(SiptError, match="needs --data DIR"):
+    with pytest.raises(SiptError, match="needs DomainRunConfig.data_dir DIR"):
         get_domain("proteins").read(None)
     with pytest.raises(SiptError, match="brings its own data"):
         get_domain("wiki").read(tmp_path)
@@ -149,7 +149,7 @@ def test_data_dir_errors(tmp_path, capsys):
         get_domain("proteins").read(tmp_path)
     assert main(["domain", "run", "abstracts", "--out", str(tmp_path / "o")]) == 2
     assert "needs --data DIR" in capsys.readouterr().err
-    with pytest.raises(SiptError, match="use --init gin"):
+    with pytest.raises(SiptError, match="use DomainRunConfig.init gin"):
         get_domain("networks").encoder_source("char", None)
 
 

@@ -53,7 +53,7 @@ def test_uneven_sizes_differ_by_at_most_one_and_tiny_graphs_keep_two_nodes_per_c
 
 def test_too_few_confident_sentences_is_a_clear_error():
     # 20 topics x 10 sentences: 10 cliques of 30 nodes (+2 held-out each) cannot be filled
-    with pytest.raises(SiptError, match="fewer --nodes") as error:
+    with pytest.raises(SiptError, match="fewer GraphSpec.n_nodes") as error:
         build(n_nodes=300)
     assert "\n" not in str(error.value) and "32 sentences" in str(error.value)
     # a threshold above every sentence's probability leaves no pool at all

@@ -156,3 +156,97 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
     }
     assert defaults == LOSS_PARAMETERS["contrastive"]
     assert INIT_DEFAULTS["char"].loss_params == TrainConfig().loss_params
+
+
+#: Flags that set no config field (where a run writes, whether it may replace or resume one, where a
+#: download goes): library messages may name them as they are.
+COMMAND_LINE_ONLY_FLAGS = {"--out", "--overwrite", "--resume", "--to", "--allow-unpinned"}
+#: Progress and warning lines (printed while a run goes, never through the CLI's error path) that
+#: name a flag, by module.
+LOGGED_FLAGS = {"training/diagnostics.py": {"--loss"}, "training/watch.py": {"--report-to"}}
+
+
+def _library_strings(tree):
+    """Every string literal of a module's code (f-string parts included), less its docstrings and
+    its help text, which is written for ``--help``: that of its ``option(...)`` fields, of its
+    ``*_HELP`` constants and of its functions named ``*help*``."""
+    import ast
+
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                skipped.add(id(first.value))
+        help_text = (
+            (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "option")
+            or (isinstance(node, ast.Assign) and any(getattr(t, "id", "").endswith("_HELP") for t in node.targets))
+            or (isinstance(node, ast.FunctionDef) and "help" in node.name)
+        )
+        if help_text:
+            skipped.update(id(inner) for inner in ast.walk(node))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            yield node.lineno, node.value
+
+
+def test_library_messages_name_config_fields_not_flags():
+    """Outside the CLI a message names the config field (``TrainConfig.precision``); the CLI shows the
+    flag that sets it. Only flags that set no field may appear as flags."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import sipt_lab
+
+    root = Path(sipt_lab.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = path.relative_to(root).as_posix()
+        if module.startswith("cli/"):
+            continue
+        allowed = COMMAND_LINE_ONLY_FLAGS | LOGGED_FLAGS.get(module, set())
+        for line, text in _library_strings(ast.parse(path.read_text(encoding="utf-8"))):
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text):
+                if flag not in allowed:
+                    found.append(f"{module}:{line}: {flag}")
+    assert not found, "library messages name flags; name the config field instead:\n" + "\n".join(found)
+
+
+def test_a_library_config_error_names_the_field_and_the_cli_its_flag(tmp_path, capsys):
+    from sipt_lab.experiments.configs import PretrainJob
+
+    with pytest.raises(ConfigError) as caught:
+        PretrainJob(samples="S", edges="E", method="mlsm")
+    assert caught.value.field == "PretrainJob.teacher"
+    assert str(caught.value) == "PretrainJob.teacher method mlsm needs PretrainJob.teacher DIR"
+    args = ["pretrain", "--samples", "S", "--edges", "E", "--method", "mlsm", "--out", str(tmp_path / "o")]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == "sipt-lab: error: --teacher method mlsm needs --teacher DIR"
+
+
+def test_any_library_error_names_fields_and_the_cli_shows_their_flags(tmp_path, capsys):
+    import torch
+
+    from sipt_lab.core.errors import SiptError
+    from sipt_lab.training.runtime import autocast_dtype
+
+    with pytest.raises(SiptError, match=r"^fp16 autocast needs a CUDA GPU; use TrainConfig.precision bf16 or fp32"):
+        autocast_dtype("fp16", torch.device("cpu"))
+    (tmp_path / "s.tsv").write_text("a\thello world\nb\tgood day\nc\tnice one\n", encoding="utf-8")
+    (tmp_path / "e.tsv").write_text("a\tb\nb\tc\n", encoding="utf-8")
+    args = ["pretrain", "--samples", str(tmp_path / "s.tsv"), "--edges", str(tmp_path / "e.tsv"), "--init", "char"]
+    assert main([*args, "--precision", "fp16", "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sipt-lab: error: fp16 autocast needs a CUDA GPU; use --precision bf16 or fp32 on CPU"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_fields_a_command_sets_by_no_flag_stay_fields():
+    from sipt_lab.core.errors import with_flags
+
+    flags = {"TrainConfig.steps": "--steps"}
+    assert with_flags("use TrainConfig.steps 10 or GraphSpec.n_topics 5 (model.pt)", flags) == (
+        "use --steps 10 or GraphSpec.n_topics 5 (model.pt)"
+    )

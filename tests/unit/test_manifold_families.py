@@ -97,7 +97,9 @@ def test_same_seed_same_dataset_other_seed_other_dataset(fake):
 
 def test_too_few_sentences_per_triple_is_a_clear_error():
     corpus, topics = _triple_corpus(per_triple=12)
-    with pytest.raises(SiptError, match=r"torus: no map of 7 distinct topics.*>= 40 sentences.*fewer --topics"):
+    with pytest.raises(
+        SiptError, match=r"torus: no map of 7 distinct topics.*>= 40 sentences.*fewer GraphSpec.n_topics"
+    ):
         _build("torus", corpus, topics)
     # the per-triangle share counts too: 60 nodes + 10 held-out on the plane's 2 triangles need 35 each
     with pytest.raises(SiptError, match=">= 35 sentences"):

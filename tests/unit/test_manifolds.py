@@ -296,7 +296,7 @@ def test_vertex_topic_search_finds_a_valid_injective_map():
 
 def test_vertex_topic_search_fails_with_a_fix():
     topics = _triple_topics(6, {(0, 1, 2): 30, (1, 2, 3): 30, (3, 4, 5): 5}, np.random.default_rng(0))
-    with pytest.raises(SiptError, match="none exists.*fewer --topics.*bigger --corpus"):
+    with pytest.raises(SiptError, match="none exists.*fewer GraphSpec.n_topics.*bigger GraphSpec.corpus"):
         map_topics_to_vertices(get_surface("plane"), triple_pools(topics), 40, np.random.default_rng(0), family="plane")
 
 

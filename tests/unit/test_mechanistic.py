@@ -65,7 +65,7 @@ def test_cycle_with_motifs_spreads_the_anchors_evenly():
 
 
 def test_cycle_with_motifs_rejects_tiny_graphs():
-    with pytest.raises(SiptError, match="--nodes >= 8"):
+    with pytest.raises(SiptError, match="GraphSpec.n_nodes >= 8"):
         cycle_with_motifs(7, np.random.default_rng(0))
 
 
@@ -127,7 +127,7 @@ def test_same_seed_same_dataset(fakes):
 
 
 def test_too_few_confident_sentences_is_a_clear_error(fakes):
-    with pytest.raises(SiptError, match="fewer --nodes"):
+    with pytest.raises(SiptError, match="fewer GraphSpec.n_nodes"):
         build(fakes, "motif", n_nodes=400)  # the cycle class alone needs ~200 sentences of one topic
     with pytest.raises(SiptError, match="probability >= 0.99"):
         build(fakes, "neighborhood", min_confidence=0.99)

@@ -63,7 +63,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
             result["concepts"] = dict(trained.objectives["concepts"].targets.stats)
             result["teacher_digest"] = cell.teacher_digest or stored_digest(teachers, teacher_cell(cell))
     vectors = embed(encoder, tokenizer, texts, device=cell.finetune.device)
-    parts = check_mode(cell.mode)
+    parts = check_mode(cell.mode, "DomainRunConfig.mode")
     scores = {}
     if "probe" in parts:
         scores["probe"] = probe_encoder(

@@ -97,7 +97,7 @@ def domain_cells(
     concept_methods = [m for m in dict.fromkeys(methods) if m in CONCEPT_METHODS]
     if teacher is not None and not concept_methods:
         raise SiptError(
-            f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with --methods or drop --teacher"
+            f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with DomainRunConfig.methods or drop DomainRunConfig.teacher"
         )
     teacher_ref = {} if teacher is None else _teacher_reference(teacher)
     from sipt_lab.domains import get_domain
@@ -121,8 +121,8 @@ def domain_cells(
     if unknown:
         raise SiptError(f"domain {domain} has no graph {unknown[0]!r}; choose from {', '.join(spec.graphs)}")
     if seeds < 1:
-        raise SiptError(f"--seeds is {seeds}; use at least 1 (2 or more for t-tests)")
-    check_mode(preset.mode)
+        raise ConfigError("DomainRunConfig.seeds", f"is {seeds}; use at least 1 (2 or more for t-tests)")
+    check_mode(preset.mode, "DomainRunConfig.mode")
     if preset.n_samples is not None and preset.n_samples < 1:
         raise ConfigError("DomainPreset.n_samples", f"must be >= 1 sample per seed, got {preset.n_samples}")
     pretrain_config = dataclasses.replace(preset.pretrain, device=device)
@@ -190,7 +190,7 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         )
     if config.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
-    check_mode(preset.mode)
+    check_mode(preset.mode, "DomainRunConfig.mode")
     return domain_cells(
         config.domain,
         list(config.graphs) if config.graphs else None,

@@ -78,7 +78,7 @@ def run_domain(
     if distributed:
         from sipt_lab.training.runtime import distributed_context
 
-        place = distributed_context(resolve_device(cells[0].pretrain.device).type)
+        place = distributed_context(resolve_device(cells[0].pretrain.device, "DomainRunConfig.device").type)
         if place.is_main and teachers:
             drop_damaged(teachers, lm_teachers)
         dist.barrier()

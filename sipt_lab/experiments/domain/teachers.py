@@ -47,7 +47,7 @@ def is_stored(cell: DomainCell, teachers: str | None) -> bool:
 def load_teacher(cell: DomainCell, teachers: str | None):
     """``(encoder, tokenizer)``: the stored lm arm ``cell`` is, or the teacher of the MLSM cell ``cell``,
     on the cell's device, its files checked against their digest."""
-    device = resolve_device(cell.pretrain.device)
+    device = resolve_device(cell.pretrain.device, "DomainRunConfig.device")
     if isinstance(cell, ConceptCell) and cell.teacher is not None:
         return load_model(cell.teacher, cell.teacher_digest, device)
     if teachers is None:

@@ -73,7 +73,7 @@ def _check_methods(arms) -> None:
     if others:
         raise SiptError(
             f"batched training runs the {' and '.join(ARMS)} methods only, not {', '.join(others)}; "
-            "drop --batched to train them"
+            "drop SimulateJob.batched to train them"
         )
 
 
@@ -128,7 +128,7 @@ def train_batch(training: BatchedTraining) -> dict:
         if any(datasets[cell.hash].sentences != sentences for cell in served):
             raise SiptError(
                 f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
-                "train them without --batched"
+                "train them without SimulateJob.batched"
             )
         runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
     results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)

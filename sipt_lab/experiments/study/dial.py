@@ -61,7 +61,7 @@ def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.G
     missing = np.setdiff1d(labels[splits["test"]], labels[splits["train"]])
     if missing.size:
         raise SiptError(
-            f"test classes {missing.tolist()} never occur in the fine-tuning train split; make --n-train larger"
+            f"test classes {missing.tolist()} never occur in the fine-tuning train split; make LcTransferConfig.n_train larger"
         )
     return splits
 
