@@ -24,9 +24,12 @@ import sys
 from sipt_lab import __version__
 from sipt_lab.cli.arguments import OneLineParser
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
+from sipt_lab.core.option_files import add_config_file_arguments, parse_arguments
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
+#: Commands that save their resolved options as ``config.toml`` in the run directory they write.
+RUN_COMMANDS = ("pretrain", "lambda-sweep", "finetune", "simulate", "figures", "study lc-transfer", "domain run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,13 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"sipt_lab.cli.{name}").register(subparsers)
+    add_config_file_arguments(parser, RUN_COMMANDS)  # --config and --print-config on every command
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse_arguments(parser, argv)  # a --config file's options first
     except SiptError as error:  # a usage error (OneLineParser)
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2

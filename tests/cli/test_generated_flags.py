@@ -31,6 +31,8 @@ CLI_ONLY = {
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
 }
+#: Flags of every command (``sipt_lab.core.option_files``): they read or print the others.
+CONFIG_FILE_FLAGS = {"--config", "--print-config"}
 
 
 def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("sipt-lab",)):
@@ -53,6 +55,7 @@ def hand_written_flags(command: str, parser: argparse.ArgumentParser) -> set[str
         for action in parser._actions
         if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))
         and (action.dest, flag_name(action)) not in generated
+        and flag_name(action) not in CONFIG_FILE_FLAGS
     }
 
 
