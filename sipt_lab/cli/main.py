@@ -23,8 +23,8 @@ import sys
 
 from sipt_lab import __version__
 from sipt_lab.cli.arguments import OneLineParser
+from sipt_lab.cli.option_files import add_config_file_arguments, parse_arguments
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
-from sipt_lab.core.option_files import add_config_file_arguments, parse_arguments
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sipt_lab.cli.main import build_parser, main
-from sipt_lab.core.option_files import command_parsers, tomllib  # tomli before Python 3.11
+from sipt_lab.cli.option_files import command_parsers, tomllib  # tomli before Python 3.11
 
 COMMANDS = [path for path, _ in command_parsers(build_parser())]
 

@@ -31,7 +31,7 @@ CLI_ONLY = {
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
 }
-#: Flags of every command (``sipt_lab.core.option_files``): they read or print the others.
+#: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
 CONFIG_FILE_FLAGS = {"--config", "--print-config"}
 
 
