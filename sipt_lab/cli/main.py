@@ -21,7 +21,7 @@ import importlib
 import sys
 
 from sipt_lab import __version__
-from sipt_lab.cli.arguments import OneLineParser
+from sipt_lab.cli.arguments import OneLineParser, add_logging_arguments, setup_logging
 from sipt_lab.core.errors import ConfigError, SiptError
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pre-training graphs, semi-synthetic graph families, and LM vs SIPT pre-training.",
     )
     parser.add_argument("--version", action="version", version=f"sipt-lab {__version__}")
+    add_logging_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"sipt_lab.cli.{name}").register(subparsers)
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     except SiptError as error:  # a usage error (OneLineParser)
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2
+    setup_logging(args)
     try:
         return int(args.func(args) or 0)
     except ConfigError as error:
