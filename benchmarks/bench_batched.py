@@ -61,7 +61,7 @@ def condition_runs(args: argparse.Namespace) -> tuple[list[BatchedRun], object]:
             graph_options={"noise": args.noise},
             train_options={"device": args.device},
         )
-        dataset = build_dataset(config.graph, progress=False)
+        dataset = build_dataset(config.graph)
         for arm in ARMS:
             train = dataclasses.replace(config.train, lambda_si=0.0 if arm == "lm" else config.train.lambda_si)
             runs.append(BatchedRun(dataset.sentences, dataset.graph, train))
@@ -104,7 +104,7 @@ def print_profile(runs: list[BatchedRun], encoder, steps: int, top: int = 10) ->
 
     short = [dataclasses.replace(run, config=dataclasses.replace(run.config, steps=steps)) for run in runs]
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        pretrain_batched(short, encoder, progress=False)
+        pretrain_batched(short, encoder)
     events = sorted(profiler.key_averages(), key=lambda event: event.self_cpu_time_total, reverse=True)
     total = sum(event.self_cpu_time_total for event in events)
     print(f"profile of {steps} batched steps (setup included), share of self CPU time:")
@@ -166,11 +166,11 @@ def main() -> None:
         if not 1 <= size <= k:
             parser.error(f"--sizes {size}: use 1..{k} (2 x --seeds)")
     ways = {
-        "per-model": (runs, lambda rs: [pretrain(r.texts, r.graph, r.config, encoder, progress=False) for r in rs]),
-        "batched": (runs, lambda rs: pretrain_batched(rs, encoder, progress=False)),
+        "per-model": (runs, lambda rs: [pretrain(r.texts, r.graph, r.config, encoder) for r in rs]),
+        "batched": (runs, lambda rs: pretrain_batched(rs, encoder)),
     }
     ways.update({f"batched, K = {size}": (runs[:size], ways["batched"][1]) for size in args.sizes})
-    pretrain_batched(runs[:1], encoder, progress=False)  # one-off warm-up (kernels, thread pools) outside every timing
+    pretrain_batched(runs[:1], encoder)  # one-off warm-up (kernels, thread pools) outside every timing
     times = {
         name: [] for name in ways
     }  # per repeat: (marginal wall, marginal CPU, whole wall, whole CPU) per model-step

@@ -157,7 +157,6 @@ def report_rows(
                     outcome = run_pretraining(
                         job(task, init, steps, seed, lambda_si),
                         root / "runs" / f"{init_name}-{graph_name}-{arm}-{seed}",
-                        progress=False,
                         log=lambda _: None,
                     )
                     report, si = outcome.report, outcome.result.history.get("si", np.full(1, np.nan))
@@ -260,7 +259,6 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str
             outcome = run_pretraining(
                 job(task, minilm, steps, seed, lambda_si),
                 root / "runs" / f"inductive-{arm[:2]}-{seed}",
-                progress=False,
                 log=lambda _: None,
             )
             results[arm].append(

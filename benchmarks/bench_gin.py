@@ -65,7 +65,7 @@ def main() -> None:
         for steps in (1, 1 + STEPS):
             config = TrainConfig(steps=steps, batch_size=batch_size, lr=1e-3, device="cpu", seed=0)
             start = time.perf_counter()
-            pretrain(graphs, graph, config, source, progress=False)
+            pretrain(graphs, graph, config, source)
             runs.append(time.perf_counter() - start)
         step = (runs[1] - runs[0]) / STEPS
         print(

@@ -102,7 +102,7 @@ def domain_inputs(domain: str, n: int, workdir: Path):
 def timed_run(samples, graph, config, source) -> float:
     """Wall seconds of ``pretrain`` (it returns once its loss history is on the host: no pending GPU work)."""
     start = time.perf_counter()
-    pretrain(samples, graph, config, source, progress=False)
+    pretrain(samples, graph, config, source)
     return time.perf_counter() - start
 
 
@@ -179,7 +179,7 @@ def fitting_run(samples, graph, source, preset, args, precision: str):
             grad_accum=accum,
         )
         try:
-            pretrain(samples, graph, dataclasses.replace(config, steps=2), source, progress=False)  # warm-up
+            pretrain(samples, graph, dataclasses.replace(config, steps=2), source)  # warm-up
             if args.device == "cuda":
                 torch.cuda.reset_peak_memory_stats()
             times = []

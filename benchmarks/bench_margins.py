@@ -39,7 +39,7 @@ def main() -> None:
     for family in args.families:
         for seed in range(args.seeds):
             config = simulation_config(family, seed=seed)
-            dataset = build_dataset(config.graph, progress=False)
+            dataset = build_dataset(config.graph)
             for name, params in MARGINS.items():
                 train = dataclasses.replace(config.train, loss_params=params)
                 configs[family, seed, name] = dataclasses.replace(config, train=train)

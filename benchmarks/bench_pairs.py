@@ -79,13 +79,13 @@ def main() -> None:
 def cost_table(rounds: int) -> str:
     """Seconds of one SIPT pre-training run per pair mode (median of ``rounds`` interleaved runs)."""
     config = simulation_config("torus", seed=0, train_options={"device": "cpu"})
-    dataset = build_dataset(config.graph, progress=False)
+    dataset = build_dataset(config.graph)
     seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
     for _ in range(rounds):
         for mode in MODES:
             train = dataclasses.replace(config.train, pairs=mode)
             start = time.perf_counter()
-            pretrain(dataset.sentences, dataset.graph, train, config.encoder, progress=False)
+            pretrain(dataset.sentences, dataset.graph, train, config.encoder)
             seconds[mode].append(time.perf_counter() - start)
     sampled, batch = (float(np.median(seconds[mode])) for mode in MODES)
     return (

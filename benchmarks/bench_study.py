@@ -53,7 +53,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(args.out or Path(scratch) / "study")
         start = time.perf_counter()
-        summary = run_lc_transfer(config, out, progress=False)
+        summary = run_lc_transfer(config, out)
         minutes = (time.perf_counter() - start) / 60
         print(f"\n{args.scale} scale, init {args.init}: {fields} steps {config.train.steps}, {minutes:.1f} min")
         print(

@@ -51,10 +51,10 @@ def main() -> None:
 
         os.environ["SIPT_LAB_CACHE"] = cache
         start = time.perf_counter()
-        ours = fit_topics(corpus, TopicConfig(), progress=False)
+        ours = fit_topics(corpus, TopicConfig())
         ours_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        fit_topics(corpus, TopicConfig(), progress=False)
+        fit_topics(corpus, TopicConfig())
         cached_seconds = time.perf_counter() - start
     ours.quality["stop_word_share"] = stop_word_share(ours.topic_words)
     ref_seconds, ref_quality = single_core_fit(corpus.sentences, CountVectorizer(min_df=5, max_df=0.7))

@@ -8,6 +8,7 @@ subprocess, ``e2e/`` whole runs; the shared fakes live in ``fakes/`` and import 
 tests start).
 ``pytest -m "not slow"`` leaves out what takes more than a few seconds."""
 
+import logging
 import os
 from pathlib import Path
 
@@ -29,6 +30,18 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*map(str, TEST_PATHS), 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SIPT_LAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def _unconfigured_logging():
+    """The ``sipt_lab`` logger as a fresh process has it: a command run in one test (``main``
+    configures logging) must not show bars and INFO lines in the next."""
+    from sipt_lab.core.progress import ROOT
+
+    yield
+    for handler in list(ROOT.handlers):
+        ROOT.removeHandler(handler)
+    ROOT.setLevel(logging.NOTSET)
 
 
 @pytest.fixture(autouse=True)
@@ -87,4 +100,4 @@ def signal_free_corpus(monkeypatch):
     doc_topic[np.arange(240), owner] = 0.95
     corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)

@@ -44,3 +44,21 @@ SEED = integer(0)
 POSITIVE_INT = integer(1)
 FRACTION = number(0.0, 1.0)
 POSITIVE = number(0.0, low_open=True)
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
+    """``-v`` / ``-q`` of ``sipt-lab`` itself (before the subcommand); :func:`setup_logging` reads them."""
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug messages too")
+    parser.add_argument(
+        "-q", "--quiet", dest="log_quiet", action="store_true", help="warnings and errors only, no progress bars"
+    )
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    """Configure the ``sipt_lab`` logger once per command: ``-v`` DEBUG, ``-q`` (or a subcommand's
+    own ``--quiet``, or ``--json``: machine-read output, as before without progress) WARNING, else
+    INFO (:func:`sipt_lab.core.progress.configure_logging`)."""
+    from sipt_lab.core.progress import configure_logging, level_from_flags
+
+    quiet = any(getattr(args, name, False) for name in ("log_quiet", "quiet", "json"))
+    configure_logging(level_from_flags(getattr(args, "verbose", False), quiet))

@@ -69,7 +69,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     spec = resolve_spec(config_from_args(args, GraphSpec, GRAPH_FIELDS))
     check_output_dir(args.out, owned_only=True)  # before the build; nothing is written if it fails
-    dataset = build_dataset(spec, progress=not args.quiet)
+    dataset = build_dataset(spec)
     out = claim_output_dir(args.out)
     dataset.write(out)
     if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences

@@ -22,7 +22,7 @@ import importlib
 import sys
 
 from sipt_lab import __version__
-from sipt_lab.cli.arguments import OneLineParser
+from sipt_lab.cli.arguments import OneLineParser, add_logging_arguments, setup_logging
 from sipt_lab.cli.option_files import add_config_file_arguments, parse_arguments
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pre-training graphs, semi-synthetic graph families, and LM vs SIPT pre-training.",
     )
     parser.add_argument("--version", action="version", version=f"sipt-lab {__version__}")
+    add_logging_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"sipt_lab.cli.{name}").register(subparsers)
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except SiptError as error:  # a usage error (OneLineParser)
         print(f"sipt-lab: error: {error}", file=sys.stderr)
         return 2
+    setup_logging(args)
     try:
         return int(args.func(args) or 0)
     except SiptError as error:

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         train_options=train_options,
         methods=job.methods,
     )
-    summary = simulate(config, job.seeds, args.out, executor=job.executor, progress=not args.json, batched=job.batched)
+    summary = simulate(config, job.seeds, args.out, executor=job.executor, batched=job.batched)
     args.out = args.out or summary["out_dir"]  # where main saves the resolved options (config.toml)
     print(json_text(summary, sort_keys=False) if args.json else format_summary(summary))
     return 0

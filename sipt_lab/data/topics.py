@@ -10,7 +10,7 @@ function words ("in, of, and, was").
 Fits are cached under ``$SIPT_LAB_CACHE`` (default ``~/.cache/sipt-lab``), keyed by the corpus
 content hash, every :class:`TopicConfig` field and the numpy/scikit-learn versions. A second run
 loads the result in well under a second. The cache never costs a fit: an unusable cache directory
-is reported on stderr before the fit, which then runs without it, and a damaged entry counts as a
+is logged as a warning before the fit, which then runs without it, and a damaged entry counts as a
 miss whose refit replaces it atomically.
 """
 
@@ -21,9 +21,9 @@ import dataclasses
 import hashlib
 import io
 import json
+import logging
 import os
 import re
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -34,12 +34,14 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.feature_extraction.text import CountVectorizer
-from tqdm.auto import tqdm
 
 from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_bytes_atomic
+from sipt_lab.core.progress import progress_bar
 from sipt_lab.data.corpus import Corpus
+
+logger = logging.getLogger(__name__)
 
 CACHE_ENV = "SIPT_LAB_CACHE"
 TOP_WORDS = 10
@@ -133,7 +135,6 @@ def fit_topics(
     corpus: Corpus,
     config: TopicConfig = TopicConfig(),
     *,
-    progress: bool = True,
     use_cache: bool = True,
 ) -> TopicAssignment:
     """Fit (or load from the cache) LDA topics for every sentence of ``corpus``."""
@@ -155,7 +156,7 @@ def fit_topics(
         n_jobs=config.n_jobs,
         verbose=1,
     )
-    with _iteration_progress(config.max_iter, f"LDA {config.n_topics} topics", progress):
+    with _iteration_progress(config.max_iter, f"LDA {config.n_topics} topics"):
         lda.fit(counts)
     # Rounded to float32 precision, as stored in the cache, so a fresh fit and a cached load agree
     # to the bit (ties between topics included).
@@ -171,7 +172,7 @@ def fit_topics(
         try:
             _save(path, result)
         except OSError as error:
-            _warn(f"could not save the topic fit to {path} ({error.strerror}); it is not cached")
+            logger.warning(f"could not save the topic fit to {path} ({error.strerror}); it is not cached")
     return result
 
 
@@ -252,9 +253,9 @@ def _count_words(corpus: Corpus, config: TopicConfig) -> tuple[sp.csr_matrix, li
 
 
 @contextlib.contextmanager
-def _iteration_progress(total: int, description: str, enabled: bool):
-    """Turn scikit-learn's ``verbose`` iteration lines into a progress bar (or silence them)."""
-    bar = tqdm(total=total, desc=description, unit="iter", disable=not enabled, leave=False)
+def _iteration_progress(total: int, description: str):
+    """Turn scikit-learn's ``verbose`` iteration lines into a progress bar (silent where bars are off)."""
+    bar = progress_bar(total=total, desc=description, unit="iter", leave=False)
 
     class _Lines(io.TextIOBase):
         def write(self, text: str) -> int:
@@ -294,19 +295,15 @@ def _load(path: Path, n_docs: int, n_topics: int) -> TopicAssignment | None:
 
 
 def _cache_usable(directory: Path) -> bool:
-    """Whether fits can be saved in ``directory`` (created if missing); if not, say so on stderr."""
+    """Whether fits can be saved in ``directory`` (created if missing); if not, log a warning."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as error:
-        _warn(
+        logger.warning(
             f"topic cache {directory} is unusable ({error.strerror}); fitting without a cache "
             f"(point ${CACHE_ENV} at a writable directory to keep fits)"
         )
         return False
     return True
-
-
-def _warn(message: str) -> None:
-    print(f"sipt-lab: warning: {message}", file=sys.stderr, flush=True)

@@ -72,18 +72,16 @@ class LambdaRun:
     run_dir: str
 
 
-def pretrain_lambda(run: LambdaRun, progress: bool = True) -> dict:
+def pretrain_lambda(run: LambdaRun) -> dict:
     """The cell function: pre-train ``run`` (resuming from its checkpoint) unless it has finished;
     the run's log lines are returned (``log``) for the sweep to print."""
     lines: list[str] = []
     if not (Path(run.run_dir) / FINISHED_MARKER).is_file():
-        run_pretraining(run.job, run.run_dir, resume=True, progress=progress, log=lines.append)
+        run_pretraining(run.job, run.run_dir, resume=True, log=lines.append)
     return {"run_dir": run.run_dir, "lambda_si": run.job.train.lambda_si, "log": lines}
 
 
-def run_lambda_sweep(
-    sweep: LambdaSweep, out: str | Path, *, progress: bool = True, log=print, executor: str = "serial"
-) -> SweepOutcome:
+def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=print, executor: str = "serial") -> SweepOutcome:
     r"""Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
     by ``executor``) and choose one (module docstring). The inputs are read before anything is
     written, and ``out`` is locked while the sweep runs.
@@ -99,7 +97,7 @@ def run_lambda_sweep(
     >>> from sipt_lab import LambdaSweep, PretrainJob, run_lambda_sweep, train_config
     >>> job = PretrainJob(samples=str(tmp / "samples.tsv"), edges=str(tmp / "edges.tsv"), init="char",
     ...                   encoder="paper-small", train=train_config("char", steps=2, batch_size=4, device="cpu"))
-    >>> outcome = run_lambda_sweep(LambdaSweep(job=job, lambdas=(0.0, 0.5), validation=0.25), tmp / "sweep", progress=False)
+    >>> outcome = run_lambda_sweep(LambdaSweep(job=job, lambdas=(0.0, 0.5), validation=0.25), tmp / "sweep")
     lambda-sweep: pre-training λ = 0 into .../lambda-0
     lambda-sweep: pre-training λ = 0.5 into .../lambda-0.5
     >>> [row["embedder"] for row in outcome.rows], outcome.chosen in (0.0, 0.5)
@@ -148,11 +146,10 @@ def run_lambda_sweep(
             if not (Path(run.run_dir) / FINISHED_MARKER).is_file():
                 log(f"lambda-sweep: pre-training λ = {run.job.train.lambda_si:g} into {run.run_dir}")
         cells = run_grid(
-            functools.partial(pretrain_lambda, progress=progress),
+            functools.partial(pretrain_lambda),
             runs,
             out_dir / CELLS_DIR,
             executor=executor,
-            progress=progress,
             required_keys=("run_dir",),
         )
         for value, cell in zip(sweep.lambdas, cells):

@@ -87,7 +87,6 @@ def run_pretraining(
     *,
     resume: bool = False,
     overwrite: bool = False,
-    progress: bool = True,
     log=print,
 ) -> PretrainOutcome:
     r"""Run ``job`` into ``out`` (see the module docstring) under the output rule of
@@ -106,7 +105,7 @@ def run_pretraining(
     >>> from sipt_lab import PretrainJob, run_pretraining, train_config
     >>> job = PretrainJob(samples=str(tmp / "samples.tsv"), edges=str(tmp / "edges.tsv"), labels=str(tmp / "labels.tsv"),
     ...                   init="char", encoder="paper-small", train=train_config("char", steps=2, batch_size=4, device="cpu"))
-    >>> outcome = run_pretraining(job, tmp / "run", progress=False)
+    >>> outcome = run_pretraining(job, tmp / "run")
     >>> sorted(path.name for path in outcome.out_dir.iterdir())
     ['.sipt-lab-files.json', 'checkpoint.pt', 'config.json', 'history.csv', 'model', 'result.json', 'tensorboard']
     >>> outcome.report["n_samples"], outcome.report["n_edges"], outcome.report["local_consistency"]
@@ -169,7 +168,6 @@ def run_pretraining(
                 job.train,
                 source,
                 checkpoint_dir=out_dir,
-                progress=progress,
                 method=recipe,
                 watch=watching,
             )

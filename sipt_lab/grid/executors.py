@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.progress import configure_worker_logging, configured_level
 from sipt_lab.grid.cells import CellFn, CellResult, run_cell
 
 #: What an executor yields per cell: the cell's position in its list, and a call that returns the
@@ -49,7 +50,7 @@ def _local(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_setup,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), configured_level()),
     )
     finished, pool_workers = False, []
     with _deferred_ctrl_c() as interrupted:
@@ -92,13 +93,15 @@ def _deferred_ctrl_c() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _worker_setup(parent_pid: int) -> None:
-    """Initializer of a ``local`` worker: die with the parent, and run torch on one thread."""
+def _worker_setup(parent_pid: int, log_level: int | None) -> None:
+    """Initializer of a ``local`` worker: die with the parent, log as the parent does, and run torch
+    on one thread."""
     if sys.platform.startswith("linux"):
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before the death signal was armed
         os._exit(1)
+    configure_worker_logging(log_level)
     # The env vars must be set before torch (and its OpenMP runtime) is first imported in the worker.
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"

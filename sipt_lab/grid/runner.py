@@ -11,18 +11,19 @@ once, raising :class:`~sipt_lab.grid.cells.GridInterrupted` with the cells that 
 
 from __future__ import annotations
 
+import logging
 import pickle
-import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.progress import progress_bar
 from sipt_lab.grid.cells import CellFn, CellResult, GridInterrupted, as_cells, failed, one_line, read_result, summarize
 from sipt_lab.grid.executors import EXECUTORS, check_executor
+
+logger = logging.getLogger(__name__)
 
 
 def run_grid(
@@ -30,7 +31,6 @@ def run_grid(
     configs: Sequence[Any],
     root: str | Path,
     executor: str = "serial",
-    progress: bool = True,
     raise_on_error: bool = True,
     required_keys: Sequence[str] = (),
     **executor_options: Any,
@@ -60,7 +60,7 @@ def run_grid(
         else:
             pending.append(position)
 
-    bar = tqdm(total=len(cells), initial=len(cells) - len(pending), desc="cells", unit="cell", disable=not progress)
+    bar = progress_bar(total=len(cells), initial=len(cells) - len(pending), desc="cells", unit="cell")
     work = [(cells[position].config, root / cells[position].hash) for position in pending]
     n_failed = 0
     outcomes = EXECUTORS[executor](fn, work, root, **executor_options)
@@ -74,6 +74,7 @@ def run_grid(
                     cell = failed(config, cell_dir, traceback.format_exc(), one_line(error), 0.0)
                 results[pending[index]] = cell
                 n_failed += cell.status == "failed"
+                logger.debug("cell %s: %s in %.1f s", cell.hash, cell.status, cell.seconds)
                 bar.set_postfix(failed=n_failed, refresh=False)
                 bar.update()
     except KeyboardInterrupt:
@@ -81,8 +82,7 @@ def run_grid(
         raise GridInterrupted([cell for cell in results if cell is not None and cell.result is not None]) from None
 
     failures = [cell for cell in results if cell.status == "failed"]
-    if progress:
-        tqdm.write(summarize(results), file=sys.stderr)
+    logger.info(summarize(results))
     if failures and raise_on_error:
         raise SiptError(
             f"{summarize(results)}; failed cell(s) {', '.join(cell.hash for cell in failures)}; "

@@ -32,14 +32,14 @@ def resolve_spec(spec: GraphSpec) -> GraphSpec:
     )
 
 
-def prepare_topics(spec: GraphSpec, *, progress: bool = True) -> None:
+def prepare_topics(spec: GraphSpec) -> None:
     """Fit (or find cached) the topic model ``spec`` needs, so that parallel workers building
     datasets from it load it instead of each fitting it at once."""
     spec = resolve_spec(spec)
-    fit_topics(load_corpus(spec.corpus), TopicConfig(n_topics=spec.n_topics), progress=progress)
+    fit_topics(load_corpus(spec.corpus), TopicConfig(n_topics=spec.n_topics))
 
 
-def build_dataset(spec: GraphSpec, *, corpus: Corpus | None = None, progress: bool = True) -> SyntheticDataset:
+def build_dataset(spec: GraphSpec, *, corpus: Corpus | None = None) -> SyntheticDataset:
     """Build the dataset ``spec`` asks for, end to end, reproducibly from ``spec.seed``.
 
     ``corpus`` overrides ``spec.corpus`` (useful when the caller already loaded it).
@@ -47,7 +47,7 @@ def build_dataset(spec: GraphSpec, *, corpus: Corpus | None = None, progress: bo
     spec = resolve_spec(spec)
     family = get_family(spec.family)
     corpus = load_corpus(spec.corpus) if corpus is None else corpus
-    topics = fit_topics(corpus, TopicConfig(n_topics=spec.n_topics), progress=progress)
+    topics = fit_topics(corpus, TopicConfig(n_topics=spec.n_topics))
     rng = np.random.default_rng(spec.seed)
     dataset = family.builder(spec, corpus, topics, rng)
     if spec.noise > 0:

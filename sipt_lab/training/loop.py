@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from tqdm.auto import tqdm
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.progress import progress_bar
 from sipt_lab.training.checkpoint import Checkpoint
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
@@ -55,7 +55,6 @@ def train(
     place: Distributed = SINGLE_PROCESS,
     checkpoint: Checkpoint | None = None,
     warm_up: Callable[[], None] | None = None,
-    progress: bool = True,
     desc: str = "pretrain",
     position: int | None = None,
     watch: Watch | None = None,
@@ -99,10 +98,10 @@ def train(
     evaluating = watch.evaluate is not None and config.eval_every is not None
     best, stale, stopped = None, 0, None
     clock, clocked, evaluation_seconds = time.perf_counter(), start, 0.0
-    with tqdm(
+    with progress_bar(
         total=config.steps,
         initial=start,
-        disable=not (progress and place.is_main),
+        disable=not place.is_main,
         desc=desc,
         unit="step",
         position=position,

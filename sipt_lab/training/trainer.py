@@ -88,7 +88,6 @@ def pretrain(
     encoder: EncoderConfig | EncoderSource | None = None,
     *,
     checkpoint_dir: str | Path | None = None,
-    progress: bool = True,
     method: Recipe | None = None,
     watch: WatchFactory | None = None,
 ) -> PretrainResult:
@@ -166,7 +165,6 @@ def pretrain(
             place=place,
             checkpoint=checkpoint,
             warm_up=warm_up,
-            progress=progress,
             watch=None if watch is None else watch(model, tokenizer),
         )
     model.eval()
@@ -206,7 +204,6 @@ def pretrain_batched(
     runs: Sequence[BatchedRun],
     encoder: EncoderConfig | CharInit,
     *,
-    progress: bool = True,
     position: int | None = None,
     checkpoint_dir: str | Path | None = None,
 ) -> list[PretrainResult]:
@@ -272,7 +269,6 @@ def pretrain_batched(
         config,
         optimizer,
         checkpoint=checkpoint,
-        progress=progress,
         desc=f"pretrain x{len(models)}",
         position=position,
     )

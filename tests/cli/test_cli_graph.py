@@ -15,7 +15,7 @@ def fake_lda(monkeypatch):
     """Replace the corpus loader and the LDA fit with a small hand-made topic assignment."""
     corpus, topics = fake_corpus_and_topics(n_topics=25, per_topic=80, n_vague=30)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
     return corpus, topics
 
 

@@ -13,7 +13,7 @@ from sipt_lab.cli.main import build_parser
 #: Flags that set no config field, per command: output place and format, run control, and values
 #: the command turns into a field before building its config.
 CLI_ONLY = {
-    "sipt-lab": {"--version"},
+    "sipt-lab": {"--version", "--verbose", "--quiet"},  # -v / -q: how much the command logs
     # NAME=VALUE pairs, parsed into TrainConfig.loss_params; where results go; how they print
     "sipt-lab simulate": {"--loss-param", "--out", "--json"},
     "sipt-lab pretrain": {"--loss-param", "--out", "--quiet", "--resume", "--overwrite"},

@@ -258,7 +258,7 @@ def fake_corpus(monkeypatch):
     doc_topic[np.arange(240), np.arange(240) % 12] = 0.95
     corpus, topics = Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
 
 
 # ------------------------------------------------------------------------------------------ results

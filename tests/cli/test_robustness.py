@@ -8,6 +8,7 @@ of the other CLI tests (a hand-made topic assignment, a few training steps, one 
 import dataclasses
 import gzip
 import json
+import logging
 import os
 import signal
 import socket
@@ -41,7 +42,7 @@ def fake_lda(monkeypatch):
     """The corpus loader and the LDA fit replaced by a small hand-made topic assignment."""
     corpus, topics = fake_corpus_and_topics(n_topics=25, per_topic=80, n_vague=30)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
 
 
 @pytest.fixture
@@ -275,10 +276,10 @@ def n_calls(config: Cell) -> int:
 @pytest.mark.parametrize("damage", ["", '{"i": ', "[1, 2]", "null", '{"i": 0}', "\x00\x00"])
 def test_a_damaged_result_is_recomputed_and_not_collected(tmp_path, damage):
     config, root = Cell(log=str(tmp_path)), tmp_path / "cells"
-    [first] = run_grid(counting_cell, [config], root, progress=False)
+    [first] = run_grid(counting_cell, [config], root)
     (root / first.hash / "result.json").write_text(damage)
     assert collect_results(root, required_keys=("i", "square")) == []
-    [again] = run_grid(counting_cell, [config], root, progress=False, required_keys=("i", "square"))
+    [again] = run_grid(counting_cell, [config], root, required_keys=("i", "square"))
     assert again.status == "done" and again.result == {"i": 0, "square": 0} and n_calls(config) == 2
     assert [row["metrics.square"] for row in collect_results(root)] == [0]
 
@@ -306,7 +307,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
     options = {"cluster": "local"} if executor == "slurm" else {}
     configs = [Cell(i=0, log=str(tmp_path)), Cell(i=1, log=str(tmp_path), fail=True)]
     with pytest.raises(SiptError) as error:
-        run_grid(counting_cell, configs, tmp_path / "cells", executor=executor, progress=False, **options)
+        run_grid(counting_cell, configs, tmp_path / "cells", executor=executor, **options)
     message = str(error.value)
     assert "\n" not in message and "ValueError: cell 1 cannot cope" in message and "error.txt" in message
 
@@ -314,7 +315,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
 def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
     from sipt_lab.experiments.simulation import simulation_arms as simulate_module
 
-    def broken(dataset, config, progress=False):
+    def broken(dataset, config):
         raise RuntimeError("encoder exploded")
 
     monkeypatch.setattr(simulate_module, "run_arms", broken)
@@ -330,7 +331,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     cell_dir = root / config_hash(config)
     cell_dir.mkdir(parents=True)
     (cell_dir / "lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname()}))
-    [cell] = run_grid(counting_cell, [config], root, progress=False)
+    [cell] = run_grid(counting_cell, [config], root)
     assert cell.status == "done" and not (cell_dir / "lock").exists()
 
 
@@ -350,7 +351,7 @@ def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
     timer = threading.Timer(0.5, other_run_finishes)
     timer.start()
     try:
-        [cell] = run_grid(counting_cell, [config], root, progress=False)
+        [cell] = run_grid(counting_cell, [config], root)
     finally:
         timer.join()
     assert cell.status == "skipped" and cell.result["by"] == "the other run" and n_calls(config) == 0
@@ -361,10 +362,10 @@ def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monke
 
     real_run_arms = simulate_module.run_arms
 
-    def interrupted_on_seed_1(dataset, config, progress=False):
+    def interrupted_on_seed_1(dataset, config):
         if config.graph.seed == 1:
             raise KeyboardInterrupt
-        return real_run_arms(dataset, config, progress=progress)
+        return real_run_arms(dataset, config)
 
     monkeypatch.setattr(simulate_module, "run_arms", interrupted_on_seed_1)
     assert main(["simulate", *SMALL, "--steps", "2", "--seeds", "2", "--json", "--out", str(tmp_path)]) == 130
@@ -393,8 +394,7 @@ def slow_cell(config):
 if __name__ == "__main__":
     configs = grid(Slow(log=sys.argv[1]), i=[0, 1, 2])
     try:
-        results = run_grid(slow_cell, configs, Path(sys.argv[1]) / "cells", executor="local", max_workers=3,
-                           progress=False)
+        results = run_grid(slow_cell, configs, Path(sys.argv[1]) / "cells", executor="local", max_workers=3)
     except GridInterrupted as interrupt:
         Path(sys.argv[1], "finished").write_text(" ".join(str(c.result["i"]) for c in interrupt.results))
         raise SystemExit(130)
@@ -463,19 +463,19 @@ TINY_TOPICS = TopicConfig(n_topics=3, max_iter=2, min_df=1)
 
 
 @pytest.mark.slow
-def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
+def test_a_cache_path_that_is_a_file_warns_before_the_fit_and_keeps_the_fit(tmp_path, caplog, monkeypatch):
     blocker = tmp_path / "cache-file"
     blocker.write_text("not a directory\n")
     monkeypatch.setenv("SIPT_LAB_CACHE", str(blocker))
-    topics = fit_topics(tiny_corpus(), TINY_TOPICS, progress=False)
+    topics = fit_topics(tiny_corpus(), TINY_TOPICS)
     assert topics.doc_topic.shape == (60, 3)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("sipt-lab: warning: topic cache") and "SIPT_LAB_CACHE" in err
+    [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert warning.startswith("topic cache") and "SIPT_LAB_CACHE" in warning
     assert blocker.read_text() == "not a directory\n"
 
 
 @pytest.mark.slow
-def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, capsys, monkeypatch):
+def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, caplog, monkeypatch):
     cache = tmp_path / "ro"
     cache.mkdir()
     monkeypatch.setenv("SIPT_LAB_CACHE", str(cache))
@@ -486,18 +486,18 @@ def test_a_read_only_cache_warns_and_keeps_the_fit(tmp_path, capsys, monkeypatch
             raise PermissionError(13, "Permission denied")
 
         monkeypatch.setattr(topics_module.tempfile, "TemporaryFile", refuse)
-    assert fit_topics(tiny_corpus(), TINY_TOPICS, progress=False).doc_topic.shape == (60, 3)
-    assert "sipt-lab: warning: topic cache" in capsys.readouterr().err
+    assert fit_topics(tiny_corpus(), TINY_TOPICS).doc_topic.shape == (60, 3)
+    assert any(record.getMessage().startswith("topic cache") for record in caplog.records)
     assert not any((cache / "topics").iterdir())
 
 
 @pytest.mark.parametrize("damage", [b"", b"PK\x03\x04 truncated", "first half"])
 def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     corpus = tiny_corpus()
-    fresh = fit_topics(corpus, TINY_TOPICS, progress=False)
+    fresh = fit_topics(corpus, TINY_TOPICS)
     path = cache_path(corpus, TINY_TOPICS)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if damage == "first half" else damage)
-    again = fit_topics(corpus, TINY_TOPICS, progress=False)
+    again = fit_topics(corpus, TINY_TOPICS)
     np.testing.assert_array_equal(again.doc_topic, fresh.doc_topic)
     assert np.load(path)["doc_topic"].shape == (60, 3)  # replaced by a whole entry
 

@@ -57,7 +57,7 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
         ("ConceptCell", "lsm", None),
     ]
     out = tmp_path / "run"
-    summary = run_domain(cells, out, executor="serial", progress=False)
+    summary = run_domain(cells, out, executor="serial")
     assert len(count_pretraining) == 2 * 4  # per seed: lm (once, in the store), sipt, mlsm, lsm
     assert {"mlsm", "lsm", "lm", "sipt[mentions]"} <= set(summary["arms"])
     assert summary["arms"]["mlsm"]["concept_codes_nonzero_median"] >= 1
@@ -72,7 +72,7 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
     # The lm arm read from the store is the lm arm a run without MLSM trains in its own cell.
     plain = tmp_path / "plain"
     lm_only = [c for c in domain_cells("wiki", ["mentions"], 1, PRESET, init="char", device="cpu") if c.arm == "lm"]
-    run_domain(lm_only, plain, executor="serial", progress=False)
+    run_domain(lm_only, plain, executor="serial")
     assert not (plain / TEACHERS_DIR).exists()
     assert _cells(plain)[("lm", 0)]["scores"] == rows[("lm", 0)]["scores"]
     assert _cells(plain)[("lm", 0)]["pretrain_final"] == rows[("lm", 0)]["pretrain_final"]
@@ -81,7 +81,7 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
     count_pretraining.clear()
     lost = next(path for path in (out / "cells").glob("*/result.json") if json.loads(path.read_text())["arm"] == "lsm")
     lost.unlink()
-    run_domain(cells, out, executor="serial", progress=False)
+    run_domain(cells, out, executor="serial")
     assert len(count_pretraining) == 1 and count_pretraining[0] is not None  # the lsm arm's recipe, no lm run
 
     # A damaged teacher is rebuilt (to the same files: training is reproducible), never read.
@@ -90,7 +90,7 @@ def test_mlsm_arms_share_the_lm_arm_as_teacher_and_resume(tmp_path, count_pretra
     (teacher / "encoder.pt").write_bytes(b"damaged")
     lost.unlink(missing_ok=True)
     count_pretraining.clear()
-    run_domain(cells, out, executor="serial", progress=False)
+    run_domain(cells, out, executor="serial")
     assert directory_digest(teacher) == original
     assert count_pretraining.count(None) == 1  # the damaged seed's lm teacher, trained again
     (teacher / "encoder.pt").write_bytes(b"damaged")
@@ -155,7 +155,7 @@ def test_a_changed_explicit_teacher_is_refused(tiny_bert, tmp_path):
     ]
     (teacher / "config.json").write_text((teacher / "config.json").read_text() + " ")
     with pytest.raises(SiptError, match="changed since it was saved"):
-        run_domain(cells, tmp_path / "run", executor="serial", progress=False)
+        run_domain(cells, tmp_path / "run", executor="serial")
 
 
 def _one_error_line(capsys, argv) -> str:

@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import itertools
 import json
+import logging
 import math
 import runpy
 import sys
@@ -42,7 +43,6 @@ TINY = FigureOptions(
     n_nodes=30,
     families=("cliques", "torus", "motif"),
     noise_rates=(0.0, 0.5),
-    progress=False,
 )
 
 
@@ -73,7 +73,7 @@ def corpus_and_topics():
 def fake_corpus(monkeypatch, corpus_and_topics):
     corpus, topics = corpus_and_topics
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -286,7 +286,7 @@ def test_heldout_probe_trains_on_pretraining_samples_and_tests_on_heldout():
 
 
 def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
-    options = FigureOptions(seeds=1, executor="serial", passes=2.0, scale_nodes=(40, 80), progress=False)
+    options = FigureOptions(seeds=1, executor="serial", passes=2.0, scale_nodes=(40, 80))
     FIGURES["heldout_scale"](tmp_path, options)
     metrics = ("auroc", "heldout_auroc", "probe_macro_f1")
     rows = assert_written(
@@ -397,10 +397,11 @@ def test_batched_grid_stores_the_same_cells_as_the_unbatched_one(tmp_path, fake_
             assert abs(a.result["methods"][arm]["final_loss"] - b.result["methods"][arm]["final_loss"]) < 1e-4
 
 
-def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corpus, capfd):
+def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corpus, capfd, caplog):
+    caplog.set_level(logging.INFO, logger="sipt_lab")  # bars show where the sipt_lab logger logs INFO
     options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=2, steps=2, preset="paper")
     configs = figure5_configs(options)
-    assert train_batched_cells(configs, tmp_path, executor="serial", progress=True) == 4
+    assert train_batched_cells(configs, tmp_path, executor="serial") == 4
     assert "pretrain x6" in capfd.readouterr().err  # the training's own step bar (2 seeds' LM arms + 4 SIPT arms)
     trainings = [json.loads((d / "result.json").read_text()) for d in (tmp_path / "batched").iterdir()]
     # one training; each seed's LM model evaluated on both its noise rates' cells
@@ -408,7 +409,7 @@ def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corp
         sorted(str(arm_record(tmp_path, c, arm)) for c in configs for arm in ("lm", "sipt"))
     ]
     assert all((tmp_path / config_hash(c) / "result.json").is_file() for c in configs)
-    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 0
+    assert train_batched_cells(configs, tmp_path, executor="serial") == 0
 
 
 def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_recorded(tmp_path, fake_corpus, monkeypatch):
@@ -419,7 +420,7 @@ def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_record
     monkeypatch.setitem(batched.CONCURRENT_TRAININGS, "serial", lambda options: 2)  # two trainings, one after the other
     plan = plan_trainings(configs, "serial", {})
     assert [[(job.arm, len(job.cells)) for job in jobs] for jobs in plan] == [[("lm", 2)], [("sipt", 1), ("sipt", 1)]]
-    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 2
+    assert train_batched_cells(configs, tmp_path, executor="serial") == 2
     alone = run_figure5_grid(tmp_path / "alone", options)
     for config, cell in zip(configs, alone):
         stored = json.loads((tmp_path / config_hash(config) / "result.json").read_text())
@@ -429,7 +430,7 @@ def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_record
     # a run stopped after its trainings recorded the arms stores the cells without training again
     (tmp_path / config_hash(configs[0]) / "result.json").unlink()
     monkeypatch.setattr(batched, "pretrain_batched", lambda *args, **kwargs: pytest.fail("trained again"))
-    assert train_batched_cells(configs, tmp_path, executor="serial", progress=False) == 1
+    assert train_batched_cells(configs, tmp_path, executor="serial") == 1
     assert (tmp_path / config_hash(configs[0]) / "result.json").is_file()
 
 

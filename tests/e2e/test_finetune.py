@@ -196,7 +196,7 @@ def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
     )
     cells = domain_cells("wiki", ["mentions", "random"], 2, preset, init="char", device="cpu", methods=("linkbert",))
     assert len(cells) == 2 * (2 + 2 * 2 + 2)
-    summary = run_domain(cells, tmp_path / "run", executor="serial", progress=False)
+    summary = run_domain(cells, tmp_path / "run", executor="serial")
     assert set(summary["arms"]) == {
         "off-the-shelf",
         "lm",

@@ -36,8 +36,8 @@ def _words(n=40, seed=0):
 
 def test_char_pretraining_on_cuda_gives_the_cpu_numbers():
     sentences, graph, _ = _cliques()
-    on_gpu = pretrain(sentences, graph, _config(), TINY, progress=False)
-    on_cpu = pretrain(sentences, graph, _config(device="cpu"), TINY, progress=False)
+    on_gpu = pretrain(sentences, graph, _config(), TINY)
+    on_cpu = pretrain(sentences, graph, _config(device="cpu"), TINY)
     np.testing.assert_allclose(on_gpu.history["loss"], on_cpu.history["loss"], rtol=1e-3)
     gpu_vectors = embed(on_gpu.encoder, on_gpu.tokenizer, sentences, device="cuda")
     cpu_vectors = embed(on_cpu.encoder, on_cpu.tokenizer, sentences, device="cpu")
@@ -48,7 +48,7 @@ def test_bf16_autocast_pretraining_follows_fp32():
     sentences, graph, _ = _cliques()
     losses = {
         precision: pretrain(
-            sentences, graph, _config(steps=60, lambda_si=0.5, precision=precision, log_every=20), TINY, progress=False
+            sentences, graph, _config(steps=60, lambda_si=0.5, precision=precision, log_every=20), TINY
         ).history["loss"]
         for precision in ("fp32", "bf16")
     }
@@ -61,10 +61,10 @@ def test_bf16_autocast_pretraining_follows_fp32():
 def test_batched_training_on_cuda_matches_separate_runs(precision):
     sentences, graph, _ = _cliques()
     configs = [_config(lambda_si=0.0, precision=precision), _config(seed=4, precision=precision)]
-    batched = pretrain_batched([BatchedRun(sentences, graph, c) for c in configs], TINY, progress=False)
+    batched = pretrain_batched([BatchedRun(sentences, graph, c) for c in configs], TINY)
     tolerance = 1e-3 if precision == "fp32" else 3e-2
     for config, result in zip(configs, batched):
-        alone = pretrain(sentences, graph, config, TINY, progress=False)
+        alone = pretrain(sentences, graph, config, TINY)
         np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=tolerance)
 
 
@@ -72,9 +72,7 @@ def test_hugging_face_checkpoint_pretrains_and_embeds_on_cuda(tiny_bert):
     texts = _words()
     graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 4)
     source = encoder_source(str(tiny_bert))
-    result = pretrain(
-        texts, graph, _config(steps=4, batch_size=8, max_len=16, precision="bf16"), source, progress=False
-    )
+    result = pretrain(texts, graph, _config(steps=4, batch_size=8, max_len=16, precision="bf16"), source)
     assert np.isfinite(result.history["loss"]).all()
     gpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cuda")
     cpu_vectors = embed(result.encoder, result.tokenizer, texts, device="cpu")

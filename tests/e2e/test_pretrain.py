@@ -139,7 +139,7 @@ def test_sentence_transformers_init_gets_a_tied_head_and_keeps_its_pooling(cliqu
         init=str(tiny_st),
         train=train_config(init_kind(str(tiny_st)), steps=2, batch_size=8, device="cpu", head_warmup=2),
     )
-    outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
+    outcome = run_pretraining(job, tmp_path / "run", log=lambda _: None)
     assert any("no MLM head" in note for note in outcome.report["notes"])
     reloaded, reloaded_tokenizer = load_encoder(tmp_path / "run" / "model")
     ours = embed(reloaded, reloaded_tokenizer, texts)
@@ -439,7 +439,7 @@ def test_epochs_resolve_to_steps(clique_files, tmp_path):
         epochs=2,
         train=TrainConfig(batch_size=8, grad_accum=2, device="cpu"),
     )
-    outcome = run_pretraining(job, tmp_path / "run", progress=False)
+    outcome = run_pretraining(job, tmp_path / "run")
     assert outcome.result.config.steps == 5  # 40 // 8 = 5 micro-batches per epoch, 10 micro-batches in 2 per step
     assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["steps"] == 5
     with pytest.raises(SiptError, match="PretrainJob.epochs must be a positive number"):

@@ -92,7 +92,7 @@ def test_domain_run_end_to_end(data_dirs, tmp_path, name, small_gin):
         and cells[0].init == init
         or get_domain(name).default_init
     )
-    summary = run_domain(cells, tmp_path / "out", executor="serial", progress=False)
+    summary = run_domain(cells, tmp_path / "out", executor="serial")
     kind = {"proteins": "classification", "abstracts": "classification-f1", "networks": "multilabel"}[name]
     assert summary["kind"] == kind
     sipt = next(entry for arm, entry in summary["arms"].items() if arm.startswith("sipt"))
@@ -109,9 +109,7 @@ def test_networks_gin_learns_masked_attributes_and_saves(data_dirs, tmp_path):
     data = get_domain("networks").read(data_dirs["networks"])
     graph = build_graph(get_domain("networks"), "go-hamming", data)
     config = TrainConfig(steps=30, batch_size=16, lr=3e-3, lambda_si=0.0, mask_prob=0.3, device="cpu", log_every=10)
-    result = pretrain(
-        data.samples, graph, config, GraphInit(GINConfig(n_values=4, hidden=32, layers=5)), progress=False
-    )
+    result = pretrain(data.samples, graph, config, GraphInit(GINConfig(n_values=4, hidden=32, layers=5)))
     mlm = result.history["mlm"]
     assert mlm[-5:].mean() < 0.8 * mlm[:5].mean()  # each graph's codes are one pair: masking is learnable
     vectors = embed(result.encoder, result.tokenizer, data.samples)

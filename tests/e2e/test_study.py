@@ -151,7 +151,7 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
         pilot_sd=0.05,
     )
     lines = []
-    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lines.append)
+    summary = run_lc_transfer(config, tmp_path / "run", log=lines.append)
     assert lines[0].startswith("with 2 seeds and a paired sd of 0.0500") and lines[-1] == summary["verdict"]
     out = tmp_path / "run"
     for name in ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf"):
@@ -177,7 +177,7 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     assert {row["arm"] for row in rows} == {"init", "lm", "sipt", "tfidf"}
     assert {float(row["lc"]) for row in rows if row["arm"] == "sipt" and row["level"] == "1"} == {1.0}
     with pytest.raises(SiptError, match="--overwrite"):
-        run_lc_transfer(config, out, progress=False, log=lambda _: None)
+        run_lc_transfer(config, out, log=lambda _: None)
     split_of = dict(line.split("\t") for line in (out / "splits.tsv").read_text().splitlines())
     assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
 
@@ -196,7 +196,7 @@ def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
         seeds=1,
         protocol="transductive",
     )
-    summary = run_lc_transfer(config, tmp_path / "run", progress=False, log=lambda _: None)
+    summary = run_lc_transfer(config, tmp_path / "run", log=lambda _: None)
     assert summary["protocol"] == "transductive" and "pre-trained-on (transductive)" in summary["verdict"]
     splits = inductive_splits(np.arange(100) % 4, SIZES, np.random.default_rng(0))
     assert set(pretraining_nodes(splits, "transductive")) == set(np.concatenate(list(splits.values())))

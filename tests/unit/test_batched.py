@@ -49,9 +49,9 @@ def _run(seed: int, lambda_si: float, n: int = 24, **overrides) -> BatchedRun:
 )
 def test_batched_equals_separate_runs(overrides, lambdas, weight_atol):
     runs = [_run(seed, lam, **overrides) for seed in (0, 1, 2) for lam in lambdas]
-    batched = pretrain_batched(runs, ENCODER, progress=False)
+    batched = pretrain_batched(runs, ENCODER)
     for run, result in zip(runs, batched):
-        alone = pretrain(run.texts, run.graph, run.config, ENCODER, progress=False)
+        alone = pretrain(run.texts, run.graph, run.config, ENCODER)
         assert result.history.keys() == alone.history.keys()
         for name, values in alone.history.items():
             np.testing.assert_allclose(result.history[name], values, rtol=1e-4, atol=1e-5, err_msg=name)
@@ -76,7 +76,7 @@ def test_runs_that_differ_beyond_seed_and_lambda_or_use_dropout_are_refused():
             [_run(0, 0.0), dataclasses.replace(other, config=dataclasses.replace(other.config, lr=1e-3))], ENCODER
         )
     with pytest.raises(SiptError, match="dropout 0"):
-        pretrain_batched([_run(0, 0.0), _run(1, 0.1)], dataclasses.replace(ENCODER, dropout=0.1), progress=False)
+        pretrain_batched([_run(0, 0.0), _run(1, 0.1)], dataclasses.replace(ENCODER, dropout=0.1))
 
 
 def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
@@ -126,11 +126,11 @@ def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_r
         "stack",
         classmethod(lambda cls, encoders: stacks.append(len(encoders)) or cls(encoders)),
     )
-    results = pretrain_batched([base, sipt, noisy], ENCODER, progress=False)
+    results = pretrain_batched([base, sipt, noisy], ENCODER)
     assert stacks == [2]  # the two LM runs are one model; SIPT reads its graph and is its own
     assert results[0].encoder is not results[2].encoder and results[2].config == noisy.config
     for run, result in zip([base, sipt, noisy], results):
-        alone = pretrain(run.texts, run.graph, run.config, ENCODER, progress=False)
+        alone = pretrain(run.texts, run.graph, run.config, ENCODER)
         np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=1e-4, atol=1e-5)
         for mine, theirs in zip(result.encoder.parameters(), alone.encoder.parameters()):
             torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=1e-4)
@@ -138,15 +138,15 @@ def test_lm_runs_that_differ_only_in_their_graph_train_once_and_equal_separate_r
 
 def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
     runs = [_run(seed, lam) for seed, lam in ((0, 0.0), (1, 0.1))]
-    whole = pretrain_batched(runs, ENCODER, progress=False)
+    whole = pretrain_batched(runs, ENCODER)
     short = [dataclasses.replace(run, config=dataclasses.replace(run.config, steps=3)) for run in runs]
-    pretrain_batched(short, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    pretrain_batched(short, ENCODER, checkpoint_dir=tmp_path)
     assert (tmp_path / "checkpoint.pt").is_file()
-    resumed = pretrain_batched(runs, ENCODER, progress=False, checkpoint_dir=tmp_path)
+    resumed = pretrain_batched(runs, ENCODER, checkpoint_dir=tmp_path)
     for mine, theirs in zip(resumed, whole):
         for name, values in theirs.history.items():
             np.testing.assert_array_equal(mine.history[name], values, err_msg=name)
         for a, b in zip(mine.encoder.parameters(), theirs.encoder.parameters()):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
     with pytest.raises(SiptError, match=r"another configuration \(differs in runs.1.train.lambda_si\)"):
-        pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, progress=False, checkpoint_dir=tmp_path)
+        pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, checkpoint_dir=tmp_path)

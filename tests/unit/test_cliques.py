@@ -73,9 +73,9 @@ def test_same_seed_same_dataset_and_other_seed_other_topics():
 def test_noise_is_added_by_build_dataset(monkeypatch):
     corpus, topics = fake_corpus_and_topics(n_topics=20, per_topic=10)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
-    clean = builder.build_dataset(GraphSpec("cliques", seed=1), progress=False)
-    noisy = builder.build_dataset(GraphSpec("cliques", seed=1, noise=0.5), progress=False)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
+    clean = builder.build_dataset(GraphSpec("cliques", seed=1))
+    noisy = builder.build_dataset(GraphSpec("cliques", seed=1, noise=0.5))
     assert clean.graph.n_edges == 100 and clean.local_consistency == 1.0
     assert noisy.sentences == clean.sentences
     assert noisy.graph.n_edges > 400  # ~0.5 of the 1125 non-edges added

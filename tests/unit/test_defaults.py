@@ -138,7 +138,7 @@ def test_head_warm_up_fits_the_new_head_and_leaves_the_encoder(clique_files, tin
     graph = read_sample_graph(clique_files / "edges.tsv", samples)
     source = encoder_source(str(tiny_st))
     config = train_config("checkpoint", steps=1, lr=1e-12, batch_size=8, head_warmup=6, device="cpu")
-    result = pretrain(list(samples.texts), graph, config, source, progress=False)
+    result = pretrain(list(samples.texts), graph, config, source)
     assert any("new MLM head fitted for 6 steps with the encoder frozen" in note for note in result.notes)
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
@@ -179,7 +179,7 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_file
         train=train,
     )
     with caplog.at_level(logging.WARNING, logger="sipt_lab"):
-        outcome = run_pretraining(job, tmp_path / "run", progress=False, log=lambda _: None)
+        outcome = run_pretraining(job, tmp_path / "run", log=lambda _: None)
     assert any("L_SI did not fall" in record.getMessage() for record in caplog.records)
     assert len(outcome.report["warnings"]) == 1 and "margins may not fit" in outcome.report["warnings"][0]
     assert json.loads((tmp_path / "run" / "result.json").read_text())["warnings"] == outcome.report["warnings"]

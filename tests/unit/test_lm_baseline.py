@@ -137,7 +137,7 @@ def test_unigram_entropy_by_hand():
 def fake_cliques(monkeypatch):
     corpus, topics = fake_corpus_and_topics(n_topics=6, per_topic=12)
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
 
 
 def test_simulate_cell_with_subword_whole_word_bert_runs_and_is_recorded(tmp_path, fake_cliques):
@@ -179,7 +179,7 @@ def test_pretrain_with_subword_and_whole_words_learns_the_unigram_plateau():
     texts = TEXTS * 8
     graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 3)
     config = TrainConfig(steps=60, batch_size=24, lr=1e-2, lambda_si=0.0, mask_unit="word", device="cpu", seed=0)
-    result = pretrain(texts, graph, config, CharInit(TINY, TokenizerConfig("bpe", vocab_size=60)), progress=False)
+    result = pretrain(texts, graph, config, CharInit(TINY, TokenizerConfig("bpe", vocab_size=60)))
     ids, lengths = result.tokenizer.encode(texts)
     assert result.history["mlm"][-10:].mean() < result.history["mlm"][:3].mean()
     assert result.history["mlm"][-10:].mean() < 1.5 * unigram_entropy(ids, lengths)

@@ -133,7 +133,7 @@ def test_registry_and_written_tables(fake, tmp_path):
 @pytest.mark.slow
 def test_torus_on_the_default_corpus():
     # fits the 20-topic LDA (about 30 s on 2 cores) unless it is cached
-    data = build_dataset(GraphSpec(family="torus"), corpus=load_corpus(), progress=False)
+    data = build_dataset(GraphSpec(family="torus"), corpus=load_corpus())
     assert data.n_nodes == 100 and len(data.heldout_sentences) == 20
     assert np.unique(data.labels).size == 7
     assert data.local_consistency > 0.85
@@ -147,7 +147,7 @@ def test_graph_build_writes_a_surface_with_its_picture(fake, tmp_path, monkeypat
 
     corpus, topics = fake
     monkeypatch.setattr(builder, "load_corpus", lambda path=None: corpus)
-    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config, progress=True: topics)
+    monkeypatch.setattr(builder, "fit_topics", lambda corpus, config: topics)
     out = tmp_path / "torus"
     assert (
         main(["graph", "build", "--graph", "torus", "--nodes", "60", "--topics", "10", "--out", str(out), "--quiet"])

@@ -107,7 +107,7 @@ def _drp(graph, texts):
         steps=120, batch_size=32, lr=3e-3, lambda_si=0.0, mask_replacement="bert", seed=0, device="cpu", max_len=48
     )
     recipe = LinkBertRecipe()
-    result = pretrain(texts, graph, config, TINY, progress=False, method=recipe)
+    result = pretrain(texts, graph, config, TINY, method=recipe)
     sampler = recipe.plan_sampler(texts, graph, result.tokenizer, config)
     return relation_accuracy(result.encoder, result.objectives["drp"], sampler, steps=8)
 
@@ -193,21 +193,20 @@ def test_linkbert_checkpoint_resume_is_identical(tmp_path):
         checkpoint_every=3,
         max_len=40,
     )
-    whole = pretrain(texts, graph, config, TINY, progress=False, method=LinkBertRecipe())
+    whole = pretrain(texts, graph, config, TINY, method=LinkBertRecipe())
     first = pretrain(
         texts,
         graph,
         TrainConfig(**{**config.__dict__, "steps": 3}),
         TINY,
-        progress=False,
         method=LinkBertRecipe(),
         checkpoint_dir=tmp_path,
     )
-    resumed = pretrain(texts, graph, config, TINY, progress=False, method=LinkBertRecipe(), checkpoint_dir=tmp_path)
+    resumed = pretrain(texts, graph, config, TINY, method=LinkBertRecipe(), checkpoint_dir=tmp_path)
     assert np.array_equal(whole.history["loss"], resumed.history["loss"]) and set(whole.history) >= {"mlm", "drp"}
     assert np.array_equal(first.history["loss"], whole.history["loss"][:3])
     with pytest.raises(SiptError, match="another configuration"):
-        pretrain(texts, graph, config, TINY, progress=False, checkpoint_dir=tmp_path)  # lm on a linkbert checkpoint
+        pretrain(texts, graph, config, TINY, checkpoint_dir=tmp_path)  # lm on a linkbert checkpoint
 
 
 def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
@@ -224,7 +223,7 @@ def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
 
     from sipt_lab.experiments.paper.figures import FigureOptions, make_figures
 
-    options = FigureOptions(seeds=1, executor="serial", steps=2, n_nodes=24, families=("cliques",), progress=False)
+    options = FigureOptions(seeds=1, executor="serial", steps=2, n_nodes=24, families=("cliques",))
     written = make_figures(["methods"], tmp_path, options)["methods"]
     assert (tmp_path / "methods.png").is_file() and tmp_path / "methods.csv" in written
     row = next(csv.DictReader(open(tmp_path / "methods.csv")))
@@ -246,7 +245,7 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
     texts = [" ".join(rng.choice(WORDS, 8)) for _ in range(16)]
     graph = PretrainingGraph.from_groups(np.arange(16) % 4)
     config = TrainConfig(steps=2, batch_size=8, lambda_si=0.0, mask_replacement="bert", device="cpu", max_len=16)
-    result = pretrain(texts, graph, config, encoder_source(str(tiny_bert)), progress=False, method=LinkBertRecipe())
+    result = pretrain(texts, graph, config, encoder_source(str(tiny_bert)), method=LinkBertRecipe())
     assert np.isfinite(result.history["drp"]).all() and np.isfinite(result.history["mlm"]).all()
     sampler = LinkBertRecipe().plan_sampler(texts, graph, result.tokenizer, config)
     batch = sampler.batch(0).inputs

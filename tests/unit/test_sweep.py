@@ -67,13 +67,13 @@ def test_grid_is_the_ordered_product_and_reaches_nested_fields():
 
 def test_results_land_in_hash_dirs_and_a_rerun_skips(tmp_path):
     configs, root = toy_grid(tmp_path), tmp_path / "runs"
-    first = run_grid(toy_cell, configs, root, progress=False)
+    first = run_grid(toy_cell, configs, root)
     assert [cell.status for cell in first] == ["done"] * 3
     assert [cell.hash for cell in first] == [config_hash(c) for c in configs]
     for cell, a in zip(first, [1, 2, 3]):
         assert sorted(p.name for p in (root / cell.hash).iterdir()) == ["config.json", "result.json"]
         assert cell.result == {"sum": a + 0.5, "per_seed": [a, 2 * a], "nested": {"x": a}}
-    second = run_grid(toy_cell, configs, root, progress=False)
+    second = run_grid(toy_cell, configs, root)
     assert [cell.status for cell in second] == ["skipped"] * 3
     assert [cell.result for cell in second] == [cell.result for cell in first]
     assert [calls(c) for c in configs] == [1, 1, 1]
@@ -87,16 +87,16 @@ def test_a_failing_cell_is_reported_and_only_it_reruns(tmp_path):
     configs[1] = dataclasses.replace(configs[1], fail_flag=str(flag))
     bad = config_hash(configs[1])
 
-    first = run_grid(toy_cell, configs, root, progress=False, raise_on_error=False)
+    first = run_grid(toy_cell, configs, root, raise_on_error=False)
     assert [cell.status for cell in first] == ["done", "failed", "done"]
     assert first[1].result is None and "RuntimeError: flag present" in first[1].error
     assert (root / bad / "error.txt").read_text() == first[1].error
     assert not (root / bad / "result.json").exists()
     with pytest.raises(SiptError, match=f"3 cells: 0 done, 2 skipped, 1 failed; failed cell\\(s\\) {bad}"):
-        run_grid(toy_cell, configs, root, progress=False)
+        run_grid(toy_cell, configs, root)
 
     flag.unlink()
-    third = run_grid(toy_cell, configs, root, progress=False)
+    third = run_grid(toy_cell, configs, root)
     assert [cell.status for cell in third] == ["skipped", "done", "skipped"]
     assert not (root / bad / "error.txt").exists()
     assert [calls(c) for c in configs] == [1, 3, 1]
@@ -108,7 +108,7 @@ def test_a_cell_killed_mid_write_is_recomputed(tmp_path):
     cell_dir.mkdir(parents=True)
     (cell_dir / "config.json").write_text("{}")
     (cell_dir / ".result.json.x.tmp").write_text('{"sum": ')  # what a kill during the write leaves
-    [cell] = run_grid(toy_cell, [config], root, progress=False)
+    [cell] = run_grid(toy_cell, [config], root)
     assert cell.status == "done" and calls(config) == 1
     assert collect_results(root)[0]["metrics.sum"] == 1.5
 
@@ -123,7 +123,7 @@ def test_a_failed_result_write_leaves_no_result_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", replace)
     config = Toy(log_dir=str(tmp_path))
-    [cell] = run_grid(toy_cell, [config], tmp_path / "runs", progress=False, raise_on_error=False)
+    [cell] = run_grid(toy_cell, [config], tmp_path / "runs", raise_on_error=False)
     assert cell.status == "failed" and "OSError: disk full" in cell.error
     assert sorted(p.name for p in (tmp_path / "runs" / cell.hash).iterdir()) == ["config.json", "error.txt"]
 
@@ -144,14 +144,14 @@ def test_bad_arguments_are_user_errors(tmp_path):
 
 
 def test_a_non_dict_result_fails_the_cell(tmp_path):
-    [cell] = run_grid(calls, [Toy(log_dir=str(tmp_path))], tmp_path / "runs", progress=False, raise_on_error=False)
+    [cell] = run_grid(calls, [Toy(log_dir=str(tmp_path))], tmp_path / "runs", raise_on_error=False)
     assert cell.status == "failed" and "it must return a dict of metrics" in cell.error
 
 
 @pytest.mark.slow
 def test_local_executor_runs_cells_in_single_threaded_worker_processes(tmp_path):
     configs = toy_grid(tmp_path)[:2]
-    cells = run_grid(probe_cell, configs, tmp_path / "runs", executor="local", progress=False)
+    cells = run_grid(probe_cell, configs, tmp_path / "runs", executor="local")
     assert [cell.status for cell in cells] == ["done", "done"]
     for cell in cells:
         assert cell.result["pid"] != os.getpid()
@@ -176,7 +176,6 @@ def test_slurm_executor_through_submitits_local_cluster(tmp_path, monkeypatch):
         configs,
         root,
         executor="slurm",
-        progress=False,
         cluster="local",
         parameters={"timeout_min": 5, "partition": "ignored-locally"},
         array_parallelism=2,
@@ -188,7 +187,7 @@ def test_slurm_executor_through_submitits_local_cluster(tmp_path, monkeypatch):
 
 def test_results_table_has_config_fields_then_metrics(tmp_path):
     configs, root = toy_grid(tmp_path)[:2], tmp_path / "runs"
-    run_grid(toy_cell, configs, root, progress=False)
+    run_grid(toy_cell, configs, root)
     (root / "unfinished").mkdir()
     (root / "unfinished" / "config.json").write_text("{}")
     rows = collect_results(root)

@@ -22,7 +22,7 @@ def small_corpus():
 @pytest.mark.slow
 def test_fit_on_a_few_hundred_sentences(small_corpus):
     config = TopicConfig(n_topics=8, max_iter=5, min_df=2)
-    topics = fit_topics(small_corpus, config, progress=False)
+    topics = fit_topics(small_corpus, config)
     assert topics.doc_topic.shape == (400, 8)
     np.testing.assert_allclose(topics.doc_topic.sum(axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(topics.labels, topics.doc_topic.argmax(axis=1))
@@ -35,10 +35,10 @@ def test_fit_on_a_few_hundred_sentences(small_corpus):
 
 def test_cache_hit_returns_the_same_fit_quickly(small_corpus):
     config = TopicConfig(n_topics=5, max_iter=3, min_df=2)
-    first = fit_topics(small_corpus, config, progress=False)
+    first = fit_topics(small_corpus, config)
     assert cache_path(small_corpus, config).is_file()
     start = time.perf_counter()
-    second = fit_topics(small_corpus, config, progress=False)
+    second = fit_topics(small_corpus, config)
     assert time.perf_counter() - start < 1.0
     np.testing.assert_array_equal(first.doc_topic, second.doc_topic)  # bit for bit, so ties agree
     np.testing.assert_array_equal(first.top3_topics, second.top3_topics)
@@ -57,10 +57,10 @@ def test_cache_key_covers_parameters_and_content(small_corpus):
 @pytest.mark.slow
 def test_same_seed_same_topics(small_corpus):
     config = TopicConfig(n_topics=4, max_iter=3, min_df=2)
-    a = fit_topics(small_corpus, config, progress=False, use_cache=False)
-    b = fit_topics(small_corpus, config, progress=False, use_cache=False)
+    a = fit_topics(small_corpus, config, use_cache=False)
+    b = fit_topics(small_corpus, config, use_cache=False)
     np.testing.assert_allclose(a.doc_topic, b.doc_topic, atol=1e-10)
-    c = fit_topics(small_corpus, TopicConfig(n_topics=4, max_iter=3, min_df=2, seed=1), progress=False)
+    c = fit_topics(small_corpus, TopicConfig(n_topics=4, max_iter=3, min_df=2, seed=1))
     assert np.abs(a.doc_topic - c.doc_topic).max() > 0.1
 
 
@@ -77,4 +77,4 @@ def test_too_small_corpus_is_a_clear_error(tmp_path):
     path = tmp_path / "tiny.txt"
     path.write_text("".join(f"sentence number {i} with words\n" for i in range(10)))
     with pytest.raises(SiptError, match="has 10 sentences but a 100-topic model needs at least 100"):
-        fit_topics(load_corpus(path), TopicConfig(), progress=False)
+        fit_topics(load_corpus(path), TopicConfig())

@@ -54,20 +54,20 @@ def _config(**overrides):
 
 def test_same_seed_gives_identical_losses_and_embeddings():
     sentences, graph, _ = _cliques()
-    a = pretrain(sentences, graph, _config(), TINY, progress=False)
-    b = pretrain(sentences, graph, _config(), TINY, progress=False)
+    a = pretrain(sentences, graph, _config(), TINY)
+    b = pretrain(sentences, graph, _config(), TINY)
     assert set(a.history) == {"loss", "mlm", "si", "lr"} and a.history["loss"].shape == (8,)
     for name in a.history:
         np.testing.assert_array_equal(a.history[name], b.history[name])
     np.testing.assert_array_equal(embed(a.encoder, a.tokenizer, sentences), embed(b.encoder, b.tokenizer, sentences))
     np.testing.assert_allclose(a.history["loss"], 0.9 * a.history["mlm"] + 0.1 * a.history["si"], rtol=1e-6)
-    c = pretrain(sentences, graph, _config(seed=4), TINY, progress=False)
+    c = pretrain(sentences, graph, _config(seed=4), TINY)
     assert not np.array_equal(a.history["loss"], c.history["loss"])
 
 
 def test_lm_arm_computes_no_structure_term_and_shares_the_init():
     sentences, graph, _ = _cliques()
-    lm = pretrain(sentences, graph, _config(lambda_si=0.0, steps=1), TINY, progress=False)
+    lm = pretrain(sentences, graph, _config(lambda_si=0.0, steps=1), TINY)
     assert set(lm.history) == {"loss", "mlm", "lr"}
     np.testing.assert_array_equal(lm.history["loss"], lm.history["mlm"])
 
@@ -79,17 +79,16 @@ def test_multisim_trains_and_pure_si_skips_mlm():
         graph,
         _config(steps=3, lambda_si=1.0, loss="multisim", loss_params={"w_neg": 2.0}),
         TINY,
-        progress=False,
     )
     assert set(result.history) == {"loss", "si", "lr"} and np.isfinite(result.history["si"]).all()
 
 
 def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
     sentences, graph, _ = _cliques()
-    whole = pretrain(sentences, graph, _config(), TINY, progress=False)
-    first = pretrain(sentences, graph, _config(steps=5), TINY, checkpoint_dir=tmp_path, progress=False)
+    whole = pretrain(sentences, graph, _config(), TINY)
+    first = pretrain(sentences, graph, _config(steps=5), TINY, checkpoint_dir=tmp_path)
     assert (tmp_path / "checkpoint.pt").is_file()
-    resumed = pretrain(sentences, graph, _config(), TINY, checkpoint_dir=tmp_path, progress=False)
+    resumed = pretrain(sentences, graph, _config(), TINY, checkpoint_dir=tmp_path)
     np.testing.assert_array_equal(first.history["loss"], whole.history["loss"][:5])
     for name in whole.history:
         np.testing.assert_array_equal(resumed.history[name], whole.history[name])
@@ -100,7 +99,7 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
 
 def test_interrupted_run_resumes_from_its_last_periodic_checkpoint(tmp_path, monkeypatch):
     sentences, graph, _ = _cliques()
-    whole = pretrain(sentences, graph, _config(), TINY, progress=False)
+    whole = pretrain(sentences, graph, _config(), TINY)
     calls = {"n": 0}
     original = MaskedLM.forward
 
@@ -112,19 +111,19 @@ def test_interrupted_run_resumes_from_its_last_periodic_checkpoint(tmp_path, mon
 
     monkeypatch.setattr(MaskedLM, "forward", crash_at_step_6)
     with pytest.raises(KeyboardInterrupt):
-        pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path, progress=False)
+        pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path)
     monkeypatch.setattr(MaskedLM, "forward", original)
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 6
-    resumed = pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path, progress=False)
+    resumed = pretrain(sentences, graph, _config(checkpoint_every=3), TINY, checkpoint_dir=tmp_path)
     for name in whole.history:
         np.testing.assert_array_equal(resumed.history[name], whole.history[name])
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     sentences, graph, _ = _cliques()
-    pretrain(sentences, graph, _config(steps=2), TINY, checkpoint_dir=tmp_path, progress=False)
+    pretrain(sentences, graph, _config(steps=2), TINY, checkpoint_dir=tmp_path)
     with pytest.raises(SiptError, match=r"another configuration \(differs in train.lr\)"):
-        pretrain(sentences, graph, _config(steps=2, lr=2e-3), TINY, checkpoint_dir=tmp_path, progress=False)
+        pretrain(sentences, graph, _config(steps=2, lr=2e-3), TINY, checkpoint_dir=tmp_path)
 
 
 def test_non_finite_loss_stops_naming_the_step(monkeypatch):
@@ -139,12 +138,12 @@ def test_non_finite_loss_stops_naming_the_step(monkeypatch):
 
     monkeypatch.setattr(MaskedLM, "forward", nan_at_step_4)
     with pytest.raises(SiptError, match=r"non-finite loss at step 4 \(loss=nan, mlm=nan, si=[0-9.]+, lr=[0-9.e-]+\)"):
-        pretrain(sentences, graph, _config(steps=20), TINY, progress=False)
+        pretrain(sentences, graph, _config(steps=20), TINY)
 
 
 def test_embed_is_batch_invariant_eval_mode_and_handles_unseen_characters():
     sentences, graph, _ = _cliques()
-    result = pretrain(sentences, graph, _config(steps=2), TINY, progress=False)
+    result = pretrain(sentences, graph, _config(steps=2), TINY)
     assert not result.encoder.training
     big = embed(result.encoder, result.tokenizer, sentences, batch_size=100)
     small = embed(result.encoder, result.tokenizer, sentences, batch_size=3)
@@ -156,7 +155,7 @@ def test_embed_is_batch_invariant_eval_mode_and_handles_unseen_characters():
 
 def test_save_and_load_pretrained_round_trip(tmp_path):
     sentences, graph, _ = _cliques()
-    result = pretrain(sentences, graph, _config(steps=2), TINY, progress=False)
+    result = pretrain(sentences, graph, _config(steps=2), TINY)
     result.save(tmp_path / "model")
     encoder, tokenizer = load_pretrained(tmp_path / "model")
     assert tokenizer == result.tokenizer and encoder.config == result.encoder.config
@@ -187,7 +186,7 @@ class _BagOfCharacters(nn.Module):
 
 def test_any_sequence_encoder_can_be_trained_and_one_without_save_says_so(tmp_path):
     sentences, graph, _ = _cliques()
-    result = pretrain(sentences, graph, _config(steps=3), CharInit(TINY, build=_BagOfCharacters), progress=False)
+    result = pretrain(sentences, graph, _config(steps=3), CharInit(TINY, build=_BagOfCharacters))
     assert isinstance(result.encoder, _BagOfCharacters) and isinstance(result.encoder, SequenceEncoder)
     assert embed(result.encoder, result.tokenizer, sentences).shape == (40, TINY.hidden)
     with pytest.raises(SiptError, match=r"^_BagOfCharacters has no save\(directory, tokenizer\) method"):
@@ -198,16 +197,16 @@ def test_any_sequence_encoder_can_be_trained_and_one_without_save_says_so(tmp_pa
 def test_bad_settings_are_sipt_errors():
     sentences, graph, _ = _cliques()
     with pytest.raises(SiptError, match="exceeds the encoder"):
-        pretrain(sentences, graph, _config(max_len=100), TINY, progress=False)
+        pretrain(sentences, graph, _config(max_len=100), TINY)
     with pytest.raises(SiptError, match="no parameter"):
-        pretrain(sentences, graph, _config(loss="multisim", loss_params={"neg_margin": 1.0}), TINY, progress=False)
+        pretrain(sentences, graph, _config(loss="multisim", loss_params={"neg_margin": 1.0}), TINY)
     with pytest.raises(SiptError, match="one sentence per node"):
-        pretrain(sentences[:-1], graph, _config(), TINY, progress=False)
+        pretrain(sentences[:-1], graph, _config(), TINY)
     with pytest.raises(SiptError, match="TrainConfig.pairs 'triplets' is unknown"):
-        pretrain(sentences, graph, _config(pairs="triplets"), TINY, progress=False)
+        pretrain(sentences, graph, _config(pairs="triplets"), TINY)
     if not torch.cuda.is_available():
         with pytest.raises(SiptError, match="no CUDA"):
-            pretrain(sentences, graph, _config(device="cuda"), TINY, progress=False)
+            pretrain(sentences, graph, _config(device="cuda"), TINY)
 
 
 @pytest.mark.slow
@@ -224,7 +223,7 @@ def test_sipt_beats_lm_on_label_cliques():
             seed=0,
             log_every=50,
         )
-        result = pretrain(sentences, graph, config, TINY, progress=False)
+        result = pretrain(sentences, graph, config, TINY)
         auroc[lambda_si] = loo_knn_auroc(embed(result.encoder, result.tokenizer, sentences), labels)
     assert auroc[0.5] > auroc[0.0] + 0.15, auroc
 

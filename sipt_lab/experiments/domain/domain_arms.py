@@ -116,9 +116,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
             method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
         )
     samples = view.data.samples
-    return graph, pretrain(
-        [samples[i] for i in view.pretraining_samples], seen, train, source, progress=False, method=recipe
-    )
+    return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, method=recipe)
 
 
 def _encoder_source(cell: DomainCell, data):

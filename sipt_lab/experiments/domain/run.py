@@ -59,9 +59,7 @@ from sipt_lab.training.methods import Teacher
 from sipt_lab.training.trainer import resolve_device
 
 
-def run_domain(
-    cells: list[DomainCell], out: str | Path, *, executor: str = "local", progress: bool = True
-) -> dict | None:
+def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local") -> dict | None:
     """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
     seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``,
     ``comparison.csv`` and ``arms.csv``; returns the summary. Every cell is hashed once.
@@ -103,7 +101,6 @@ def run_domain(
             lm_teachers,
             teachers,
             executor=executor,
-            progress=progress,
             required_keys=STORE_KEYS,
         )
     if distributed:
@@ -113,7 +110,6 @@ def run_domain(
         grid_cells,
         out / "cells",
         executor=executor,
-        progress=progress,
         required_keys=RESULT_KEYS,
     )
     summary = summarize_domain([r.result for r in results], cells[0])

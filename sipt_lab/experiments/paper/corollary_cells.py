@@ -50,7 +50,6 @@ def corollary1_rows(out_dir: str | Path, options: FigureOptions) -> tuple[Coroll
         configs,
         cells_root(out_dir, options) / "corollary1",
         executor=options.executor,
-        progress=options.progress,
     )
     return configs[0], [
         {
@@ -72,7 +71,7 @@ def corollary2_rows(options: FigureOptions) -> list[dict[str, Any]]:
 
     rows = []
     for seed in range(options.seeds):
-        say(options, f"corollary2: seed {seed}, n up to {max(COROLLARY2_N)}")
+        say(f"corollary2: seed {seed}, n up to {max(COROLLARY2_N)}")
         for row in corollary2_curve({s: get_surface(s) for s in COROLLARY2_SURFACES}, COROLLARY2_N, seed=seed):
             rows.append(
                 {

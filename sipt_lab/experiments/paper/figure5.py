@@ -57,15 +57,12 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     prepare_grid_topics([cell.config.graph for cell in cells], options)
     try:
         if options.batched:
-            train_batched_cells(
-                cells, cells_root(out_dir, options), executor=options.executor, progress=options.progress
-            )
+            train_batched_cells(cells, cells_root(out_dir, options), executor=options.executor)
         results = run_grid(
             simulate_seed,
             cells,
             cells_root(out_dir, options),
             executor=options.executor,
-            progress=options.progress,
             required_keys=SEED_RESULT_KEYS,
         )
     except GridInterrupted as interrupt:  # keep the table of what finished, then stop
@@ -143,7 +140,7 @@ class OracleConfig:
 def oracle_cell(config: OracleConfig) -> dict[str, Any]:
     """The oracle's LOO ``k``-NN accuracy and AUROC, and its r-NN accuracy at the radius best
     recovering ``G_PT`` (:func:`~sipt_lab.experiments.paper.theory.theorem1_check`), next to LC."""
-    dataset = build_dataset(config.graph, progress=False)
+    dataset = build_dataset(config.graph)
     check = theorem1_check(
         dataset.graph,
         dataset.labels,
@@ -189,7 +186,6 @@ def theorem1_rows(out_dir: str | Path, results: Sequence[CellResult], options: F
         oracle_configs,
         cells_root(out_dir, options) / "oracle",
         executor=options.executor,
-        progress=options.progress,
         required_keys=RADIUS_COLUMNS,
     )
     rows = []
@@ -220,11 +216,11 @@ def theorem1_rows(out_dir: str | Path, results: Sequence[CellResult], options: F
 def trained_arms(family: str, options: FigureOptions) -> tuple[SimulationConfig, SyntheticDataset, dict]:
     """Build ``family``'s seed-0 dataset and train both arms on it in this process."""
     config = experiment_config(family, options)
-    say(options, f"training LM and SIPT on {family} (seed 0, {config.train.steps} steps per arm)")
-    dataset = build_dataset(config.graph, progress=False)
+    say(f"training LM and SIPT on {family} (seed 0, {config.train.steps} steps per arm)")
+    dataset = build_dataset(config.graph)
     if options.batched:
-        return config, dataset, run_arms_batched([dataset], [config], progress=options.progress)[0]
-    return config, dataset, run_arms(dataset, config, progress=options.progress)
+        return config, dataset, run_arms_batched([dataset], [config])[0]
+    return config, dataset, run_arms(dataset, config)
 
 
 def umap_2d(embeddings: np.ndarray, seed: int = 0) -> np.ndarray:

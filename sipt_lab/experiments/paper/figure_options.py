@@ -1,6 +1,6 @@
 """How to make the paper's figures (:class:`FigureOptions`), checked once, and the helpers every
 figure's cells share: where the grid cells live, topic models fitted before the workers start,
-mean ± sd columns and progress lines.
+mean ± sd columns and progress lines (INFO records).
 
 Each figure's expensive work runs as cells of :func:`~sipt_lab.grid.run_grid` under
 ``options.cells_dir`` (default ``<out_dir>/cells``), so it is computed once and a re-run skips
@@ -12,7 +12,7 @@ The module is light (no torch): the CLI's parser generates the ``figures`` flags
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,8 @@ from sipt_lab.core.stats import mean_sd
 from sipt_lab.experiments.simulation.simulate_job import BATCHED_HELP, check_seeds, encoder_option, preset_option
 from sipt_lab.grid import EXECUTORS, check_executor
 from sipt_lab.synthetic.graph_spec import GraphSpec
+
+logger = logging.getLogger(__name__)
 
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
 FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
@@ -41,7 +43,6 @@ class FigureOptions:
         families: the graph families of ``fig5a`` / ``theorem1``.
         noise_rates: the edge-noise rates of ``fig5b`` / ``theorem1`` (on CLIQUES).
         cells_dir: where grid cells live; None: ``<out_dir>/cells``.
-        progress: progress bars and lines on stderr.
         passes: ``heldout_scale``'s training budget, passes over each pre-training sample per arm;
             None: :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_PASSES`.
         scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
@@ -69,7 +70,6 @@ class FigureOptions:
     )
     noise_rates: tuple[float, ...] = NOISE_RATES
     cells_dir: str | None = None
-    progress: bool = True
     passes: float | None = option(
         None,
         range=(0.0, None),
@@ -138,7 +138,7 @@ def prepare_grid_topics(specs: Sequence[GraphSpec], options: FigureOptions) -> N
     if options.executor != "serial":
         models = {(spec.corpus, spec.n_topics): spec for spec in map(resolve_spec, specs)}
         for spec in models.values():
-            prepare_topics(spec, progress=options.progress)
+            prepare_topics(spec)
 
 
 def mean_sd_columns(name: str, values: Sequence[float | None]) -> dict[str, float]:
@@ -147,7 +147,6 @@ def mean_sd_columns(name: str, values: Sequence[float | None]) -> dict[str, floa
     return {f"{name}_mean": mean, f"{name}_sd": sd}
 
 
-def say(options: FigureOptions, message: str) -> None:
-    """A progress line on stderr when ``options.progress``."""
-    if options.progress:
-        print(f"sipt-lab figures: {message}", file=sys.stderr, flush=True)
+def say(message: str) -> None:
+    """A progress line: an INFO record (``sipt-lab: figures: ...`` on the command's stderr)."""
+    logger.info("figures: %s", message)

@@ -353,7 +353,7 @@ def make_figures(names: Sequence[str] | None, out_dir: str | Path, options: Figu
     written = {}
     for name in names:
         start = time.perf_counter()
-        say(options, f"figure {name} ...")
+        say(f"figure {name} ...")
         written[name] = FIGURES[name](out, options)
-        say(options, f"figure {name} done in {time.perf_counter() - start:.1f} s")
+        say(f"figure {name} done in {time.perf_counter() - start:.1f} s")
     return written

@@ -115,7 +115,7 @@ def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
     """One seed of LM vs SIPT (:func:`~sipt_lab.experiments.simulation.simulate.run_arms`) plus, per arm, the
     held-out probe's ``probe_macro_f1``, ``probe_accuracy`` and ``probe_strength``."""
     simulation = config.simulation
-    dataset = build_dataset(simulation.graph, progress=False)
+    dataset = build_dataset(simulation.graph)
     arms = run_arms(dataset, simulation)
     result = seed_result(simulation, dataset, arms)
     for arm, output in arms.items():
@@ -151,7 +151,6 @@ def heldout_scale_tables(
         configs,
         cells_root(out_dir, options) / "heldout_scale",
         executor=options.executor,
-        progress=options.progress,
     )
     rows = []
     for family in HELDOUT_SCALE_NODES:

@@ -66,7 +66,6 @@ def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
             configs,
             cells_root(out, options) / "methods",
             executor=options.executor,
-            progress=options.progress,
             required_keys=SEED_RESULT_KEYS,
         )
     except GridInterrupted as interrupt:

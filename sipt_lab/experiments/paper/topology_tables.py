@@ -96,7 +96,7 @@ def topology_tables(options: FigureOptions) -> TopologyTables:
         true_betti = tuple(betti_numbers(tiling, 2))
         results: dict[str, RipsBetti] = {}
         for embedder, (matrix, max_points, what) in inputs.items():
-            say(options, f"topology: Rips persistence of {surface} / {embedder} ({len(matrix)} points)")
+            say(f"topology: Rips persistence of {surface} / {embedder} ({len(matrix)} points)")
             result = results[embedder] = rips_betti(matrix, max_points=max_points)
             tables.rows.append(
                 {

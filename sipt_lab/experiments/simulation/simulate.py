@@ -8,6 +8,7 @@ first names the default output directory, and the batched trainings and the grid
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from sipt_lab.grid.results_table import flatten
 from sipt_lab.synthetic.builder import prepare_topics
 from sipt_lab.training import resolve_device
 
+logger = logging.getLogger(__name__)
+
 
 def simulate(
     config: SimulationConfig,
@@ -32,7 +35,6 @@ def simulate(
     out_dir: str | Path | None = None,
     *,
     executor: str = "serial",
-    progress: bool = True,
     batched: bool = False,
 ) -> dict[str, Any]:
     r"""Run seeds ``config.graph.seed .. + n_seeds - 1`` and aggregate them.
@@ -61,7 +63,7 @@ def simulate(
     >>> _ = (tmp / "corpus.txt").write_text("\n".join(corpus))
     >>> config = simulation_config("cliques", steps=2, encoder="paper-small", link_queries=8, train_options={"device": "cpu"},
     ...                            graph_options={"n_nodes": 8, "n_heldout": 4, "n_topics": 4, "corpus": str(tmp / "corpus.txt")})
-    >>> summary = simulate(config, n_seeds=1, out_dir=tmp / "run", progress=False)
+    >>> summary = simulate(config, n_seeds=1, out_dir=tmp / "run")
     >>> summary["local_consistency"], sorted(summary["methods"]), len(summary["methods"]["sipt"]["auroc"])
     (1.0, ['lm', 'sipt'], 1)
     >>> sorted(path.name for path in (tmp / "run").iterdir())
@@ -75,18 +77,12 @@ def simulate(
     cells = as_cells([with_seed(config, config.graph.seed + i) for i in range(n_seeds)])
     out = prepare_grid_dir(Path("runs") / f"simulate-{cells[0].hash}" if out_dir is None else out_dir)
     if executor != "serial":
-        prepare_topics(config.graph, progress=progress)
-    if progress:
-        print(
-            f"sipt-lab: {n_seeds} seed(s) x {len(config.methods)} methods on {config.graph.family}; results in {out}",
-            flush=True,
-        )
+        prepare_topics(config.graph)
+    logger.info("%d seed(s) x %d methods on %s; results in %s", n_seeds, len(config.methods), config.graph.family, out)
     try:
         if batched:
-            train_batched_cells(cells, out / "cells", executor=executor, progress=progress)
-        results = run_grid(
-            simulate_seed, cells, out / "cells", executor=executor, progress=progress, required_keys=SEED_RESULT_KEYS
-        )
+            train_batched_cells(cells, out / "cells", executor=executor)
+        results = run_grid(simulate_seed, cells, out / "cells", executor=executor, required_keys=SEED_RESULT_KEYS)
     except GridInterrupted as interrupt:  # keep what finished, then stop
         if interrupt.results:
             _write_summary(config, interrupt.results, n_seeds, out)

@@ -53,11 +53,11 @@ class ArmOutput:
 
 def simulate_seed(config: SimulationConfig) -> dict[str, Any]:
     """The cell function: one seed, every arm; a JSON-able dict with :data:`SEED_RESULT_KEYS`."""
-    dataset = build_dataset(config.graph, progress=False)
+    dataset = build_dataset(config.graph)
     return seed_result(config, dataset, run_arms(dataset, config))
 
 
-def run_arms(dataset: SyntheticDataset, config: SimulationConfig, *, progress: bool = False) -> dict[str, ArmOutput]:
+def run_arms(dataset: SyntheticDataset, config: SimulationConfig) -> dict[str, ArmOutput]:
     """Pre-train and evaluate each of ``config.methods`` on ``dataset`` (paired: same seed, same
     seeds per step, same steps). The MLSM family's teacher is the ``lm`` arm, trained first (and
     not reported when ``lm`` is not among the methods)."""
@@ -74,7 +74,6 @@ def run_arms(dataset: SyntheticDataset, config: SimulationConfig, *, progress: b
             dataset.graph,
             arm_config(config, arm),
             CharInit(config.encoder, config.tokenizer),
-            progress=progress,
             method=recipe,
         )
         if arm == "lm" and needs_teacher:

@@ -46,12 +46,11 @@ def run_arms_batched(
     datasets: Sequence[SyntheticDataset],
     configs: Sequence[SimulationConfig],
     *,
-    progress: bool = False,
     position: int | None = None,
 ) -> list[dict[str, ArmOutput]]:
     """:func:`~sipt_lab.experiments.simulation.simulation_arms.run_arms` of every ``(dataset, config)`` pair (configs
     equal up to seed and edge noise, :func:`batch_key`), all arms trained as one batched model (its step
-    bar on terminal line ``position`` when ``progress``). Each arm's ``seconds`` is its share of the
+    bar on terminal line ``position``). Each arm's ``seconds`` is its share of the
     batched training time plus its own embedding time."""
     _check_methods(name for config in configs for name in config.methods)
     runs = [
@@ -59,7 +58,7 @@ def run_arms_batched(
         for dataset, config in zip(datasets, configs)
         for arm in config.methods
     ]
-    results, share = _train(runs, configs[0], progress, position)
+    results, share = _train(runs, configs[0], position)
     results = iter(results)
     return [
         {arm: evaluate_arm(dataset, config, next(results), share) for arm in config.methods}
@@ -77,13 +76,11 @@ def _check_methods(arms) -> None:
         )
 
 
-def _train(
-    runs: list[BatchedRun], config: SimulationConfig, progress: bool, position: int | None
-) -> tuple[list, float]:
+def _train(runs: list[BatchedRun], config: SimulationConfig, position: int | None) -> tuple[list, float]:
     """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder: the results and each run's
     share of the training time (seconds)."""
     start = time.perf_counter()
-    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), progress=progress, position=position)
+    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), position=position)
     return results, (time.perf_counter() - start) / len(runs)
 
 
@@ -121,7 +118,7 @@ def train_batch(training: BatchedTraining) -> dict:
     for _, source, served in jobs:
         for cell in (source, *served):
             if cell.hash not in datasets:
-                datasets[cell.hash] = build_dataset(cell.config.graph, progress=False)
+                datasets[cell.hash] = build_dataset(cell.config.graph)
     runs = []
     for job, source, served in jobs:
         sentences = datasets[source.hash].sentences
@@ -131,7 +128,7 @@ def train_batch(training: BatchedTraining) -> dict:
                 "train them without SimulateJob.batched"
             )
         runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
-    results, share = _train(runs, training.jobs[0].source, training.progress_line is not None, training.progress_line)
+    results, share = _train(runs, training.jobs[0].source, training.progress_line)
     written = []
     for (job, _, served), result in zip(jobs, results):
         for cell in served:
@@ -208,27 +205,25 @@ def train_batched_cells(
     root: str | Path,
     *,
     executor: str = "serial",
-    progress: bool = True,
     **executor_options,
 ) -> int:
     """Train the unfinished cells of ``configs`` (configs, or Cells hashed by the caller) under
     ``root`` in batched trainings (:func:`plan_trainings`), cells of a grid under ``root/batched``
     run by ``executor``, and store each cell whose arms all finished (also when the grid stops
     early; a re-run first stores the cells whose arms a stopped run recorded, then trains the
-    rest); returns how many cells were unfinished. With ``progress``, each training shows its
-    steps on a line of its own."""
+    rest); returns how many cells were unfinished. Each training shows its steps on a line of its
+    own (where bars show, :func:`~sipt_lab.core.progress.progress_bar`)."""
     root = Path(root).resolve()
     waiting = unfinished(as_cells(configs), root, SEED_RESULT_KEYS)
     pending = _store_recorded(waiting, root)
     plan = plan_trainings([cell.config for cell in pending], executor, executor_options)
-    trainings = [BatchedTraining(jobs, str(root), 1 + index if progress else None) for index, jobs in enumerate(plan)]
+    trainings = [BatchedTraining(jobs, str(root), 1 + index) for index, jobs in enumerate(plan)]
     try:
         run_grid(
             train_batch,
             trainings,
             root / "batched",
             executor=executor,
-            progress=progress,
             required_keys=("arms",),
             **executor_options,
         )

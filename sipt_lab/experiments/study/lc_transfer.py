@@ -74,7 +74,6 @@ def run_lc_transfer(
     out: str | Path,
     *,
     overwrite: bool = False,
-    progress: bool = True,
     log=print,
     executor: str = "serial",
 ) -> dict:
@@ -100,7 +99,7 @@ def run_lc_transfer(
     ...                           n_train=8, n_validation=4, n_test=8, levels=(0.0, 1.0), seeds=1, init="char",
     ...                           encoder="paper-small", bootstrap=10,
     ...                           train=train_config("char", steps=2, batch_size=4, max_len=16, device="cpu"))
-    >>> summary = run_lc_transfer(config, tmp / "study", progress=False, log=lambda line: None)
+    >>> summary = run_lc_transfer(config, tmp / "study", log=lambda line: None)
     >>> summary["metric"], summary["seeds"], summary["protocol"], len(summary["levels"])
     ('knn_auroc', 1, 'inductive', 2)
     >>> sorted(path.name for path in (tmp / "study").iterdir())
@@ -126,11 +125,10 @@ def run_lc_transfer(
         row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
         try:
             cells = run_grid(
-                functools.partial(study_seed, progress=progress),
+                functools.partial(study_seed),
                 [StudySeed(config, seed) for seed in range(config.seeds)],
                 out_dir / CELLS_DIR,
                 executor=executor,
-                progress=progress,
                 required_keys=SEED_KEYS,
             )
         finally:

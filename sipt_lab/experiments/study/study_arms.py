@@ -41,11 +41,11 @@ def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
     return {"lm": replace(sipt, lambda_si=0.0), "sipt": sipt}
 
 
-def train_arm(texts: list[str], graph: PretrainingGraph, train, source, *, progress: bool = False):
+def train_arm(texts: list[str], graph: PretrainingGraph, train, source):
     """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``."""
     from sipt_lab.training import pretrain
 
-    return pretrain(texts, graph, train, source, progress=progress)
+    return pretrain(texts, graph, train, source)
 
 
 def study_source(config: LcTransferConfig):
@@ -96,7 +96,7 @@ class Scorer:
         return heldout_metrics(vectors, self.labels, *self.positions, self.k)
 
 
-def study_seed(cell: StudySeed, progress: bool = False) -> dict:
+def study_seed(cell: StudySeed) -> dict:
     """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level) and
     ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``."""
     from sipt_lab.experiments.pretrain_job import initial_embeddings
@@ -122,11 +122,11 @@ def study_seed(cell: StudySeed, progress: bool = False) -> dict:
         dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
         for level, q in enumerate(config.levels)
     ]
-    lm = train_arm(pt_texts, graphs[-1], trains["lm"], source, progress=progress)
+    lm = train_arm(pt_texts, graphs[-1], trains["lm"], source)
     record("lm", seed, score(embed(lm.encoder, lm.tokenizer, score.texts, device=trains["lm"].device)))
     for level, (q, graph) in enumerate(zip(config.levels, graphs)):
         lc = float(local_consistency(graph, pt_labels))
-        sipt = train_arm(pt_texts, graph, trains["sipt"], source, progress=progress)
+        sipt = train_arm(pt_texts, graph, trains["sipt"], source)
         record(
             "sipt",
             seed,
@@ -137,7 +137,7 @@ def study_seed(cell: StudySeed, progress: bool = False) -> dict:
             lc,
         )
     if natural is not None:
-        own_graph = train_arm(pt_texts, natural, trains["sipt"], source, progress=progress)
+        own_graph = train_arm(pt_texts, natural, trains["sipt"], source)
         record(
             "natural",
             seed,
