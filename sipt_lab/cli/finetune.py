@@ -107,7 +107,7 @@ def run_finetune(args: argparse.Namespace) -> int:
     job = config_from_args(
         args, FinetuneJob, FINETUNE_JOB_FIELDS, finetune=config_from_args(args, FinetuneConfig, FINETUNE_FIELDS)
     )
-    print(format_finetune_report(run_finetuning(job, args.out, overwrite=args.overwrite)))
+    print(format_finetune_report(run_finetuning(job, args.out, overwrite=args.overwrite, log=print)))
     return 0
 
 

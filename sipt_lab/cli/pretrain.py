@@ -203,7 +203,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
     job = training_job(args, args.lambda_si, method=args.method, teacher=args.teacher)
     try:
-        outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite)
+        outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, log=print)
     finally:  # under torchrun the trainer joined a process group: leave it cleanly
         import torch.distributed as dist
 
@@ -224,7 +224,7 @@ def run_lambda_sweep(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.lambda_sweep import format_sweep, run_lambda_sweep
 
     sweep = config_from_args(args, LambdaSweep, ("lambdas", "validation", "metric"), job=training_job(args, None))
-    outcome = run_lambda_sweep(sweep, args.out)
+    outcome = run_lambda_sweep(sweep, args.out, log=print)
     print(format_sweep(outcome, sweep.metric))
     return 0
 

@@ -129,5 +129,5 @@ def lc_transfer_config(args: argparse.Namespace):
 def run_lc_transfer(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.study.lc_transfer import run_lc_transfer as run_study
 
-    run_study(lc_transfer_config(args), args.out, overwrite=args.overwrite)
+    run_study(lc_transfer_config(args), args.out, overwrite=args.overwrite, log=print)
     return 0

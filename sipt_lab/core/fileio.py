@@ -15,8 +15,6 @@ from typing import Any
 from sipt_lab.core.errors import SiptError
 
 #: Longest value an error message quotes whole (see :func:`shorten`).
-
-
 SHOWN_CHARS = 60
 
 

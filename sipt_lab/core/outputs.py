@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import time
@@ -23,15 +24,13 @@ from pathlib import Path
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
 
+logger = logging.getLogger(__name__)
+
 #: Name of the file in which a build records the files it wrote (see :func:`claim_output_dir`).
-
-
 MANIFEST = ".sipt-lab-files.json"
 
 
 #: Name of the lock file of a run's output directory (see :func:`hold_lock`).
-
-
 RUN_LOCK = ".sipt-lab.lock"
 
 
@@ -200,7 +199,7 @@ def run_output(
     keep_on_failure: Callable[[Path], bool] | None = None,
     main_process: bool = True,
     option: str = "--out",
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = None,
 ) -> Iterator[Path]:
     """The output directory of one run, under the one rule of the module docstring.
 
@@ -222,6 +221,7 @@ def run_output(
     Yields the directory, locked (:func:`hold_lock`) for the block. Record each file with
     :func:`record_files` before writing it.
     """
+    log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     if resume and overwrite:
         raise SiptError(
             "--resume and --overwrite contradict each other; pass --resume to continue the run, "

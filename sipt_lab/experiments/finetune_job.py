@@ -10,6 +10,7 @@ with the paper's relative error reduction and paired t-test over seeds) and writ
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,6 +40,8 @@ from sipt_lab.training.finetune import (
 )
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
+
+logger = logging.getLogger(__name__)
 
 #: Evaluation modes: name -> the parts it runs.
 MODES: dict[str, tuple[str, ...]] = dict(
@@ -250,7 +253,7 @@ FINETUNE_FILES = ("config.json", "results.json", "comparison.csv")
 HISTORY_CSV = "history.csv"
 
 
-def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=print) -> dict:
+def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False, log=None) -> dict:
     r"""Evaluate ``job.model`` (and ``job.baseline``) and write ``results.json`` (+ ``comparison.csv``
     with a baseline) into ``out``, under the output rule of :func:`sipt_lab.core.outputs.run_output`
     (an earlier run there is replaced only with ``overwrite``); returns the results.
@@ -278,6 +281,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
 
     ```
     """
+    log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     outputs.check_output_dir(out)
     parts = check_mode(job.mode)
     if job.seeds < 1:

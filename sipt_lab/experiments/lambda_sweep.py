@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.grid import check_executor, run_grid, write_results_csv
 from sipt_lab.models import load_encoder
 from sipt_lab.training import embed, resolve_device
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LAMBDAS = names.LAMBDA_GRID
 SELECTION_METRICS = names.RETRIEVAL_METRICS
@@ -81,7 +84,7 @@ def pretrain_lambda(run: LambdaRun) -> dict:
     return {"run_dir": run.run_dir, "lambda_si": run.job.train.lambda_si, "log": lines}
 
 
-def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=print, executor: str = "serial") -> SweepOutcome:
+def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=None, executor: str = "serial") -> SweepOutcome:
     r"""Pre-train every ``λ`` of ``sweep`` into ``out`` (cells of :func:`~sipt_lab.grid.run_grid` run
     by ``executor``) and choose one (module docstring). The inputs are read before anything is
     written, and ``out`` is locked while the sweep runs.
@@ -98,8 +101,6 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=print, executor
     >>> job = PretrainJob(samples=str(tmp / "samples.tsv"), edges=str(tmp / "edges.tsv"), init="char",
     ...                   encoder="paper-small", train=train_config("char", steps=2, batch_size=4, device="cpu"))
     >>> outcome = run_lambda_sweep(LambdaSweep(job=job, lambdas=(0.0, 0.5), validation=0.25), tmp / "sweep")
-    lambda-sweep: pre-training λ = 0 into .../lambda-0
-    lambda-sweep: pre-training λ = 0.5 into .../lambda-0.5
     >>> [row["embedder"] for row in outcome.rows], outcome.chosen in (0.0, 0.5)
     (['random', 'initial', 'lm', 'sipt'], True)
     >>> outcome.model_dir.parent.name in ("lambda-0", "lambda-0.5")
@@ -107,6 +108,7 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=print, executor
 
     ```
     """
+    log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     outputs.check_output_dir(out)
     check_executor(executor)
     job = sweep.job

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ from sipt_lab.training.methods import Teacher, method_recipe
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
 from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry
 
+logger = logging.getLogger(__name__)
+
 #: Files a pretrain run writes directly into its output directory (with those of ``model/``, they
 #: are recorded in its manifest; ``--overwrite`` removes only recorded files).
 RUN_FILES = ("config.json", CHECKPOINT_NAME, "history.csv", "result.json")
@@ -87,7 +90,7 @@ def run_pretraining(
     *,
     resume: bool = False,
     overwrite: bool = False,
-    log=print,
+    log=None,
 ) -> PretrainOutcome:
     r"""Run ``job`` into ``out`` (see the module docstring) under the output rule of
     :func:`sipt_lab.core.outputs.run_output`: a run there is continued with ``resume`` or replaced with
@@ -115,6 +118,7 @@ def run_pretraining(
 
     ```
     """
+    log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     main = launched_rank() == 0
     outputs.check_output_dir(out)
     samples = read_samples(job.samples)

@@ -42,6 +42,7 @@ asked, :func:`sipt_lab.core.outputs.run_output`):
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,8 @@ from sipt_lab.experiments.study.study_arms import (
 from sipt_lab.experiments.study.study_config import LcTransferConfig
 from sipt_lab.grid import check_executor, run_grid
 
+logger = logging.getLogger(__name__)
+
 RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf")
 #: The study's grid root inside its run directory.
 CELLS_DIR = "cells"
@@ -74,7 +77,7 @@ def run_lc_transfer(
     out: str | Path,
     *,
     overwrite: bool = False,
-    log=print,
+    log=None,
     executor: str = "serial",
 ) -> dict:
     r"""Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
@@ -107,6 +110,7 @@ def run_lc_transfer(
 
     ```
     """
+    log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     outputs.check_output_dir(out)
     check_executor(executor)
     ids, texts, labels, splits, _ = study_inputs(config)
