@@ -30,7 +30,7 @@ STUDY_FIELDS = (
     "bootstrap",
 )
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
-TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss")
+TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss", "eval_every")
 
 
 def register(subparsers) -> None:
@@ -83,6 +83,8 @@ def register(subparsers) -> None:
             "lr": "peak learning rate (default: the init kind's)",
             "lambda_si": "SIPT arm's weight of L_SI (default: the init kind's)",
             "loss": "structure-inducing loss (default: the init kind's)",
+            "eval_every": "score every trained arm on the never-seen validation split every N steps and at its "
+            "last step, into evaluations.csv (default: off)",
         },
         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 
@@ -339,3 +340,22 @@ def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
     (tmp_path / "e.tsv").write_text("s0\tnobody\n")
     assert main([*argv[:-1], str(tmp_path / "other")]) == 2
     assert "nobody" in capsys.readouterr().err
+
+
+def test_arms_are_evaluated_on_the_validation_split_while_they_train(tmp_path):
+    """``eval_every``: every trained arm's validation metrics every N steps and at the last step,
+    in ``evaluations.csv``; the results (scored on the test split) are those of an unwatched study."""
+    common = dict(
+        init="char", n_pretrain=40, n_train=24, n_validation=8, n_test=16, levels=(0.0, 1.0), seeds=1, bootstrap=20
+    )
+    train = train_config("char", steps=4, batch_size=8, max_len=32, device="cpu")
+    watched = LcTransferConfig(train=dataclasses.replace(train, eval_every=2), **common)
+    run_lc_transfer(watched, tmp_path / "watched", log=lambda _: None)
+    run_lc_transfer(LcTransferConfig(train=train, **common), tmp_path / "plain", log=lambda _: None)
+    trace = list(csv.DictReader((tmp_path / "watched" / "evaluations.csv").open()))
+    assert {(row["arm"], row["level"]) for row in trace} == {("lm", ""), ("sipt", "0"), ("sipt", "1")}
+    assert {row["step"] for row in trace} == {"2", "4"}
+    assert {row["metric"] for row in trace} == {"knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1"}
+    assert all(0.0 <= float(row["value"]) <= 1.0 for row in trace)
+    assert (tmp_path / "watched" / "results.csv").read_text() == (tmp_path / "plain" / "results.csv").read_text()
+    assert not (tmp_path / "plain" / "evaluations.csv").exists()

@@ -67,6 +67,11 @@ from sipt_lab.grid import check_executor, run_grid
 
 logger = logging.getLogger(__name__)
 
+#: The arms' validation metrics during training, when ``TrainConfig.eval_every`` is set: one row
+#: per arm x seed x level x step x metric.
+TRACE_FILE = "evaluations.csv"
+RESULT_COLUMNS = ("level", "q", "target_lc", "lc", "arm", "seed", "metric", "value")
+TRACE_COLUMNS = ("arm", "level", "seed", "step", "metric", "value")
 RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf")
 #: The study's grid root inside its run directory.
 CELLS_DIR = "cells"
@@ -137,8 +142,12 @@ def run_lc_transfer(
             )
         finally:
             outputs.record_tree(out_dir, CELLS_DIR)  # the run owns its cells (``--overwrite`` removes them)
+        trace = [row for cell in cells for row in cell.result.get("trace", [])]
         for cell in cells:
             rows += cell.result["rows"]
+        if trace:  # the arms' validation metrics during training (TrainConfig.eval_every)
+            outputs.record_files(out_dir, [TRACE_FILE])
+            fileio.write_text_atomic(out_dir / TRACE_FILE, results_csv(trace, TRACE_COLUMNS))
         for line in level_lines(rows, config.metric):
             log(line)
         summary = summarise(rows, config, float(np.mean([cell.result["encoder_consistency"] for cell in cells])))
@@ -149,9 +158,9 @@ def run_lc_transfer(
     return summary
 
 
-def results_csv(rows: list[dict]) -> str:
-    """The ``results.csv`` text of ``rows`` (columns of the module docstring; None is empty)."""
-    columns = ("level", "q", "target_lc", "lc", "arm", "seed", "metric", "value")
+def results_csv(rows: list[dict], columns: tuple[str, ...] = RESULT_COLUMNS) -> str:
+    """The CSV text of ``rows`` (``results.csv``'s columns of the module docstring, or
+    :data:`TRACE_COLUMNS`; None is empty)."""
     cell = lambda v: "" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v))
     return ",".join(columns) + "\n" + "".join(",".join(cell(row[c]) for c in columns) + "\n" for row in rows)
 

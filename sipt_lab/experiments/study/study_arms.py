@@ -41,11 +41,34 @@ def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
     return {"lm": replace(sipt, lambda_si=0.0), "sipt": sipt}
 
 
-def train_arm(texts: list[str], graph: PretrainingGraph, train, source):
-    """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``."""
+def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None):
+    """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``
+    (``watch``: the loop's evaluations, :func:`validation_watch`)."""
     from sipt_lab.training import pretrain
 
-    return pretrain(texts, graph, train, source)
+    return pretrain(texts, graph, train, source, watch=watch)
+
+
+def validation_watch(score: Scorer, train, trace: list[dict], **row):
+    """The loop's evaluations of an arm, every ``train.eval_every`` steps (None when that is None):
+    the study's metrics of the never-seen validation split (k-NN with neighbours from the
+    fine-tuning train split, the probe fitted on train and scored on validation; the test split
+    stays unseen until the arm is scored). Each evaluation appends ``row`` with ``step``,
+    ``metric`` and ``value`` to ``trace``."""
+    if train.eval_every is None:
+        return None
+    from sipt_lab.training import embed
+    from sipt_lab.training.watch import Watch
+
+    def factory(encoder, tokenizer):
+        def evaluate(step: int) -> dict[str, float]:
+            metrics = score.validation(embed(encoder, tokenizer, score.texts, device=train.device))
+            trace.extend({**row, "step": step, "metric": name, "value": value} for name, value in metrics.items())
+            return metrics
+
+        return Watch(evaluate=evaluate)
+
+    return factory
 
 
 def study_source(config: LcTransferConfig):
@@ -95,6 +118,11 @@ class Scorer:
     def __call__(self, vectors: np.ndarray) -> dict[str, float]:
         return heldout_metrics(vectors, self.labels, *self.positions, self.k)
 
+    def validation(self, vectors: np.ndarray) -> dict[str, float]:
+        """The same metrics on the validation rows (the probe's strength chosen on them too)."""
+        train, validation, _ = self.positions
+        return heldout_metrics(vectors, self.labels, train, validation, validation, self.k)
+
 
 def study_seed(cell: StudySeed) -> dict:
     """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level) and
@@ -110,6 +138,7 @@ def study_seed(cell: StudySeed) -> dict:
     pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
     score = Scorer(config, texts, labels, splits)
     rows: list[dict] = []
+    trace: list[dict] = []
     record = row_recorder(rows)
     targets = [dial_target_lc(pt_labels, q) for q in config.levels]
 
@@ -122,11 +151,18 @@ def study_seed(cell: StudySeed) -> dict:
         dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
         for level, q in enumerate(config.levels)
     ]
-    lm = train_arm(pt_texts, graphs[-1], trains["lm"], source)
+    lm = train_arm(
+        pt_texts,
+        graphs[-1],
+        trains["lm"],
+        source,
+        validation_watch(score, trains["lm"], trace, arm="lm", seed=seed, level=None),
+    )
     record("lm", seed, score(embed(lm.encoder, lm.tokenizer, score.texts, device=trains["lm"].device)))
     for level, (q, graph) in enumerate(zip(config.levels, graphs)):
         lc = float(local_consistency(graph, pt_labels))
-        sipt = train_arm(pt_texts, graph, trains["sipt"], source)
+        watch = validation_watch(score, trains["sipt"], trace, arm="sipt", seed=seed, level=level)
+        sipt = train_arm(pt_texts, graph, trains["sipt"], source, watch)
         record(
             "sipt",
             seed,
@@ -137,14 +173,15 @@ def study_seed(cell: StudySeed) -> dict:
             lc,
         )
     if natural is not None:
-        own_graph = train_arm(pt_texts, natural, trains["sipt"], source)
+        watch = validation_watch(score, trains["sipt"], trace, arm="natural", seed=seed, level=None)
+        own_graph = train_arm(pt_texts, natural, trains["sipt"], source, watch)
         record(
             "natural",
             seed,
             score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
             lc=float(local_consistency(natural, pt_labels)),
         )
-    return {"rows": rows, "encoder_consistency": own}
+    return {"rows": rows, "encoder_consistency": own, "trace": trace}
 
 
 def row_recorder(rows: list[dict]):
