@@ -15,10 +15,8 @@ from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 #: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
 #: their flags default to None and their help names each kind's value.
 PER_KIND = tuple(name for name in INIT_DEFAULTS["char"].train_options() if name != "loss_params")
-#: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
-#: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
-TRAIN_FIELDS = (
-    "steps",
+#: TrainConfig fields of a run's batch, optimiser, sample length, seed and device, in --help's order.
+RUN_FIELDS = (
     "batch_size",
     "grad_accum",
     "lr",
@@ -31,11 +29,10 @@ TRAIN_FIELDS = (
     "device",
     "precision",
     "checkpoint_every",
-    "loss",
-    "pairs",
-    "negatives",
-    "mask_replacement",
 )
+#: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
+#: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
+TRAIN_FIELDS = ("steps", *RUN_FIELDS, "loss", "pairs", "negatives", "mask_replacement")
 #: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
 WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
@@ -133,23 +130,7 @@ def add_training_arguments(parser) -> None:
     length = parser.add_mutually_exclusive_group()
     add_config_arguments(parser, PretrainJob, ("epochs",), container=length)
     _train_arguments(parser, ("steps",), container=length)
-    _train_arguments(
-        parser,
-        (
-            "batch_size",
-            "grad_accum",
-            "lr",
-            "warmup",
-            "schedule",
-            "head_warmup",
-            "head_lr",
-            "max_len",
-            "seed",
-            "device",
-            "precision",
-            "checkpoint_every",
-        ),
-    )
+    _train_arguments(parser, RUN_FIELDS)
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
