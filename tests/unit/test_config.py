@@ -250,3 +250,15 @@ def test_fields_a_command_sets_by_no_flag_stay_fields():
     assert with_flags("use TrainConfig.steps 10 or GraphSpec.n_topics 5 (model.pt)", flags) == (
         "use --steps 10 or GraphSpec.n_topics 5 (model.pt)"
     )
+
+
+def test_precision_auto_is_fp32_on_cpu_and_bf16_only_where_cuda_supports_it(monkeypatch):
+    import torch
+
+    from sipt_lab.training.runtime import autocast_dtype
+
+    assert autocast_dtype("auto", torch.device("cpu")) is None
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert autocast_dtype("auto", torch.device("cuda")) is torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    assert autocast_dtype("auto", torch.device("cuda")) is torch.float16
