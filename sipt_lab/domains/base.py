@@ -115,26 +115,50 @@ class GraphSummary:
     """Attributes:
     n_edges: undirected edges of the graph.
     coverage: fraction of all samples with at least one edge.
-    local_consistency: LC of the task over the graph induced on the task's labelled samples
-        (ties split; isolated samples left out), the bound of the paper's Theorem 1; None where the
-        labels do not allow it: not one class per sample (regression, multi-label) or no edge among
-        the task's samples (a published task whose samples lie outside ``G_PT``).
+    local_consistency: LC of the task over the graph the model was pre-trained on, induced on the
+        task's labelled samples among its nodes (ties split; isolated samples left out), the bound
+        of the paper's Theorem 1; None where the labels do not allow it: not one class per sample
+        (regression, multi-label) or no edge among the task's samples there (a published task
+        whose samples lie outside ``G_PT``).
+    local_consistency_all_splits: LC of the task over the whole graph, induced on the task's
+        labelled samples of every split (validation and test edges included); equal to
+        ``local_consistency`` when no pre-training graph is given.
     """
 
     n_edges: int
     coverage: float
     local_consistency: float | None
+    local_consistency_all_splits: float | None = None
 
 
-def summarize_graph(graph: PretrainingGraph, task: Task) -> GraphSummary:
-    """Edges, coverage and the local consistency of ``task`` over ``graph``."""
-    induced = graph.subgraph(task.samples)
-    classes = task.labels.ndim == 1 and np.issubdtype(task.labels.dtype, np.integer)
+def summarize_graph(
+    graph: PretrainingGraph, task: Task, pretrained_on: tuple[PretrainingGraph, np.ndarray] | None = None
+) -> GraphSummary:
+    """Edges, coverage and the local consistency of ``task`` over ``graph``. ``pretrained_on``:
+    ``(seen, nodes)``, the graph a model was pre-trained on (``graph`` less held-out edges, over
+    the samples ``nodes`` ``(m,)``: node ``i`` of ``seen`` is sample ``nodes[i]``); LC is then
+    reported over ``seen``, and the LC over ``graph`` kept as ``local_consistency_all_splits``."""
+    everything = _task_consistency(graph.subgraph(task.samples), task.labels, task)
+    if pretrained_on is None:
+        seen_lc = everything
+    else:
+        seen, nodes = pretrained_on
+        nodes = np.asarray(nodes, dtype=np.int64)
+        labelled = np.flatnonzero(task.is_labelled(nodes))
+        seen_lc = _task_consistency(seen.subgraph(labelled), task.labels_of(nodes[labelled]), task)
     return GraphSummary(
         n_edges=graph.n_edges,
         coverage=float(np.count_nonzero(graph.degrees()) / max(graph.n_nodes, 1)),
-        local_consistency=local_consistency(induced, task.labels) if classes and induced.n_edges else None,
+        local_consistency=seen_lc,
+        local_consistency_all_splits=everything,
     )
+
+
+def _task_consistency(induced: PretrainingGraph, labels: np.ndarray, task: Task) -> float | None:
+    """LC of ``labels`` over ``induced`` (the task's labelled samples); None when ``task`` is not one
+    class per sample or ``induced`` has no edge."""
+    classes = task.labels.ndim == 1 and np.issubdtype(task.labels.dtype, np.integer)
+    return local_consistency(induced, labels) if classes and induced.n_edges else None
 
 
 #: ``dataclasses.field`` metadata of a :class:`DomainData` field that is not per sample (kept whole by :func:`subset`).

@@ -8,7 +8,6 @@ import time
 
 import torch
 
-from sipt_lab.data.splits import pretraining_graph
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.experiments.domain.domain_cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
 from sipt_lab.experiments.domain.teachers import is_stored, load_teacher, save_model, teacher_cell
@@ -24,7 +23,8 @@ from sipt_lab.training.methods import Teacher, method_recipe, method_train_confi
 
 def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
-    test split, and for SIPT the validation samples' link retrieval and the graph's summary.
+    test split, and for SIPT the validation samples' link retrieval and the graph's summary (LC over
+    the graph it was pre-trained on, and over the whole graph as ``local_consistency_all_splits``).
     ``teachers``: the run's store of lm arms (:data:`TEACHERS_DIR`) when it has MLSM arms: the
     ``lm`` cell then loads its stored encoder, an MLSM cell its teacher, from there."""
     from sipt_lab.domains import summarize_graph
@@ -77,7 +77,8 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
         scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
     result["scores"] = scores
     if cell.graph is not None:
-        result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task))
+        pretrained_on = (view.seen_graph(graph), view.pretraining_samples)
+        result["graph_summary"] = dataclasses.asdict(summarize_graph(graph, view.task, pretrained_on))
         result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.link_queries)
     result["seconds"] = time.perf_counter() - start
     return result
@@ -101,7 +102,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     graph = build_graph(
         spec, cell.graph or next(iter(spec.graphs)), view.data, cell.seed, fit_on=view.pretraining_samples
     )
-    seen = pretraining_graph(graph, view.splits).subgraph(view.pretraining_samples)
+    seen = view.seen_graph(graph)
     train = dataclasses.replace(cell.pretrain, lambda_si=cell.lambda_si, seed=cell.seed)
     if cell.epochs is not None:
         train = dataclasses.replace(

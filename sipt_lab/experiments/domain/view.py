@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.data.splits import link_queries, random_splits
+from sipt_lab.data.splits import link_queries, pretraining_graph, random_splits
 from sipt_lab.graphs.sampling import snowball_sample
 
 
@@ -25,6 +25,11 @@ class DomainView:
     splits: Any
     pretraining_samples: np.ndarray
     link_queries: np.ndarray
+
+    def seen_graph(self, graph):
+        """The graph pre-training trains on: ``graph`` less every edge touching a validation or test
+        sample, induced on :attr:`pretraining_samples` (node ``i`` is sample ``pretraining_samples[i]``)."""
+        return pretraining_graph(graph, self.splits).subgraph(self.pretraining_samples)
 
 
 #: Share of a corpus's linked samples held out of pre-training to choose λ when the task has published splits.
