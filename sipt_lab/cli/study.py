@@ -28,6 +28,7 @@ STUDY_FIELDS = (
     "metric",
     "split_seed",
     "bootstrap",
+    "geometry_arm",
 )
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
 TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss", "eval_every")
@@ -88,7 +89,7 @@ def register(subparsers) -> None:
         },
         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
     )
-    add_config_arguments(run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap"))
+    add_config_arguments(run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap", "geometry_arm"))
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
     run.add_argument(
         "--out",

@@ -25,6 +25,10 @@ LOSS_PARAMETERS: dict[str, dict[str, float]] = dict(
 )
 #: How a seed's non-neighbour is drawn (:data:`sipt_lab.training.sampler.NEGATIVE_SAMPLERS`).
 NEGATIVE_SAMPLERS = ("uniform", "two-hop", "same-component")
+#: Which vector ``L_SI`` trains on (:func:`sipt_lab.training.train_config.si_normalizes`): the one the
+#: encoder outputs (L2-normalised when the checkpoint's pipeline normalises), always the
+#: L2-normalised pooled vector, or always the raw pooled vector.
+SI_GEOMETRIES = ("output", "normalised", "raw")
 #: Pairs ``L_SI`` scores (:data:`sipt_lab.training.sampler.PAIR_MODES`).
 PAIR_MODES = ("sampled", "batch")
 #: What a token chosen for MLM becomes (:data:`sipt_lab.training.sampler.MASK_REPLACEMENTS`).

@@ -66,6 +66,11 @@ class TrainConfig:
             (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`; contrastive: pos_margin, neg_margin;
             multisim: w_pos, w_neg, t; infonce: temperature). None (the default) resolves on
             construction to :data:`CHAR_LOSS_PARAMS` for the contrastive loss, ``{}`` for another.
+        si_geometry: the vector ``L_SI`` trains on, a name in
+            :data:`~sipt_lab.core.names.SI_GEOMETRIES`: ``"output"`` (the vector the encoder
+            outputs: L2-normalised when the checkpoint's pipeline normalises, else raw),
+            ``"normalised"`` (the L2-normalised pooled vector) or ``"raw"`` (the pooled vector,
+            never normalised); :func:`si_normalizes`. Left out of the saved config while ``"output"``.
         pairs: which pairs ``L_SI`` scores, a name in :data:`PAIR_MODES`: ``"sampled"`` (the paper's:
             each seed with one neighbour and one non-neighbour) or ``"batch"`` (every pair of
             encoded samples, labelled by the graph).
@@ -119,6 +124,13 @@ class TrainConfig:
     )
     loss_params: dict[str, float] | None = option(
         None, help="a parameter of that loss, repeatable", flag="--loss-param", metavar="NAME=VALUE"
+    )
+    si_geometry: str = option(
+        "output",
+        choices=names.SI_GEOMETRIES,
+        omit_default=True,
+        help="the vector L_SI trains on: output (the encoder's, L2-normalised when the checkpoint "
+        "normalises), normalised (always L2-normalised) or raw (never)",
     )
     pairs: str = option("batch", choices=names.PAIR_MODES, help="pairs L_SI scores")
     negatives: str = option(
@@ -274,13 +286,20 @@ LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(
 )
 
 
+def si_normalizes(config: TrainConfig, output_normalizes: bool) -> bool:
+    """Whether ``L_SI`` sees L2-normalised vectors under ``config.si_geometry``, for an encoder
+    whose output is normalised when ``output_normalizes``."""
+    return output_normalizes if config.si_geometry == "output" else config.si_geometry == "normalised"
+
+
 def check_structure_geometry(config: TrainConfig, source: EncoderSource) -> None:
     """SiptError, before anything trains, when ``config``'s ``L_SI`` cannot be satisfied on the
-    vectors ``source``'s encoder outputs (:func:`~sipt_lab.objectives.structure.check_geometry`)."""
+    vectors it trains on (``config.si_geometry`` over ``source``'s output;
+    :func:`~sipt_lab.objectives.structure.check_geometry`)."""
     from sipt_lab.objectives.structure import check_geometry
 
     if config.lambda_si > 0:
-        check_geometry(config.loss, dict(config.loss_params), source.normalizes)
+        check_geometry(config.loss, dict(config.loss_params), si_normalizes(config, source.normalizes))
 
 
 def lr_factor(config: TrainConfig, step: int) -> float:

@@ -47,7 +47,7 @@ from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, local_device, resolve_device
 from sipt_lab.training.stacked_step import StackedStep
 from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
-from sipt_lab.training.train_config import TrainConfig, check_structure_geometry
+from sipt_lab.training.train_config import TrainConfig, check_structure_geometry, si_normalizes
 from sipt_lab.training.watch import WatchFactory
 
 #: TrainConfig fields that may differ between the runs of one batched training.
@@ -126,7 +126,15 @@ def pretrain(
     ids = inputs.ids.numpy() if isinstance(inputs, TokenRows) else None  # recipes that build their own rows read them
     plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, inputs.lengths, config, device, source))
     described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
-    loss = RunLoss(inputs, None, plan.objectives, device, amp_dtype, place=place, normalize=source.normalizes)
+    loss = RunLoss(
+        inputs,
+        None,
+        plan.objectives,
+        device,
+        amp_dtype,
+        place=place,
+        normalize=si_normalizes(config, source.normalizes),
+    )
     cuda_devices = [device] if device.type == "cuda" else []
     checkpoint = (
         None
@@ -234,7 +242,13 @@ def pretrain_batched(
             RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source)
         )
         loss = RunLoss(
-            torch.as_tensor(ids, device=device), lengths, plan.objectives, device, amp_dtype, tokenizer.mask_id
+            torch.as_tensor(ids, device=device),
+            lengths,
+            plan.objectives,
+            device,
+            amp_dtype,
+            tokenizer.mask_id,
+            normalize=si_normalizes(run.config, source.normalizes),
         )
         # a run that reads no pairs (LM: λ = 0) never reads its graph: seeds and masks come from its
         # seed and lengths alone, so runs with its texts and config are one computation, trained once

@@ -41,14 +41,14 @@ def power_line(sd: float, seeds: int) -> str:
 
 
 def paired_gains(
-    rows: list[dict], metric: str, n_levels: int, n_seeds: int, baseline: str = "lm"
+    rows: list[dict], metric: str, n_levels: int, n_seeds: int, baseline: str = "lm", arm: str = "sipt"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(levels, seeds)`` gains SIPT − ``baseline`` on ``metric`` (paired by seed) and the
-    ``(levels, seeds)`` measured LC of each seed's graph."""
+    """``(levels, seeds)`` gains ``arm`` − ``baseline`` on ``metric`` (paired by seed) and the
+    ``(levels, seeds)`` measured LC of each seed's graph (NaN where ``arm`` has no row)."""
     base = {row["seed"]: row["value"] for row in rows if row["arm"] == baseline and row["metric"] == metric}
     gains, lcs = np.full((n_levels, n_seeds), np.nan), np.full((n_levels, n_seeds), np.nan)
     for row in rows:
-        if row["arm"] == "sipt" and row["metric"] == metric:
+        if row["arm"] == arm and row["metric"] == metric:
             gains[row["level"], row["seed"]] = row["value"] - base[row["seed"]]
             lcs[row["level"], row["seed"]] = row["lc"]
     return gains, lcs
@@ -146,8 +146,42 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
             "gain_ci": [low, high],
             "predicted_gain": fit["intercept"] + fit["slope"] * lc_natural,
         }
+    geometry = geometry_entry(rows, config, gains)
+    if geometry is not None:
+        summary["geometry"] = geometry
     summary["verdict"] = verdict(summary)
     return summary
+
+
+def geometry_entry(rows: list[dict], config: LcTransferConfig, gains: np.ndarray) -> dict | None:
+    """The geometry arm's paired gain over LM-only at its level with a 95 % t-CI, beside the default
+    SIPT arm's (``gains``: :func:`paired_gains` of ``sipt``) and the paired difference of the two;
+    None without a geometry arm."""
+    from sipt_lab.core.stats import mean_ci
+    from sipt_lab.experiments.study.study_config import GEOMETRY_ARMS
+
+    found = [(geometry, arm) for geometry, arm in GEOMETRY_ARMS.items() if any(row["arm"] == arm for row in rows)]
+    if not found:
+        return None
+    geometry, arm = found[0]
+    level = next(row["level"] for row in rows if row["arm"] == arm)
+    other, lcs = paired_gains(rows, config.metric, len(config.levels), config.seeds, arm=arm)
+    mean, low, high = mean_ci(other[level])
+    default, default_low, default_high = mean_ci(gains[level])
+    difference, difference_low, difference_high = mean_ci(other[level] - gains[level])
+    return {
+        "arm": arm,
+        "si_geometry": geometry,
+        "level": level,
+        "q": config.levels[level],
+        "lc": float(np.nanmean(lcs[level])),
+        "gain": mean,
+        "gain_ci": [low, high],
+        "default_gain": default,
+        "default_gain_ci": [default_low, default_high],
+        "gain_minus_default": difference,
+        "gain_minus_default_ci": [difference_low, difference_high],
+    }
 
 
 def dial_target_lc_of(rows: list[dict], level: int) -> float:
@@ -176,5 +210,11 @@ def verdict(summary: dict) -> str:
         line += (
             f"; the task's own graph (LC {own['lc']:.3f}): gain {own['gain']:+.3f} {fmt(own['gain_ci'])}, "
             f"the line predicts {own['predicted_gain']:+.3f}"
+        )
+    if "geometry" in summary:
+        other = summary["geometry"]
+        line += (
+            f"; L_SI on {other['si_geometry']} vectors at q={other['q']:g}: gain {other['gain']:+.3f} "
+            f"{fmt(other['gain_ci'])} against {other['default_gain']:+.3f} {fmt(other['default_gain_ci'])}"
         )
     return line

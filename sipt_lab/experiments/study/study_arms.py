@@ -10,7 +10,7 @@ import numpy as np
 from sipt_lab.core.errors import SiptError
 from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
 from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
-from sipt_lab.experiments.study.study_config import ARTICLE_CATEGORIES, LcTransferConfig
+from sipt_lab.experiments.study.study_config import ARTICLE_CATEGORIES, GEOMETRY_ARMS, LcTransferConfig
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
@@ -39,6 +39,25 @@ def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
     ``lambda_si`` (0 for ``lm``)."""
     sipt = replace(config.train, seed=seed)
     return {"lm": replace(sipt, lambda_si=0.0), "sipt": sipt}
+
+
+def geometry_config(train, output_normalizes: bool) -> tuple[str, object]:
+    """``(arm name, TrainConfig)`` of the geometry arm: ``train`` with ``L_SI`` on the other geometry
+    than the one it trains on for an encoder whose output is normalised when ``output_normalizes``;
+    a contrastive negative margin above the unit sphere's diameter is rescaled to it on normalised
+    vectors, with the positive margin by the same factor."""
+    from sipt_lab.core import names
+    from sipt_lab.objectives.structure import UNIT_SPHERE_DIAMETER
+    from sipt_lab.training.train_config import si_normalizes
+
+    other = "raw" if si_normalizes(train, output_normalizes) else "normalised"
+    changed = replace(train, si_geometry=other)
+    if other == "normalised" and train.loss == "contrastive":
+        params = {**names.LOSS_PARAMETERS["contrastive"], **train.loss_params}
+        if params["neg_margin"] > UNIT_SPHERE_DIAMETER:
+            factor = UNIT_SPHERE_DIAMETER / params["neg_margin"]
+            changed = replace(changed, loss_params={key: value * factor for key, value in params.items()})
+    return GEOMETRY_ARMS[other], changed
 
 
 def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None):
@@ -125,8 +144,8 @@ class Scorer:
 
 
 def study_seed(cell: StudySeed) -> dict:
-    """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level) and
-    ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``."""
+    """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level), the
+    geometry arm (``config.geometry_arm``) and ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``."""
     from sipt_lab.experiments.pretrain_job import initial_embeddings
     from sipt_lab.graphs.consistency import local_consistency
     from sipt_lab.training import embed
@@ -172,6 +191,14 @@ def study_seed(cell: StudySeed) -> dict:
             targets[level],
             lc,
         )
+    if config.geometry_arm:
+        arm, train = geometry_config(trains["sipt"], source.normalizes)
+        top = int(np.argmax(config.levels))
+        watch = validation_watch(score, train, trace, arm=arm, seed=seed, level=top)
+        other = train_arm(pt_texts, graphs[top], train, source, watch)
+        lc = float(local_consistency(graphs[top], pt_labels))
+        vectors = embed(other.encoder, other.tokenizer, score.texts, device=train.device)
+        record(arm, seed, score(vectors), top, config.levels[top], targets[top], lc)
     if natural is not None:
         watch = validation_watch(score, trains["sipt"], trace, arm="natural", seed=seed, level=None)
         own_graph = train_arm(pt_texts, natural, trains["sipt"], source, watch)

@@ -14,6 +14,8 @@ STUDY_METRICS = names.STUDY_METRICS
 #: Arms of the study (``tfidf`` is a reference row that needs no training; ``natural`` is SIPT over
 #: the task's own graph, when one is given).
 STUDY_ARMS = ("init", "lm", "sipt", "natural", "tfidf")
+#: The geometry arm's name per ``L_SI`` geometry (``LcTransferConfig.geometry_arm``).
+GEOMETRY_ARMS = {"raw": "sipt-raw", "normalised": "sipt-normalised"}
 #: The default task's classes: vital-article summaries of these categories.
 ARTICLE_CATEGORIES = ("Physical sciences", "History", "Arts", "Geography")
 SPLIT_NAMES = ("pretrain", "train", "validation", "test")
@@ -48,6 +50,12 @@ class LcTransferConfig:
         protocol: ``inductive`` (the fine-tuning splits are never pre-trained on) or
             ``transductive`` (every split's samples are pre-training nodes too, as in the paper's
             protocol; labelled so in the summary and the verdict).
+        geometry_arm: each seed also trains, at the top dial level (the largest ``q``), a SIPT arm
+            whose ``L_SI`` sees the other geometry (:data:`GEOMETRY_ARMS`): the raw pooled vector
+            for an init whose output is L2-normalised, the normalised one otherwise; the summary
+            sets its gain beside the default SIPT arm's. A contrastive negative margin above the
+            unit sphere's diameter (2) is rescaled to it on normalised vectors, the positive margin
+            by the same factor. Left out of the saved config while False.
     """
 
     samples: str | None = option(
@@ -93,6 +101,12 @@ class LcTransferConfig:
         "inductive",
         choices=names.STUDY_PROTOCOLS,
         help="inductive: fine-tuning splits never pre-trained on; transductive: every split pre-trained on too",
+    )
+    geometry_arm: bool = option(
+        False,
+        omit_default=True,
+        help="also train, at the top dial level, a SIPT arm whose L_SI sees the other geometry than the init's "
+        "output (raw for a normalising init, normalised otherwise), its gain set beside the default's",
     )
 
     def __post_init__(self) -> None:
