@@ -196,7 +196,7 @@ def _format(value, column: str) -> str:
         return value
     if math.isnan(value):
         return "—"
-    if column in {"nodes", "steps", "n_seeds", "seeds"}:
+    if column in {"nodes", "n_nodes", "steps", "n_seeds", "seeds", "n_heldout", "batch_size", "passes"}:
         return f"{value:,.0f}"
     if column.endswith("_p"):
         return f"{value:.2f}"
