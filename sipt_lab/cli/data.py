@@ -5,20 +5,33 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import nonempty
+from sipt_lab.core.names import PINNED_DATASETS
+
+#: What ``data --help`` says of checksums, from the registry's pinned datasets.
+CHECKSUMS = (
+    f"SHA-256 pinned: {', '.join(PINNED_DATASETS) or 'no dataset yet'}"
+    + (" (each download checked against it, a mismatch refused and deleted)" if PINNED_DATASETS else "")
+    + "; not pinned: every "
+    + ("other " if PINNED_DATASETS else "")
+    + "dataset (`data list` marks each): its source publishes no checksum, so `data fetch` refuses it without "
+    "--allow-unpinned, which downloads it unchecked (a file already in DIR is kept as it is, unchecked) and "
+    "records the digests it saw in DIR/SHA256SUMS, a record rather than a check until they are pinned in "
+    "sipt_lab/domains/datasets.py (RemoteFile.sha256)."
+)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "data",
         help="list or download the public datasets of the proteins, abstracts and networks domains",
-        description="`data list` names each dataset with its domain, contents, source and licence; "
-        "`data fetch NAME --to DIR` downloads it into DIR (checked against its pinned SHA-256, archives "
-        "unpacked) and records the digests in DIR/SHA256SUMS. Where the files go in a domain's --data "
-        "directory: docs/domains.md.",
+        description="`data list` names each dataset with its domain, contents, source, licence and whether "
+        "its SHA-256 is pinned; `data fetch NAME --to DIR` downloads it into DIR (archives unpacked) and records "
+        f"the digests in DIR/SHA256SUMS. {CHECKSUMS} Where the files go in a domain's --data directory: "
+        "docs/domains.md.",
     )
     actions = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     actions.add_parser("list", help="the registered datasets").set_defaults(func=run_list)
-    fetch = actions.add_parser("fetch", help="download one dataset")
+    fetch = actions.add_parser("fetch", help="download one dataset", description=CHECKSUMS)
     fetch.add_argument("name", metavar="NAME", help="dataset, e.g. tape-fluorescence (see `data list`)")
     fetch.add_argument(
         "--to", required=True, type=nonempty, metavar="DIR", help="directory to download into (created if missing)"
@@ -35,10 +48,13 @@ def run_list(args: argparse.Namespace) -> int:
     from sipt_lab.domains.datasets import DATASETS
 
     for dataset in DATASETS.values():
-        pinned = all(remote.sha256 for remote in dataset.files)
+        pinned = sum(remote.sha256 is not None for remote in dataset.files)
+        shown = {0: "not pinned (--allow-unpinned)", len(dataset.files): "pinned"}.get(
+            pinned, f"pinned for {pinned} of {len(dataset.files)} files (--allow-unpinned)"
+        )
         print(
             f"{dataset.name} ({dataset.domain}): {dataset.contents}; source {dataset.source}; licence: "
-            f"{dataset.licence}; sha256 {'pinned' if pinned else 'not pinned'}"
+            f"{dataset.licence}; sha256 {shown}"
         )
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from sipt_lab.cli.arguments import nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
+from sipt_lab.experiments.domain.report_options import DomainCurvesConfig, DomainTableConfig
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
@@ -67,12 +68,13 @@ def register(subparsers) -> None:
 
     domain = subparsers.add_parser(
         "domain",
-        help="real domains: list them, or run LM-only vs SIPT with fine-tuning evaluation",
+        help="real domains: list them, run LM-only vs SIPT with fine-tuning evaluation, report finished runs",
         description="`domain list` names the registered domains with their graphs and tasks; `domain run NAME` "
         "pre-trains LM-only and SIPT (one arm per graph) from the same warm start on a slice of the domain, "
         "scores every arm by probe and full fine-tuning on held-out samples, and reports relative error "
         "reductions with paired t-tests next to the task's local consistency over each graph. Cells are "
-        "resumable: run the same command again to finish an interrupted run.",
+        "resumable: run the same command again to finish an interrupted run. `domain table RUN_DIR...` and "
+        "`domain curves RUN_DIR...` report finished runs as the paper's Table 2 and Figure 3.",
     )
     actions = domain.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="the registered domains").set_defaults(func=run_domain_list)
@@ -98,6 +100,40 @@ def register(subparsers) -> None:
         func=run_domain,
         memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
         "or run under torchrun on more GPUs",
+    )
+    table = actions.add_parser(
+        "table",
+        help="the paper's Table 2 over finished runs: SIPT's RRE vs the per-token and per-sample baselines",
+        description="Reads the output directories of `domain run` (runs of one task are merged by seed: a run "
+        "with a per-sample baseline beside one without) and writes the paper's Table 2 as table2.md, table2.csv "
+        "and table2.tex: per task and evaluation, SIPT's relative error reduction (mean ± sd over paired seeds) "
+        "against the domain's per-token and per-sample baseline arms, marked ↑ / ∼ / ↓ by a paired t-test. "
+        "Comparisons that were not run are marked, never left out. Runs of different presets, or runs of one "
+        "task made with different options, are refused.",
+    )
+    add_config_arguments(table, DomainTableConfig, ("runs", "significance"))
+    add_report_output(table, "table2.md, table2.csv, table2.tex")
+    table.set_defaults(func=run_domain_table)
+    curves = actions.add_parser(
+        "curves",
+        help="the paper's Figure 3 over finished runs: fine-tuning score against fine-tuning step",
+        description="Reads the output directories of `domain run` (their history.csv: every fully fine-tuned "
+        "arm's scores after each pass) and draws, per task, the validation score at each seed's chosen learning "
+        "rate against the fine-tuning step for SIPT and the domain's per-token and per-sample baselines, mean ± "
+        "sd over seeds (curves.png, curves.pdf, and the points as curves.csv).",
+    )
+    add_config_arguments(curves, DomainCurvesConfig, ("runs", "split", "metric"))
+    add_report_output(curves, "curves.png, curves.pdf, curves.csv")
+    curves.set_defaults(func=run_domain_curves)
+
+
+def add_report_output(parser: argparse.ArgumentParser, files: str) -> None:
+    """``--out`` and ``--overwrite`` of a report over finished runs, which writes ``files``."""
+    parser.add_argument(
+        "--out", required=True, type=nonempty, metavar="DIR", help=f"output directory, new or empty ({files})"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier report in --out, removing only its files"
     )
 
 
@@ -135,10 +171,31 @@ def run_domain(args: argparse.Namespace) -> int:
         outputs.check_output_dir(args.out)
         with outputs.locked_dir(Path(args.out)) as out:
             outputs.prepare_grid_dir(out)
-            summary = run_domain(cells, out, executor=config.executor)
+            summary = run_domain(cells, out, executor=config.executor, preset=config.preset)
     else:  # a torchrun process other than rank 0: rank 0 writes and reports
         run_domain(cells, Path(args.out), executor=config.executor)
         return 0
     print(format_domain_summary(summary))
     print(f"\nsummary: {out / 'summary.json'}   comparisons: {out / 'comparison.csv'}")
+    return 0
+
+
+def run_domain_table(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.domain.table2 import run_domain_table as write_table
+    from sipt_lab.experiments.domain.table2 import table2_markdown
+
+    config = config_from_args(args, DomainTableConfig)
+    rows = write_table(config, args.out, overwrite=args.overwrite, log=print)
+    print(table2_markdown(rows, config.significance))
+    print(f"table: {Path(args.out) / 'table2.md'} (also .csv, .tex)")
+    return 0
+
+
+def run_domain_curves(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.domain.curves import run_domain_curves as draw_curves
+
+    _, notes = draw_curves(config_from_args(args, DomainCurvesConfig), args.out, overwrite=args.overwrite, log=print)
+    for note in notes:
+        print(note)
+    print(f"figure: {Path(args.out) / 'curves.png'} (also .pdf; points in curves.csv)")
     return 0

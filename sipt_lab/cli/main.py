@@ -29,7 +29,17 @@ from sipt_lab.core.errors import ConfigError, SiptError, with_flags
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
 #: Commands that save their resolved options as ``config.toml`` in the run directory they write.
-RUN_COMMANDS = ("pretrain", "lambda-sweep", "finetune", "simulate", "figures", "study lc-transfer", "domain run")
+RUN_COMMANDS = (
+    "pretrain",
+    "lambda-sweep",
+    "finetune",
+    "simulate",
+    "figures",
+    "study lc-transfer",
+    "domain run",
+    "domain table",
+    "domain curves",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -74,6 +74,9 @@ TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel",
 FINETUNE_MODES = ("probe", "full", "both")
 #: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain.run.PRESETS`).
 DOMAIN_PRESETS = ("cpu", "full")
+#: Datasets of ``sipt-lab data`` whose every file has a pinned SHA-256
+#: (:data:`sipt_lab.domains.datasets.DATASETS`); the others' sources publish no checksum.
+PINNED_DATASETS: tuple[str, ...] = ()
 #: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
 #: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.lc_transfer.heldout_metrics`).

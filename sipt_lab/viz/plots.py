@@ -184,9 +184,11 @@ def line_panels(
     title: str,
     logx: bool = False,
     ylim: tuple[float, float] | None = None,
+    xticks: bool = True,
 ) -> list[Path]:
     """A grid of :func:`lines_with_bands`-style panels, ``rows[r][c]`` at row ``r``, column ``c``
-    (every row as long as the first), sharing the log-x choice and y limits."""
+    (every row as long as the first), sharing the log-x choice and y limits; a tick at every x
+    value, or matplotlib's own ticks with ``xticks`` False (long series)."""
     n_rows, n_cols = len(rows), len(rows[0])
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.2 * n_cols, 3.4 * n_rows), squeeze=False)
@@ -197,8 +199,9 @@ def line_panels(
                     ax.axhline(panel.hline, color="0.4", linestyle="--", linewidth=1, label=panel.hline_label or None)
                 if logx:
                     ax.set_xscale("log")
-                ax.set_xticks(as_floats(panel.x), [f"{v:g}" for v in panel.x])
-                ax.minorticks_off()
+                if xticks:
+                    ax.set_xticks(as_floats(panel.x), [f"{v:g}" for v in panel.x])
+                    ax.minorticks_off()
                 if ylim is not None:
                     ax.set_ylim(*ylim)
                 ax.set_xlabel(panel.xlabel)

@@ -14,6 +14,8 @@ from sipt_lab.domains import datasets
 from sipt_lab.domains.datasets import Dataset, RemoteFile
 
 TASK = b'[{"primary": "MKV", "log_fluorescence": [1.5]}]'
+#: The real registry (the ``registry`` fixture replaces it while the commands run).
+REGISTERED = datasets.DATASETS
 
 
 def tar_gz(members: dict[str, bytes]) -> bytes:
@@ -129,3 +131,15 @@ def test_list_names_source_and_licence(capsys):
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
     assert "tape-fluorescence (proteins)" in out and "licence:" in out and "pretrain-gnns-bio (networks)" in out
+
+
+def test_list_and_help_say_which_checksums_are_pinned(registry, capsys):
+    from sipt_lab.cli.data import CHECKSUMS
+    from sipt_lab.core import names
+
+    assert main(["data", "list"]) == 0
+    marks = {line.split(" ", 1)[0]: line.rsplit("; sha256 ", 1)[1] for line in capsys.readouterr().out.splitlines()}
+    assert marks["good"] == "pinned" and marks["unpinned"] == "not pinned (--allow-unpinned)"
+    pinned = tuple(name for name, d in REGISTERED.items() if all(f.sha256 for f in d.files))
+    assert names.PINNED_DATASETS == pinned  # the light list --help reads is the registry's
+    assert CHECKSUMS.startswith(f"SHA-256 pinned: {', '.join(pinned) or 'no dataset yet'}")

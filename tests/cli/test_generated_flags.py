@@ -23,6 +23,8 @@ CLI_ONLY = {
     "sipt-lab figures": {"--only", "--out"},
     "sipt-lab finetune": {"--out", "--overwrite"},
     "sipt-lab domain run": {"--out"},
+    "sipt-lab domain table": {"--out", "--overwrite"},
+    "sipt-lab domain curves": {"--out", "--overwrite"},
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
     "sipt-lab study lc-transfer": {"--pilot", "--target-effect", "--out", "--overwrite"},

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from domain_fixtures import write_abstracts, write_networks, write_proteins
+from domain_fixtures import use_small_gin, write_abstracts, write_networks, write_proteins
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
@@ -66,18 +66,7 @@ def test_published_splits_keep_task_samples_out_of_pretraining(data_dirs):
 
 @pytest.fixture
 def small_gin(monkeypatch):
-    """The networks domain with a 16-wide GIN (the paper's 300 is slow on 2 shared cores)."""
-    from sipt_lab.domains import DOMAINS
-    from sipt_lab.models.graph_encoder import GINConfig, GraphInit
-
-    networks = get_domain("networks")
-    monkeypatch.setitem(
-        DOMAINS,
-        "networks",
-        dataclasses.replace(
-            networks, encoder_source=lambda init, data: GraphInit(GINConfig(n_values=len(data.code_names), hidden=16))
-        ),
-    )
+    use_small_gin(monkeypatch)
 
 
 @pytest.mark.slow

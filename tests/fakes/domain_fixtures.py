@@ -3,6 +3,7 @@ planted structure (samples of one family are linked and share their labels)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -150,3 +151,18 @@ def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
     (root / "go_pretrain.tsv").write_text("\n".join(pretrain) + "\n")
     (root / "go_finetune.tsv").write_text("\n".join(finetune) + "\n")
     return root
+
+
+def use_small_gin(monkeypatch) -> None:
+    """The networks domain with a 16-wide GIN for the test (the paper's 300 is slow on 2 shared cores)."""
+    from sipt_lab.domains import DOMAINS, get_domain
+    from sipt_lab.models.graph_encoder import GINConfig, GraphInit
+
+    monkeypatch.setitem(
+        DOMAINS,
+        "networks",
+        dataclasses.replace(
+            get_domain("networks"),
+            encoder_source=lambda init, data: GraphInit(GINConfig(n_values=len(data.code_names), hidden=16)),
+        ),
+    )

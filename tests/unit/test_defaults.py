@@ -226,3 +226,24 @@ def test_a_checkpoint_without_a_pooling_of_its_own_is_mean_pooled(tiny_bert):
     source = encoder_source(str(tiny_bert))
     encoder, _ = source.encoder(source.tokenizer([], None))
     assert encoder.pooling == "mean" and not encoder.normalize
+
+
+def test_full_preset_fine_tunes_each_task_as_the_papers_methods(tmp_path):
+    from domain_fixtures import write_proteins
+
+    from sipt_lab.experiments.configs import DomainRunConfig
+    from sipt_lab.experiments.domain.domain_cells import domain_run_cells
+    from sipt_lab.experiments.presets import DOMAIN_PRESETS, preset_for
+
+    def budget(finetune):
+        return finetune.lrs, finetune.epochs, finetune.batch_size, finetune.patience
+
+    # Table 5: 200 epochs, stop after 25 without improvement; Table 6: batch 32, no early stopping
+    assert budget(preset_for("proteins", "full", "stability").finetune) == ((1e-4,), 200, 512, 24)
+    assert budget(preset_for("abstracts", "full", "mag").finetune) == ((5e-5,), 2, 32, 2)
+    assert preset_for("networks", "full", "go") == DOMAIN_PRESETS[("networks", "full")]  # the paper gives none
+    assert preset_for("proteins", "cpu", "stability") == preset_for("proteins", "cpu")
+    config = DomainRunConfig(
+        domain="proteins", task="fluorescence", preset="full", seeds=1, data_dir=str(write_proteins(tmp_path / "p"))
+    )
+    assert {budget(cell.finetune) for cell in domain_run_cells(config)} == {((5e-5,), 200, 128, 24)}

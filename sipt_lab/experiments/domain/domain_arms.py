@@ -23,8 +23,11 @@ from sipt_lab.training.methods import Teacher, method_recipe, method_train_confi
 
 def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     """Pre-train one arm (unless off the shelf), then score it: probe / full fine-tuning on the
-    test split, and for SIPT the validation samples' link retrieval and the graph's summary (LC over
-    the graph it was pre-trained on, and over the whole graph as ``local_consistency_all_splits``).
+    test split (full fine-tuning also keeps its chosen learning rate, ``finetune_lr``, and
+    ``finetune_history``: the validation and test metrics of every learning rate after each pass,
+    rows of :data:`~sipt_lab.training.finetune.HISTORY_COLUMNS` without model, part and seed), and
+    for SIPT the validation samples' link retrieval and the graph's summary (LC over the graph it
+    was pre-trained on, and over the whole graph as ``local_consistency_all_splits``).
     ``teachers``: the run's store of lm arms (:data:`TEACHERS_DIR`) when it has MLSM arms: the
     ``lm`` cell then loads its stored encoder, an MLSM cell its teacher, from there."""
     from sipt_lab.domains import summarize_graph
@@ -74,7 +77,10 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
         def load():
             return copy.deepcopy(encoder).train(), tokenizer
 
-        scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
+        history: list[dict] = []
+        tuned = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed, _scores_only(history))
+        scores["full"] = tuned.test
+        result |= {"finetune_lr": tuned.lr, "finetune_history": history}
     result["scores"] = scores
     if cell.graph is not None:
         pretrained_on = (view.seen_graph(graph), view.pretraining_samples)
@@ -82,6 +88,17 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
         result["validation_links"] = link_retrieval_metrics(vectors, graph, queries=view.link_queries)
     result["seconds"] = time.perf_counter() - start
     return result
+
+
+def _scores_only(rows: list[dict]):
+    """A fine-tuning ``record`` that keeps the validation and test rows (every learning rate's metrics
+    after each pass and every ``eval_every`` steps) in ``rows`` and drops the per-step train loss."""
+
+    def record(row: dict) -> None:
+        if row["split"] != "train":
+            rows.append(row)
+
+    return record
 
 
 def train_teacher(cell: DomainCell, teachers: str) -> dict:

@@ -176,12 +176,13 @@ def _teacher_reference(teacher: str | Path) -> dict:
 
 
 def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
-    """The cells of one ``domain run``: the domain's preset under ``config.preset`` with the values
-    ``config`` replaces (samples, steps, lambdas, mode, micro-batches), then :func:`domain_cells`."""
+    """The cells of one ``domain run``: the domain's preset under ``config.preset`` (for its task)
+    with the values ``config`` replaces (samples, steps, lambdas, mode, micro-batches), then :func:`domain_cells`."""
+    from sipt_lab.domains import get_domain
     from sipt_lab.experiments.presets import preset_for
     from sipt_lab.training.train_config import split_batch
 
-    preset = preset_for(config.domain, config.preset)
+    preset = preset_for(config.domain, config.preset, config.task or get_domain(config.domain).default_task)
     changes = {"n_samples": config.samples, "lambdas": config.lambdas, "mode": config.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
     if config.steps is not None:

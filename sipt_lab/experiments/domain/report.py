@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.data.tasks import get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table
@@ -75,19 +76,46 @@ def choose_lambdas(rows: list[dict]) -> list[dict]:
     return chosen
 
 
-def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
-    """Per arm: mean ± sd of each score over seeds; comparisons (RRE, paired t-test) of every arm
-    with LM-only and of SIPT with off-the-shelf; LC of the task over each SIPT graph as pre-trained
-    on (``local_consistency``: pre-training nodes, held-out edges removed) and over the whole graph
-    (``local_consistency_all_splits``: the labelled samples of every split)."""
-    kind = get_task_kind(rows[0]["kind"])
-    chosen = choose_lambdas(rows)
+def reported_arms(rows: list[dict]) -> dict[str, list[dict]]:
+    """Arm name (``lm``, ``sipt[graph]``, ``sipt[graph, chosen λ]`` ...) -> the rows it reports
+    (:func:`choose_lambdas`), in seed order."""
     arms: dict[str, list[dict]] = {}
-    for row in sorted(chosen, key=lambda r: r["seed"]):
+    for row in sorted(choose_lambdas(rows), key=lambda r: r["seed"]):
         arms.setdefault(_arm_name(row), []).append(row)
+    return arms
+
+
+def finetune_history(rows: list[dict]) -> list[dict]:
+    """The full fine-tuning histories of the reported arms as rows of
+    :data:`~sipt_lab.training.finetune.HISTORY_COLUMNS` (``model`` the arm's name, ``part`` full);
+    cells computed before histories were kept add none."""
+    return [
+        {"model": name, "part": "full", "seed": row["seed"], **entry}
+        for name, runs in reported_arms(rows).items()
+        for row in runs
+        for entry in row.get("finetune_history", ())
+    ]
+
+
+def summarize_domain(rows: list[dict], cell: DomainCell, preset: str | None = None) -> dict:
+    """Per arm: mean ± sd of each score over seeds, and each seed's scores (``scores``: part ->
+    metrics per seed, in ``seeds`` order) and fine-tuning learning rate (``finetune_lr``, None
+    where unknown); comparisons (RRE, paired t-test) of every arm with LM-only and of SIPT with
+    off-the-shelf; LC of the task over each SIPT graph as pre-trained on (``local_consistency``:
+    pre-training nodes, held-out edges removed) and over the whole graph
+    (``local_consistency_all_splits``: the labelled samples of every split). ``setting``: what
+    every arm shares (``cell``'s fields but arm, graph, λ and seed); ``preset``: the budget's name
+    (None: not known)."""
+    kind = get_task_kind(rows[0]["kind"])
+    arms = reported_arms(rows)
     table = {}
     for name, runs in arms.items():
-        entry = {"seeds": [r["seed"] for r in runs], "lambda_si": [r["lambda_si"] for r in runs]}
+        entry = {
+            "seeds": [r["seed"] for r in runs],
+            "lambda_si": [r["lambda_si"] for r in runs],
+            "scores": {part: [r["scores"].get(part) for r in runs] for part in runs[0]["scores"]},
+            "finetune_lr": [r.get("finetune_lr") for r in runs],
+        }
         for part in runs[0]["scores"]:
             for metric in runs[0]["scores"][part]:
                 mean, sd = mean_sd(
@@ -120,11 +148,14 @@ def summarize_domain(rows: list[dict], cell: DomainCell) -> dict:
                         baseline=baseline,
                     )
                 )
+    shared = {f.name for f in dataclasses.fields(DomainCell)} - {"arm", "graph", "lambda_si", "seed"}
     return {
         "domain": cell.domain,
         "task": cell.task,
         "kind": kind.name,
         "primary": kind.primary,
+        "preset": preset,
+        "setting": {key: value for key, value in config_to_dict(cell).items() if key in shared},
         "arms": table,
         "comparisons": [dataclasses.asdict(c) for c in comparisons],
     }

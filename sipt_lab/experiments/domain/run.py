@@ -47,22 +47,28 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.evaluation.comparison import Comparison, write_comparison_csv
 from sipt_lab.experiments.domain.domain_arms import domain_cell, pretrain_arm, train_teacher
 from sipt_lab.experiments.domain.domain_cells import RESULT_KEYS, ConceptCell, DomainCell
-from sipt_lab.experiments.domain.report import plot_rre_vs_lc, summarize_domain
+from sipt_lab.experiments.domain.report import finetune_history, plot_rre_vs_lc, summarize_domain
 from sipt_lab.experiments.domain.teachers import TEACHERS_DIR, is_stored, load_teacher, stored_teachers
+from sipt_lab.experiments.finetune_job import HISTORY_CSV, history_csv
 from sipt_lab.grid import as_cells, run_grid, unfinished
 from sipt_lab.grid.model_store import STORE_KEYS, drop_damaged, stored_digest
 from sipt_lab.training.methods import Teacher
 from sipt_lab.training.trainer import resolve_device
 
 
-def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "local") -> dict | None:
+def run_domain(
+    cells: list[DomainCell], out: str | Path, *, executor: str = "local", preset: str | None = None
+) -> dict | None:
     """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
-    seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``,
-    ``comparison.csv`` and ``arms.csv``; returns the summary. Every cell is hashed once.
+    seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``
+    (``preset``: the name of the budget the cells were made from, recorded for ``domain table``),
+    ``comparison.csv`` and, when arms were fine-tuned, ``history.csv`` (their fine-tuning
+    histories, :func:`~sipt_lab.experiments.domain.report.finetune_history`); returns the summary.
+    Every cell is hashed once.
 
     Under ``torchrun`` (``WORLD_SIZE`` > 1) every process takes part in each cell's data-parallel
     pre-training, one cell after another (``executor`` is ignored): rank 0 runs the grid and writes
@@ -112,8 +118,12 @@ def run_domain(cells: list[DomainCell], out: str | Path, *, executor: str = "loc
         executor=executor,
         required_keys=RESULT_KEYS,
     )
-    summary = summarize_domain([r.result for r in results], cells[0])
+    rows = [r.result for r in results]
+    summary = summarize_domain(rows, cells[0], preset)
     write_json_atomic(out / "summary.json", summary)
+    history = finetune_history(rows)
+    if history:
+        write_text_atomic(out / HISTORY_CSV, history_csv(history))
     write_comparison_csv(out / "comparison.csv", [Comparison(**c) for c in summary["comparisons"]])
     plot_rre_vs_lc(summary, out / "rre_vs_lc")
     return summary
