@@ -9,7 +9,9 @@ with the paper's relative error reduction and paired t-test over seeds) and writ
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -238,13 +240,14 @@ def _tagged(record, **tags):
 
 
 def history_csv(rows: list[dict]) -> str:
-    """``history.csv`` of a finetune run: one row per logged value (:data:`HISTORY_COLUMNS`)."""
-    lines = [",".join(HISTORY_COLUMNS)]
+    """``history.csv`` of a finetune run: one row per logged value (:data:`HISTORY_COLUMNS`; a name
+    with a comma, such as a domain run's ``sipt[graph, chosen λ]``, is quoted)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(HISTORY_COLUMNS)
     for row in rows:
-        lines.append(
-            ",".join(f"{row[name]:.6g}" if isinstance(row[name], float) else str(row[name]) for name in HISTORY_COLUMNS)
-        )
-    return "\n".join(lines) + "\n"
+        writer.writerow(f"{row[name]:.6g}" if isinstance(row[name], float) else row[name] for name in HISTORY_COLUMNS)
+    return buffer.getvalue()
 
 
 #: Files a finetune run writes into its output directory (recorded in its manifest); ``history.csv``

@@ -602,7 +602,8 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
 def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkeypatch):
     captured = {}
     monkeypatch.setattr(
-        "sipt_lab.experiments.domain.run.run_domain", lambda cells, out, executor: captured.setdefault("cells", cells)
+        "sipt_lab.experiments.domain.run.run_domain",
+        lambda cells, out, executor, preset: captured.setdefault("cells", cells),
     )
     monkeypatch.setattr("sipt_lab.experiments.domain.report.format_domain_summary", lambda summary: "")
     base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]

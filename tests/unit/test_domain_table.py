@@ -12,6 +12,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.experiments.domain.domain_runs import merge_runs
 from sipt_lab.experiments.domain.report_options import DomainTableConfig
 from sipt_lab.experiments.domain.table2 import change_mark, run_domain_table, table2_latex, table2_markdown, table2_rows
+from sipt_lab.experiments.finetune_job import history_csv
 
 SETTING = {"domain": "networks", "task": "go", "init": "gin", "n_samples": 600, "pretrain": {"steps": 60}}
 
@@ -40,9 +41,8 @@ def write_run(path, arms, *, domain="networks", task="go", preset="cpu", setting
     }
     (path / "summary.json").write_text(json.dumps(summary))
     if history is not None:
-        lines = ["model,part,seed,lr,epoch,step,split,metric,value"]
-        lines += [",".join(map(str, row)) for row in history]
-        (path / "history.csv").write_text("\n".join(lines) + "\n")
+        names = ("model", "part", "seed", "lr", "epoch", "step", "split", "metric", "value")
+        (path / "history.csv").write_text(history_csv([dict(zip(names, row, strict=True)) for row in history]))
     return path
 
 
@@ -173,11 +173,12 @@ def test_curves_follow_each_seeds_chosen_rate_and_average_over_seeds(tmp_path, c
         history_rows("lm", 0, [0.5, 0.6, 0.7])
         + history_rows("lm", 1, [0.7, 0.8, 0.9])
         + history_rows("lm", 0, [0.1, 0.1, 0.1], lr=0.0001)  # a rate fine-tuning did not choose
-        + history_rows("sipt[g]", 0, [0.6, 0.8, 0.9])
-        + history_rows("sipt[g]", 1, [0.8, 0.9])  # stopped early
+        + history_rows("sipt[g, chosen λ]", 0, [0.6, 0.8, 0.9])
+        + history_rows("sipt[g, chosen λ]", 1, [0.8, 0.9])  # stopped early
         + [("lm", "full", 0, 0.001, 1, 4, "test", "macro_auroc", 0.0)]  # another split
     )
-    run = write_run(tmp_path / "a", {"lm": {"full": LM[:2]}, "sipt[g]": {"full": SIPT[:2]}}, history=history)
+    arms = {"lm": {"full": LM[:2]}, "sipt[g]": {"full": LM[:2]}, "sipt[g, chosen λ]": {"full": SIPT[:2]}}
+    run = write_run(tmp_path / "a", arms, history=history)
     out = tmp_path / "curves"
     assert main(["domain", "curves", str(run), "--out", str(out)]) == 0
     assert "per-sample baseline multitask not run" in capsys.readouterr().out
@@ -186,7 +187,9 @@ def test_curves_follow_each_seeds_chosen_rate_and_average_over_seeds(tmp_path, c
     assert float(points[("lm", 1)]["mean"]) == pytest.approx(0.6)
     assert float(points[("lm", 1)]["sd"]) == pytest.approx(math.sqrt(0.02))  # 0.5 and 0.7
     assert float(points[("lm", 3)]["step"]) == 12.0 and points[("lm", 3)]["role"] == "per-token"
-    assert float(points[("sipt[g]", 3)]["mean"]) == pytest.approx(0.9) and points[("sipt[g]", 3)]["n_seeds"] == "1"
+    chosen = "sipt[g, chosen λ]"  # the arm the graph reports, its name quoted in history.csv
+    assert float(points[(chosen, 3)]["mean"]) == pytest.approx(0.9) and points[(chosen, 3)]["n_seeds"] == "1"
+    assert ("sipt[g]", 1) not in points
 
 
 def test_curves_without_histories_say_why(tmp_path, capsys):

@@ -44,9 +44,9 @@ def read_history(run: Path) -> list[dict]:
     path = run / HISTORY_CSV
     if not path.is_file():
         raise SiptError(
-            f"{run} has no {HISTORY_CSV}: no arm was fully fine-tuned there (DomainRunConfig.mode probe), or its "
-            "cells were computed before fine-tuning histories were kept; run `domain run` with mode full or both "
-            "into a new directory"
+            f"{run} has no {HISTORY_CSV}: no arm was fully fine-tuned there (a probe-only run), or its cells "
+            "were computed before fine-tuning histories were kept; run `domain run` with mode full or both into a "
+            "new directory"
         )
     reader = csv.DictReader(io.StringIO(read_text_file(path, "fine-tuning history")))
     if tuple(reader.fieldnames or ()) != HISTORY_COLUMNS:
@@ -102,15 +102,9 @@ def task_curves(task: TaskRuns, histories: dict[Path, list[dict]], split: str, m
         for k in range(max(len(steps) for steps, _ in curves)):
             reached = [(steps[k], values[k]) for steps, values in curves if len(steps) > k]
             mean, sd = mean_sd(value for _, value in reached)
-            step = float(np.mean([s for s, _ in reached]))
+            point = {"point": k + 1, "step": float(np.mean([s for s, _ in reached])), "n_seeds": len(reached)}
             rows.append(
-                dict(
-                    zip(
-                        CURVE_COLUMNS,
-                        (task.domain, task.task, role, arm, k + 1, step, len(reached), mean, sd),
-                        strict=True,
-                    )
-                )
+                {"domain": task.domain, "task": task.task, "role": role, "arm": arm, **point, "mean": mean, "sd": sd}
             )
     return rows, notes
 

@@ -64,7 +64,7 @@ def read_summary(run: str | Path) -> dict:
     directory, holds no summary, or holds one from before per-seed scores were kept."""
     run = Path(run)
     if not run.is_dir():
-        raise SiptError(f"run directory {run} does not exist; pass the --out directory of `sipt-lab domain run`")
+        raise SiptError(f"run directory {run} does not exist; pass the output directory of `sipt-lab domain run`")
     path = run / SUMMARY_JSON
     if not path.is_file():
         raise SiptError(
@@ -78,7 +78,9 @@ def read_summary(run: str | Path) -> dict:
             f"{path} is not valid JSON; run its `sipt-lab domain run` command again to rewrite it"
         ) from None
     if not isinstance(summary, dict) or not all(key in summary for key in ("domain", "task", "arms", "primary")):
-        raise SiptError(f"{path} is not the summary of a domain run; pass the --out directory of `sipt-lab domain run`")
+        raise SiptError(
+            f"{path} is not the summary of a domain run; pass the output directory of `sipt-lab domain run`"
+        )
     if "setting" not in summary or any("scores" not in entry for entry in summary["arms"].values()):
         raise SiptError(
             f"{path} was written by an older sipt-lab, without per-seed scores; run its `sipt-lab domain run` "
