@@ -33,6 +33,8 @@ RUN_FIELDS = (
 #: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
 #: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
 TRAIN_FIELDS = ("steps", *RUN_FIELDS, "loss", "pairs", "negatives", "mask_replacement")
+#: TrainConfig fields of the per-sample baselines' labels (``pretrain``, ``domain run``, ``simulate``, ``study``).
+PER_SAMPLE_FIELDS = ("pt_labels", "allow_missing")
 #: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
 WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
@@ -59,6 +61,7 @@ def register(subparsers) -> None:
     )
     add_training_arguments(parser)
     add_config_arguments(parser, PretrainJob, ("method", "teacher"))
+    _train_arguments(parser, PER_SAMPLE_FIELDS)
     _train_arguments(parser, ("lambda_si",))
     _train_arguments(parser, WATCH_FIELDS)
     parser.add_argument(
@@ -168,7 +171,9 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
     (``method``, ``teacher``) set."""
     from sipt_lab.training.defaults import init_kind, train_config
 
-    given = {name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS if hasattr(args, name)}
+    given = {
+        name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS + PER_SAMPLE_FIELDS if hasattr(args, name)
+    }
     train = train_config(
         init_kind(args.init),
         **{**given, "steps": args.steps if args.steps is not None else 1},

@@ -41,8 +41,11 @@ LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
 MASK_UNITS = ("token", "word")
 #: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
 TOKENIZERS = ("char", "bpe")
+#: Per-sample baselines: the per-token objective plus a supervised objective on each sample's own
+#: pre-training labels (:mod:`sipt_lab.training.per_sample`).
+PER_SAMPLE_METHODS = ("multitask", "same-family")
 #: Pre-training methods (:data:`sipt_lab.training.methods.METHODS`).
-METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
+METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm", *PER_SAMPLE_METHODS)
 #: LinkBERT's document relations, in the order of its DRP head's classes
 #: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
 RELATIONS = ("contiguous", "random", "linked")

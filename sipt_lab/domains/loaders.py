@@ -281,15 +281,18 @@ class TermSets:
     listed: np.ndarray
 
 
-def read_term_sets(path: str | Path, ids: list[str]) -> TermSets:
+def read_term_sets(path: str | Path, ids: list[str], skip_unknown: bool = False) -> TermSets:
     """``id<TAB>term;term;...`` a line (an empty term list, or the id alone, allowed) over the samples ``ids`` ``(n,)``.
-    SiptError for a line without a tab, an unknown or repeated id."""
+    SiptError for a line without a tab, an unknown (unless ``skip_unknown``: a file over more
+    samples than ``ids``, read for a slice of them) or repeated id."""
     index = {name: k for k, name in enumerate(ids)}
     rows, names, listed = [], [], np.zeros(len(ids), dtype=bool)
     for number, line in text_lines(path, "term file"):
         name, tab, terms = line.partition("\t")
         if not tab and name not in index:  # a known id alone (its tab stripped) has no terms
             raise SiptError(f"term file {path} line {number} has no tab; write 'id<TAB>term;term'")
+        if name not in index and skip_unknown:
+            continue
         if name not in index:
             raise SiptError(
                 f"term file {path} line {number}: {name!r} is not a known sample id; list the domain's samples only"

@@ -98,6 +98,11 @@ class PretrainJob:
                     "PretrainJob.teacher",
                     f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} PretrainJob.teacher DIR",
                 )
+        if self.train.pt_labels is not None and self.method not in names.PER_SAMPLE_METHODS:
+            raise ConfigError(
+                "TrainConfig.pt_labels",
+                f"labels the per-sample baselines; pass PretrainJob.method {' or '.join(names.PER_SAMPLE_METHODS)}, or drop it",
+            )
 
 
 @dataclass(frozen=True)

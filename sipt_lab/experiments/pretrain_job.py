@@ -47,6 +47,7 @@ from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_sa
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.experiments.model_card import write_model_card
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -126,6 +127,7 @@ def run_pretraining(
     if graph.n_edges == 0:
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+    per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
     source = job_source(job)
     check_structure_geometry(job.train, source)
@@ -163,7 +165,7 @@ def run_pretraining(
             save_config(job, out_dir / "config.json")
         start = time.perf_counter()
         teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
-        recipe = None if job.method is None else method_recipe(job.method, teacher)
+        recipe = None if job.method is None else method_recipe(job.method, teacher, labels=per_sample)
         watching = RunWatch(job.train, out_dir, graph, texts, labels, place.is_main)
         try:
             result = pretrain(

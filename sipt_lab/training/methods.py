@@ -3,30 +3,32 @@
 Every method runs through the one trainer (:func:`sipt_lab.training.pretrain`, ``method=``) on the
 same seeds, batches of the same size and the same step budget:
 
-========== ================================================================ =================
-name       recipe                                                           Theorem 1 covers
-========== ================================================================ =================
-lm         ``L_M`` (λ_SI = 0)                                                no (intra-sample)
-sipt       ``(1 − λ)·L_M + λ·L_SI`` (``--loss contrastive|multisim|infonce``) yes
-linkbert   ``L_MLM + L_DRP`` on ``[CLS] A [SEP] B [SEP]`` pairs (80/10/10)      partly (linked pairs)
-mlsm       KL to a teacher's sparse concept codes at 15 % ``[MASK]``-ed tokens  no (intra-sample)
-lsm15      the same at 15 % of the tokens, left visible                      no
-lsm        the same at every token, left visible                             no
-========== ================================================================ =================
+=========== ================================================================ =================
+name        recipe                                                           Theorem 1 covers
+=========== ================================================================ =================
+lm          ``L_M`` (λ_SI = 0)                                                no (intra-sample)
+sipt        ``(1 − λ)·L_M + λ·L_SI`` (``--loss contrastive|multisim|infonce``) yes
+linkbert    ``L_MLM + L_DRP`` on ``[CLS] A [SEP] B [SEP]`` pairs (80/10/10)      partly (linked pairs)
+mlsm        KL to a teacher's sparse concept codes at 15 % ``[MASK]``-ed tokens  no (intra-sample)
+lsm15       the same at 15 % of the tokens, left visible                      no
+lsm         the same at every token, left visible                             no
+multitask   ``(1 − λ)·L_M + λ·`` multi-label BCE of each sample's labels        no (per-sample labels)
+same-family ``(1 − λ)·L_M + λ·`` BCE of "shares a label" on balanced pairs     no (per-sample labels)
+=========== ================================================================ =================
 
 LinkBERT's per-sample embedding is, like every method's, ``[CLS]`` of the sample alone (segment 0).
 The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` and
 domain runs use the ``lm`` arm of the same seed, ``pretrain`` a ``--teacher`` directory); it runs
 on the char encoder and on Hugging Face checkpoints. Their settings are :class:`ConceptOptions`.
+The per-sample baselines (:mod:`sipt_lab.training.per_sample`) need each sample's pre-training
+labels (``TrainConfig.pt_labels``, given to :func:`method_recipe` as :class:`SampleLabels`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,7 +40,8 @@ from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, 
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
-from sipt_lab.training.recipe import Plan, Recipe, RunData, graph_sampler
+from sipt_lab.training.per_sample import MultiTaskRecipe, SameFamilyRecipe, SampleLabels
+from sipt_lab.training.recipe import Plan, Recipe, RunData, checkpoint_config, graph_sampler, hidden_size
 from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
 from sipt_lab.training.train_config import TrainConfig
 
@@ -101,22 +104,6 @@ def _char_source(source: EncoderSource, method: str) -> CharInit:
     return source
 
 
-def _checkpoint_config(source: CheckpointInit) -> dict:
-    try:
-        return json.loads((Path(source.path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise SiptError(
-            f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory"
-        ) from None
-
-
-def _hidden_size(source: EncoderSource) -> int:
-    """The hidden size of the encoder ``source`` will build (char config, or the checkpoint's config.json)."""
-    if isinstance(source, ConceptOutputs):
-        source = source.base
-    return source.config.hidden if isinstance(source, CharInit) else int(_checkpoint_config(source)["hidden_size"])
-
-
 def _vocabulary(tokenizer: Tokenizer) -> dict:
     """What a teacher must share with the run to read its token ids: the tokenizer less its length."""
     return {key: value for key, value in tokenizer.to_dict().items() if key != "max_len"}
@@ -130,7 +117,7 @@ class LinkBertRecipe:
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
         if isinstance(source, CheckpointInit):
-            if int(_checkpoint_config(source).get("type_vocab_size", 0)) < 2:
+            if int(checkpoint_config(source).get("type_vocab_size", 0)) < 2:
                 raise SiptError(
                     f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or PretrainJob.init char"
                 )
@@ -141,7 +128,7 @@ class LinkBertRecipe:
     def plan(self, data: RunData) -> Plan:
         config = data.config
         sampler = self.plan_sampler(data.texts, data.graph, data.tokenizer, config)
-        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(_hidden_size(data.source), config.seed))])
+        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(hidden_size(data.source), config.seed))])
 
     def plan_sampler(self, texts: list[str], graph, tokenizer, config: TrainConfig) -> SegmentPairSampler:
         """The run's pair sampler (to score the relation head on steps it never trained on)."""
@@ -195,7 +182,7 @@ class ConceptRecipe:
             raise SiptError(
                 "method mlsm runs on a text encoder (PretrainJob.init char, minilm or a Hugging Face directory)"
             )
-        return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source))
+        return ConceptOutputs(source, self.options.atoms_per_hidden * hidden_size(source))
 
     def plan(self, data: RunData) -> Plan:
         if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
@@ -213,7 +200,7 @@ class ConceptRecipe:
         key = (self.options, data.ids.shape, int(data.lengths.sum()), data.config.seed)
         if key not in self.teacher.cache:
             states = teacher_states(self.teacher.encoder, data.ids, data.lengths, self.options.layer)
-            n_atoms = self.options.atoms_per_hidden * _hidden_size(data.source)
+            n_atoms = self.options.atoms_per_hidden * hidden_size(data.source)
             dictionary = learn_dictionary(states, n_atoms, self.options.sparsity, seed=data.config.seed)
             self.teacher.cache[key] = concept_targets(states, data.lengths, dictionary, self.options.sparsity)
         return self.teacher.cache[key]
@@ -229,25 +216,43 @@ class Method:
     Attributes:
         name: a name in :data:`names.METHODS`; summary: one line for listings.
         train: TrainConfig fields the method fixes (its masking, λ_SI).
-        recipe: ``(teacher, ConceptOptions) -> Recipe`` (None: LM / SIPT by the config's ``lambda_si``).
+        recipe: ``(teacher, ConceptOptions, SampleLabels) -> Recipe`` (None: LM / SIPT by the
+            config's ``lambda_si``).
         structure_aware: it induces ``G_PT`` structure in the per-sample space (Theorem 1's premise).
         needs_teacher: it learns from an LM-trained teacher.
+        needs_labels: it learns from per-sample pre-training labels (``TrainConfig.pt_labels``),
+            weighted by ``lambda_si``.
     """
 
     name: str
     summary: str
     train: dict[str, Any]
-    recipe: Callable[[Teacher | None, ConceptOptions], Recipe] | None = None
+    recipe: Callable[[Teacher | None, ConceptOptions, SampleLabels | None], Recipe] | None = None
     structure_aware: bool = False
     needs_teacher: bool = False
+    needs_labels: bool = False
 
 
-def _concepts(teacher: Teacher | None, options: ConceptOptions) -> Recipe:
+def _concepts(teacher: Teacher | None, options: ConceptOptions, labels: SampleLabels | None) -> Recipe:
     if teacher is None:
         raise SiptError(
             "MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes PretrainJob.teacher DIR)"
         )
     return ConceptRecipe(teacher, options)
+
+
+def _per_sample(recipe: type) -> Callable[[Teacher | None, ConceptOptions, SampleLabels | None], Recipe]:
+    """The factory of a per-sample baseline's ``recipe``, which refuses a run without labels."""
+
+    def build(teacher: Teacher | None, options: ConceptOptions, labels: SampleLabels | None) -> Recipe:
+        if labels is None:
+            raise SiptError(
+                "the per-sample baselines (multitask, same-family) need per-sample pre-training labels; "
+                "set TrainConfig.pt_labels to a file of id<TAB>label;label lines"
+            )
+        return recipe(labels)
+
+    return build
 
 
 #: The methods, by name (:data:`names.METHODS`).
@@ -260,7 +265,7 @@ METHODS: dict[str, Method] = {
             "linkbert",
             "LinkBERT: MLM (80/10/10) + document relation prediction on linked segment pairs",
             {"lambda_si": 0.0, "mask_replacement": "bert", "mask_prob": 0.15},
-            lambda teacher, options: LinkBertRecipe(),
+            lambda teacher, options, labels: LinkBertRecipe(),
             structure_aware=True,
         ),
         Method(
@@ -284,6 +289,20 @@ METHODS: dict[str, Method] = {
             _concepts,
             needs_teacher=True,
         ),
+        Method(
+            "multitask",
+            "Hu et al.'s multi-task baseline: L_M + λ·multi-label classification of each sample's labels",
+            {},
+            _per_sample(MultiTaskRecipe),
+            needs_labels=True,
+        ),
+        Method(
+            "same-family",
+            "PLUS's same-family baseline: L_M + λ·whether two samples share a label, on balanced pairs",
+            {"pairs": "sampled", "negatives": "uniform"},
+            _per_sample(SameFamilyRecipe),
+            needs_labels=True,
+        ),
     )
 }
 assert tuple(METHODS) == names.METHODS
@@ -297,19 +316,27 @@ def get_method(name: str) -> Method:
 
 
 def method_train_config(name: str, config: TrainConfig) -> TrainConfig:
-    """``config`` with the method's fixed fields; ``sipt`` keeps ``config.lambda_si``, which must be > 0."""
+    """``config`` with the method's fixed fields; ``sipt`` and the per-sample baselines keep
+    ``config.lambda_si`` (the weight of ``L_SI`` or of the per-sample term), which must be > 0."""
     method = get_method(name)
-    if name == "sipt" and config.lambda_si == 0:
-        raise SiptError("method sipt needs lambda_si > 0 (0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1")
+    if (name == "sipt" or method.needs_labels) and config.lambda_si == 0:
+        raise SiptError(
+            f"method {name} needs lambda_si > 0, the weight of its {'L_SI' if name == 'sipt' else 'per-sample'} term "
+            "(0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1"
+        )
     return dataclasses.replace(config, **method.train)
 
 
 def method_recipe(
-    name: str, teacher: Teacher | None = None, options: ConceptOptions = ConceptOptions()
+    name: str,
+    teacher: Teacher | None = None,
+    options: ConceptOptions = ConceptOptions(),
+    labels: SampleLabels | None = None,
 ) -> Recipe | None:
-    """The recipe :func:`~sipt_lab.training.pretrain` takes as ``method`` (None for lm / sipt)."""
+    """The recipe :func:`~sipt_lab.training.pretrain` takes as ``method`` (None for lm / sipt);
+    ``labels`` are the run's per-sample pre-training labels (the per-sample baselines')."""
     method = get_method(name)
-    return None if method.recipe is None else method.recipe(teacher, options)
+    return None if method.recipe is None else method.recipe(teacher, options, labels)
 
 
 @torch.inference_mode()
@@ -351,6 +378,7 @@ __all__ = [
     "ConceptRecipe",
     "LinkBertRecipe",
     "Method",
+    "SampleLabels",
     "Teacher",
     "get_method",
     "method_recipe",

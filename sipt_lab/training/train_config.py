@@ -82,6 +82,12 @@ class TrainConfig:
             or ``"keep"`` (the token stays visible and is only predicted: LSM).
         mask_unit: which tokens are masked together, a name in :data:`MASK_UNITS`: ``"token"``
             (each alone) or ``"word"`` (whole words: every character or piece of a chosen word).
+        pt_labels: the per-sample pre-training labels of the per-sample baselines (methods
+            ``multitask`` and ``same-family``): a file of ``id<TAB>label;label;...`` lines, the
+            layout of the NETWORKS domain's ``go_pretrain.tsv`` (:mod:`sipt_lab.training.per_sample`);
+            None: none. Left out of the saved config while None.
+        allow_missing: pre-training samples that ``pt_labels`` does not list are skipped by the
+            per-sample term (they keep the per-token loss) instead of refused. Left out while False.
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
         precision: autocast dtype, a name in :data:`PRECISIONS`.
@@ -147,6 +153,20 @@ class TrainConfig:
         help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) or mask (always [MASK])",
     )
     mask_unit: str = option("token", choices=names.MASK_UNITS, help="which tokens are masked together")
+    pt_labels: str | None = option(
+        None,
+        nonempty=True,
+        omit_default=True,
+        flag="--pt-labels",
+        metavar="FILE",
+        help="per-sample pre-training labels of the multitask and same-family methods: "
+        "id<TAB>label;label... a line (the layout of go_pretrain.tsv)",
+    )
+    allow_missing: bool = option(
+        False,
+        omit_default=True,
+        help="skip pre-training samples that --pt-labels does not list (they keep the per-token loss)",
+    )
     seed: int = option(0, help="seed of init, batches, masks and dropout", range=(0, None))
     device: str = option("auto", help="auto (CUDA when present), cpu or cuda", nonempty=True)
     precision: str = option("auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU")

@@ -46,7 +46,7 @@ def methods_configs(options: FigureOptions) -> list:
             preset=options.preset,
             encoder=options.encoder,
             graph_options=graph_options,
-            methods=names.METHODS,
+            methods=tuple(m for m in names.METHODS if m not in names.PER_SAMPLE_METHODS),
         )
         for family in families
         for seed in range(options.seeds)
