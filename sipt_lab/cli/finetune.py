@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS, add_objective_arguments, add_train_arguments, objective_changes
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
 from sipt_lab.training.train_config import FinetuneConfig
@@ -78,6 +79,8 @@ def register(subparsers) -> None:
     actions.add_parser("list", help="the registered domains").set_defaults(func=run_domain_list)
     run = actions.add_parser("run", help="LM-only vs SIPT on a domain, judged by fine-tuning")
     add_config_arguments(run, DomainRunConfig, DOMAIN_RUN_FIELDS)
+    add_objective_arguments(run, preset=True)
+    add_train_arguments(run, PER_SAMPLE_FIELDS, preset=True)
     run.add_argument(
         "--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)"
     )
@@ -129,7 +132,7 @@ def run_domain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretrain_job import launched_rank
 
     outputs.check_output_dir(args.out)
-    config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS)
+    config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS, objective=objective_changes(args))
     cells = domain_run_cells(config)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
         outputs.check_output_dir(args.out)

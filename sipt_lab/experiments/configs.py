@@ -205,6 +205,8 @@ class DomainRunConfig:
         methods: further pre-training methods; teacher, teacher_layer: the MLSM / LSM teacher.
         init: the warm start; data_dir: the domain's data directory; device: where to train;
         executor: how cells run (:data:`~sipt_lab.grid.EXECUTORS`).
+        objective: :class:`TrainConfig` fields that define the objective (loss, its parameters,
+            pairs, negatives, masking, the per-sample baselines' labels), over the preset's.
     """
 
     domain: str = option(help="domain, e.g. wiki", flag="domain", metavar="NAME", nonempty=True)
@@ -269,6 +271,7 @@ class DomainRunConfig:
         "batch in less GPU memory; default: the preset's)",
     )
     executor: str = option("local", help=f"how cells run: {', '.join(EXECUTORS)}")
+    objective: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate(self)

@@ -9,10 +9,18 @@ import time
 import torch
 
 from sipt_lab.evaluation import link_retrieval_metrics
-from sipt_lab.experiments.domain.domain_cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.domain_cells import (
+    CONCEPT_METHODS,
+    DEFAULT_CONCEPTS,
+    GRAPH_METHODS,
+    PER_SAMPLE_METHODS,
+    ConceptCell,
+    DomainCell,
+)
 from sipt_lab.experiments.domain.teachers import is_stored, load_teacher, save_model, teacher_cell
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode, probe_encoder
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.grid import read_result
 from sipt_lab.grid.model_store import STORE_KEYS, model_dir, stored_digest
 from sipt_lab.models import encoder_source
@@ -109,13 +117,13 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
             train,
             steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples), train.batch_size, train.grad_accum),
         )
-    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS else None
+    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS + PER_SAMPLE_METHODS else None
     recipe = None
     if method is not None:
         train = method_train_config(method, train)
-        recipe = (
-            method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
-        )
+        labels = method_labels(method, train, view.data.ids, view.pretraining_samples, skip_unknown=True)
+        concepts = cell.concepts if isinstance(cell, ConceptCell) else DEFAULT_CONCEPTS
+        recipe = method_recipe(method, teacher, concepts, labels)
     samples = view.data.samples
     return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, method=recipe)
 
