@@ -80,7 +80,7 @@ def register(subparsers) -> None:
     run = actions.add_parser("run", help="LM-only vs SIPT on a domain, judged by fine-tuning")
     add_config_arguments(run, DomainRunConfig, DOMAIN_RUN_FIELDS)
     add_objective_arguments(run, preset=True)
-    add_train_arguments(run, PER_SAMPLE_FIELDS, preset=True)
+    add_train_arguments(run, PER_SAMPLE_FIELDS)
     run.add_argument(
         "--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)"
     )

@@ -236,7 +236,8 @@ class DomainRunConfig:
         (),
         metavar="NAME",
         help="further pre-training methods (lm and sipt always run): linkbert, one arm per "
-        "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher",
+        "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher; "
+        "the per-sample baselines multitask, same-family, one arm per seed at lambda 0.1, on --pt-labels",
     )
     teacher: str | None = option(
         None,

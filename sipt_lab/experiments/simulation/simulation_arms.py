@@ -19,6 +19,7 @@ import numpy as np
 
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.evaluation.concept_probe import concept_probe
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.simulation.simulation_config import SimulationConfig
 from sipt_lab.models import CharInit
 from sipt_lab.models.tokenizer import unigram_entropy
@@ -68,7 +69,10 @@ def run_arms(dataset: SyntheticDataset, config: SimulationConfig) -> dict[str, A
     ]
     for arm in order:
         start = time.perf_counter()
-        recipe = method_recipe(arm, teacher, config.concepts)
+        ids = [str(node) for node in range(dataset.n_nodes)]  # a synthetic sample's id is its node number
+        recipe = method_recipe(
+            arm, teacher, config.concepts, method_labels(arm, arm_config(config, arm), ids, skip_unknown=True)
+        )
         result = pretrain(
             dataset.sentences,
             dataset.graph,
