@@ -6,7 +6,7 @@ with weights from :func:`build_objectives` (terms of weight 0 are never computed
 parameters the objectives own, so a further objective is one more module in that list: LinkBERT's
 document-relation prediction (:mod:`sipt_lab.objectives.relation`), MLSM's concept KL
 (:mod:`sipt_lab.objectives.concepts`) and the per-sample baselines' heads
-(:mod:`sipt_lab.objectives.per_sample`) are.
+(:mod:`sipt_lab.objectives.sample_heads`) are.
 """
 
 from __future__ import annotations

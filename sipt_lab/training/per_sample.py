@@ -1,7 +1,7 @@
 """The per-sample baselines as recipes: the per-token objective plus a supervised per-sample term.
 
 ``L_PT = (1 − λ)·L_M + λ·L_PS``, ``λ`` the config's ``lambda_si`` (the weight SIPT gives
-``L_SI``), ``L_PS`` one of :mod:`sipt_lab.objectives.per_sample`:
+``L_SI``), ``L_PS`` one of :mod:`sipt_lab.objectives.sample_heads`:
 
 * ``multitask`` (:class:`MultiTaskRecipe`, Hu et al.): multi-label classification of each seed's
   pre-training labels; batches are the LM arm's (same seeds and masks, no partners);
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models import EncoderSource
 from sipt_lab.objectives import MaskedLM
-from sipt_lab.objectives.per_sample import MultiLabel, SameFamily
+from sipt_lab.objectives.sample_heads import MultiLabel, SameFamily
 from sipt_lab.training.recipe import Plan, RunData, graph_sampler, hidden_size
 
 #: Draws :class:`LabelOverlap` makes for a seed's partner before it gives up (-1: no pair of that kind).

@@ -22,7 +22,7 @@ CLI_ONLY = {
     # --only picks the figures to make (make_figures' argument), not how they are made
     "sipt-lab figures": {"--only", "--out"},
     "sipt-lab finetune": {"--out", "--overwrite"},
-    "sipt-lab domain run": {"--out"},
+    "sipt-lab domain run": {"--loss-param", "--out"},
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
     "sipt-lab study lc-transfer": {"--pilot", "--target-effect", "--out", "--overwrite"},

@@ -25,11 +25,13 @@ from sipt_lab.experiments.paper.figure_options import (
 from sipt_lab.experiments.simulation.simulation_arms import SEED_RESULT_KEYS, simulate_seed
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import GridInterrupted, result_rows, run_grid, write_results_csv
-from sipt_lab.training.methods import METHODS
 from sipt_lab.viz import plots
 
 #: Families of the figure: high LC (CLIQUES), a manifold (TORUS) and a mechanistic graph of low LC.
 METHODS_FAMILIES = ("cliques", "torus", "structural")
+#: The methods the figure compares: every method but the per-sample baselines (the synthetic
+#: families have no per-sample pre-training labels).
+METHODS = tuple(m for m in names.METHODS if m not in names.PER_SAMPLE_METHODS)
 #: Steps per method and seed (each family's default batch size).
 METHODS_STEPS = 200
 
@@ -46,7 +48,7 @@ def methods_configs(options: FigureOptions) -> list:
             preset=options.preset,
             encoder=options.encoder,
             graph_options=graph_options,
-            methods=tuple(m for m in names.METHODS if m not in names.PER_SAMPLE_METHODS),
+            methods=METHODS,
         )
         for family in families
         for seed in range(options.seeds)
