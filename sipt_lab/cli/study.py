@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import POSITIVE, nonempty
+from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
 from sipt_lab.experiments.study.study_config import STUDY_TRAIN
@@ -29,9 +30,10 @@ STUDY_FIELDS = (
     "split_seed",
     "bootstrap",
     "geometry_arm",
+    "per_sample_arm",
 )
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
-TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss", "eval_every")
+TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss", "eval_every", *PER_SAMPLE_FIELDS)
 
 
 def register(subparsers) -> None:
@@ -89,7 +91,9 @@ def register(subparsers) -> None:
         },
         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
     )
-    add_config_arguments(run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap", "geometry_arm"))
+    add_config_arguments(
+        run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap", "geometry_arm", "per_sample_arm")
+    )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
     run.add_argument(
         "--out",

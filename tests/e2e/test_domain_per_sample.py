@@ -40,3 +40,16 @@ def test_domain_run_adds_per_sample_baseline_arms(tmp_path, small_gin, capsys): 
     assert (sipt["loss"], sipt["negatives"], sipt["loss_params"]["w_pos"]) == ("multisim", "two-hop", 1.5)
     summary = json.loads((out / "summary.json").read_text())
     assert {"multitask", "same-family"} <= set(summary["arms"])
+
+
+@pytest.mark.slow
+def test_domain_run_refuses_unlisted_samples_before_training(tmp_path, capsys):
+    data = write_networks(tmp_path / "networks", n_graphs=40)
+    lines = (data / "go_pretrain.tsv").read_text().splitlines()
+    partial = tmp_path / "partial.tsv"
+    partial.write_text("\n".join(lines[10:]) + "\n")  # graphs 1..10 unlisted
+    out = tmp_path / "run"
+    assert main(_argv(data, out, "--methods", "same-family", "--pt-labels", str(partial))) == 2
+    error = capsys.readouterr().err.strip()
+    assert "pre-training samples have no per-sample labels" in error and "--allow-missing" in error
+    assert "\n" not in error and not (out / "cells").exists()

@@ -10,7 +10,9 @@ from pathlib import Path
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.experiments.configs import DomainRunConfig
+from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.presets import DomainPreset
 from sipt_lab.grid.model_store import directory_digest
 from sipt_lab.models import encoder_source
@@ -150,6 +152,9 @@ def domain_cells(
         data=data,
         epochs=preset.epochs,
     )
+    for seed in range(seeds) if per_sample else ():  # the labels' file and coverage, refused now, not after hours
+        view = domain_view(domain, base["task"], preset.n_samples, seed, data)
+        method_labels(per_sample[0], pretrain_config, view.data.ids, view.pretraining_samples, skip_unknown=True)
     cells = []
     for seed in range(seeds):
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))

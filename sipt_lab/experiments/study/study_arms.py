@@ -60,12 +60,12 @@ def geometry_config(train, output_normalizes: bool) -> tuple[str, object]:
     return GEOMETRY_ARMS[other], changed
 
 
-def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None):
+def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None, method=None):
     """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``
-    (``watch``: the loop's evaluations, :func:`validation_watch`)."""
+    (``watch``: the loop's evaluations, :func:`validation_watch`; ``method``: a method's recipe)."""
     from sipt_lab.training import pretrain
 
-    return pretrain(texts, graph, train, source, watch=watch)
+    return pretrain(texts, graph, train, source, watch=watch, method=method)
 
 
 def validation_watch(score: Scorer, train, trace: list[dict], **row):
@@ -151,7 +151,7 @@ def study_seed(cell: StudySeed) -> dict:
     from sipt_lab.training import embed
 
     config, seed = cell.study, cell.seed
-    _, texts, labels, splits, natural = study_inputs(config)
+    ids, texts, labels, splits, natural = study_inputs(config)
     source = study_source(config)
     pt = pretraining_nodes(splits, config.protocol)
     pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
@@ -208,6 +208,16 @@ def study_seed(cell: StudySeed) -> dict:
             score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
             lc=float(local_consistency(natural, pt_labels)),
         )
+    if config.per_sample_arm is not None:
+        from sipt_lab.experiments.per_sample_labels import method_labels
+        from sipt_lab.training.methods import method_recipe, method_train_config
+
+        arm = config.per_sample_arm
+        train = method_train_config(arm, trains["sipt"])
+        recipe = method_recipe(arm, labels=method_labels(arm, train, ids, pt))
+        watch = validation_watch(score, train, trace, arm=arm, seed=seed, level=None)
+        baseline = train_arm(pt_texts, graphs[-1], train, source, watch, recipe)
+        record(arm, seed, score(embed(baseline.encoder, baseline.tokenizer, score.texts, device=train.device)))
     return {"rows": rows, "encoder_consistency": own, "trace": trace}
 
 

@@ -56,6 +56,10 @@ class LcTransferConfig:
             sets its gain beside the default SIPT arm's. A contrastive negative margin above the
             unit sphere's diameter (2) is rescaled to it on normalised vectors, the positive margin
             by the same factor. Left out of the saved config while False.
+        per_sample_arm: each seed also trains this per-sample baseline (``multitask`` or
+            ``same-family``, on ``train.pt_labels`` over the study's sample ids, weighted by the SIPT
+            arm's ``λ``); the summary sets its paired gain over LM-only beside SIPT's. Left out of
+            the saved config while None.
     """
 
     samples: str | None = option(
@@ -108,6 +112,14 @@ class LcTransferConfig:
         help="also train, at the top dial level, a SIPT arm whose L_SI sees the other geometry than the init's "
         "output (raw for a normalising init, normalised otherwise), its gain set beside the default's",
     )
+    per_sample_arm: str | None = option(
+        None,
+        choices=names.PER_SAMPLE_METHODS,
+        omit_default=True,
+        metavar="NAME",
+        help="also train a per-sample baseline (multitask or same-family, on --pt-labels over the samples' ids), "
+        "its gain over LM-only set beside SIPT's",
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
@@ -128,6 +140,11 @@ class LcTransferConfig:
             from sipt_lab.training.defaults import init_kind, train_config
 
             object.__setattr__(self, "train", train_config(init_kind(self.init), **STUDY_TRAIN))
+        if (self.per_sample_arm is None) != (self.train.pt_labels is None):
+            raise ConfigError(
+                "TrainConfig.pt_labels",
+                "labels the per-sample arm: give it with LcTransferConfig.per_sample_arm, and neither without the other",
+            )
 
     @property
     def sizes(self) -> dict[str, int]:
