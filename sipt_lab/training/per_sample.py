@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models import EncoderSource
-from sipt_lab.objectives import MaskedLM
+from sipt_lab.objectives import MaskedLM, Objective
 from sipt_lab.objectives.sample_heads import MultiLabel, SameFamily
 from sipt_lab.training.recipe import Plan, RunData, graph_sampler, hidden_size
 
@@ -140,61 +141,56 @@ class LabelOverlap:
 
 
 @dataclass(frozen=True, eq=False)
-class MultiTaskRecipe:
-    """Hu et al.'s multi-task baseline: ``(1 − λ)·L_M + λ·L_MT`` on the LM arm's batches."""
+class PerSampleRecipe:
+    """A per-sample baseline: ``(1 − λ)·L_M + λ·L_PS``, ``L_PS`` and the graph its batches are drawn
+    over given by :meth:`term`; ``name`` is the method's."""
 
     labels: SampleLabels
+    name: ClassVar[str] = ""
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
         return source
 
-    def plan(self, data: RunData) -> Plan:
-        check_rows(self.labels, len(data.texts))
-        head = MultiLabel(hidden_size(data.source), self.labels.matrix, self.labels.known, data.config.seed)
-        objectives = weighted(data.config.lambda_si, head)
-        return Plan(graph_sampler(data, objectives), objectives)
-
-    def describe(self) -> dict:
-        return {"recipe": "multitask", **describe_labels(self.labels)}
-
-
-@dataclass(frozen=True, eq=False)
-class SameFamilyRecipe:
-    """PLUS's same-family baseline: ``(1 − λ)·L_M + λ·L_SF`` on pairs drawn by :class:`LabelOverlap`."""
-
-    labels: SampleLabels
-
-    def encoder_source(self, source: EncoderSource) -> EncoderSource:
-        return source
+    def term(self, data: RunData) -> tuple[Objective, object]:
+        """``(L_PS, the graph the sampler draws seeds and partners over)``."""
+        raise NotImplementedError
 
     def plan(self, data: RunData) -> Plan:
-        check_rows(self.labels, len(data.texts))
-        objectives = weighted(data.config.lambda_si, SameFamily(hidden_size(data.source), data.config.seed))
-        return Plan(graph_sampler(dataclasses.replace(data, graph=LabelOverlap(self.labels)), objectives), objectives)
+        if self.labels.matrix.shape[0] != len(data.texts):
+            raise SiptError(
+                f"per-sample labels cover {self.labels.matrix.shape[0]} samples but the run has {len(data.texts)}; "
+                "give one row per sample"
+            )
+        term, graph = self.term(data)
+        lam = data.config.lambda_si
+        objectives = [(weight, objective) for weight, objective in ((1.0 - lam, MaskedLM()), (lam, term)) if weight > 0]
+        return Plan(graph_sampler(dataclasses.replace(data, graph=graph), objectives), objectives)
 
     def describe(self) -> dict:
-        return {"recipe": "same-family", **describe_labels(self.labels)}
+        """The method and what identifies its labels in a checkpoint: their number, known samples, entries."""
+        labels = self.labels
+        return {
+            "recipe": self.name,
+            "labels": int(labels.matrix.shape[1]),
+            "known": int(labels.known.sum()),
+            "entries": int(labels.matrix.nnz),
+        }
 
 
-def weighted(lambda_si: float, term) -> list:
-    """``[(1 − λ, L_M), (λ, term)]``, without a weight-0 term."""
-    return [
-        (weight, objective) for weight, objective in ((1.0 - lambda_si, MaskedLM()), (lambda_si, term)) if weight > 0
-    ]
+class MultiTaskRecipe(PerSampleRecipe):
+    """Hu et al.'s multi-task baseline: ``L_MT`` (:class:`MultiLabel`) on the LM arm's batches."""
+
+    name = "multitask"
+
+    def term(self, data: RunData) -> tuple[Objective, object]:
+        labels = self.labels
+        return MultiLabel(hidden_size(data.source), labels.matrix, labels.known, data.config.seed), data.graph
 
 
-def check_rows(labels: SampleLabels, n: int) -> None:
-    """SiptError when ``labels`` do not have one row per sample of the run."""
-    if labels.matrix.shape[0] != n:
-        raise SiptError(
-            f"per-sample labels cover {labels.matrix.shape[0]} samples but the run has {n}; give one row per sample"
-        )
+class SameFamilyRecipe(PerSampleRecipe):
+    """PLUS's same-family baseline: ``L_SF`` (:class:`SameFamily`) on pairs drawn by :class:`LabelOverlap`."""
 
+    name = "same-family"
 
-def describe_labels(labels: SampleLabels) -> dict:
-    """What identifies a run's labels in its checkpoint: their shape, known samples and entries."""
-    return {
-        "labels": int(labels.matrix.shape[1]),
-        "known": int(labels.known.sum()),
-        "entries": int(labels.matrix.nnz),
-    }
+    def term(self, data: RunData) -> tuple[Objective, object]:
+        return SameFamily(hidden_size(data.source), data.config.seed), LabelOverlap(self.labels)

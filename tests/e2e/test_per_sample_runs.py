@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from test_study import topic_study_argv
 
 from sipt_lab.cli.main import main
 
@@ -26,27 +27,9 @@ def test_simulate_trains_the_per_sample_baselines_on_node_number_labels(tmp_path
 
 @pytest.mark.slow
 def test_study_sets_the_per_sample_arms_gain_beside_sipts(tmp_path, capsys):
-    rng = np.random.default_rng(0)
-    topics = [["cat", "dog", "mouse"], ["stock", "bond", "price"], ["river", "sea", "lake"]]
-    classes = np.arange(60) % 3
-    (tmp_path / "s.tsv").write_text(
-        "".join(f"s{i}\t{' '.join(rng.choice(topics[y], 5))}\n" for i, y in enumerate(classes))
-    )
-    (tmp_path / "l.tsv").write_text("".join(f"s{i}\tt{y}\n" for i, y in enumerate(classes)))
+    classes = np.arange(60) % 3  # the topics of topic_study_argv's samples
     (tmp_path / "pt.tsv").write_text("".join(f"s{i}\tfam{y};f{i % 2}\n" for i, y in enumerate(classes)))
-    argv = [
-        "study",
-        "lc-transfer",
-        "--init",
-        "char",
-        "--samples",
-        str(tmp_path / "s.tsv"),
-        "--labels",
-        str(tmp_path / "l.tsv"),
-    ]
-    argv += ["--n-pretrain", "30", "--n-train", "15", "--n-validation", "6", "--n-test", "9", "--levels", "0", "1"]
-    argv += ["--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32", "--bootstrap", "20"]
-    argv += ["--device", "cpu", "--per-sample-arm", "same-family"]
+    argv = [*topic_study_argv(tmp_path), "--per-sample-arm", "same-family"]
     assert main([*argv, "--out", str(tmp_path / "refused")]) == 2
     assert "--pt-labels" in capsys.readouterr().err
     assert main([*argv, "--pt-labels", str(tmp_path / "pt.tsv"), "--out", str(tmp_path / "run")]) == 0
