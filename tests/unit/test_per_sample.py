@@ -93,6 +93,16 @@ def test_missing_labels_are_counted_and_allow_missing_skips_them(tmp_path):
         method_recipe("multitask")
 
 
+def test_pretrain_job_takes_labels_only_for_a_per_sample_method():
+    from sipt_lab.core.errors import ConfigError
+    from sipt_lab.experiments.configs import PretrainJob
+
+    files = {"samples": "s.tsv", "edges": "e.tsv", "init": "char"}
+    with pytest.raises(ConfigError, match="TrainConfig.pt_labels"):
+        PretrainJob(**files, method="sipt", train=TrainConfig(pt_labels="l.tsv"))
+    assert PretrainJob(**files, method="multitask", train=TrainConfig(pt_labels="l.tsv")).train.pt_labels == "l.tsv"
+
+
 def test_per_sample_methods_are_weighted_by_lambda():
     assert [m for m in METHODS if METHODS[m].needs_labels] == ["multitask", "same-family"]
     with pytest.raises(SiptError, match="method multitask needs lambda_si > 0"):
