@@ -30,7 +30,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     texts = list(view.data.samples)
     result = {
         "arm": cell.arm,
@@ -96,7 +96,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     (not off the shelf); ``teacher`` the MLSM family's."""
     from sipt_lab.domains import build_graph, get_domain
 
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     spec = get_domain(cell.domain)
     source = _encoder_source(cell, view.data)
     graph = build_graph(
