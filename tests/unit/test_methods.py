@@ -7,11 +7,11 @@ import torch
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.names import METHODS as METHOD_NAMES
-from sipt_lab.evaluation.concept_probe import fit_linear_probe
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig
 from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonneg, learn_dictionary
 from sipt_lab.training import TrainConfig, pretrain
+from sipt_lab.training.concept_student import fit_linear_probe
 from sipt_lab.training.methods import (
     METHODS,
     ConceptOptions,
