@@ -7,7 +7,8 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``config.json``: the :class:`PretrainJob` (resolved steps included), written first;
 * ``checkpoint.pt``: the trainer's checkpoint (every ``checkpoint_every`` steps and at the end);
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
-  sipt-lab's own format for ``char``);
+  sipt-lab's own format for ``char``); for the MLSM family, after its final phase (the method's
+  ``final_phase``: an MLM encoder of the teacher's vocabulary, reported as ``final_phase``);
 * ``history.csv``: step, loss terms, lr;
 * ``tensorboard/`` (``report_to`` ``tensorboard``, the default), ``evaluations.csv`` and ``best/``
   when the run evaluates and keeps its best model (:mod:`~sipt_lab.experiments.pretrain_watch`);
