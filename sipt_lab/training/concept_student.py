@@ -24,7 +24,7 @@ from sipt_lab.models import Tokenizer, evaluating
 FINAL_MASK_PROB = 0.15
 FINAL_MAX_TOKENS = 20_000
 FINAL_STEPS = 300
-FINAL_BATCH = 2048
+FINAL_BATCH = 1024
 
 
 def copy_teacher(student: nn.Module, teacher: nn.Module) -> str:
@@ -40,7 +40,7 @@ def copy_teacher(student: nn.Module, teacher: nn.Module) -> str:
             return f"student initialised at random: the teacher's {name} is {shape}, the student's {tuple(value.shape)}"
     with torch.no_grad():
         for name, value in own.items():
-            value[: given[name].shape[0]].copy_(given[name]) if value.dim() else value.copy_(given[name])
+            (value[: given[name].shape[0]] if value.dim() else value).copy_(given[name])
     if hasattr(student, "fresh_head"):
         student.fresh_head = False  # its MLM head is the teacher's, trained
     return f"student initialised from the teacher ({len(own)} tensors; new concept rows at random)"
@@ -93,17 +93,21 @@ def fit_linear_probe(
     seed: int = 0,
     batch_size: int | None = None,
 ) -> nn.Linear:
-    """A ``Linear(k, n_classes)`` trained with Adam on cross-entropy of ``(M, k)`` ``x`` against
-    ``(M,)`` int64 ``y``: full-batch, or on ``batch_size`` rows drawn (seeded) per step."""
+    """A ``Linear(k, n_classes)`` on ``x``'s device, trained with Adam on cross-entropy of ``(M, k)``
+    ``x`` against ``(M,)`` int64 ``y``: full-batch, or on ``batch_size`` rows drawn (seeded) per step."""
     generator = torch.Generator().manual_seed(seed)
-    probe = nn.Linear(x.shape[1], n_classes)
+    probe = nn.Linear(x.shape[1], n_classes).to(x.device)
     with torch.no_grad():
         probe.weight.copy_(torch.randn(probe.weight.shape, generator=generator) * 0.01)
         probe.bias.zero_()
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
     scale = x.std().clamp_min(1e-6)
     for _ in range(steps):
-        rows = slice(None) if batch_size is None else torch.randint(len(x), (batch_size,), generator=generator)
+        rows = (
+            slice(None)
+            if batch_size is None
+            else torch.randint(len(x), (batch_size,), generator=generator).to(x.device)
+        )
         optimizer.zero_grad()
         F.cross_entropy(probe(x[rows] / scale), y[rows]).backward()
         optimizer.step()
@@ -118,8 +122,8 @@ def fold_concept_layer(encoder: nn.Module, layer: nn.Linear) -> None:
     ``W·D_c`` with bias ``W·b_c + b``, so its logits are ``layer``'s of the concept logits."""
     vocab = layer.out_features
     weight, bias = (tensor.detach().float().cpu() for tensor in encoder.output_rows())
-    with torch.no_grad():
-        encoder.set_output_rows(layer.weight @ weight[vocab:], layer.weight @ bias[vocab:] + layer.bias)
+    mapping, shift = layer.weight.detach().cpu(), layer.bias.detach().cpu()
+    encoder.set_output_rows(mapping @ weight[vocab:], mapping @ bias[vocab:] + shift)
 
 
 def final_phase(encoder: nn.Module, tokenizer: Tokenizer, texts: list[str], seed: int = 0) -> dict:
@@ -141,10 +145,12 @@ def final_phase(encoder: nn.Module, tokenizer: Tokenizer, texts: list[str], seed
         keep = rng.choice(len(rows), FINAL_MAX_TOKENS, replace=False)
         mask = np.zeros_like(mask)
         mask[rows[keep], cols[keep]] = True
+    device = next(encoder.parameters()).device
     targets = torch.as_tensor(ids[mask], dtype=torch.long)
     concepts = masked_logits(encoder, ids, lengths, mask, tokenizer.mask_id, batch_size=64, first=vocab)
+    concepts, on_device = concepts.to(device), targets.to(device)
     fold_concept_layer(
-        encoder, fit_linear_probe(concepts, targets, vocab, FINAL_STEPS, seed=seed, batch_size=FINAL_BATCH)
+        encoder, fit_linear_probe(concepts, on_device, vocab, FINAL_STEPS, seed=seed, batch_size=FINAL_BATCH)
     )
     predicted = masked_logits(encoder, ids, lengths, mask, tokenizer.mask_id, batch_size=64).argmax(1)
     return {

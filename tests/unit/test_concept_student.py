@@ -10,6 +10,7 @@ from sipt_lab.core.errors import ConfigError
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, TransformerEncoder
 from sipt_lab.models.encoder import load_pretrained
 from sipt_lab.training.concept_student import (
+    copy_teacher,
     final_phase,
     fold_concept_layer,
     masked_logits,
@@ -89,7 +90,14 @@ def test_final_phase_on_a_hugging_face_encoder_saves_untied(tiny_bert, tmp_path)
     tokenizer = load_hf_tokenizer(tiny_bert)
     encoder, _ = load_hf_encoder(tiny_bert, tokenizer.pad_id)
     vocab = tokenizer.vocab_size
+    teacher, _ = load_hf_encoder(tiny_bert, tokenizer.pad_id)
+    with torch.no_grad():
+        for value in teacher.parameters():
+            value.add_(0.01)  # an LM-trained teacher: weights other than the checkpoint's
     encoder.add_output_rows(8)
+    assert "student initialised from the teacher" in copy_teacher(encoder, teacher)
+    given = teacher.state_dict()
+    assert all(torch.equal(v[: given[n].shape[0]], given[n]) for n, v in encoder.state_dict().items())
     encoder.eval()
     texts = ["the one of two", "a three and it", "this was for his"]
     ids, lengths = tokenizer.encode(texts)
