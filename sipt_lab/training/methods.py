@@ -19,7 +19,9 @@ same-family ``(1 − λ)·L_M + λ·`` BCE of "shares a label" on balanced pairs
 LinkBERT's per-sample embedding is, like every method's, ``[CLS]`` of the sample alone (segment 0).
 The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` and
 domain runs use the ``lm`` arm of the same seed, ``pretrain`` a ``--teacher`` directory); it runs
-on the char encoder and on Hugging Face checkpoints. Their settings are :class:`ConceptOptions`.
+on the char encoder and on Hugging Face checkpoints. The student starts from the teacher's weights,
+and ``pretrain`` ends with MLSM's final phase (:mod:`~sipt_lab.training.concept_student`), saving
+an ordinary MLM encoder. Their settings are :class:`ConceptOptions`.
 The per-sample baselines (:mod:`sipt_lab.training.per_sample`) need each sample's pre-training
 labels (``TrainConfig.pt_labels``, given to :func:`method_recipe` as :class:`SampleLabels`).
 """
@@ -31,19 +33,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from torch import nn
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, evaluating
+from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
+from sipt_lab.training.concept_student import copy_teacher, final_phase
 from sipt_lab.training.per_sample import MultiTaskRecipe, SameFamilyRecipe, SampleLabels
 from sipt_lab.training.recipe import Plan, Recipe, RunData, checkpoint_config, graph_sampler, hidden_size
-from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
+from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler, relation_accuracy
 from sipt_lab.training.train_config import TrainConfig
+
+#: How an MLSM student starts: from its teacher's weights, or at random.
+STUDENT_INITS = ("teacher", "random")
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,15 @@ class ConceptOptions:
         sparsity: the L1 weight ``λ`` of dictionary learning and coding (MLSM: 0.05); 0.05 gives
             a median of ~9 non-zero codes per token on the char encoder's states (reported per run).
         mlm_weight: weight of an extra MLM term (MLSM's ``--mlm_weight``, default 0).
+        student_init: ``teacher`` (the paper's default: the student starts from the teacher's
+            weights, :func:`~sipt_lab.training.concept_student.copy_teacher`) or ``random``.
     """
 
     layer: int | None = None
     atoms_per_hidden: int = 2
     sparsity: float = 0.05
     mlm_weight: float = 0.0
+    student_init: str = "teacher"
 
     def __post_init__(self) -> None:
         if self.layer is not None and self.layer < 0:
@@ -74,6 +82,10 @@ class ConceptOptions:
             raise ConfigError("ConceptOptions.sparsity", f"must be > 0, got {self.sparsity}")
         if self.mlm_weight < 0:
             raise ConfigError("ConceptOptions.mlm_weight", f"must be >= 0, got {self.mlm_weight}")
+        if self.student_init not in STUDENT_INITS:
+            raise ConfigError(
+                "ConceptOptions.student_init", f"is {self.student_init!r}; choose one of {', '.join(STUDENT_INITS)}"
+            )
 
     def check_layer(self, teacher_layers: int) -> None:
         """ConfigError when :attr:`layer` is beyond a teacher of ``teacher_layers`` transformer layers
@@ -145,10 +157,12 @@ class ConceptOutputs:
     """An encoder whose tied decoder also scores ``n_concepts`` concept outputs (MLSM's ``[MASK-j]``
     rows, the decoder's last ``n_concepts``); the tokenizer is unchanged. A character encoder is
     built with them; a Hugging Face checkpoint is loaded and its input embeddings and tied decoder
-    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`)."""
+    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`). With a
+    ``teacher``, the weights then become the teacher's where they match (:func:`copy_teacher`)."""
 
     base: CharInit | CheckpointInit
     n_concepts: int
+    teacher: nn.Module | None = field(default=None, compare=False)
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
         return self.base.tokenizer(texts, max_len)
@@ -157,10 +171,14 @@ class ConceptOutputs:
         note = f"{self.n_concepts} concept outputs after the {tokenizer.vocab_size}-token vocabulary"
         if isinstance(self.base, CharInit):
             config = dataclasses.replace(self.base.config, vocab_size=tokenizer.vocab_size + self.n_concepts)
-            return self.base.build(config), [note]
-        encoder, notes = self.base.encoder(tokenizer)
-        encoder.add_output_rows(self.n_concepts)
-        return encoder, [*notes, note]
+            encoder, notes = self.base.build(config), []
+        else:
+            encoder, notes = self.base.encoder(tokenizer)
+            encoder.add_output_rows(self.n_concepts)
+        notes.append(note)
+        if self.teacher is not None:
+            notes.append(copy_teacher(encoder, self.teacher))
+        return encoder, notes
 
     def describe(self) -> dict:
         return {**self.base.describe(), "concept_outputs": self.n_concepts}
@@ -182,7 +200,8 @@ class ConceptRecipe:
             raise SiptError(
                 "method mlsm runs on a text encoder (PretrainJob.init char, minilm or a Hugging Face directory)"
             )
-        return ConceptOutputs(source, self.options.atoms_per_hidden * hidden_size(source))
+        teacher = self.teacher.encoder if self.options.student_init == "teacher" else None
+        return ConceptOutputs(source, self.options.atoms_per_hidden * hidden_size(source), teacher)
 
     def plan(self, data: RunData) -> Plan:
         if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
@@ -222,6 +241,8 @@ class Method:
         needs_teacher: it learns from an LM-trained teacher.
         needs_labels: it learns from per-sample pre-training labels (``TrainConfig.pt_labels``),
             weighted by ``lambda_si``.
+        final_phase: ``(encoder, tokenizer, texts, seed) -> report``, run in place on the trained
+            encoder before ``pretrain`` saves it (MLSM's concept -> vocabulary layer); None: none.
     """
 
     name: str
@@ -231,6 +252,7 @@ class Method:
     structure_aware: bool = False
     needs_teacher: bool = False
     needs_labels: bool = False
+    final_phase: Callable[[nn.Module, Tokenizer, list[str], int], dict] | None = None
 
 
 def _concepts(teacher: Teacher | None, options: ConceptOptions, labels: SampleLabels | None) -> Recipe:
@@ -274,6 +296,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm15",
@@ -281,6 +304,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm",
@@ -288,6 +312,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "multitask",
@@ -339,41 +364,9 @@ def method_recipe(
     return None if method.recipe is None else method.recipe(teacher, options, labels)
 
 
-@torch.inference_mode()
-def relation_accuracy(
-    encoder: nn.Module,
-    relation: DocumentRelation,
-    sampler: SegmentPairSampler,
-    steps: int = 4,
-    first_step: int = 1_000_000,
-) -> dict[str, float]:
-    """DRP accuracy of a trained LinkBERT on ``steps`` fresh batches (steps never trained on).
-
-    Returns:
-        ``accuracy`` (3-way, chance 1/3) and ``linked_vs_random`` (on the linked and random pairs,
-        whether the head ranks the true one of those two relations higher; chance 1/2: what a graph
-        whose links carry no signal gives).
-    """
-    device = next(encoder.parameters()).device
-    with evaluating(encoder):
-        hits, linked_hits, linked_total, total = 0, 0, 0, 0
-        for step in range(first_step, first_step + steps):
-            own = sampler.batch(step).inputs
-            ids, types = (torch.as_tensor(a, device=device) for a in (own.ids, own.token_types))
-            logits = relation.logits(encoder.embed(ids, token_types=types)).float().cpu().numpy()
-            truth = own.relations
-            hits += int((logits.argmax(1) == truth).sum())
-            total += len(truth)
-            pair = truth != RELATIONS.index("contiguous")
-            random_code, linked_code = RELATIONS.index("random"), RELATIONS.index("linked")
-            says_linked = logits[pair, linked_code] > logits[pair, random_code]
-            linked_hits += int((says_linked == (truth[pair] == linked_code)).sum())
-            linked_total += int(pair.sum())
-    return {"accuracy": hits / max(total, 1), "linked_vs_random": linked_hits / max(linked_total, 1)}
-
-
 __all__ = [
     "METHODS",
+    "STUDENT_INITS",
     "ConceptOptions",
     "ConceptRecipe",
     "LinkBertRecipe",
