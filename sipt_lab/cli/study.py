@@ -120,17 +120,7 @@ def register(subparsers) -> None:
     add_config_arguments(
         run,
         LcTransferConfig,
-        (
-            "protocol",
-            "k",
-            "metric",
-            "split_seed",
-            "bootstrap",
-            "geometry_arm",
-            "finetune_epochs",
-            "finetune_lr",
-            "per_sample_arm",
-        ),
+        (*STUDY_FIELDS[STUDY_FIELDS.index("protocol") : STUDY_FIELDS.index("task")], *STUDY_FIELDS[-3:]),
     )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
     run.add_argument(
