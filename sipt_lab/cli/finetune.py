@@ -12,7 +12,7 @@ from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
 FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
-FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every")
+FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every", "pair_memory_gib")
 #: DomainRunConfig fields that ``domain run`` flags set, in the order ``--help`` lists them.
 DOMAIN_RUN_FIELDS = (
     "domain",

@@ -7,9 +7,11 @@
   (texts and the citation graph, symmetrised);
 * ``tape-task``: a TAPE task's JSON split files (``{task}_train.json``, ``{task}_valid.json``,
   ``{task}_{test}.json``, each a list of ``{"primary": sequence, <target>: value}``, the value a
-  number or, for secondary structure's ``ss3``, one class per residue) -> :class:`SplitRecords`;
+  number or, for secondary structure's ``ss3``, one class per residue; contact prediction's
+  ``proteinnet_*.json`` hold ``tertiary`` coordinates and ``valid_mask``) -> :class:`SplitRecords`;
 * ``scibert-task``: a SciBERT text-classification task directory (``train.txt``, ``dev.txt``,
-  ``test.txt``, JSON Lines ``{"text", "label"}``) -> :class:`SplitRecords`;
+  ``test.txt``, JSON Lines ``{"text", "label"}``; relation extraction's sentences must mark both
+  entities) -> :class:`SplitRecords`;
 * ``tu-graphs``: a graph dataset in PyTorch Geometric's ``TUDataset`` raw format (``NAME_A.txt``,
   ``NAME_graph_indicator.txt``, optional ``NAME_node_labels.txt``) -> :class:`GraphSamples`;
 * ``term-sets``: ``id<TAB>term;term;...`` a line (GO annotations) -> :class:`TermSets` (a sparse 0/1 matrix).

@@ -150,3 +150,61 @@ def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
     (root / "go_pretrain.tsv").write_text("\n".join(pretrain) + "\n")
     (root / "go_finetune.tsv").write_text("\n".join(finetune) + "\n")
     return root
+
+
+def hairpin(length: int, rng=None) -> list[list[float]]:
+    """``(length, 3)`` coordinates of a hairpin: residues 3.8 A apart along x, the second half folded
+    back 5 A away, so residue ``i`` touches ``length - 1 - i`` (and its neighbours)."""
+    half = (length + 1) // 2
+    points = [[3.8 * i, 0.0, 0.0] if i < half else [3.8 * (length - 1 - i), 5.0, 0.0] for i in range(length)]
+    if rng is not None:
+        points = (np.asarray(points) + rng.normal(0, 0.3, (length, 3))).tolist()
+    return points
+
+
+def write_contacts(root: Path, per_split: tuple[int, int, int] = (8, 4, 4), seed: int = 0) -> Path:
+    """TAPE's contact-prediction files in ``root/tape/proteinnet`` (``proteinnet_{train,valid,test}.json``,
+    records ``{"id", "primary", "tertiary", "valid_mask"}`` as TAPE's JSON release): hairpins of 30-40
+    residues (:func:`hairpin`), one residue in ten unresolved."""
+    rng = np.random.default_rng(seed)
+    directory = root / "tape" / "proteinnet"
+    directory.mkdir(parents=True, exist_ok=True)
+    for suffix, size in zip(("train", "valid", "test"), per_split):
+        records = []
+        for k in range(size):
+            length = int(rng.integers(30, 41))
+            records.append(
+                {
+                    "id": f"{suffix}{k}",
+                    "primary": "".join(rng.choice(list(AMINO), size=length)),
+                    "tertiary": hairpin(length, rng),
+                    "valid_mask": (rng.random(length) > 0.1).tolist(),
+                }
+            )
+        (directory / f"proteinnet_{suffix}.json").write_text(json.dumps(records))
+    return root
+
+
+#: SciERC's relations (SciBERT's ``sciie-relation-extraction`` labels), two for the fixture.
+RELATION_WORDS = {"USED-FOR": ("uses", "applies"), "PART-OF": ("contains", "includes")}
+
+
+def write_relations(root: Path, per_split: tuple[int, int, int] = (16, 8, 8), seed: int = 0) -> Path:
+    """SciBERT's ``tasks/sciie-relation-extraction/{train,dev,test}.txt`` in ``root``: JSON Lines
+    ``{"text", "label", "metadata"}``, each sentence marking its two entities ``<< >>`` and ``[[ ]]``;
+    the relation is planted in the verb between them (noisy)."""
+    rng = np.random.default_rng(seed)
+    task = root / "tasks" / "sciie-relation-extraction"
+    task.mkdir(parents=True, exist_ok=True)
+    labels = list(RELATION_WORDS)
+    for name, size in zip(("train", "dev", "test"), per_split):
+        rows = []
+        for k in range(size):
+            label = labels[k % 2]
+            verb = RELATION_WORDS[label if rng.random() < 0.8 else labels[1 - k % 2]][int(rng.integers(2))]
+            first, second = rng.choice(TOPICS[k % 2], size=2)
+            rows.append(
+                {"text": f"the << {first} >> {verb} [[ {second} ]] .", "label": label, "metadata": [1, 1, 4, 4]}
+            )
+        (task / f"{name}.txt").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return root
