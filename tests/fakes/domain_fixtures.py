@@ -208,3 +208,57 @@ def write_relations(root: Path, per_split: tuple[int, int, int] = (16, 8, 8), se
             )
         (task / f"{name}.txt").write_text("".join(json.dumps(row) + "\n" for row in rows))
     return root
+
+
+def bio_graphs(n_graphs: int = 24, seed: int = 0, pretrain_terms: int = 12, downstream_terms: int = 4) -> list:
+    """Ego-networks as Hu et al.'s bio loader makes them: ``x`` ``(n, 1)`` ones, ``edge_index`` both
+    directions of each edge, ``edge_attr`` ``(2E, 9)`` (7 interaction types, then the self-loop and
+    mask flags, 0), ``species_id``, ``center_node_idx`` and the centre's ``go_target_pretrain`` /
+    ``go_target_downstream`` 0/1 vectors. Rings' edges are of type 0 (and 4 or not), stars' of
+    type 1 (and 5 or not), and their GO terms follow the shape, so masked edges are learnable."""
+    import torch
+    from torch_geometric.data import Data
+
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for g in range(n_graphs):
+        shape, size = g % 2, int(rng.integers(4, 8))
+        pairs = [(k, (k + 1) % size) for k in range(size)] if shape == 0 else [(0, k) for k in range(1, size)]
+        types = []
+        for _ in pairs:
+            row = [0] * 9
+            row[shape] = 1
+            row[4 + shape] = int(rng.random() < 0.5)
+            types += [row, row]
+        directed = [e for a, b in pairs for e in ((a, b), (b, a))]
+        pretrain = np.zeros(pretrain_terms, dtype=np.int64)
+        pretrain[shape * 6 : shape * 6 + 5] = 1
+        downstream = np.zeros(downstream_terms, dtype=np.int64)
+        downstream[shape if rng.random() < 0.8 else 1 - shape] = 1
+        data = Data(
+            x=torch.ones(size, 1),
+            edge_index=torch.tensor(directed, dtype=torch.long).T.contiguous(),
+            edge_attr=torch.tensor(types, dtype=torch.float),
+        )
+        data.species_id = torch.tensor([9606])
+        data.center_node_idx = torch.tensor([0])
+        data.go_target_pretrain = torch.as_tensor(pretrain)
+        data.go_target_downstream = torch.as_tensor(downstream)
+        graphs.append(data)
+    return graphs
+
+
+def write_bio_processed(path: Path, graphs: list, pyg1: bool = False) -> Path:
+    """``torch.save((data, slices), path)`` as ``InMemoryDataset`` writes ``geometric_data_processed.pt``;
+    ``pyg1``: the collated ``Data`` pickled as PyG 1 did (its tensors in its ``__dict__``, no PyG 2 store)."""
+    import torch
+    from torch_geometric.data import Data, InMemoryDataset
+
+    data, slices = InMemoryDataset.collate(graphs)
+    if pyg1:
+        old = Data.__new__(Data)
+        old.__dict__.update(data.to_dict())
+        data = old
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save((data, slices), path)
+    return path
