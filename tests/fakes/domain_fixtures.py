@@ -162,23 +162,36 @@ def hairpin(length: int, rng=None) -> list[list[float]]:
     return points
 
 
+def cysteine_cluster(sequence: str, rng) -> list[list[float]]:
+    """``(L, 3)`` coordinates with the planted contacts of :func:`write_contacts`: residues 3.8 A apart
+    along x, except the cysteines, gathered (within 1 A) 50 A away, so that two residues are in
+    contact (< 8 A, at least 6 apart in sequence) exactly when both are cysteines."""
+    return [
+        (rng.normal(0, 0.3, 3) + [0.0, 50.0, 0.0]).tolist() if c == "C" else [3.8 * i, 0.0, 0.0]
+        for i, c in enumerate(sequence)
+    ]
+
+
 def write_contacts(root: Path, per_split: tuple[int, int, int] = (8, 4, 4), seed: int = 0) -> Path:
     """TAPE's contact-prediction files in ``root/tape/proteinnet`` (``proteinnet_{train,valid,test}.json``,
-    records ``{"id", "primary", "tertiary", "valid_mask"}`` as TAPE's JSON release): hairpins of 30-40
-    residues (:func:`hairpin`), one residue in ten unresolved."""
+    records ``{"id", "primary", "tertiary", "valid_mask"}`` as TAPE's JSON release): 30-40 residues,
+    one in five a cysteine, in contact with each other (:func:`cysteine_cluster`), one residue in
+    twenty unresolved."""
     rng = np.random.default_rng(seed)
     directory = root / "tape" / "proteinnet"
     directory.mkdir(parents=True, exist_ok=True)
+    others = [a for a in AMINO if a != "C"]
     for suffix, size in zip(("train", "valid", "test"), per_split):
         records = []
         for k in range(size):
             length = int(rng.integers(30, 41))
+            sequence = "".join("C" if rng.random() < 0.2 else rng.choice(others) for _ in range(length))
             records.append(
                 {
                     "id": f"{suffix}{k}",
-                    "primary": "".join(rng.choice(list(AMINO), size=length)),
-                    "tertiary": hairpin(length, rng),
-                    "valid_mask": (rng.random(length) > 0.1).tolist(),
+                    "primary": sequence,
+                    "tertiary": cysteine_cluster(sequence, rng),
+                    "valid_mask": (rng.random(length) > 0.05).tolist(),
                 }
             )
         (directory / f"proteinnet_{suffix}.json").write_text(json.dumps(records))

@@ -1,6 +1,7 @@
 """Contact prediction (TAPE's ProteinNet task): contact maps, precision at L/5, the loader and its
 bad input, pair features and their memory check, and ``domain run proteins --task contact_prediction``."""
 
+import copy
 import json
 
 import numpy as np
@@ -21,6 +22,7 @@ from sipt_lab.data.contacts import (
 from sipt_lab.domains.datasets import get_dataset
 from sipt_lab.domains.loaders import read_tape_task
 from sipt_lab.experiments.domain.view import domain_view
+from sipt_lab.experiments.finetune_job import probe_encoder
 from sipt_lab.models import encoder_source
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 from sipt_lab.training.pair_features import check_pair_memory, pair_features
@@ -135,6 +137,25 @@ def test_domain_run_contact_prediction_end_to_end(proteins, tmp_path, capsys):
         for part in ("probe", "full"):
             for metric in ("p_at_l5_medium_long", "p_at_l5_medium", "p_at_l5_long"):
                 assert 0.0 <= summary["arms"][arm][f"{part}.{metric}"]["mean"] <= 1.0
+
+
+@pytest.mark.slow
+def test_finetuning_and_probe_find_the_planted_contacts(proteins):
+    view = domain_view("proteins", "contact_prediction", None, 0, str(proteins))
+    texts = list(view.data.samples)
+    source = encoder_source("char")
+    tokenizer = source.tokenizer([texts[i] for i in view.pretraining_samples], 64)
+    torch.manual_seed(0)
+    encoder = source.encoder(tokenizer)[0]
+    test = view.task.labels_of(view.splits.test)
+    pairs = flatten_pairs(test, [label.length for label in test])
+    scored = (pairs[:, 1] >= 12) & (pairs[:, 3] >= 0)
+    assert pairs[scored, 3].mean() < 0.1  # cysteine pairs only: a random ranking scores about this
+    config = FinetuneConfig(lrs=(1e-3,), epochs=4, patience=4, batch_size=4, device="cpu")
+    result = finetune(lambda: (copy.deepcopy(encoder).train(), tokenizer), texts, view.task, view.splits, config)
+    probe = probe_encoder(encoder, tokenizer, texts, view.task, view.splits, "cpu")
+    assert result.test["p_at_l5_medium_long"] > 0.5 and probe["p_at_l5_medium_long"] > 0.5
+    assert set(probe) == {"p_at_l5_medium_long", "p_at_l5_medium", "p_at_l5_long"}
 
 
 def test_a_sequence_past_the_pair_memory_budget_is_a_one_line_error(proteins):

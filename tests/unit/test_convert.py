@@ -103,8 +103,9 @@ def test_a_file_that_is_not_hu_et_al_s_dataset_is_a_one_line_error(tmp_path, cap
 
 def test_attribute_masking_masks_edges_of_converted_graphs(tmp_path):
     from sipt_lab.domains.networks import gin_source
+    from sipt_lab.models import load_encoder
     from sipt_lab.models.graph_encoder import GINConfig, GraphInit
-    from sipt_lab.training import TrainConfig, pretrain
+    from sipt_lab.training import TrainConfig, embed, pretrain
 
     convert_pyg_bio(write_bio_processed(tmp_path / "bio.pt", bio_graphs(32)), tmp_path / "out")
     data = get_domain("networks").read(tmp_path / "out")
@@ -135,6 +136,10 @@ def test_attribute_masking_masks_edges_of_converted_graphs(tmp_path):
     result = pretrain(data.samples, graph, config, GraphInit(GINConfig(n_values=1, hidden=16, n_edge_values=4)))
     mlm = result.history["mlm"]
     assert mlm[-5:].mean() < 0.8 * mlm[:5].mean()  # a masked edge's type follows its graph's other edges
+    loaded, loaded_featurizer = load_encoder(result.save(tmp_path / "gin"))
+    assert loaded_featurizer == result.tokenizer and loaded_featurizer.mask_id == 4
+    vectors = embed(result.encoder, result.tokenizer, data.samples)
+    assert np.allclose(embed(loaded, loaded_featurizer, data.samples), vectors, atol=1e-5)
 
 
 @pytest.mark.slow
