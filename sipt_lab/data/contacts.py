@@ -9,7 +9,8 @@ pairs of the residues the encoder reads, flattened by :func:`flatten_pairs` into
 
 Memory: a protein of ``L`` residues has :func:`pair_count` ``(L) = (L - 6)(L - 5) / 2`` scored pairs,
 so a pairwise head over ``H``-wide residue states holds ``2H`` float32 features per pair:
-``4 * 2H * (L - 6)(L - 5) / 2`` bytes, about ``4 H L^2`` (L = 512, H = 768: 0.73 GiB per sequence).
+``4 * 2H * (L - 6)(L - 5) / 2`` bytes, about ``4 H L^2`` (L = 512, H = 768: 0.73 GiB per sequence);
+labels take one byte a training pair (:func:`pair_contacts`) and 16 a scored pair (:func:`flatten_pairs`).
 """
 
 from __future__ import annotations
@@ -78,22 +79,37 @@ def pair_index(residues: int) -> tuple[np.ndarray, np.ndarray]:
     return i.astype(np.int64), j.astype(np.int64)
 
 
+def _pair_contacts(label: ContactMap, count: int) -> np.ndarray:
+    """``(pair_count(count),)`` int8: 1 / 0 per scored pair of the first ``count`` residues of
+    ``label`` (:func:`pair_index` order), -1 where a residue is not valid."""
+    i, j = pair_index(count)
+    inside = label.contacts[(label.contacts < count).all(axis=1)]
+    contact = np.zeros(i.size, dtype=np.int8)
+    if inside.size:
+        contact[np.isin(i * count + j, inside[:, 0] * count + inside[:, 1])] = 1
+    valid = label.valid[:count]
+    contact[~(valid[i] & valid[j])] = -1
+    return contact
+
+
+def pair_contacts(maps: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(sum pair_count(counts),)`` int8: the ``contact`` column of :func:`flatten_pairs` alone, one
+    byte a pair (what a head trains on: a training split's pairs number ``~ sum L^2 / 2``)."""
+    parts = [_pair_contacts(label, count) for label, count in zip(maps, np.asarray(counts).tolist())]
+    return np.concatenate(parts) if parts else np.empty(0, np.int8)
+
+
 def flatten_pairs(maps: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``(sum pair_count(counts), 4)`` int64 rows :data:`PAIR_COLUMNS`, protein after protein and
+    """``(sum pair_count(counts), 4)`` int32 rows :data:`PAIR_COLUMNS`, protein after protein and
     :func:`pair_index` order within one: the scored pairs among the first ``counts[k]`` residues of
     each :class:`ContactMap` of ``maps`` ``(m,)`` (the residues an encoder read). ``protein`` is
     ``k``, ``length`` is ``counts[k]``, ``contact`` is 1 or 0, or -1 when a residue is not valid."""
-    rows = [np.empty((0, 4), np.int64)]
+    rows = [np.empty((0, 4), np.int32)]
     for k, (label, count) in enumerate(zip(maps, np.asarray(counts).tolist())):
         i, j = pair_index(count)
-        matrix = np.zeros((count, count), dtype=np.int64)
-        inside = label.contacts[(label.contacts < count).all(axis=1)]
-        matrix[inside[:, 0], inside[:, 1]] = 1
-        contact = matrix[i, j]
-        valid = label.valid[:count]
-        contact[~(valid[i] & valid[j])] = -1
-        rows.append(np.stack([np.full(i.size, k), j - i, np.full(i.size, count), contact], axis=1))
-    return np.concatenate(rows).astype(np.int64)
+        contact = _pair_contacts(label, count)
+        rows.append(np.stack([np.full(i.size, k), j - i, np.full(i.size, count), contact], axis=1).astype(np.int32))
+    return np.concatenate(rows)
 
 
 def contact_labels(labels: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.data.contacts import contact_labels
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
 from sipt_lab.data.tasks import Task, get_task_kind, linear_probe
@@ -174,10 +173,10 @@ def token_probe(
         inputs = encoder_inputs(tokenizer, split_texts, device)
         split = readout(kind, tokenizer, split_texts, inputs, encoder.hidden_size, pair_memory_gib, name)
         X[name] = read_out(encoder, inputs, split, batch_size=64).numpy()
-        y[name] = split.labels(task.labels_of(rows))
-    if kind.pairwise:  # fit on the valid pairs' contact column; validation and test keep their rows
-        valid = contact_labels(y["train"]) >= 0
-        X["train"], y["train"] = X["train"][valid], contact_labels(y["train"])[valid]
+        y[name] = split.labels(task.labels_of(rows), train=name == "train")
+    if kind.pairwise:  # fit on the valid train pairs (their contact column); validation and test keep their rows
+        valid = y["train"] >= 0
+        X["train"], y["train"] = X["train"][valid], y["train"][valid]
     if len(y["train"]) > max_tokens:
         keep = np.sort(np.random.default_rng(seed).choice(len(y["train"]), max_tokens, replace=False))
         X["train"], y["train"] = X["train"][keep], y["train"][keep]

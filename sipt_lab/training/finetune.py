@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.data.contacts import flatten_pairs, pair_count
+from sipt_lab.data.contacts import contact_labels, flatten_pairs, pair_contacts, pair_count
 from sipt_lab.data.splits import Splits
 from sipt_lab.data.tasks import Task, TaskKind, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
@@ -62,7 +62,7 @@ def _standardised(labels: np.ndarray, train: np.ndarray) -> torch.Tensor:
 def _valid_pair_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over the pairs whose target is not -1 (an invalid residue); 0 when there are none."""
     scored = target >= 0
-    return F.cross_entropy(out[scored], target[scored]) if bool(scored.any()) else out.sum() * 0.0
+    return F.cross_entropy(out[scored], target[scored].long()) if bool(scored.any()) else out.sum() * 0.0
 
 
 #: Task kind -> how its head trains (regression targets are standardised on the train split).
@@ -82,7 +82,7 @@ HEADS: dict[str, HeadSpec] = {
     "contact-prediction": HeadSpec(
         lambda y: 2,
         _valid_pair_loss,
-        lambda y, train: torch.as_tensor(y[:, -1], dtype=torch.long),
+        lambda y, train: torch.as_tensor(contact_labels(y)),
         lambda out: torch.softmax(out, 1)[:, 1].numpy(),
     ),
     "multilabel": HeadSpec(
@@ -180,13 +180,16 @@ class Readout:
             return token_states(encoder, batch, self.sizes[rows])
         return pair_features(token_states(encoder, batch, self.residues[rows]), self.residues[rows])
 
-    def labels(self, raw: np.ndarray) -> np.ndarray:
+    def labels(self, raw: np.ndarray, train: bool = False) -> np.ndarray:
         """The labels of what this readout reads, from a split's task labels ``raw`` ``(n,)``: as they
         are, per token (:func:`~sipt_lab.data.tasks.flatten_tokens`) or per pair
-        (:func:`~sipt_lab.data.contacts.flatten_pairs`)."""
+        (:func:`~sipt_lab.data.contacts.flatten_pairs`; for the ``train`` split only their contact
+        column, :func:`~sipt_lab.data.contacts.pair_contacts`, one byte a pair)."""
         if not self.per_token:
             return raw
-        return flatten_tokens(raw, self.sizes) if self.residues is None else flatten_pairs(raw, self.residues)
+        if self.residues is None:
+            return flatten_tokens(raw, self.sizes)
+        return pair_contacts(raw, self.residues) if train else flatten_pairs(raw, self.residues)
 
 
 def readout(
@@ -239,7 +242,7 @@ def finetune(
                 )
                 for name in SPLIT_NAMES
             }
-            labels = {name: readouts[name].labels(raw[name]) for name in raw}
+            labels = {name: readouts[name].labels(raw[name], train=name == "train") for name in raw}
             check_train_labels(task.name, task.kind, labels["train"], task.label_names)
             targets = head_spec.target(labels["train"], labels["train"])
             width = encoder.hidden_size * (2 if kind.pairwise else 1)

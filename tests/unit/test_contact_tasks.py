@@ -15,6 +15,7 @@ from sipt_lab.data.contacts import (
     ContactMap,
     coordinate_contacts,
     flatten_pairs,
+    pair_contacts,
     pair_count,
     pair_index,
     precision_at_l5,
@@ -49,6 +50,10 @@ def test_precision_at_l5_against_a_hand_computed_map():
     counts = [25, 13]
     pairs = flatten_pairs(maps, counts)
     assert len(pairs) == pair_count(25) + pair_count(13) == 190 + 28
+    contacts = pair_contacts(maps, counts)  # what a head trains on: the contact column, one byte a pair
+    assert contacts.dtype == np.int8 and contacts.tolist() == pairs[:, 3].tolist()
+    # 4 + 1 contacts; residue 5 (protein 0) is in the 14 pairs (5, 11..24), all unscored
+    assert contacts.tolist().count(1) == 5 and contacts.tolist().count(-1) == 14
     chosen = {(0, 1, 7): 0.99, (0, 5, 20): 0.95, (0, 0, 13): 0.9, (0, 3, 16): 0.8, (0, 2, 20): 0.7, (0, 0, 24): 0.6}
     # medium, protein 0: (0,13) (3,16) (2,20), then the first zero-score pairs (0,12) (0,14): 2 of 5;
     #   (5,20) is unresolved, (1,7) too close; protein 1: (0,12) then nothing: 1 of 2 -> 3 / 7
