@@ -11,7 +11,18 @@ from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, Finet
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
-FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
+FINETUNE_JOB_FIELDS = (
+    "model",
+    "baseline",
+    "task",
+    "samples",
+    "labels",
+    "kind",
+    "splits",
+    "pretrained_on",
+    "mode",
+    "seeds",
+)
 FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every", "pair_memory_gib")
 #: DomainRunConfig fields that ``domain run`` flags set, in the order ``--help`` lists them.
 DOMAIN_RUN_FIELDS = (
@@ -32,6 +43,7 @@ DOMAIN_RUN_FIELDS = (
     "device",
     "grad_accum",
     "executor",
+    "protocol",
 )
 
 
@@ -48,7 +60,7 @@ def register(subparsers) -> None:
     add_config_arguments(
         parser,
         FinetuneJob,
-        ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds"),
+        FINETUNE_JOB_FIELDS,
         required=("model",),
         argparse_options={"kind": {"choices": sorted(FILE_TASK_KINDS)}},
     )

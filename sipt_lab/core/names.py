@@ -77,6 +77,13 @@ DOMAIN_PRESETS = ("cpu", "full")
 #: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
 #: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.lc_transfer.heldout_metrics`).
-STUDY_METRICS = ("knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1")
+STUDY_METRICS = (
+    "knn_accuracy",
+    "knn_auroc",
+    "probe_accuracy",
+    "probe_macro_f1",
+    "finetune_accuracy",
+    "finetune_macro_f1",
+)
 #: Whether the LC-transfer study's fine-tuning samples are pre-training nodes too.
 STUDY_PROTOCOLS = ("inductive", "transductive")

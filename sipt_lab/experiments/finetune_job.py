@@ -19,7 +19,7 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.core.fileio import read_text_file, write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
@@ -247,6 +247,34 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
     )
 
 
+def pretrained_indices(path: str, ids: list[str]) -> np.ndarray:
+    """``(k,)`` sorted indices into ``ids`` of the samples a file lists in its first column
+    (tab-separated; ids that are not samples, such as a header, are skipped); SiptError when it
+    names none of them."""
+    listed = {line.split("\t", 1)[0].strip() for line in read_text_file(path, "pre-training samples file").splitlines()}
+    found = np.array(sorted(i for i, sample in enumerate(ids) if sample in listed), dtype=np.int64)
+    if not found.size:
+        raise SiptError(
+            f"{path} lists none of the task's sample ids in its first column; give the samples file the model was pre-trained on"
+        )
+    return found
+
+
+def job_splits(job: FinetuneJob, ids: list[str], task: Task, seen: np.ndarray) -> Splits:
+    """The job's splits: its splits file (refused when it holds one of the ``seen`` samples, which
+    were pre-trained on), or random ones of the task's samples less ``seen``."""
+    if not job.splits:
+        return random_splits(np.setdiff1d(task.samples, seen), seed=job.split_seed)
+    splits = read_splits(job.splits, ids)
+    overlap = np.intersect1d(np.concatenate([splits.train, splits.validation, splits.test]), seen)
+    if overlap.size:
+        raise SiptError(
+            f"{overlap.size} samples of {job.splits} were pre-trained on (first: {ids[overlap[0]]!r}, listed in "
+            f"{job.pretrained_on}); drop them from the splits, or leave out FinetuneJob.pretrained_on"
+        )
+    return splits
+
+
 def _tagged(record, **tags):
     return lambda row: record({**tags, **row})
 
@@ -301,7 +329,8 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     if job.seeds < 1:
         raise ConfigError("FinetuneJob.seeds", f"is {job.seeds}; use at least 1")
     ids, texts, task = load_task(job)
-    splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
+    seen = pretrained_indices(job.pretrained_on, ids) if job.pretrained_on else np.empty(0, np.int64)
+    splits = job_splits(job, ids, task, seen)
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
@@ -334,6 +363,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
             "task": task.name,
             "kind": task.kind,
             "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+            **({"pretrained_left_out": int(np.intersect1d(seen, task.samples).size)} if job.pretrained_on else {}),
             "results": results,
             "comparisons": [c.__dict__ for c in comparisons],
         }

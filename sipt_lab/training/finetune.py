@@ -20,6 +20,7 @@ the square of the residues read, checked against ``FinetuneConfig.pair_memory_gi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable
@@ -42,6 +43,11 @@ from sipt_lab.training.train_config import FinetuneConfig
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]
+
+
+def copies_of(encoder: nn.Module, tokenizer: Tokenizer) -> EncoderLoader:
+    """The :data:`EncoderLoader` of an encoder in memory: a deep copy in train mode each call."""
+    return lambda: (copy.deepcopy(encoder).train(), tokenizer)
 
 
 @dataclass(frozen=True)

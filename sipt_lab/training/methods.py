@@ -17,7 +17,9 @@ lsm        the same at every token, left visible                             no
 LinkBERT's per-sample embedding is, like every method's, ``[CLS]`` of the sample alone (segment 0).
 The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` and
 domain runs use the ``lm`` arm of the same seed, ``pretrain`` a ``--teacher`` directory); it runs
-on the char encoder and on Hugging Face checkpoints. Their settings are :class:`ConceptOptions`.
+on the char encoder and on Hugging Face checkpoints. The student starts from the teacher's weights,
+and ``pretrain`` ends with MLSM's final phase (:mod:`~sipt_lab.training.concept_student`), saving
+an ordinary MLM encoder. Their settings are :class:`ConceptOptions`.
 """
 
 from __future__ import annotations
@@ -38,9 +40,13 @@ from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, 
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
+from sipt_lab.training.concept_student import copy_teacher, final_phase
 from sipt_lab.training.recipe import Plan, Recipe, RunData, graph_sampler
 from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
 from sipt_lab.training.train_config import TrainConfig
+
+#: How an MLSM student starts: from its teacher's weights, or at random.
+STUDENT_INITS = ("teacher", "random")
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,15 @@ class ConceptOptions:
         sparsity: the L1 weight ``λ`` of dictionary learning and coding (MLSM: 0.05); 0.05 gives
             a median of ~9 non-zero codes per token on the char encoder's states (reported per run).
         mlm_weight: weight of an extra MLM term (MLSM's ``--mlm_weight``, default 0).
+        student_init: ``teacher`` (the paper's default: the student starts from the teacher's
+            weights, :func:`~sipt_lab.training.concept_student.copy_teacher`) or ``random``.
     """
 
     layer: int | None = None
     atoms_per_hidden: int = 2
     sparsity: float = 0.05
     mlm_weight: float = 0.0
+    student_init: str = "teacher"
 
     def __post_init__(self) -> None:
         if self.layer is not None and self.layer < 0:
@@ -71,6 +80,10 @@ class ConceptOptions:
             raise ConfigError("ConceptOptions.sparsity", f"must be > 0, got {self.sparsity}")
         if self.mlm_weight < 0:
             raise ConfigError("ConceptOptions.mlm_weight", f"must be >= 0, got {self.mlm_weight}")
+        if self.student_init not in STUDENT_INITS:
+            raise ConfigError(
+                "ConceptOptions.student_init", f"is {self.student_init!r}; choose one of {', '.join(STUDENT_INITS)}"
+            )
 
     def check_layer(self, teacher_layers: int) -> None:
         """ConfigError when :attr:`layer` is beyond a teacher of ``teacher_layers`` transformer layers
@@ -158,10 +171,12 @@ class ConceptOutputs:
     """An encoder whose tied decoder also scores ``n_concepts`` concept outputs (MLSM's ``[MASK-j]``
     rows, the decoder's last ``n_concepts``); the tokenizer is unchanged. A character encoder is
     built with them; a Hugging Face checkpoint is loaded and its input embeddings and tied decoder
-    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`)."""
+    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`). With a
+    ``teacher``, the weights then become the teacher's where they match (:func:`copy_teacher`)."""
 
     base: CharInit | CheckpointInit
     n_concepts: int
+    teacher: nn.Module | None = field(default=None, compare=False)
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
         return self.base.tokenizer(texts, max_len)
@@ -170,10 +185,14 @@ class ConceptOutputs:
         note = f"{self.n_concepts} concept outputs after the {tokenizer.vocab_size}-token vocabulary"
         if isinstance(self.base, CharInit):
             config = dataclasses.replace(self.base.config, vocab_size=tokenizer.vocab_size + self.n_concepts)
-            return self.base.build(config), [note]
-        encoder, notes = self.base.encoder(tokenizer)
-        encoder.add_output_rows(self.n_concepts)
-        return encoder, [*notes, note]
+            encoder, notes = self.base.build(config), []
+        else:
+            encoder, notes = self.base.encoder(tokenizer)
+            encoder.add_output_rows(self.n_concepts)
+        notes.append(note)
+        if self.teacher is not None:
+            notes.append(copy_teacher(encoder, self.teacher))
+        return encoder, notes
 
     def describe(self) -> dict:
         return {**self.base.describe(), "concept_outputs": self.n_concepts}
@@ -195,7 +214,8 @@ class ConceptRecipe:
             raise SiptError(
                 "method mlsm runs on a text encoder (PretrainJob.init char, minilm or a Hugging Face directory)"
             )
-        return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source))
+        teacher = self.teacher.encoder if self.options.student_init == "teacher" else None
+        return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source), teacher)
 
     def plan(self, data: RunData) -> Plan:
         if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
@@ -232,6 +252,8 @@ class Method:
         recipe: ``(teacher, ConceptOptions) -> Recipe`` (None: LM / SIPT by the config's ``lambda_si``).
         structure_aware: it induces ``G_PT`` structure in the per-sample space (Theorem 1's premise).
         needs_teacher: it learns from an LM-trained teacher.
+        final_phase: ``(encoder, tokenizer, texts, seed) -> report``, run in place on the trained
+            encoder before ``pretrain`` saves it (MLSM's concept -> vocabulary layer); None: none.
     """
 
     name: str
@@ -240,6 +262,7 @@ class Method:
     recipe: Callable[[Teacher | None, ConceptOptions], Recipe] | None = None
     structure_aware: bool = False
     needs_teacher: bool = False
+    final_phase: Callable[[nn.Module, Tokenizer, list[str], int], dict] | None = None
 
 
 def _concepts(teacher: Teacher | None, options: ConceptOptions) -> Recipe:
@@ -269,6 +292,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm15",
@@ -276,6 +300,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm",
@@ -283,6 +308,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
     )
 }
@@ -347,6 +373,7 @@ def relation_accuracy(
 
 __all__ = [
     "METHODS",
+    "STUDENT_INITS",
     "ConceptOptions",
     "ConceptRecipe",
     "LinkBertRecipe",

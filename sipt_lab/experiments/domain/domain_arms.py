@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 
@@ -17,7 +16,7 @@ from sipt_lab.grid import read_result
 from sipt_lab.grid.model_store import STORE_KEYS, model_dir, stored_digest
 from sipt_lab.models import encoder_source
 from sipt_lab.training import embed, pretrain, steps_for_epochs
-from sipt_lab.training.finetune import finetune
+from sipt_lab.training.finetune import copies_of, finetune
 from sipt_lab.training.methods import Teacher, method_recipe, method_train_config
 
 
@@ -30,7 +29,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     texts = list(view.data.samples)
     result = {
         "arm": cell.arm,
@@ -77,11 +76,9 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
             pair_memory_gib=cell.finetune.pair_memory_gib,
         )
     if "full" in parts:
-
-        def load():
-            return copy.deepcopy(encoder).train(), tokenizer
-
-        scores["full"] = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed).test
+        scores["full"] = finetune(
+            copies_of(encoder, tokenizer), texts, view.task, view.splits, cell.finetune, cell.seed
+        ).test
     result["scores"] = scores
     if cell.graph is not None:
         pretrained_on = (view.seen_graph(graph), view.pretraining_samples)
@@ -103,7 +100,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     (not off the shelf); ``teacher`` the MLSM family's."""
     from sipt_lab.domains import build_graph, get_domain
 
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     spec = get_domain(cell.domain)
     source = _encoder_source(cell, view.data)
     graph = build_graph(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.options import option
 from sipt_lab.experiments.configs import DomainRunConfig
 from sipt_lab.experiments.finetune_job import check_mode
 from sipt_lab.experiments.presets import DomainPreset
@@ -44,6 +45,9 @@ class DomainCell:
     mode: str = "both"
     data: str | None = None
     epochs: float | None = None
+    protocol: str = option(
+        "transductive", omit_default=True, help="inductive or transductive (DomainRunConfig.protocol)"
+    )
 
 
 @dataclass(frozen=True)
@@ -82,12 +86,14 @@ def domain_cells(
     methods: tuple[str, ...] = (),
     teacher: str | Path | None = None,
     concepts: ConceptOptions = DEFAULT_CONCEPTS,
+    protocol: str = "transductive",
 ) -> list[DomainCell]:
     """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, each of
     ``methods`` in :data:`GRAPH_METHODS` for each graph and each in :data:`CONCEPT_METHODS` once
     (:class:`ConceptCell`, taught by ``teacher``, a model directory, or the seed's lm arm when
     None). ``init`` None is the domain's default warm start; ``data_dir`` the domain's data
-    directory (domains with a ``layout``)."""
+    directory (domains with a ``layout``); ``protocol`` whether the fine-tuning train split may be
+    pre-trained on (:func:`~sipt_lab.experiments.domain.view.domain_view`)."""
     known = GRAPH_METHODS + CONCEPT_METHODS
     unknown_methods = [m for m in methods if m not in known]
     if unknown_methods:
@@ -139,6 +145,7 @@ def domain_cells(
         mode=preset.mode,
         data=data,
         epochs=preset.epochs,
+        protocol=protocol,
     )
     cells = []
     for seed in range(seeds):
@@ -203,4 +210,5 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         data_dir=config.data_dir,
         teacher=config.teacher,
         concepts=ConceptOptions(layer=config.teacher_layer),
+        protocol=config.protocol,
     )
