@@ -72,3 +72,14 @@ def test_domain_run_relation_extraction_end_to_end(abstracts, tmp_path, capsys):
         for part in ("probe", "full"):
             assert 0.0 <= summary["arms"][arm][f"{part}.macro_f1"]["mean"] <= 1.0
     assert summary["arms"]["off-the-shelf"]["probe.macro_f1"]["mean"] > 0.6  # the verb marks the relation (80 %)
+
+
+def test_domain_run_names_the_unmarked_sentence_and_exits_2(abstracts, tmp_path, capsys):
+    import shutil
+
+    data = shutil.copytree(abstracts, tmp_path / "abstracts")
+    (data / "tasks" / TASK / "test.txt").write_text(json.dumps({"text": "no markers here", "label": "USED-FOR"}) + "\n")
+    argv = ["domain", "run", "abstracts", "--data", str(data), "--task", TASK, "--init", "char", "--seeds", "1"]
+    assert main([*argv, "--device", "cpu", "--executor", "serial", "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]  # each cell reads the data: the run reports the first
+    assert error.startswith("sipt-lab: error:") and "test.txt line 1: the sentence has no '<< ... >>' entity" in error
