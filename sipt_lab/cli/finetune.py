@@ -24,7 +24,7 @@ FINETUNE_JOB_FIELDS = (
     "mode",
     "seeds",
 )
-FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every")
+FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every", "pair_memory_gib")
 #: DomainRunConfig fields that ``domain run`` flags set, in the order ``--help`` lists them.
 DOMAIN_RUN_FIELDS = (
     "domain",

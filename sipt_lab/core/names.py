@@ -68,9 +68,9 @@ POOLINGS = ("cls", "mean")
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
 #: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulation.simulate.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
-#: Task kinds labelled per token (TAPE's secondary structure): domain tasks only, since ``sipt-lab
-#: finetune --labels`` files hold one label per sample.
-PER_TOKEN_TASK_KINDS = ("token-classification",)
+#: Task kinds labelled per token (TAPE's secondary structure) or per residue pair (its contact
+#: maps): domain tasks only, since ``sipt-lab finetune --labels`` files hold one label per sample.
+PER_TOKEN_TASK_KINDS = ("token-classification", "contact-prediction")
 #: Fine-tuning task kinds (:data:`sipt_lab.data.tasks.TASK_KINDS`).
 TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetune_job.MODES`).

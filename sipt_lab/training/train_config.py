@@ -264,6 +264,10 @@ class FinetuneConfig:
         device: ``auto``, ``cpu`` or ``cuda``.
         eval_every: also score validation and test every this many steps (not only after each
             pass); None: after each pass only. Left out of the saved config while None.
+        pair_memory_gib: pairwise tasks (contact prediction): most GiB of float32 pair features of
+            one sequence, ``4 * 2H * (L - 6)(L - 5) / 2`` bytes for ``L`` residues read at hidden size
+            ``H`` (L = 512, H = 768: 0.73 GiB); a longer sequence is refused. Left out of the saved
+            config at its default.
     """
 
     lrs: tuple[float, ...] = option(
@@ -283,6 +287,14 @@ class FinetuneConfig:
         range=(1, None),
         metavar="N",
         default_help="after each pass only",
+        omit_default=True,
+    )
+    pair_memory_gib: float = option(
+        2.0,
+        help="contact prediction: most GiB of pair features per sequence (4*2H bytes a pair, (L-6)(L-5)/2 pairs)",
+        range=(0.0, None),
+        open="low",
+        metavar="GIB",
         omit_default=True,
     )
 

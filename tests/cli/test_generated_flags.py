@@ -30,6 +30,9 @@ CLI_ONLY = {
     "sipt-lab consistency": {"--json"},
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
+    # input files and where the converted layout goes: a format conversion, not a run with a config
+    "sipt-lab data convert string": {"--links", "--fasta", "--min-score", "--out"},
+    "sipt-lab data convert pyg-bio": {"FILE", "--out"},
 }
 #: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
 CONFIG_FILE_FLAGS = {"--config", "--print-config"}

@@ -74,7 +74,14 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     scores = {}
     if "probe" in parts:
         scores["probe"] = probe_encoder(
-            encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors
+            encoder,
+            tokenizer,
+            texts,
+            view.task,
+            view.splits,
+            cell.finetune.device,
+            vectors,
+            pair_memory_gib=cell.finetune.pair_memory_gib,
         )
     if "full" in parts:
         scores["full"] = finetune(
