@@ -1,17 +1,22 @@
 """The LC-transfer study (``sipt-lab study lc-transfer``) at a chosen scale, its table printed.
 
-Run as ``python benchmarks/bench_study.py [--scale reduced|cpu] [--out DIR] [--csv FILE]``.
+Run as ``python benchmarks/bench_study.py [--scale reduced|cpu|gpu-wiki] [--out DIR] [--csv FILE]``.
 
-``cpu`` is the issue's default CPU scale (vital-article summaries, 1,000 pre-training and 1,000
-never-seen articles, 5 LC levels × 5 seeds, MiniLM, the checkpoint defaults); ``reduced`` is what
-2 shared cores finish in about 20 minutes (fewer samples, steps, head warm-up steps and seeds), so
-its detectable effect is large: it is printed next to the result. ``--csv`` copies the study's
-``results.csv`` (one row per LC level × arm × seed × metric) there, with the summary beside it.
+``cpu`` and ``gpu-wiki`` are the study's presets (:data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS`):
+``cpu`` is the issue's default CPU scale (CLIQUES over the embedded corpus, 1,000 pre-training and
+1,000 never-seen sentences, 5 LC levels x 5 seeds, MiniLM, the checkpoint defaults), whose goal is
+30 minutes on 2 cores; ``reduced`` is vital-article summaries at what 2 shared cores finish in about
+20 minutes, so its detectable effect is large: it is printed next to the result. The wall time is
+printed beside the estimate the study made from its own timing before training (their ratio).
+``--csv`` copies the study's ``results.csv`` (one row per LC level x arm x seed x metric) there,
+with the summary beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import shutil
 import tempfile
 import time
@@ -19,43 +24,54 @@ from pathlib import Path
 
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.experiments.study.study_config import STUDY_PRESETS, LcTransferConfig, study_preset
 from sipt_lab.training.defaults import train_config
 
-#: Scale name -> (LcTransferConfig fields, TrainConfig fields).
-SCALES = {
-    "cpu": ({"n_pretrain": 1000, "n_train": 500, "n_validation": 100, "n_test": 400, "seeds": 5}, {"steps": 100}),
-    "reduced": (
-        {"n_pretrain": 128, "n_train": 96, "n_validation": 32, "n_test": 96, "seeds": 2},
-        {"steps": 20, "head_warmup": 20},
-    ),
-}
+#: The reduced scale: (LcTransferConfig fields, TrainConfig fields).
+REDUCED = (
+    {"n_pretrain": 128, "n_train": 96, "n_validation": 32, "n_test": 96, "seeds": 2},
+    {"steps": 20, "head_warmup": 20},
+)
+
+
+def scale_config(scale: str, init: str, device: str, seeds: int | None) -> LcTransferConfig:
+    """The study of ``scale`` (a preset name or ``reduced``) with ``init`` on ``device``."""
+    extra = {} if seeds is None else {"seeds": seeds}
+    if scale in STUDY_PRESETS:
+        config = study_preset(scale, init=init, **extra)
+        return dataclasses.replace(config, train=dataclasses.replace(config.train, device=device))
+    fields, train = REDUCED
+    kind = "checkpoint" if init != "char" else "char"
+    return LcTransferConfig(
+        init=init,
+        train=train_config(kind, batch_size=16, max_len=64, device=device, **train),
+        **(fields | extra),
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", choices=SCALES, default="reduced")
+    parser.add_argument("--scale", choices=[*STUDY_PRESETS, "reduced"], default="reduced")
     parser.add_argument("--init", default="minilm")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", help="the study's directory (default: a temporary one)")
     parser.add_argument("--csv", help="copy results.csv here (and the summary as <stem>.summary.json)")
     parser.add_argument("--seeds", type=int, help="seeds instead of the scale's")
     args = parser.parse_args()
-    fields, train = SCALES[args.scale]
-    fields = fields | ({} if args.seeds is None else {"seeds": args.seeds})
-    config = LcTransferConfig(
-        init=args.init,
-        train=train_config(
-            "checkpoint" if args.init != "char" else "char", batch_size=16, max_len=64, device=args.device, **train
-        ),
-        **fields,
-    )
+    config = scale_config(args.scale, args.init, args.device, args.seeds)
+    lines: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(args.out or Path(scratch) / "study")
         start = time.perf_counter()
-        summary = run_lc_transfer(config, out)
+        summary = run_lc_transfer(config, out, log=lambda line: print(line) or lines.append(line))
         minutes = (time.perf_counter() - start) / 60
-        print(f"\n{args.scale} scale, init {args.init}: {fields} steps {config.train.steps}, {minutes:.1f} min")
+        estimate = next(float(m.group(1)) for line in lines if (m := re.match(r"estimated time: ([\d.]+) min", line)))
+        print(
+            f"\n{args.scale} scale, init {args.init}: {config.n_pretrain} pre-training + "
+            f"{config.n_train}/{config.n_validation}/{config.n_test} never-seen samples, {len(config.levels)} levels x "
+            f"{config.seeds} seeds, {config.train.steps} steps: {minutes:.1f} min (estimated {estimate:.1f}; "
+            f"ratio {minutes / estimate:.2f})"
+        )
         print(
             f"| q | LC (measured) | SIPT - LM-only {summary['metric']} | 95% CI | SIPT - init |\n|---|---|---|---|---|"
         )

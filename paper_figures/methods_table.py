@@ -1,6 +1,7 @@
 """Print the `methods` figure's numbers as Markdown: per family, LC and each method's LOO 3-NN
-AUROC (mean ± sd over seeds), its gain over LM, LinkBERT's relation accuracy and the MLSM family's
-code sparsity and concept -> vocabulary probe against the LM teacher's MLM.
+AUROC (mean ± sd over seeds), its gain over LM, each method's full fine-tuning test accuracy,
+LinkBERT's relation accuracy and the MLSM family's code sparsity and concept -> vocabulary probe
+against the LM teacher's MLM.
 
 Reads ``methods_cells.csv`` from ``paper_figures/out`` (make it with ``python paper_figures/methods.py``).
 Run: ``python paper_figures/methods_table.py [--out DIR]``.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.core.names import METHODS
+from sipt_lab.experiments.paper.methods_figure import METHODS  # the methods the figure ran
 
 
 def main() -> None:
@@ -42,6 +43,12 @@ def main() -> None:
         lm = values(family, "metrics.methods.lm.auroc")
         gains = [f"{(values(family, f'metrics.methods.{m}.auroc') - lm).mean():+.3f}" for m in METHODS if m != "lm"]
         print(f"| {family} | {values(family, 'metrics.local_consistency').mean():.3f} | " + " | ".join(gains) + " |")
+    print("\nfull fine-tuning, test accuracy (topic task, the same 80/10/10 splits for every method):\n")
+    print("| family | " + " | ".join(METHODS) + " |")
+    print("|---|" + "---|" * len(METHODS))
+    for family in families:
+        row = [fmt(values(family, f"metrics.methods.{m}.finetune.accuracy")) for m in METHODS]
+        print(f"| {family} | " + " | ".join(row) + " |")
     print(
         "\n| family | linkbert DRP acc (chance 1/3) | linked-vs-random (chance 1/2) | codes non-zero (median) | "
         "probe acc mlsm / lsm15 / lsm | teacher MLM acc | majority token |"

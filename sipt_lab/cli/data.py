@@ -23,11 +23,12 @@ CHECKSUMS = (
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "data",
-        help="list or download the public datasets of the proteins, abstracts and networks domains",
+        help="list, download or convert the public datasets of the proteins, abstracts and networks domains",
         description="`data list` names each dataset with its domain, contents, source, licence and whether "
         "its SHA-256 is pinned; `data fetch NAME --to DIR` downloads it into DIR (archives unpacked) and records "
-        f"the digests in DIR/SHA256SUMS. {CHECKSUMS} Where the files go in a domain's --data directory: "
-        "docs/domains.md.",
+        f"the digests in DIR/SHA256SUMS. {CHECKSUMS} `data convert FORMAT` turns published network data "
+        "(STRING-id interactomes, Hu et al.'s PyG graphs) into a domain's layout. Where the files go in a "
+        "domain's --data directory: docs/domains.md.",
     )
     actions = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     actions.add_parser("list", help="the registered datasets").set_defaults(func=run_list)
@@ -42,6 +43,35 @@ def register(subparsers) -> None:
         help="download files without a pinned SHA-256 unchecked, recording their digests",
     )
     fetch.set_defaults(func=run_fetch)
+    convert = actions.add_parser(
+        "convert", help="convert published network data to a domain's layout (streamed, with progress)"
+    ).add_subparsers(dest="convert_format", metavar="FORMAT", required=True)
+    string = convert.add_parser(
+        "string",
+        help="STRING-id interaction lists + STRING FASTA -> the proteins domain's sequences.fasta and interactions.tsv",
+        description="Reads tree-of-life interactome files or STRING protein.links files ('protein1 protein2 "
+        "[combined_score]', .gz allowed; ids without the file's taxon prefix get it) and STRING's FASTA, and "
+        "writes DIR/sequences.fasta (the interacting proteins with a sequence) and DIR/interactions.tsv (the "
+        "interactions between them).",
+    )
+    string.add_argument("--links", nargs="+", required=True, type=nonempty, metavar="FILE", help="interaction lists")
+    string.add_argument("--fasta", nargs="+", required=True, type=nonempty, metavar="FILE", help="STRING FASTA files")
+    string.add_argument(
+        "--min-score", type=int, default=0, metavar="S", help="drop interactions scored below S (0-1000; default 0)"
+    )
+    string.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the proteins data directory")
+    string.set_defaults(func=run_convert_string)
+    bio = convert.add_parser(
+        "pyg-bio",
+        help="Hu et al.'s processed bio graphs (PyG) -> the networks domain's TUDataset and GO files",
+        description="Reads pretrain-gnns' dataset/supervised/processed/geometric_data_processed.pt (a pickle: "
+        "load only your own download) and writes DIR/ppi_A.txt, ppi_graph_indicator.txt, ppi_edge_attributes.txt "
+        "(the 7 interaction types of each edge, which attribute masking masks), go_pretrain.tsv and "
+        "go_finetune.tsv.",
+    )
+    bio.add_argument("processed", type=nonempty, metavar="FILE", help="geometric_data_processed.pt")
+    bio.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the networks data directory")
+    bio.set_defaults(func=run_convert_bio)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -67,4 +97,27 @@ def run_fetch(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     print(f"{dataset.name}: {len(paths)} file(s) in {args.to}, digests in {SUMS_NAME}; licence: {dataset.licence}")
+    return 0
+
+
+def run_convert_string(args: argparse.Namespace) -> int:
+    from sipt_lab.domains.convert import convert_string
+
+    done = convert_string(args.links, args.fasta, args.out, args.min_score)
+    print(
+        f"{args.out}: {done.proteins:,} proteins in sequences.fasta, {done.interactions:,} interactions in "
+        f"interactions.tsv; left out {done.without_sequence:,} proteins without a sequence ({done.dropped:,} "
+        f"interactions) and {done.repeated:,} repeated FASTA records"
+    )
+    return 0
+
+
+def run_convert_bio(args: argparse.Namespace) -> int:
+    from sipt_lab.domains.convert import convert_pyg_bio
+
+    done = convert_pyg_bio(args.processed, args.out)
+    print(
+        f"{args.out}: {done.graphs:,} graphs, {done.nodes:,} nodes, {done.edges:,} directed edges with 7 "
+        f"interaction types; {done.pretrain_terms:,} pre-training and {done.finetune_terms:,} fine-tuning GO columns"
+    )
     return 0

@@ -6,14 +6,26 @@ import argparse
 from pathlib import Path
 
 from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS, add_objective_arguments, add_train_arguments, objective_changes
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
 from sipt_lab.experiments.domain.report_options import DomainCurvesConfig, DomainTableConfig
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
-FINETUNE_JOB_FIELDS = ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds")
-FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every")
+FINETUNE_JOB_FIELDS = (
+    "model",
+    "baseline",
+    "task",
+    "samples",
+    "labels",
+    "kind",
+    "splits",
+    "pretrained_on",
+    "mode",
+    "seeds",
+)
+FINETUNE_FIELDS = ("lrs", "epochs", "batch_size", "max_len", "device", "eval_every", "pair_memory_gib")
 #: DomainRunConfig fields that ``domain run`` flags set, in the order ``--help`` lists them.
 DOMAIN_RUN_FIELDS = (
     "domain",
@@ -33,6 +45,7 @@ DOMAIN_RUN_FIELDS = (
     "device",
     "grad_accum",
     "executor",
+    "protocol",
 )
 
 
@@ -49,7 +62,7 @@ def register(subparsers) -> None:
     add_config_arguments(
         parser,
         FinetuneJob,
-        ("model", "baseline", "task", "samples", "labels", "kind", "splits", "mode", "seeds"),
+        FINETUNE_JOB_FIELDS,
         required=("model",),
         argparse_options={"kind": {"choices": sorted(FILE_TASK_KINDS)}},
     )
@@ -80,6 +93,8 @@ def register(subparsers) -> None:
     actions.add_parser("list", help="the registered domains").set_defaults(func=run_domain_list)
     run = actions.add_parser("run", help="LM-only vs SIPT on a domain, judged by fine-tuning")
     add_config_arguments(run, DomainRunConfig, DOMAIN_RUN_FIELDS)
+    add_objective_arguments(run, preset=True)
+    add_train_arguments(run, PER_SAMPLE_FIELDS)
     run.add_argument(
         "--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)"
     )
@@ -165,7 +180,7 @@ def run_domain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretrain_job import launched_rank
 
     outputs.check_output_dir(args.out)
-    config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS)
+    config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS, objective=objective_changes(args))
     cells = domain_run_cells(config)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
         outputs.check_output_dir(args.out)

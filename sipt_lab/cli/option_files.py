@@ -82,12 +82,18 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
         early = argparse.ArgumentParser(add_help=False, exit_on_error=False)
         early.add_argument("--config")
         early.add_argument("--print-config", action="store_true")
+        early.add_argument("--preset")
         try:
             given, _ = early.parse_known_args(rest)
         except argparse.ArgumentError:  # e.g. --config without a file: the command's parser says so
-            given = argparse.Namespace(config=None, print_config=False)
-        if given.config is not None:
-            replaced = apply_config_file(command, given.config)
+            given = argparse.Namespace(config=None, print_config=False, preset=None)
+        presets = getattr(command, "option_presets", {})
+        sources = [
+            *([(presets[given.preset], f"preset {given.preset}")] if given.preset in presets else []),
+            *([(read_config_file(given.config), f"config file {given.config}")] if given.config else []),
+        ]
+        for values, where in sources:  # the preset, then the file over it, then the flags over both
+            replaced = apply_options(command, values, where)
             for group in command._mutually_exclusive_groups:  # a flag beats the file's other choice
                 if any(_given(action, rest) for action in group._group_actions):
                     for action in set(group._group_actions) & set(replaced):
@@ -108,13 +114,13 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
     return args
 
 
-def apply_config_file(command: argparse.ArgumentParser, path: str) -> dict[argparse.Action, Any]:
-    """Make the options in the config file at ``path`` the defaults of ``command``'s flags; returns
-    the actions it set, each with the default it had."""
-    where = f"config file {path}"
+def apply_options(command: argparse.ArgumentParser, values: dict[str, Any], where: str) -> dict[argparse.Action, Any]:
+    """Make ``values`` (a config file's, or a preset's: options by config-file key) the defaults of
+    ``command``'s flags; returns the actions it set, each with the default it had. ``where`` names
+    the source in errors."""
     actions = {option_name(action): action for action in _option_actions(command)}
     replaced = {}
-    for key, value in _flat(read_config_file(path), where).items():
+    for key, value in _flat(values, where).items():
         action = actions.get(key.replace("_", "-"))
         if action is None:
             near = difflib.get_close_matches(key.replace("_", "-"), list(actions), n=1)

@@ -33,6 +33,12 @@ RUN_FIELDS = (
 #: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
 #: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
 TRAIN_FIELDS = ("steps", *RUN_FIELDS, "loss", "pairs", "negatives", "mask_replacement")
+#: TrainConfig fields that define the objective besides the method and λ (flags of ``pretrain`` and ``domain run``).
+OBJECTIVE_FIELDS = ("loss", "pairs", "negatives", "mask_replacement")
+#: What ``domain run``'s objective flags say of their default.
+PRESET_DEFAULT = "(default: the preset's)"
+#: TrainConfig fields of the per-sample baselines' labels (``pretrain``, ``domain run``, ``simulate``, ``study``).
+PER_SAMPLE_FIELDS = ("pt_labels", "allow_missing")
 #: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
 WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
@@ -59,8 +65,9 @@ def register(subparsers) -> None:
     )
     add_training_arguments(parser)
     add_config_arguments(parser, PretrainJob, ("method", "teacher"))
-    _train_arguments(parser, ("lambda_si",))
-    _train_arguments(parser, WATCH_FIELDS)
+    add_train_arguments(parser, PER_SAMPLE_FIELDS)
+    add_train_arguments(parser, ("lambda_si",))
+    add_train_arguments(parser, WATCH_FIELDS)
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -117,35 +124,54 @@ def add_training_arguments(parser) -> None:
         required=("samples", "edges"),
         argparse_options={"encoder": {"choices": sorted(ENCODER_PRESETS)}},
     )
-    _train_arguments(parser, ("loss",))
+    add_objective_arguments(parser)
+    length = parser.add_mutually_exclusive_group()
+    add_config_arguments(parser, PretrainJob, ("epochs",), container=length)
+    add_train_arguments(parser, ("steps",), container=length)
+    add_train_arguments(parser, RUN_FIELDS)
+    parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_objective_arguments(parser, preset: bool = False) -> None:
+    """The flags of the :class:`TrainConfig` fields that define the objective besides the method and
+    ``λ`` (:data:`OBJECTIVE_FIELDS`, ``--loss-param``), shared by ``pretrain`` and ``domain run``;
+    ``preset``: every flag defaults to None, the preset's value (``domain run``)."""
+    add_train_arguments(parser, ("loss",), preset=preset)
     parser.add_argument(
         "--loss-param",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help=f"a parameter of that loss, repeatable {default_help('loss_params')}",
+        help=f"a parameter of that loss, repeatable {PRESET_DEFAULT if preset else default_help('loss_params')}",
     )
     record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
-    _train_arguments(parser, ("pairs", "negatives", "mask_replacement"))
-    length = parser.add_mutually_exclusive_group()
-    add_config_arguments(parser, PretrainJob, ("epochs",), container=length)
-    _train_arguments(parser, ("steps",), container=length)
-    _train_arguments(parser, RUN_FIELDS)
-    parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_train_arguments(parser, OBJECTIVE_FIELDS[1:], preset=preset)
 
 
-def _train_arguments(parser, fields, container=None) -> None:
+def objective_changes(args: argparse.Namespace) -> dict:
+    """The :data:`OBJECTIVE_FIELDS`, ``loss_params`` and :data:`PER_SAMPLE_FIELDS` values the flags
+    of :func:`add_objective_arguments` gave (those left out absent)."""
+    given = {name: getattr(args, name) for name in OBJECTIVE_FIELDS + PER_SAMPLE_FIELDS}
+    changes = {name: value for name, value in given.items() if value not in (None, False)}
+    return changes | ({"loss_params": parse_loss_params(args.loss_param)} if args.loss_param else {})
+
+
+def add_train_arguments(parser, fields, container=None, preset: bool = False) -> None:
     """Flags of ``fields`` of :class:`TrainConfig`; those of :data:`PER_KIND` default to None, their
-    help naming each init kind's value; ``steps`` defaults to None (one epoch)."""
-    per_kind = [name for name in fields if name in PER_KIND]
+    help naming each init kind's value; ``steps`` defaults to None (one epoch); with ``preset``
+    every flag defaults to None, the preset's value."""
+    per_kind = [name for name in fields if name in PER_KIND or preset]
     add_config_arguments(
         parser,
         TrainConfig,
         fields,
         container=container,
         defaults={"steps": None, **{name: None for name in per_kind}},
-        default_help={"max_len": "the checkpoint's, 256 for minilm", **{name: default_help(name) for name in per_kind}},
+        default_help={
+            "max_len": "the checkpoint's, 256 for minilm",
+            **{name: "the preset's" if preset else default_help(name) for name in per_kind},
+        },
         argparse_options={
             **{
                 name: {"choices": sorted(choices)}
@@ -168,7 +194,9 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
     (``method``, ``teacher``) set."""
     from sipt_lab.training.defaults import init_kind, train_config
 
-    given = {name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS if hasattr(args, name)}
+    given = {
+        name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS + PER_SAMPLE_FIELDS if hasattr(args, name)
+    }
     train = train_config(
         init_kind(args.init),
         **{**given, "steps": args.steps if args.steps is not None else 1},

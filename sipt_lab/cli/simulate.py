@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
         parser, GraphSpec, ("seed",), check=False, help=GRAPH_HELP, argparse_options={"seed": {"metavar": None}}
     )
     add_config_arguments(parser, SimulateJob, ("methods",), check=False)
+    _train_arguments(parser, ("pt_labels", "allow_missing"))
     _train_arguments(parser, ("lambda_si", "loss"))
     parser.add_argument(
         "--loss-param",
@@ -89,6 +91,8 @@ def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -
             f"{INIT_DEFAULTS['char'].pairs})",
             "negatives": f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: {TrainConfig.negatives})",
             "steps": "optimiser steps per arm (default: the family's)",
+            "pt_labels": "per-sample pre-training labels of the multitask and same-family methods: "
+            "id<TAB>label;label... a line, a sample's id its node number 0..n-1",
             "device": "auto (CUDA when present), cpu or cuda (default: %(default)s)",
         },
         argparse_options={
@@ -124,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         train_options["pairs"] = args.pairs
     if args.negatives is not None:
         train_options["negatives"] = args.negatives
+    if args.pt_labels is not None:
+        train_options |= {"pt_labels": str(Path(args.pt_labels).resolve()), "allow_missing": args.allow_missing}
     config = simulation_config(
         job.graph.family,
         seed=job.graph.seed,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import POSITIVE, nonempty
-from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
+from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS
+from sipt_lab.core.options import add_config_arguments, config_from_args, flag_of, record_field_flags
 from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
-from sipt_lab.experiments.study.study_config import STUDY_TRAIN
+from sipt_lab.experiments.study.study_config import STUDY_PRESETS, STUDY_TRAIN
 from sipt_lab.training.train_config import TrainConfig
 
 #: LcTransferConfig fields set by flags of the same name (``seeds`` aside: ``--seeds`` also takes ``auto``).
@@ -29,9 +30,25 @@ STUDY_FIELDS = (
     "split_seed",
     "bootstrap",
     "geometry_arm",
+    "task",
+    "corpus",
+    "categories",
+    "finetune_epochs",
+    "finetune_lr",
+    "per_sample_arm",
 )
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
-TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "loss", "eval_every")
+TRAIN_FIELDS = (
+    "steps",
+    "batch_size",
+    "max_len",
+    "lr",
+    "lambda_si",
+    "loss",
+    "head_warmup",
+    "eval_every",
+    *PER_SAMPLE_FIELDS,
+)
 
 
 def register(subparsers) -> None:
@@ -48,7 +65,15 @@ def register(subparsers) -> None:
     )
     actions = parser.add_subparsers(dest="action", metavar="STUDY", required=True)
     run = actions.add_parser("lc-transfer", help="held-out gain of SIPT over LM-only against the graph's LC")
-    add_config_arguments(run, LcTransferConfig, STUDY_FIELDS[:8])
+    run.add_argument(
+        "--preset",
+        choices=list(STUDY_PRESETS),
+        help="a named scale: cpu = CLIQUES over the embedded corpus, 1,000 pre-training and 1,000 never-seen "
+        "sentences, 5 levels x 5 seeds, MiniLM; gpu-wiki = every categorised vital article (900 never-seen test "
+        "articles), 5 seeds, fine-tuning too, on CUDA. Flags and --config override it",
+    )
+    run.option_presets = {name: preset_options(preset) for name, preset in STUDY_PRESETS.items()}
+    add_config_arguments(run, LcTransferConfig, ("task", "corpus", "categories", *STUDY_FIELDS[:8]))
     run.add_argument(
         "--seeds",
         default="3",
@@ -76,20 +101,27 @@ def register(subparsers) -> None:
         run,
         TrainConfig,
         TRAIN_FIELDS,
-        defaults={"lr": None, "lambda_si": None, "loss": None, **STUDY_TRAIN},
-        default_help={name: "the init kind's" for name in ("lr", "lambda_si", "loss")},
+        defaults={"lr": None, "lambda_si": None, "loss": None, "head_warmup": None, **STUDY_TRAIN},
+        default_help={name: "the init kind's" for name in ("lr", "lambda_si", "loss", "head_warmup")},
         help={
             "steps": "pre-training steps of every trained arm (default: %(default)s)",
             "batch_size": "samples per step (default: %(default)s)",
             "lr": "peak learning rate (default: the init kind's)",
             "lambda_si": "SIPT arm's weight of L_SI (default: the init kind's)",
             "loss": "structure-inducing loss (default: the init kind's)",
+            "head_warmup": "steps that fit a new MLM head with the encoder frozen, once per seed for all arms "
+            "(default: the init kind's)",
             "eval_every": "score every trained arm on the never-seen validation split every N steps and at its "
             "last step, into evaluations.csv (default: off)",
         },
         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
     )
-    add_config_arguments(run, LcTransferConfig, ("protocol", "k", "metric", "split_seed", "bootstrap", "geometry_arm"))
+    add_config_arguments(run, TrainConfig, ("precision",))
+    add_config_arguments(
+        run,
+        LcTransferConfig,
+        (*STUDY_FIELDS[STUDY_FIELDS.index("protocol") : STUDY_FIELDS.index("task")], *STUDY_FIELDS[-3:]),
+    )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
     run.add_argument(
         "--out",
@@ -104,6 +136,20 @@ def register(subparsers) -> None:
         help="replace the study in --out, removing only the files sipt-lab wrote there",
     )
     run.set_defaults(func=run_lc_transfer, memory_hint="lower --batch-size or --max-length")
+
+
+def preset_options(preset: dict) -> dict:
+    """A :data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS` entry by config-file key
+    (its flags without the dashes), as ``--preset`` applies it."""
+    fields = [(LcTransferConfig, name, value) for name, value in preset.items() if name != "train"]
+    fields += [(TrainConfig, name, value) for name, value in preset.get("train", {}).items()]
+    options = {
+        flag_of(cls, name).removeprefix("--"): list(value) if isinstance(value, tuple) else value
+        for cls, name, value in fields
+    }
+    if "seeds" in options:
+        options["seeds"] = str(options["seeds"])  # --seeds also takes auto
+    return options
 
 
 def lc_transfer_config(args: argparse.Namespace):
@@ -124,7 +170,10 @@ def lc_transfer_config(args: argparse.Namespace):
     seeds = seeds_for_effect(sd, args.target_effect) if args.seeds == "auto" else int(args.seeds)
 
     train = train_config(
-        init_kind(args.init), device=args.device, **{name: getattr(args, name) for name in TRAIN_FIELDS}
+        init_kind(args.init),
+        device=args.device,
+        precision=args.precision,
+        **{name: getattr(args, name) for name in TRAIN_FIELDS},
     )
     return config_from_args(args, LcTransferConfig, STUDY_FIELDS, seeds=seeds, train=train, pilot_sd=sd)
 

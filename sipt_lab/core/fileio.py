@@ -4,6 +4,7 @@ rule every writing command follows) live in :mod:`sipt_lab.core.outputs`."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
@@ -43,21 +44,30 @@ def _umask() -> int:
     return umask
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, mode: str = "wb"):
+    """A handle (``mode`` ``"wb"`` or ``"w"``, UTF-8) on a temporary file beside ``path`` that
+    replaces ``path`` when the block ends without an error (and is removed when it raises), so a
+    file written in pieces (a stream) appears whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, default_file_mode())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

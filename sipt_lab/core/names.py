@@ -41,8 +41,11 @@ LAMBDA_GRID = (0.0, 0.01, 0.1, 0.5, 0.9)
 MASK_UNITS = ("token", "word")
 #: Vocabularies of a fresh encoder (:data:`sipt_lab.models.subword.TOKENIZER_KINDS`).
 TOKENIZERS = ("char", "bpe")
+#: Per-sample baselines: the per-token objective plus a supervised objective on each sample's own
+#: pre-training labels (:mod:`sipt_lab.training.per_sample`).
+PER_SAMPLE_METHODS = ("multitask", "same-family")
 #: Pre-training methods (:data:`sipt_lab.training.methods.METHODS`).
-METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm")
+METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm", *PER_SAMPLE_METHODS)
 #: LinkBERT's document relations, in the order of its DRP head's classes
 #: (:data:`sipt_lab.training.segment_pairs.RELATIONS`).
 RELATIONS = ("contiguous", "random", "linked")
@@ -65,9 +68,9 @@ POOLINGS = ("cls", "mean")
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
 #: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulation.simulate.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
-#: Task kinds labelled per token (TAPE's secondary structure): domain tasks only, since ``sipt-lab
-#: finetune --labels`` files hold one label per sample.
-PER_TOKEN_TASK_KINDS = ("token-classification",)
+#: Task kinds labelled per token (TAPE's secondary structure) or per residue pair (its contact
+#: maps): domain tasks only, since ``sipt-lab finetune --labels`` files hold one label per sample.
+PER_TOKEN_TASK_KINDS = ("token-classification", "contact-prediction")
 #: Fine-tuning task kinds (:data:`sipt_lab.data.tasks.TASK_KINDS`).
 TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetune_job.MODES`).
@@ -80,6 +83,13 @@ PINNED_DATASETS: tuple[str, ...] = ()
 #: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
 #: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.lc_transfer.heldout_metrics`).
-STUDY_METRICS = ("knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1")
+STUDY_METRICS = (
+    "knn_accuracy",
+    "knn_auroc",
+    "probe_accuracy",
+    "probe_macro_f1",
+    "finetune_accuracy",
+    "finetune_macro_f1",
+)
 #: Whether the LC-transfer study's fine-tuning samples are pre-training nodes too.
 STUDY_PROTOCOLS = ("inductive", "transductive")

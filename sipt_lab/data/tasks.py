@@ -15,7 +15,10 @@ Kinds: ``classification`` (labels ``(n,)`` ints; accuracy, macro-F1; logistic re
 logistic regression over ``C``) and ``token-classification`` (per-token classes, e.g. TAPE's
 secondary structure: a task's labels are ``(n,)`` object arrays of ``(len_i,)`` int codes, one per
 residue; the kind's metrics, probe and label checks read them flattened over the scored tokens,
-:func:`flatten_tokens`, so its accuracy is per-token accuracy over real residues).
+:func:`flatten_tokens`, so its accuracy is per-token accuracy over real residues) and
+``contact-prediction`` (TAPE's contact maps, one :class:`~sipt_lab.data.contacts.ContactMap` per
+protein, read per residue pair; precision at L/5 of medium- and long-range contacts,
+:mod:`~sipt_lab.data.contacts`).
 
 A :class:`Task` names its kind and labels a subset of a domain's samples; :func:`linear_probe`
 fits a probe on frozen embeddings and scores it on the test split.
@@ -36,6 +39,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import shorten
+from sipt_lab.data.contacts import CONTACT_RANGES, code_contact_maps, no_contacts, precision_at_l5
 
 #: The probe's regularisation grid: C (inverse strength) or alpha (strength), 1e-3 .. 1e3.
 PROBE_GRID = tuple(10.0 ** np.arange(-3, 4))
@@ -65,6 +69,9 @@ class TaskKind:
         per_token: labels are per-sample sequences of per-token classes; ``metrics``, ``make_probe``,
             ``predict`` and ``train_problem`` then read ``(N_tokens,)`` flattened labels
             (:func:`flatten_tokens`) and ``(N_tokens, H)`` per-token states.
+        pairwise: (with ``per_token``) labels are per-sample residue contact maps, read per pair of
+            residues: ``(N_pairs, 4)`` rows of :func:`~sipt_lab.data.contacts.flatten_pairs` and
+            ``(N_pairs, 2H)`` pair features; ``metrics`` gets ``(N_pairs,)`` contact probabilities.
     """
 
     name: str
@@ -75,6 +82,7 @@ class TaskKind:
     train_problem: Callable[[np.ndarray, tuple[str, ...]], str | None]
     code: Callable[[list], tuple[np.ndarray, tuple[str, ...]]] = _code_classes
     per_token: bool = False
+    pairwise: bool = False
 
     def error(self, metrics: dict[str, float]) -> float:
         """The error relative error reductions compare: ``1 - metrics[primary]``."""
@@ -272,6 +280,17 @@ TASK_KINDS: dict[str, TaskKind] = {
             _one_class,
             _code_token_classes,
             per_token=True,
+        ),
+        TaskKind(
+            "contact-prediction",
+            precision_at_l5,
+            next(iter(CONTACT_RANGES)),
+            lambda c: make_pipeline(StandardScaler(), _logistic(c)),
+            lambda model, X: model.predict_proba(X)[:, 1],
+            no_contacts,
+            code_contact_maps,
+            per_token=True,
+            pairwise=True,
         ),
     )
 }

@@ -5,7 +5,9 @@ Data directory (``--data DIR``, details and sources in ``docs/domains.md``):
 * ``papers.jsonl``: one paper a line, ``{"id", "title", "abstract", "citations": [ids]}`` (the paper:
   ~650k Microsoft Academic Graph abstracts);
 * ``tasks/<task>/``: SciBERT text-classification tasks (``train.txt``, ``dev.txt``, ``test.txt``,
-  JSON Lines ``{"text", "label"}``), e.g. ``mag`` (paper field), ``sci-cite``, ``acl-arc``; at least one.
+  JSON Lines ``{"text", "label"}``), e.g. ``mag`` (paper field), ``sci-cite``, ``acl-arc``, and
+  ``sciie-relation-extraction`` (SciERC relation extraction: each sentence marks the relation's two
+  entities ``<< ... >>`` and ``[[ ... ]]``, checked on reading); at least one.
 
 Samples: the papers (``title abstract``), then each task's sentences (ids ``task/split/k``), which
 cite nothing; a run pre-trains on the papers only and fine-tunes on the task's published splits,

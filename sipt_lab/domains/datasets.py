@@ -91,9 +91,18 @@ DATASETS: dict[str, Dataset] = {
             "secondary_structure",
             "TAPE secondary structure (ss3 per residue), JSON splits train/valid/cb513 (+ casp12, ts115)",
         ),
+        _tape(
+            "proteinnet",
+            "TAPE contact prediction (ProteinNet primary, tertiary, valid_mask), JSON splits train/valid/test",
+        ),
         _scibert("mag", "SciBERT paper field (MAG titles, 7 fields), JSON Lines train/dev/test"),
         _scibert("sci-cite", "SciCite citation intents, JSON Lines train/dev/test"),
         _scibert("acl-arc", "ACL-ARC citation intents, JSON Lines train/dev/test"),
+        _scibert(
+            "sciie-relation-extraction",
+            "SciERC relation extraction (7 relations between '<< >>' and '[[ ]]' marked entities), "
+            "JSON Lines train/dev/test",
+        ),
         Dataset(
             "tree-of-life",
             "proteins",

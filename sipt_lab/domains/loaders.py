@@ -7,11 +7,14 @@
   (texts and the citation graph, symmetrised);
 * ``tape-task``: a TAPE task's JSON split files (``{task}_train.json``, ``{task}_valid.json``,
   ``{task}_{test}.json``, each a list of ``{"primary": sequence, <target>: value}``, the value a
-  number or, for secondary structure's ``ss3``, one class per residue) -> :class:`SplitRecords`;
+  number or, for secondary structure's ``ss3``, one class per residue; contact prediction's
+  ``proteinnet_*.json`` hold ``tertiary`` coordinates and ``valid_mask``) -> :class:`SplitRecords`;
 * ``scibert-task``: a SciBERT text-classification task directory (``train.txt``, ``dev.txt``,
-  ``test.txt``, JSON Lines ``{"text", "label"}``) -> :class:`SplitRecords`;
+  ``test.txt``, JSON Lines ``{"text", "label"}``; relation extraction's sentences must mark both
+  entities) -> :class:`SplitRecords`;
 * ``tu-graphs``: a graph dataset in PyTorch Geometric's ``TUDataset`` raw format (``NAME_A.txt``,
-  ``NAME_graph_indicator.txt``, optional ``NAME_node_labels.txt``) -> :class:`GraphSamples`;
+  ``NAME_graph_indicator.txt``, optional ``NAME_node_labels.txt`` and ``NAME_edge_attributes.txt``)
+  -> :class:`GraphSamples`;
 * ``term-sets``: ``id<TAB>term;term;...`` a line (GO annotations) -> :class:`TermSets` (a sparse 0/1 matrix).
 
 Every file goes through :func:`~sipt_lab.core.fileio.read_text_file` (``.gz`` allowed, UTF-8); a missing
@@ -187,22 +190,30 @@ class GraphSamples:
     """Attributes:
     ids: ``(n,)`` graph ids, ``"1".."n"`` (TUDataset numbers graphs from 1).
     graphs: ``(n,)`` :class:`torch_geometric.data.Data`: ``x`` ``(n_i,)`` int64 node codes,
-        ``edge_index`` ``(2, 2 e_i)`` both directions of each undirected edge, nodes in file order.
+        ``edge_index`` ``(2, 2 e_i)``: the ``e_i`` undirected edges ``a < b`` (self-loops dropped),
+        then the same edges reversed, nodes in file order; with an edge-attribute file,
+        ``edge_attr`` ``(2 e_i,)`` int64 edge codes (an edge's first line's attributes, both directions).
     code_names: node code ``c`` is the label ``code_names[c]`` of the node-label file (one code ``0``
         named ``""`` when there is no such file).
+    edge_code_names: edge code ``c`` is the attribute row ``edge_code_names[c]`` (values joined by
+        ``,``); empty without an edge-attribute file.
     """
 
     ids: list[str]
     graphs: list
     code_names: tuple[str, ...]
+    edge_code_names: tuple[str, ...] = ()
 
 
 def read_tu_graphs(directory: str | Path) -> GraphSamples:
-    """The one TUDataset (``NAME_A.txt`` + ``NAME_graph_indicator.txt`` [+ ``NAME_node_labels.txt``])
-    in ``directory``. ``NAME_A.txt``: ``i, j`` a line, 1-based node numbers over all graphs;
-    ``graph_indicator``: line ``k`` is the graph (``1..n``, each used) of node ``k``; ``node_labels``:
-    line ``k`` is node ``k``'s label. SiptError for a missing or second dataset, a line that is not
-    integers, a node number out of range, or an edge between two graphs."""
+    """The one TUDataset (``NAME_A.txt`` + ``NAME_graph_indicator.txt`` [+ ``NAME_node_labels.txt``]
+    [+ ``NAME_edge_attributes.txt``]) in ``directory``. ``NAME_A.txt``: ``i, j`` a line, 1-based node
+    numbers over all graphs; ``graph_indicator``: line ``k`` is the graph (``1..n``, each used) of
+    node ``k``; ``node_labels``: line ``k`` is node ``k``'s label; ``edge_attributes``: line ``k`` the
+    attributes (comma-separated) of the edge on line ``k`` of ``NAME_A.txt`` (Hu et al.'s 7
+    interaction types, :func:`~sipt_lab.domains.convert.convert_pyg_bio`). SiptError for a missing or
+    second dataset, a line that is not integers, a node number out of range, an edge between two
+    graphs, or an edge-attribute file of another length."""
     import torch
     from torch_geometric.data import Data
 
@@ -228,32 +239,47 @@ def read_tu_graphs(directory: str | Path) -> GraphSamples:
     graph_of = indicator - 1
     if np.any(graph_of[edges[:, 0]] != graph_of[edges[:, 1]]):
         raise SiptError(f"{found[0]} links nodes of two different graphs; each edge must stay within one graph")
-    labels_path = directory / f"{name}_node_labels.txt"
-    if labels_path.is_file():
-        raw = [line.strip() for line in read_text_file(labels_path, "node label file").splitlines() if line.strip()]
-        if len(raw) != n_nodes:
-            raise SiptError(f"{labels_path} has {len(raw)} labels for {n_nodes} nodes; give one label a node")
-        code_names, codes = np.unique(np.array(raw), return_inverse=True)
-    else:
-        code_names, codes = np.array([""]), np.zeros(n_nodes, dtype=np.int64)
+    code_names, codes = _row_codes(directory / f"{name}_node_labels.txt", "label", n_nodes, "node")
+    edge_names, edge_codes = _row_codes(directory / f"{name}_edge_attributes.txt", "attribute row", len(edges), "edge")
     order = np.argsort(graph_of, kind="stable")
     starts = np.searchsorted(graph_of[order], np.arange(n_graphs + 1))
     local = np.empty(n_nodes, dtype=np.int64)
     local[order] = np.arange(n_nodes) - np.repeat(starts[:-1], np.diff(starts))
     edge_order = np.argsort(graph_of[edges[:, 0]], kind="stable")
-    edges = edges[edge_order]
+    edges, edge_codes = edges[edge_order], edge_codes[edge_order]
     edge_starts = np.searchsorted(graph_of[edges[:, 0]], np.arange(n_graphs + 1))
     graphs = []
     for g in range(n_graphs):
-        pairs = local[edges[edge_starts[g] : edge_starts[g + 1]]]
-        both = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if pairs.size else np.empty((0, 2), np.int64)
+        pairs = np.sort(local[edges[edge_starts[g] : edge_starts[g + 1]]], axis=1)
+        kept = np.flatnonzero(pairs[:, 0] != pairs[:, 1])
+        forward, first = np.unique(pairs[kept], axis=0, return_index=True)
+        forward = forward.reshape(-1, 2)
+        attributes = {}
+        if edge_names:
+            line_codes = edge_codes[edge_starts[g] : edge_starts[g + 1]][kept][first]
+            attributes["edge_attr"] = torch.as_tensor(np.concatenate([line_codes, line_codes]), dtype=torch.long)
         graphs.append(
             Data(
                 x=torch.as_tensor(codes[order[starts[g] : starts[g + 1]]], dtype=torch.long),
-                edge_index=torch.as_tensor(both.T.copy(), dtype=torch.long),
+                edge_index=torch.as_tensor(np.concatenate([forward, forward[:, ::-1]]).T.copy(), dtype=torch.long),
+                **attributes,
             )
         )
-    return GraphSamples([str(g + 1) for g in range(n_graphs)], graphs, tuple(code_names.tolist()))
+    return GraphSamples([str(g + 1) for g in range(n_graphs)], graphs, tuple(code_names), tuple(edge_names))
+
+
+def _row_codes(path: Path, noun: str, rows: int, unit: str) -> tuple[list[str], np.ndarray]:
+    """The distinct rows of ``path`` (one a line, values comma-separated, spaces dropped), sorted, and
+    ``(rows,)`` each line's code; ``([""], zeros)`` for nodes and ``([], zeros)`` for edges when
+    ``path`` does not exist. SiptError when its line count is not ``rows``."""
+    if not path.is_file():
+        return ([""] if unit == "node" else []), np.zeros(rows, dtype=np.int64)
+    text = read_text_file(path, f"{unit} {noun} file")
+    raw = [",".join(part.strip() for part in line.split(",")) for line in text.splitlines() if line.strip()]
+    if len(raw) != rows:
+        raise SiptError(f"{path} has {len(raw)} {noun}s for {rows} {unit}s; give one {noun} a {unit}")
+    names, codes = np.unique(np.array(raw, dtype=str), return_inverse=True)
+    return names.tolist(), codes.ravel().astype(np.int64)
 
 
 def _integers(path: Path, columns: int) -> np.ndarray:
@@ -281,15 +307,18 @@ class TermSets:
     listed: np.ndarray
 
 
-def read_term_sets(path: str | Path, ids: list[str]) -> TermSets:
+def read_term_sets(path: str | Path, ids: list[str], skip_unknown: bool = False) -> TermSets:
     """``id<TAB>term;term;...`` a line (an empty term list, or the id alone, allowed) over the samples ``ids`` ``(n,)``.
-    SiptError for a line without a tab, an unknown or repeated id."""
+    SiptError for a line without a tab, an unknown (unless ``skip_unknown``: a file over more
+    samples than ``ids``, read for a slice of them) or repeated id."""
     index = {name: k for k, name in enumerate(ids)}
     rows, names, listed = [], [], np.zeros(len(ids), dtype=bool)
     for number, line in text_lines(path, "term file"):
         name, tab, terms = line.partition("\t")
         if not tab and name not in index:  # a known id alone (its tab stripped) has no terms
             raise SiptError(f"term file {path} line {number} has no tab; write 'id<TAB>term;term'")
+        if name not in index and skip_unknown:
+            continue
         if name not in index:
             raise SiptError(
                 f"term file {path} line {number}: {name!r} is not a known sample id; list the domain's samples only"

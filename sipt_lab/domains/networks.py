@@ -203,7 +203,7 @@ def _popcount_rows(words: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------- the NETWORKS domain
 #: The files the NETWORKS domain reads from its data directory (``docs/domains.md``).
 LAYOUT = (
-    "a TUDataset (NAME_A.txt, NAME_graph_indicator.txt, NAME_node_labels.txt), "
+    "a TUDataset (NAME_A.txt, NAME_graph_indicator.txt, NAME_node_labels.txt, NAME_edge_attributes.txt), "
     "go_pretrain.tsv and go_finetune.tsv (graph id<TAB>GO terms)"
 )
 
@@ -216,11 +216,14 @@ class NetworkData(DomainData):
         graphs: ``(n,)`` :class:`torch_geometric.data.Data`, node codes ``x`` in ``[0, len(code_names))``.
         go_terms: ``(n,)`` int64 arrays, each graph's pre-training GO term columns (``G_PT``'s labels).
         code_names: the node attribute names, code ``c`` is ``code_names[c]``.
+        edge_code_names: the edge attribute rows (Hu et al.'s 7 interaction types), edge code ``c`` is
+            ``edge_code_names[c]``; empty when the graphs have no edge attributes.
     """
 
     graphs: list = field(default_factory=list)
     go_terms: list = field(default_factory=list)
     code_names: tuple[str, ...] = field(default=(), metadata=SHARED)
+    edge_code_names: tuple[str, ...] = field(default=(), metadata=SHARED)
 
     @property
     def samples(self) -> list:
@@ -251,6 +254,7 @@ def load_networks(directory: Path) -> NetworkData:
         graphs=dataset.graphs,
         go_terms=rows,
         code_names=dataset.code_names,
+        edge_code_names=dataset.edge_code_names,
     )
 
 
@@ -264,12 +268,13 @@ def go_hamming_graph(data: NetworkData, seed: int = 0) -> PretrainingGraph:
 
 
 def gin_source(init: str, data: NetworkData):
-    """``--init gin``: a fresh GIN sized for the data's node codes (the paper trains NETWORKS from scratch)."""
+    """``--init gin``: a fresh GIN sized for the data's node codes and edge codes (edge attributes, when the
+    graphs have them, make attribute masking mask edges; the paper trains NETWORKS from scratch)."""
     from sipt_lab.models.graph_encoder import GRAPH_INIT, GINConfig, GraphInit
 
     if init != GRAPH_INIT:
         raise SiptError(f"networks samples are graphs; use DomainRunConfig.init {GRAPH_INIT} (got {init!r})")
-    return GraphInit(GINConfig(n_values=len(data.code_names)))
+    return GraphInit(GINConfig(n_values=len(data.code_names), n_edge_values=len(data.edge_code_names)))
 
 
 NETWORKS = Domain(

@@ -1,59 +1,19 @@
-"""MLSM's missing final phase: a linear map from frozen concept logits to the vocabulary.
+"""MLSM's final phase as a probe: a linear map from frozen concept logits to the vocabulary, scored held out.
 
 The student's backbone and concept head are frozen; a linear layer ``W ∈ R^{V×k}`` plus bias is
 trained by cross-entropy from the concept logits ``z`` at masked positions to the masked token, and
 its masked-token accuracy on held-out samples is compared with an MLM model's own prediction at the
-same positions (:func:`concept_probe`).
+same positions (:func:`concept_probe`). ``sipt-lab pretrain`` runs the phase itself and saves its
+model (:func:`~sipt_lab.training.concept_student.final_phase`); this probe scores it on held-out samples.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.models import evaluating
-
-
-@torch.inference_mode()
-def masked_logits(
-    encoder: nn.Module, ids: np.ndarray, lengths: np.ndarray, mask: np.ndarray, mask_id: int, batch_size: int = 256
-) -> torch.Tensor:
-    """``(M, V')`` decoder logits at the ``True`` places of ``mask`` (``(n, L)``, row-major order),
-    each replaced by ``mask_id`` in the input."""
-    device = next(encoder.parameters()).device
-    parts = []
-    with evaluating(encoder):
-        for start in range(0, len(ids), batch_size):
-            width = int(lengths[start : start + batch_size].max())
-            rows, cols = np.nonzero(mask[start : start + batch_size, :width])
-            batch = torch.as_tensor(ids[start : start + batch_size, :width].copy(), device=device)
-            positions = torch.as_tensor(rows * width + cols, device=device)
-            batch.view(-1)[positions] = mask_id
-            parts.append(encoder.embed_and_masked_logits(batch, positions)[1].float().cpu())
-    return torch.cat(parts)
-
-
-def fit_linear_probe(
-    x: torch.Tensor, y: torch.Tensor, n_classes: int, steps: int = 300, lr: float = 0.05, seed: int = 0
-) -> nn.Linear:
-    """A ``Linear(k, n_classes)`` trained full-batch with Adam on cross-entropy of ``(M, k)`` ``x``
-    against ``(M,)`` int64 ``y``."""
-    generator = torch.Generator().manual_seed(seed)
-    probe = nn.Linear(x.shape[1], n_classes)
-    with torch.no_grad():
-        probe.weight.copy_(torch.randn(probe.weight.shape, generator=generator) * 0.01)
-        probe.bias.zero_()
-    optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
-    scale = x.std().clamp_min(1e-6)
-    for _ in range(steps):
-        optimizer.zero_grad()
-        F.cross_entropy(probe(x / scale), y).backward()
-        optimizer.step()
-    with torch.no_grad():
-        probe.weight /= scale
-    return probe.eval()
+from sipt_lab.training.concept_student import fit_linear_probe, masked_logits, masked_places
 
 
 def concept_probe(
@@ -85,8 +45,7 @@ def concept_probe(
     rng = np.random.default_rng([seed, 17])
     test_samples = np.tile(rng.random(len(ids)) < test_fraction, repeats)
     ids, lengths = np.tile(ids, (repeats, 1)), np.tile(lengths, repeats)
-    columns = np.arange(ids.shape[1])
-    mask = (rng.random(ids.shape) < mask_prob) & (columns >= 1) & (columns < lengths[:, None])
+    mask = masked_places(lengths, ids.shape[1], mask_prob, rng)
     test = torch.as_tensor(test_samples[np.nonzero(mask)[0]])
     targets = torch.as_tensor(ids[mask])
     concepts = masked_logits(student, ids, lengths, mask, mask_id)[:, vocab_size:]

@@ -98,6 +98,11 @@ class PretrainJob:
                     "PretrainJob.teacher",
                     f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} PretrainJob.teacher DIR",
                 )
+        if self.train.pt_labels is not None and self.method not in names.PER_SAMPLE_METHODS:
+            raise ConfigError(
+                "TrainConfig.pt_labels",
+                f"labels the per-sample baselines; pass PretrainJob.method {' or '.join(names.PER_SAMPLE_METHODS)}, or drop it",
+            )
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,9 @@ class FinetuneJob:
         samples, labels, kind: the task from files (labels ``id<TAB>label``, a task kind name); or
         task: ``DOMAIN:TASK`` of a registered domain (e.g. ``wiki:category``).
         splits: ``id<TAB>train|validation|test`` file; None draws random 80/10/10 splits with ``split_seed``.
+        pretrained_on: a file whose first column lists the samples the model was pre-trained on:
+            they are left out of the random splits (every split never seen: the inductive
+            protocol), and a ``splits`` file holding one is refused.
         mode: a :data:`~sipt_lab.core.names.FINETUNE_MODES` name (checked when the job runs);
         seeds: full fine-tuning repetitions.
     """
@@ -178,6 +186,15 @@ class FinetuneJob:
         metavar="SPLITS.tsv",
     )
     split_seed: int = option(0, help="seed of the random splits", range=(0, None))
+    pretrained_on: str | None = option(
+        None,
+        nonempty=True,
+        omit_default=True,
+        metavar="FILE",
+        help="the samples the model was pre-trained on (ids in the first column: its samples file, or one id per "
+        "line): left out of the random splits, so every split is never seen (inductive); a --splits file that "
+        "holds one is refused",
+    )
     mode: str = option("both", help=" | ".join(names.FINETUNE_MODES))
     seeds: int = option(3, help="full fine-tuning repetitions", range=(1, None), metavar="K")
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
@@ -200,6 +217,14 @@ class DomainRunConfig:
         methods: further pre-training methods; teacher, teacher_layer: the MLSM / LSM teacher.
         init: the warm start; data_dir: the domain's data directory; device: where to train;
         executor: how cells run (:data:`~sipt_lab.grid.EXECUTORS`).
+        protocol: for a task without published splits, ``transductive`` (the fine-tuning train
+            split is pre-trained on, validation and test are not) or ``inductive``
+            (:data:`~sipt_lab.experiments.domain.view.INDUCTIVE_PRETRAIN_SHARE` of the labelled
+            samples, with the unlabelled ones, are pre-trained on; the splits are drawn from the
+            rest, never seen). A task with published splits is inductive either way. Left out of
+            the saved config while transductive.
+        objective: :class:`TrainConfig` fields that define the objective (loss, its parameters,
+            pairs, negatives, masking, the per-sample baselines' labels), over the preset's.
     """
 
     domain: str = option(help="domain, e.g. wiki", flag="domain", metavar="NAME", nonempty=True)
@@ -229,7 +254,8 @@ class DomainRunConfig:
         (),
         metavar="NAME",
         help="further pre-training methods (lm and sipt always run): linkbert, one arm per "
-        "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher",
+        "graph; mlsm, lsm15, lsm, one arm per seed, taught by that seed's lm arm or --teacher; "
+        "the per-sample baselines multitask, same-family, one arm per seed at lambda 0.1, on --pt-labels",
     )
     teacher: str | None = option(
         None,
@@ -264,6 +290,14 @@ class DomainRunConfig:
         "batch in less GPU memory; default: the preset's)",
     )
     executor: str = option("local", help=f"how cells run: {', '.join(EXECUTORS)}")
+    protocol: str = option(
+        "transductive",
+        choices=names.STUDY_PROTOCOLS,
+        omit_default=True,
+        help="for a task without published splits: transductive = the fine-tuning train split is pre-training "
+        "text too (validation and test never are); inductive = no fine-tuning split is pre-trained on",
+    )
+    objective: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate(self)

@@ -21,11 +21,11 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.core.fileio import read_text_file, write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
-from sipt_lab.data.tasks import Task, flatten_tokens, get_task_kind, linear_probe
+from sipt_lab.data.tasks import Task, get_task_kind, linear_probe
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.experiments.configs import FinetuneJob
 from sipt_lab.models.sources import model_loader
@@ -35,10 +35,9 @@ from sipt_lab.training.finetune import (
     SPLIT_NAMES,
     EncoderLoader,
     FinetuneConfig,
-    Readout,
     finetune,
     read_out,
-    token_counts,
+    readout,
 )
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
@@ -72,14 +71,20 @@ def encoder_loader(model: str | Path, max_len: int | None = None, texts: Sequenc
 
 
 def probe(
-    load: EncoderLoader, texts: list[str], task: Task, splits: Splits, device: str = "auto", max_len: int | None = None
+    load: EncoderLoader,
+    texts: list[str],
+    task: Task,
+    splits: Splits,
+    device: str = "auto",
+    max_len: int | None = None,
+    pair_memory_gib: float = FinetuneConfig.pair_memory_gib,
 ) -> dict[str, float]:
-    """Test metrics of a linear probe on the frozen encoder's output embeddings (per-token states for a
-    per-token task, :func:`token_probe`), the strength chosen on validation."""
+    """Test metrics of a linear probe on the frozen encoder's output embeddings (per-token states,
+    or residue pairs, for a per-token task, :func:`token_probe`), the strength chosen on validation."""
     encoder, tokenizer = load()
     if max_len is not None:
         tokenizer = dataclasses.replace(tokenizer, max_len=max_len)
-    return probe_encoder(encoder, tokenizer, texts, task, splits, device)
+    return probe_encoder(encoder, tokenizer, texts, task, splits, device, pair_memory_gib=pair_memory_gib)
 
 
 def probe_encoder(
@@ -90,11 +95,12 @@ def probe_encoder(
     splits: Splits,
     device: str = "auto",
     vectors: np.ndarray | None = None,
+    pair_memory_gib: float = FinetuneConfig.pair_memory_gib,
 ) -> dict[str, float]:
     """:func:`probe` of a loaded encoder: :func:`token_probe` for a per-token task, else
     :func:`probe_embeddings` on ``vectors`` ``(n, H)`` (the split samples are embedded when None)."""
     if get_task_kind(task.kind).per_token:
-        return token_probe(encoder, tokenizer, texts, task, splits, device)
+        return token_probe(encoder, tokenizer, texts, task, splits, device, pair_memory_gib=pair_memory_gib)
     if vectors is None:
         rows = np.concatenate([splits.train, splits.validation, splits.test])
         vectors = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
@@ -136,8 +142,9 @@ def nn_embeddings(vectors: np.ndarray, task: Task, splits: Splits, k: int = NN_K
     return {f"knn{k}_accuracy": float(scores.accuracy), f"knn{k}_auroc": float(scores.auroc)}
 
 
-#: Most train residues the per-token probe fits on (a seeded random subset): TAPE's secondary structure
-#: has about 2M, too many for scikit-learn's logistic regression at seven strengths.
+#: Most train residues (or valid residue pairs) the per-token probe fits on (a seeded random subset):
+#: TAPE's secondary structure has about 2M, too many for scikit-learn's logistic regression at seven
+#: strengths.
 PROBE_MAX_TOKENS = 50_000
 
 
@@ -150,21 +157,28 @@ def token_probe(
     device: str = "auto",
     max_tokens: int = PROBE_MAX_TOKENS,
     seed: int = 0,
+    pair_memory_gib: float = FinetuneConfig.pair_memory_gib,
 ) -> dict[str, float]:
     """Per-token linear probe: logistic regression from the frozen encoder's last-layer state of each
-    residue it reads (:func:`~sipt_lab.training.finetune.token_states`) to the residue's class, fit on
-    at most ``max_tokens`` train residues (drawn with ``seed``), strength chosen on validation; returns
-    the per-token test metrics. SiptError when the tokenizer is not one token per residue."""
+    residue it reads (:func:`~sipt_lab.training.finetune.token_states`; for a pairwise kind, each
+    scored residue pair's features, :mod:`~sipt_lab.training.pair_features`) to its class, fit on at
+    most ``max_tokens`` train residues or valid pairs (drawn with ``seed``), strength chosen on
+    validation; returns the test metrics. SiptError when the tokenizer is not one token per residue,
+    or when a sequence's pair features pass ``pair_memory_gib``."""
     device = resolve_device(device, "FinetuneConfig.device")
     encoder = encoder.to(device)
+    kind = get_task_kind(task.kind)
     X, y = {}, {}
     for name in SPLIT_NAMES:
         rows = getattr(splits, name)
         split_texts = [texts[i] for i in rows]
         inputs = encoder_inputs(tokenizer, split_texts, device)
-        counts = token_counts(tokenizer, split_texts, inputs)
-        X[name] = read_out(encoder, inputs, Readout(True, counts), batch_size=64).numpy()
-        y[name] = flatten_tokens(task.labels_of(rows), counts)
+        split = readout(kind, tokenizer, split_texts, inputs, encoder.hidden_size, pair_memory_gib, name)
+        X[name] = read_out(encoder, inputs, split, batch_size=64).numpy()
+        y[name] = split.labels(task.labels_of(rows), train=name == "train")
+    if kind.pairwise:  # fit on the valid train pairs (their contact column); validation and test keep their rows
+        valid = y["train"] >= 0
+        X["train"], y["train"] = X["train"][valid], y["train"][valid]
     if len(y["train"]) > max_tokens:
         keep = np.sort(np.random.default_rng(seed).choice(len(y["train"]), max_tokens, replace=False))
         X["train"], y["train"] = X["train"][keep], y["train"][keep]
@@ -187,7 +201,7 @@ def evaluate_encoder(
     parts = check_mode(mode)
     results: dict[str, list[dict[str, float]]] = {}
     if "probe" in parts:
-        results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len)]
+        results["probe"] = [probe(load, texts, task, splits, config.device, config.max_len, config.pair_memory_gib)]
     if "full" in parts:
         results["full"] = [
             finetune(
@@ -233,6 +247,34 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
         list(samples.texts),
         Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names)),
     )
+
+
+def pretrained_indices(path: str, ids: list[str]) -> np.ndarray:
+    """``(k,)`` sorted indices into ``ids`` of the samples a file lists in its first column
+    (tab-separated; ids that are not samples, such as a header, are skipped); SiptError when it
+    names none of them."""
+    listed = {line.split("\t", 1)[0].strip() for line in read_text_file(path, "pre-training samples file").splitlines()}
+    found = np.array(sorted(i for i, sample in enumerate(ids) if sample in listed), dtype=np.int64)
+    if not found.size:
+        raise SiptError(
+            f"{path} lists none of the task's sample ids in its first column; give the samples file the model was pre-trained on"
+        )
+    return found
+
+
+def job_splits(job: FinetuneJob, ids: list[str], task: Task, seen: np.ndarray) -> Splits:
+    """The job's splits: its splits file (refused when it holds one of the ``seen`` samples, which
+    were pre-trained on), or random ones of the task's samples less ``seen``."""
+    if not job.splits:
+        return random_splits(np.setdiff1d(task.samples, seen), seed=job.split_seed)
+    splits = read_splits(job.splits, ids)
+    overlap = np.intersect1d(np.concatenate([splits.train, splits.validation, splits.test]), seen)
+    if overlap.size:
+        raise SiptError(
+            f"{overlap.size} samples of {job.splits} were pre-trained on (first: {ids[overlap[0]]!r}, listed in "
+            f"{job.pretrained_on}); drop them from the splits, or leave out FinetuneJob.pretrained_on"
+        )
+    return splits
 
 
 def _tagged(record, **tags):
@@ -290,7 +332,8 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     if job.seeds < 1:
         raise ConfigError("FinetuneJob.seeds", f"is {job.seeds}; use at least 1")
     ids, texts, task = load_task(job)
-    splits = read_splits(job.splits, ids) if job.splits else random_splits(task.samples, seed=job.split_seed)
+    seen = pretrained_indices(job.pretrained_on, ids) if job.pretrained_on else np.empty(0, np.int64)
+    splits = job_splits(job, ids, task, seen)
     check_task_splits(task, splits, ids)
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
@@ -323,6 +366,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
             "task": task.name,
             "kind": task.kind,
             "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
+            **({"pretrained_left_out": int(np.intersect1d(seen, task.samples).size)} if job.pretrained_on else {}),
             "results": results,
             "comparisons": [c.__dict__ for c in comparisons],
         }

@@ -7,7 +7,8 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``config.json``: the :class:`PretrainJob` (resolved steps included), written first;
 * ``checkpoint.pt``: the trainer's checkpoint (every ``checkpoint_every`` steps and at the end);
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
-  sipt-lab's own format for ``char``);
+  sipt-lab's own format for ``char``); for the MLSM family, after its final phase (the method's
+  ``final_phase``: an MLM encoder of the teacher's vocabulary, reported as ``final_phase``);
 * ``history.csv``: step, loss terms, lr;
 * ``tensorboard/`` (``report_to`` ``tensorboard``, the default), ``evaluations.csv`` and ``best/``
   when the run evaluates and keeps its best model (:mod:`~sipt_lab.experiments.pretrain_watch`);
@@ -47,6 +48,7 @@ from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_sa
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.experiments.model_card import write_model_card
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -56,7 +58,7 @@ from sipt_lab.models.sources import CheckpointInit, model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
-from sipt_lab.training.methods import Teacher, method_recipe
+from sipt_lab.training.methods import Teacher, get_method, method_recipe
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
 from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry
 
@@ -126,6 +128,7 @@ def run_pretraining(
     if graph.n_edges == 0:
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+    per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
     source = job_source(job)
     check_structure_geometry(job.train, source)
@@ -163,7 +166,7 @@ def run_pretraining(
             save_config(job, out_dir / "config.json")
         start = time.perf_counter()
         teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
-        recipe = None if job.method is None else method_recipe(job.method, teacher)
+        recipe = None if job.method is None else method_recipe(job.method, teacher, labels=per_sample)
         watching = RunWatch(job.train, out_dir, graph, texts, labels, place.is_main)
         try:
             result = pretrain(
@@ -203,6 +206,14 @@ def run_pretraining(
         finally:
             watching.close()
         if place.is_main:
+            final_phase = None if job.method is None else get_method(job.method).final_phase
+            if final_phase is not None:  # MLSM's concept -> vocabulary layer, folded into the saved model
+                report["final_phase"] = final_phase(result.encoder, result.tokenizer, texts, job.train.seed)
+                phase = report["final_phase"]
+                log(
+                    f"final phase (concept -> vocabulary layer): masked-token accuracy {phase['fit_accuracy']:.3f} "
+                    f"on {phase['tokens']:,} tokens (most frequent token: {phase['majority_accuracy']:.3f})"
+                )
             result.encoder.save(out_dir / "model", result.tokenizer)
             if isinstance(source, CheckpointInit):  # a Hugging Face directory: the Hub reads its card
                 write_model_card(out_dir / "model", job, report, graph)

@@ -212,6 +212,23 @@ class TransformerEncoder(nn.Module):
         """:func:`save_pretrained` of this encoder and ``tokenizer``."""
         return save_pretrained(self, tokenizer, directory)
 
+    def output_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The MLM decoder's ``(V, H)`` weight and ``(V,)`` bias (one row per output token)."""
+        return self.mlm_decoder.weight, self.mlm_decoder.bias
+
+    def set_output_rows(self, weight: torch.Tensor, bias: torch.Tensor) -> None:
+        """Give the MLM head an untied decoder of ``weight`` ``(V, H)`` and ``bias`` ``(V,)`` and keep
+        the first ``V`` input token rows (rows after them are outputs no input uses)."""
+        vocab = weight.shape[0]
+        self.config = dataclasses.replace(self.config, vocab_size=vocab, tie_mlm_head=False)
+        tokens = nn.Embedding(vocab, self.config.hidden).to(self.tokens.weight.device)
+        decoder = nn.Linear(self.config.hidden, vocab).to(self.tokens.weight.device)
+        with torch.no_grad():
+            tokens.weight.copy_(self.tokens.weight[:vocab])
+            decoder.weight.copy_(weight)
+            decoder.bias.copy_(bias)
+        self.tokens, self.mlm_decoder = tokens, decoder
+
     def hidden_states(
         self, input_ids: torch.Tensor, layer: int | None = None, token_types: torch.Tensor | None = None
     ) -> torch.Tensor:

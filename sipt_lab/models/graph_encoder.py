@@ -13,6 +13,15 @@ The trainer reaches graphs through the featurisation seam (:class:`~sipt_lab.mod
 :class:`GraphInit` is the encoder source, its "tokenizer" :class:`GraphFeaturizer` makes
 :class:`GraphInputs`, which batches samples with PyG's ``Batch``. Position 0 of a sample is the graph's
 own slot (never masked, like ``[CLS]``), position ``p >= 1`` is node ``p - 1``.
+
+Graphs with edge attributes (Hu et al.'s biological graphs: each edge's 7 interaction types, one
+code per distinct combination, ``GINConfig.n_edge_values`` codes) follow Hu et al.: the layers are
+``GINEConv`` (each message ``ReLU(h_j + e_ij)`` adds the edge's embedded code, plus a ``[MASK]``
+code ``E``), and attribute masking masks *edges*: position ``p >= 1`` is undirected edge ``p - 1``
+(``edge_index`` holds the ``e`` edges then their reverses), a masked edge gets code ``E`` in both
+directions, and a linear head predicts its original code from ``h_a + h_b``, the states of its
+ends. (Hu et al. predict the 7 types as independent binary labels; here the combination is one
+class, so the objective is the same cross-entropy as every per-token objective.)
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch_geometric.data import Batch, Data
-from torch_geometric.nn import GINConv, global_add_pool, global_mean_pool
+from torch_geometric.nn import GINConv, GINEConv, global_add_pool, global_mean_pool
 
 from sipt_lab.core.config_io import config_from_dict, config_to_dict
 from sipt_lab.core.errors import ConfigError, SiptError
@@ -48,6 +57,8 @@ class GINConfig:
     layers: GIN layers (the paper's 5).
     dropout: after every layer (the paper's 0.1).
     pooling: a :data:`GRAPH_POOLINGS` name (the paper's ``mean``).
+    n_edge_values: ``E``, distinct edge attribute codes (code ``E`` is ``[MASK]``); 0: the graphs have
+        no edge attributes and attribute masking masks nodes.
     """
 
     n_values: int
@@ -55,11 +66,14 @@ class GINConfig:
     layers: int = 5
     dropout: float = 0.1
     pooling: str = "mean"
+    n_edge_values: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n_values", "hidden", "layers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"GINConfig.{name}", f"must be >= 1, got {getattr(self, name)}")
+        if self.n_edge_values < 0:
+            raise ConfigError("GINConfig.n_edge_values", f"must be >= 0, got {self.n_edge_values}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError("GINConfig.dropout", f"must be in [0, 1), got {self.dropout}")
         if self.pooling not in GRAPH_POOLINGS:
@@ -77,20 +91,36 @@ class GINEncoder(nn.Module):
         self.hidden_size = config.hidden
         H = config.hidden
         self.attributes = nn.Embedding(config.n_values + 1, H)
+        layer = GINEConv if config.n_edge_values else GINConv
         self.convs = nn.ModuleList(
-            GINConv(nn.Sequential(nn.Linear(H, 2 * H), nn.ReLU(), nn.Linear(2 * H, H))) for _ in range(config.layers)
+            layer(nn.Sequential(nn.Linear(H, 2 * H), nn.ReLU(), nn.Linear(2 * H, H))) for _ in range(config.layers)
         )
         self.norms = nn.ModuleList(nn.BatchNorm1d(H) for _ in range(config.layers))
         self.dropout = nn.Dropout(config.dropout)
-        self.head = nn.Linear(H, config.n_values)
+        if config.n_edge_values:
+            self.edge_attributes = nn.Embedding(config.n_edge_values + 1, H)
+        self.head = nn.Linear(H, config.n_edge_values or config.n_values)
 
     def node_states(self, batch: Batch) -> torch.Tensor:
         """``(N, H)`` last-layer states of the batch's ``N`` nodes."""
         h = self.attributes(batch.x)
+        edges = (
+            (batch.edge_index,)
+            if not self.config.n_edge_values
+            else (batch.edge_index, self.edge_attributes(batch.edge_attr))
+        )
         for k, (conv, norm) in enumerate(zip(self.convs, self.norms)):
-            h = norm(conv(h, batch.edge_index))
+            h = norm(conv(h, *edges))
             h = self.dropout(h if k == len(self.convs) - 1 else torch.relu(h))
         return h
+
+    def _masked_logits(self, states: torch.Tensor, batch: Batch, positions: torch.Tensor) -> torch.Tensor:
+        """``(M, V)`` logits of the masked nodes ``positions``, or ``(M, E)`` of the masked edges
+        ``positions`` (directed edge indices) from their ends' summed states."""
+        if not self.config.n_edge_values:
+            return self.head(states[positions])
+        ends = batch.edge_index[:, positions]
+        return self.head(states[ends[0]] + states[ends[1]])
 
     def _pool(self, states: torch.Tensor, batch: Batch) -> torch.Tensor:
         return GRAPH_POOLINGS[self.config.pooling](states, batch.batch, size=batch.num_graphs)
@@ -100,14 +130,18 @@ class GINEncoder(nn.Module):
         return self._pool(self.node_states(batch), batch)
 
     def token_logits(self, batch: Batch) -> torch.Tensor:
-        """``(N, V)`` attribute logits of every node."""
-        return self.head(self.node_states(batch))
+        """``(N, V)`` attribute logits of every node; with edge attributes ``(2e, E)`` of every
+        directed edge."""
+        states = self.node_states(batch)
+        everything = torch.arange(batch.edge_index.shape[1] if self.config.n_edge_values else states.shape[0])
+        return self._masked_logits(states, batch, everything.to(states.device))
 
     def embed_and_masked_logits(self, batch: Batch, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``embed(batch)`` and the attribute logits ``(M, V)`` of the nodes ``positions`` ``(M,)``
-        (indices into ``batch.x``), from one pass."""
+        (indices into ``batch.x``; with edge attributes, ``(M, E)`` of the edges ``positions``,
+        indices into ``batch.edge_index``), from one pass."""
         states = self.node_states(batch)
-        return self._pool(states, batch), self.head(states[positions])
+        return self._pool(states, batch), self._masked_logits(states, batch, positions)
 
     def save(self, directory: str | Path, tokenizer: GraphFeaturizer) -> Path:
         """``gin_config.json`` (encoder and featuriser) and ``gin_encoder.pt`` in ``directory``."""
@@ -127,7 +161,7 @@ def load_gin(directory: str | Path, device: str | torch.device = "cpu") -> tuple
     config = config_from_dict(GINConfig, saved["encoder"])
     encoder = GINEncoder(config)
     encoder.load_state_dict(torch.load(directory / WEIGHTS_NAME, map_location="cpu", weights_only=True))
-    return encoder.to(device).eval(), GraphFeaturizer(config.n_values, saved["max_len"])
+    return encoder.to(device).eval(), GraphFeaturizer(config.n_values, saved["max_len"], config.n_edge_values)
 
 
 @dataclass(frozen=True)
@@ -136,21 +170,24 @@ class GraphFeaturizer:
 
     Attributes:
         n_values: ``V``; node codes must lie in ``[0, V)``, ``mask_id`` is ``V``.
-        max_len: most positions per sample (the graph slot plus ``max_len - 1`` nodes; a larger
-            graph keeps the subgraph induced by its first nodes); None keeps every node.
+        max_len: most nodes per sample plus one (the graph slot; a larger graph keeps the subgraph
+            induced by its first ``max_len - 1`` nodes); None keeps every node.
+        n_edge_values: ``E``; with ``E > 0`` every graph carries ``edge_attr`` codes in ``[0, E)``,
+            the masked positions are edges and ``mask_id`` is ``E``.
     """
 
     n_values: int
     max_len: int | None = None
+    n_edge_values: int = 0
     suffix_tokens: ClassVar[int] = 0
 
     @property
     def mask_id(self) -> int:
-        return self.n_values
+        return self.n_edge_values or self.n_values
 
     @property
     def vocab_size(self) -> int:
-        return self.n_values + 1
+        return self.mask_id + 1
 
     def inputs(self, samples: list[Data], device: torch.device) -> GraphInputs:
         """The samples, checked and truncated to ``max_len`` positions, as :class:`GraphInputs`."""
@@ -173,24 +210,41 @@ class GraphFeaturizer:
                     f"graph sample {k} has node codes outside [0, {self.n_values}); "
                     "build the GIN with n_values covering every code"
                 )
+            codes = getattr(graph, "edge_attr", None)
+            if self.n_edge_values and (
+                codes is None
+                or codes.shape != (graph.edge_index.shape[1],)
+                or (codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= self.n_edge_values))
+            ):
+                raise SiptError(
+                    f"graph sample {k} needs edge_attr codes in [0, {self.n_edge_values}), one per directed edge; "
+                    "load graphs with the tu-graphs loader from a dataset with NAME_edge_attributes.txt"
+                )
             if self.max_len is not None and graph.num_nodes > self.max_len - 1:
                 graph = graph.subgraph(torch.arange(self.max_len - 1))
             graphs.append(graph)
-        return GraphInputs(graphs, self.mask_id, torch.device(device))
+        return GraphInputs(graphs, self.mask_id, torch.device(device), edges=bool(self.n_edge_values))
 
     def to_dict(self) -> dict:
-        return {"kind": "graph", "n_values": self.n_values, "max_len": self.max_len}
+        return {"kind": "graph", "n_values": self.n_values, "max_len": self.max_len} | (
+            {"n_edge_values": self.n_edge_values} if self.n_edge_values else {}
+        )
 
 
 class GraphInputs:
     """:class:`~sipt_lab.models.EncoderInputs` of graph samples: ``lengths`` is nodes + 1 (the graph
-    slot), a batch is PyG's ``Batch`` of the samples, and masking replaces node codes by ``mask_id``."""
+    slot), a batch is PyG's ``Batch`` of the samples, and masking replaces node codes by ``mask_id``;
+    with ``edges``, ``lengths`` is undirected edges + 1 and masking replaces edge codes (both
+    directions) instead."""
 
-    def __init__(self, graphs: list[Data], mask_id: int, device: torch.device) -> None:
+    def __init__(self, graphs: list[Data], mask_id: int, device: torch.device, edges: bool = False) -> None:
         self.graphs = graphs
         self.mask_id = mask_id
         self.device = device
-        self.lengths = np.array([graph.num_nodes + 1 for graph in graphs], dtype=np.int64)
+        self.edges = edges
+        self.directed = np.array([graph.edge_index.shape[1] for graph in graphs], dtype=np.int64)
+        units = self.directed // 2 if edges else np.array([graph.num_nodes for graph in graphs], dtype=np.int64)
+        self.lengths = units + 1
 
     def batch(self, nodes: np.ndarray) -> Batch:
         """The samples ``nodes`` ``(k,)`` as one PyG ``Batch`` on the device."""
@@ -203,9 +257,19 @@ class GraphInputs:
         if not with_logits:
             return encoder.embed(batch), None, None
         rows, columns = np.nonzero(mask[:, 1:])
-        positions = batch.ptr[torch.as_tensor(rows, device=self.device)] + torch.as_tensor(columns, device=self.device)
-        targets = batch.x[positions]
-        batch.x = batch.x.index_fill(0, positions, self.mask_id)
+        if self.edges:  # undirected edge c of row r: directed edges start + c and start + c + e_r
+            directed = self.directed[np.asarray(nodes)]
+            first = (np.cumsum(directed) - directed)[rows] + columns
+            positions = torch.as_tensor(first, device=self.device)
+            both = torch.as_tensor(np.concatenate([first, first + directed[rows] // 2]), device=self.device)
+            targets = batch.edge_attr[positions]
+            batch.edge_attr = batch.edge_attr.index_fill(0, both, self.mask_id)
+        else:
+            positions = batch.ptr[torch.as_tensor(rows, device=self.device)] + torch.as_tensor(
+                columns, device=self.device
+            )
+            targets = batch.x[positions]
+            batch.x = batch.x.index_fill(0, positions, self.mask_id)
         embeddings, logits = encoder.embed_and_masked_logits(batch, positions)
         return embeddings, logits, targets
 
@@ -217,10 +281,11 @@ class GraphInit:
     config: GINConfig
 
     def tokenizer(self, samples: list, max_len: int | None) -> GraphFeaturizer:
-        return GraphFeaturizer(self.config.n_values, max_len)
+        return GraphFeaturizer(self.config.n_values, max_len, self.config.n_edge_values)
 
     def encoder(self, tokenizer: GraphFeaturizer) -> tuple[nn.Module, list[str]]:
-        return GINEncoder(dataclasses.replace(self.config, n_values=tokenizer.n_values)), []
+        config = dataclasses.replace(self.config, n_values=tokenizer.n_values, n_edge_values=tokenizer.n_edge_values)
+        return GINEncoder(config), []
 
     def describe(self) -> dict:
         return {"init": GRAPH_INIT, "encoder": config_to_dict(self.config)}

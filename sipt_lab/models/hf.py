@@ -170,6 +170,31 @@ class HFEncoder(nn.Module):
             rows = self.model.get_input_embeddings().weight.shape[0]
             self.model.resize_token_embeddings(rows + count, mean_resizing=False)
 
+    def output_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The MLM decoder's ``(V, H)`` weight and ``(V,)`` bias (one row per output token)."""
+        decoder = self._decoder()
+        return decoder.weight, decoder.bias
+
+    def set_output_rows(self, weight: torch.Tensor, bias: torch.Tensor) -> None:
+        """Give the MLM head an untied decoder of ``weight`` ``(V, H)`` and ``bias`` ``(V,)`` and keep
+        the first ``V`` input token rows; saved with ``tie_word_embeddings`` false, it loads untied."""
+        with _quiet_transformers():
+            self.model.resize_token_embeddings(weight.shape[0], mean_resizing=False)
+        decoder = self._decoder()
+        self.model.config.tie_word_embeddings = False
+        # new parameters of their own: a bias still shared with the head's would be saved once and
+        # then be missing from the untied decoder when loaded
+        decoder.weight = nn.Parameter(weight.detach().clone().to(decoder.weight.device))
+        decoder.bias = nn.Parameter(bias.detach().clone().to(decoder.weight.device))
+
+    def _decoder(self) -> nn.Linear:
+        decoder = self.model.get_output_embeddings()
+        if decoder is None or getattr(decoder, "bias", None) is None:
+            raise SiptError(
+                f"{type(self.model).__name__} has no MLM decoder with a bias; MLSM's final phase needs a BERT-style head"
+            )
+        return decoder
+
     def embed(self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, L)`` ids -> ``(B, H)`` pooled embeddings."""
         return self._pool(self.hidden_states(input_ids, token_types), input_ids)

@@ -4,8 +4,9 @@ An objective is an ``nn.Module`` with a ``name`` and two flags saying what the t
 for it, whose ``forward(ObjectiveInputs)`` returns one scalar loss term. The trainer sums the terms
 with weights from :func:`build_objectives` (terms of weight 0 are never computed), and optimises any
 parameters the objectives own, so a further objective is one more module in that list: LinkBERT's
-document-relation prediction (:mod:`sipt_lab.objectives.relation`) and MLSM's concept KL
-(:mod:`sipt_lab.objectives.concepts`) are.
+document-relation prediction (:mod:`sipt_lab.objectives.relation`), MLSM's concept KL
+(:mod:`sipt_lab.objectives.concepts`) and the per-sample baselines' heads
+(:mod:`sipt_lab.objectives.sample_heads`) are.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class ObjectiveInputs:
         relations: ``(R,)`` int64 class of each of this process's seed rows for a sequence-level
             objective (LinkBERT's document relation), None when the batch has none.
         seed_count: seeds in the whole batch (the denominator of sharded per-seed terms).
+        samples: ``(U,)`` int64 numpy sample id of each row of ``embeddings`` (what per-sample
+            targets, such as the multitask baseline's labels, are looked up by).
+        seed_samples: ``(B,)`` int64 numpy sample ids of the whole batch's seeds.
     """
 
     embeddings: torch.Tensor
@@ -57,6 +61,8 @@ class ObjectiveInputs:
     mlm_sites: np.ndarray | None = None
     relations: torch.Tensor | None = None
     seed_count: int | None = None
+    samples: np.ndarray | None = None
+    seed_samples: np.ndarray | None = None
 
 
 class Objective(nn.Module):
@@ -149,6 +155,18 @@ class StructureInducing(Objective):
         )
 
 
+def seeded_head(in_features: int, out_features: int, seed: int = 0) -> nn.Linear:
+    """A linear head ``(…, in_features) -> (…, out_features)`` with N(0, 0.02) weights and zero bias
+    drawn from ``seed`` (BERT's head initialisation), so a run is reproducible whatever the global
+    torch RNG holds."""
+    head = nn.Linear(in_features, out_features)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(head.weight.shape, generator=generator) * 0.02)
+        head.bias.zero_()
+    return head
+
+
 def build_objectives(
     lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None
 ) -> list[tuple[float, Objective]]:
@@ -184,4 +202,5 @@ __all__ = [
     "loss_parameters",
     "masked_lm_loss",
     "multi_similarity_loss",
+    "seeded_head",
 ]

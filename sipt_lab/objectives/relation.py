@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from sipt_lab.core import names
-from sipt_lab.objectives import Objective, ObjectiveInputs
+from sipt_lab.objectives import Objective, ObjectiveInputs, seeded_head
 
 
 class DocumentRelation(Objective):
@@ -24,11 +23,7 @@ class DocumentRelation(Objective):
 
     def __init__(self, hidden: int, seed: int = 0) -> None:
         super().__init__()
-        self.head = nn.Linear(hidden, len(names.RELATIONS))
-        generator = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            self.head.weight.copy_(torch.randn(self.head.weight.shape, generator=generator) * 0.02)
-            self.head.bias.zero_()
+        self.head = seeded_head(hidden, len(names.RELATIONS), seed)
 
     def logits(self, embeddings: torch.Tensor) -> torch.Tensor:
         """``(R, H)`` [CLS] states -> ``(R, 3)`` relation logits."""

@@ -12,11 +12,15 @@ repetitions the paper's t-tests run over.
 Per-token kinds (:attr:`~sipt_lab.data.tasks.TaskKind.per_token`, TAPE's secondary
 structure) read the states after ``[CLS]``, token ``1 + r`` for residue ``r``: the tokenizer must make
 one token per character (:func:`token_counts` checks it); residues beyond ``max_len`` are neither
-trained on nor scored.
+trained on nor scored. Pairwise kinds (:attr:`~sipt_lab.data.tasks.TaskKind.pairwise`, TAPE's
+contact prediction) read those residue states in pairs (:mod:`~sipt_lab.training.pair_features`,
+``2H`` features a pair) and train a two-class head on the valid pairs; their memory grows with
+the square of the residues read, checked against ``FinetuneConfig.pair_memory_gib``.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable
@@ -28,15 +32,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.contacts import contact_labels, flatten_pairs, pair_contacts, pair_count
 from sipt_lab.data.splits import Splits
-from sipt_lab.data.tasks import Task, check_train_labels, flatten_tokens, get_task_kind
+from sipt_lab.data.tasks import Task, TaskKind, check_train_labels, flatten_tokens, get_task_kind
 from sipt_lab.models import Tokenizer
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
+from sipt_lab.training.pair_features import check_pair_memory, pair_features
 from sipt_lab.training.runtime import resolve_device
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: ``() -> (encoder in train mode on CPU, its tokenizer)``: a fresh copy each call.
 EncoderLoader = Callable[[], tuple[nn.Module, Tokenizer]]
+
+
+def copies_of(encoder: nn.Module, tokenizer: Tokenizer) -> EncoderLoader:
+    """The :data:`EncoderLoader` of an encoder in memory: a deep copy in train mode each call."""
+    return lambda: (copy.deepcopy(encoder).train(), tokenizer)
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,12 @@ def _standardised(labels: np.ndarray, train: np.ndarray) -> torch.Tensor:
     return torch.as_tensor((labels - train.mean()) / max(float(train.std()), 1e-12), dtype=torch.float32)
 
 
+def _valid_pair_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the pairs whose target is not -1 (an invalid residue); 0 when there are none."""
+    scored = target >= 0
+    return F.cross_entropy(out[scored], target[scored].long()) if bool(scored.any()) else out.sum() * 0.0
+
+
 #: Task kind -> how its head trains (regression targets are standardised on the train split).
 _CLASSES = HeadSpec(
     lambda y: int(y.max()) + 1,
@@ -67,6 +84,12 @@ HEADS: dict[str, HeadSpec] = {
     "token-classification": _CLASSES,
     "regression": HeadSpec(
         lambda y: 1, lambda out, t: F.mse_loss(out.squeeze(1), t), _standardised, lambda out: out.squeeze(1).numpy()
+    ),
+    "contact-prediction": HeadSpec(
+        lambda y: 2,
+        _valid_pair_loss,
+        lambda y, train: torch.as_tensor(contact_labels(y)),
+        lambda out: torch.softmax(out, 1)[:, 1].numpy(),
     ),
     "multilabel": HeadSpec(
         lambda y: y.shape[1],
@@ -145,30 +168,48 @@ def segments(sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Readout:
-    """What the head reads of one split: the pooled embedding (``sizes`` all 1) or, for a per-token
-    kind, the states of the ``sizes[i]`` scored residues of each sample ``i``."""
+    """What the head reads of one split: the pooled embedding (``sizes`` all 1), for a per-token
+    kind the states of the ``sizes[i]`` scored residues of each sample ``i``, or, when ``residues``
+    ``(n,)`` is given (a pairwise kind), the ``sizes[i]`` scored pairs of its first ``residues[i]``
+    residues."""
 
     per_token: bool
     sizes: np.ndarray
+    residues: np.ndarray | None = None
 
     def features(self, encoder: nn.Module, inputs, rows: np.ndarray) -> torch.Tensor:
-        """``(sizes[rows].sum(), H)``: the features of ``rows``, sample after sample."""
+        """``(sizes[rows].sum(), H)`` (``2H`` for pairs): the features of ``rows``, sample after sample."""
         batch = inputs.batch(rows)
-        return token_states(encoder, batch, self.sizes[rows]) if self.per_token else encoder.embed(batch)
+        if not self.per_token:
+            return encoder.embed(batch)
+        if self.residues is None:
+            return token_states(encoder, batch, self.sizes[rows])
+        return pair_features(token_states(encoder, batch, self.residues[rows]), self.residues[rows])
+
+    def labels(self, raw: np.ndarray, train: bool = False) -> np.ndarray:
+        """The labels of what this readout reads, from a split's task labels ``raw`` ``(n,)``: as they
+        are, per token (:func:`~sipt_lab.data.tasks.flatten_tokens`) or per pair
+        (:func:`~sipt_lab.data.contacts.flatten_pairs`; for the ``train`` split only their contact
+        column, :func:`~sipt_lab.data.contacts.pair_contacts`, one byte a pair)."""
+        if not self.per_token:
+            return raw
+        if self.residues is None:
+            return flatten_tokens(raw, self.sizes)
+        return pair_contacts(raw, self.residues) if train else flatten_pairs(raw, self.residues)
 
 
-def _readouts(
-    per_token: bool, tokenizer: Tokenizer, split_texts: dict[str, list[str]], inputs: dict
-) -> dict[str, Readout]:
-    return {
-        name: Readout(
-            per_token,
-            token_counts(tokenizer, split_texts[name], inputs[name])
-            if per_token
-            else np.ones(len(split_texts[name]), dtype=np.int64),
-        )
-        for name in inputs
-    }
+def readout(
+    kind: TaskKind, tokenizer: Tokenizer, texts: list[str], inputs, hidden: int, pair_memory_gib: float, split: str
+) -> Readout:
+    """The :class:`Readout` of one split's ``texts`` for ``kind`` (``hidden``: the encoder's width,
+    for :func:`~sipt_lab.training.pair_features.check_pair_memory` of a pairwise kind)."""
+    if not kind.per_token:
+        return Readout(False, np.ones(len(texts), dtype=np.int64))
+    counts = token_counts(tokenizer, texts, inputs)
+    if not kind.pairwise:
+        return Readout(True, counts)
+    check_pair_memory(counts, hidden, pair_memory_gib, split)
+    return Readout(True, pair_count(counts), counts)
 
 
 def finetune(
@@ -201,13 +242,17 @@ def finetune(
             if config.max_len is not None:
                 tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
             inputs = {name: encoder_inputs(tokenizer, split_texts[name], device) for name in SPLIT_NAMES}
-            readouts = _readouts(kind.per_token, tokenizer, split_texts, inputs)
-            labels = {
-                name: flatten_tokens(raw[name], readouts[name].sizes) if kind.per_token else raw[name] for name in raw
+            readouts = {
+                name: readout(
+                    kind, tokenizer, split_texts[name], inputs[name], encoder.hidden_size, config.pair_memory_gib, name
+                )
+                for name in SPLIT_NAMES
             }
+            labels = {name: readouts[name].labels(raw[name], train=name == "train") for name in raw}
             check_train_labels(task.name, task.kind, labels["train"], task.label_names)
             targets = head_spec.target(labels["train"], labels["train"])
-            head = nn.Linear(encoder.hidden_size, head_spec.width(labels["train"]))
+            width = encoder.hidden_size * (2 if kind.pairwise else 1)
+            head = nn.Linear(width, head_spec.width(labels["train"]))
             model = nn.ModuleDict({"encoder": encoder, "head": head}).to(device)
             result = _train_one_rate(
                 model,

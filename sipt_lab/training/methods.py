@@ -3,44 +3,52 @@
 Every method runs through the one trainer (:func:`sipt_lab.training.pretrain`, ``method=``) on the
 same seeds, batches of the same size and the same step budget:
 
-========== ================================================================ =================
-name       recipe                                                           Theorem 1 covers
-========== ================================================================ =================
-lm         ``L_M`` (λ_SI = 0)                                                no (intra-sample)
-sipt       ``(1 − λ)·L_M + λ·L_SI`` (``--loss contrastive|multisim|infonce``) yes
-linkbert   ``L_MLM + L_DRP`` on ``[CLS] A [SEP] B [SEP]`` pairs (80/10/10)      partly (linked pairs)
-mlsm       KL to a teacher's sparse concept codes at 15 % ``[MASK]``-ed tokens  no (intra-sample)
-lsm15      the same at 15 % of the tokens, left visible                      no
-lsm        the same at every token, left visible                             no
-========== ================================================================ =================
+=========== ================================================================ =================
+name        recipe                                                           Theorem 1 covers
+=========== ================================================================ =================
+lm          ``L_M`` (λ_SI = 0)                                                no (intra-sample)
+sipt        ``(1 − λ)·L_M + λ·L_SI`` (``--loss contrastive|multisim|infonce``) yes
+linkbert    ``L_MLM + L_DRP`` on ``[CLS] A [SEP] B [SEP]`` pairs (80/10/10)      partly (linked pairs)
+mlsm        KL to a teacher's sparse concept codes at 15 % ``[MASK]``-ed tokens  no (intra-sample)
+lsm15       the same at 15 % of the tokens, left visible                      no
+lsm         the same at every token, left visible                             no
+multitask   ``(1 − λ)·L_M + λ·`` multi-label BCE of each sample's labels        no (per-sample labels)
+same-family ``(1 − λ)·L_M + λ·`` BCE of "shares a label" on balanced pairs     no (per-sample labels)
+=========== ================================================================ =================
 
 LinkBERT's per-sample embedding is, like every method's, ``[CLS]`` of the sample alone (segment 0).
 The MLSM family needs a teacher: an LM-trained encoder with the same tokenizer (``simulate`` and
 domain runs use the ``lm`` arm of the same seed, ``pretrain`` a ``--teacher`` directory); it runs
-on the char encoder and on Hugging Face checkpoints. Their settings are :class:`ConceptOptions`.
+on the char encoder and on Hugging Face checkpoints. The student starts from the teacher's weights,
+and ``pretrain`` ends with MLSM's final phase (:mod:`~sipt_lab.training.concept_student`), saving
+an ordinary MLM encoder. Their settings are :class:`ConceptOptions`.
+The per-sample baselines (:mod:`sipt_lab.training.per_sample`) need each sample's pre-training
+labels (``TrainConfig.pt_labels``, given to :func:`method_recipe` as :class:`SampleLabels`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer, evaluating
+from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
-from sipt_lab.training.recipe import Plan, Recipe, RunData, graph_sampler
-from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler
+from sipt_lab.training.concept_student import copy_teacher, final_phase
+from sipt_lab.training.per_sample import MultiTaskRecipe, SameFamilyRecipe, SampleLabels
+from sipt_lab.training.recipe import Plan, Recipe, RunData, checkpoint_config, graph_sampler, hidden_size
+from sipt_lab.training.segment_pairs import RELATIONS, SegmentPairSampler, relation_accuracy
 from sipt_lab.training.train_config import TrainConfig
+
+#: How an MLSM student starts: from its teacher's weights, or at random.
+STUDENT_INITS = ("teacher", "random")
 
 
 @dataclass(frozen=True)
@@ -55,12 +63,15 @@ class ConceptOptions:
         sparsity: the L1 weight ``λ`` of dictionary learning and coding (MLSM: 0.05); 0.05 gives
             a median of ~9 non-zero codes per token on the char encoder's states (reported per run).
         mlm_weight: weight of an extra MLM term (MLSM's ``--mlm_weight``, default 0).
+        student_init: ``teacher`` (the paper's default: the student starts from the teacher's
+            weights, :func:`~sipt_lab.training.concept_student.copy_teacher`) or ``random``.
     """
 
     layer: int | None = None
     atoms_per_hidden: int = 2
     sparsity: float = 0.05
     mlm_weight: float = 0.0
+    student_init: str = "teacher"
 
     def __post_init__(self) -> None:
         if self.layer is not None and self.layer < 0:
@@ -71,6 +82,10 @@ class ConceptOptions:
             raise ConfigError("ConceptOptions.sparsity", f"must be > 0, got {self.sparsity}")
         if self.mlm_weight < 0:
             raise ConfigError("ConceptOptions.mlm_weight", f"must be >= 0, got {self.mlm_weight}")
+        if self.student_init not in STUDENT_INITS:
+            raise ConfigError(
+                "ConceptOptions.student_init", f"is {self.student_init!r}; choose one of {', '.join(STUDENT_INITS)}"
+            )
 
     def check_layer(self, teacher_layers: int) -> None:
         """ConfigError when :attr:`layer` is beyond a teacher of ``teacher_layers`` transformer layers
@@ -101,22 +116,6 @@ def _char_source(source: EncoderSource, method: str) -> CharInit:
     return source
 
 
-def _checkpoint_config(source: CheckpointInit) -> dict:
-    try:
-        return json.loads((Path(source.path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise SiptError(
-            f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory"
-        ) from None
-
-
-def _hidden_size(source: EncoderSource) -> int:
-    """The hidden size of the encoder ``source`` will build (char config, or the checkpoint's config.json)."""
-    if isinstance(source, ConceptOutputs):
-        source = source.base
-    return source.config.hidden if isinstance(source, CharInit) else int(_checkpoint_config(source)["hidden_size"])
-
-
 def _vocabulary(tokenizer: Tokenizer) -> dict:
     """What a teacher must share with the run to read its token ids: the tokenizer less its length."""
     return {key: value for key, value in tokenizer.to_dict().items() if key != "max_len"}
@@ -130,7 +129,7 @@ class LinkBertRecipe:
 
     def encoder_source(self, source: EncoderSource) -> EncoderSource:
         if isinstance(source, CheckpointInit):
-            if int(_checkpoint_config(source).get("type_vocab_size", 0)) < 2:
+            if int(checkpoint_config(source).get("type_vocab_size", 0)) < 2:
                 raise SiptError(
                     f"{source.path} has fewer than 2 token types (e.g. RoBERTa); linkbert needs a BERT-style checkpoint or PretrainJob.init char"
                 )
@@ -141,7 +140,7 @@ class LinkBertRecipe:
     def plan(self, data: RunData) -> Plan:
         config = data.config
         sampler = self.plan_sampler(data.texts, data.graph, data.tokenizer, config)
-        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(_hidden_size(data.source), config.seed))])
+        return Plan(sampler, [(1.0, MaskedLM()), (1.0, DocumentRelation(hidden_size(data.source), config.seed))])
 
     def plan_sampler(self, texts: list[str], graph, tokenizer, config: TrainConfig) -> SegmentPairSampler:
         """The run's pair sampler (to score the relation head on steps it never trained on)."""
@@ -158,10 +157,12 @@ class ConceptOutputs:
     """An encoder whose tied decoder also scores ``n_concepts`` concept outputs (MLSM's ``[MASK-j]``
     rows, the decoder's last ``n_concepts``); the tokenizer is unchanged. A character encoder is
     built with them; a Hugging Face checkpoint is loaded and its input embeddings and tied decoder
-    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`)."""
+    grow by ``n_concepts`` fresh rows (:meth:`~sipt_lab.models.HFEncoder.add_output_rows`). With a
+    ``teacher``, the weights then become the teacher's where they match (:func:`copy_teacher`)."""
 
     base: CharInit | CheckpointInit
     n_concepts: int
+    teacher: nn.Module | None = field(default=None, compare=False)
 
     def tokenizer(self, texts: list[str], max_len: int | None) -> Tokenizer:
         return self.base.tokenizer(texts, max_len)
@@ -170,10 +171,14 @@ class ConceptOutputs:
         note = f"{self.n_concepts} concept outputs after the {tokenizer.vocab_size}-token vocabulary"
         if isinstance(self.base, CharInit):
             config = dataclasses.replace(self.base.config, vocab_size=tokenizer.vocab_size + self.n_concepts)
-            return self.base.build(config), [note]
-        encoder, notes = self.base.encoder(tokenizer)
-        encoder.add_output_rows(self.n_concepts)
-        return encoder, [*notes, note]
+            encoder, notes = self.base.build(config), []
+        else:
+            encoder, notes = self.base.encoder(tokenizer)
+            encoder.add_output_rows(self.n_concepts)
+        notes.append(note)
+        if self.teacher is not None:
+            notes.append(copy_teacher(encoder, self.teacher))
+        return encoder, notes
 
     def describe(self) -> dict:
         return {**self.base.describe(), "concept_outputs": self.n_concepts}
@@ -195,7 +200,8 @@ class ConceptRecipe:
             raise SiptError(
                 "method mlsm runs on a text encoder (PretrainJob.init char, minilm or a Hugging Face directory)"
             )
-        return ConceptOutputs(source, self.options.atoms_per_hidden * _hidden_size(source))
+        teacher = self.teacher.encoder if self.options.student_init == "teacher" else None
+        return ConceptOutputs(source, self.options.atoms_per_hidden * hidden_size(source), teacher)
 
     def plan(self, data: RunData) -> Plan:
         if _vocabulary(data.tokenizer) != _vocabulary(self.teacher.tokenizer):
@@ -213,7 +219,7 @@ class ConceptRecipe:
         key = (self.options, data.ids.shape, int(data.lengths.sum()), data.config.seed)
         if key not in self.teacher.cache:
             states = teacher_states(self.teacher.encoder, data.ids, data.lengths, self.options.layer)
-            n_atoms = self.options.atoms_per_hidden * _hidden_size(data.source)
+            n_atoms = self.options.atoms_per_hidden * hidden_size(data.source)
             dictionary = learn_dictionary(states, n_atoms, self.options.sparsity, seed=data.config.seed)
             self.teacher.cache[key] = concept_targets(states, data.lengths, dictionary, self.options.sparsity)
         return self.teacher.cache[key]
@@ -229,25 +235,46 @@ class Method:
     Attributes:
         name: a name in :data:`names.METHODS`; summary: one line for listings.
         train: TrainConfig fields the method fixes (its masking, λ_SI).
-        recipe: ``(teacher, ConceptOptions) -> Recipe`` (None: LM / SIPT by the config's ``lambda_si``).
+        recipe: ``(teacher, ConceptOptions, SampleLabels) -> Recipe`` (None: LM / SIPT by the
+            config's ``lambda_si``).
         structure_aware: it induces ``G_PT`` structure in the per-sample space (Theorem 1's premise).
         needs_teacher: it learns from an LM-trained teacher.
+        needs_labels: it learns from per-sample pre-training labels (``TrainConfig.pt_labels``),
+            weighted by ``lambda_si``.
+        final_phase: ``(encoder, tokenizer, texts, seed) -> report``, run in place on the trained
+            encoder before ``pretrain`` saves it (MLSM's concept -> vocabulary layer); None: none.
     """
 
     name: str
     summary: str
     train: dict[str, Any]
-    recipe: Callable[[Teacher | None, ConceptOptions], Recipe] | None = None
+    recipe: Callable[[Teacher | None, ConceptOptions, SampleLabels | None], Recipe] | None = None
     structure_aware: bool = False
     needs_teacher: bool = False
+    needs_labels: bool = False
+    final_phase: Callable[[nn.Module, Tokenizer, list[str], int], dict] | None = None
 
 
-def _concepts(teacher: Teacher | None, options: ConceptOptions) -> Recipe:
+def _concepts(teacher: Teacher | None, options: ConceptOptions, labels: SampleLabels | None) -> Recipe:
     if teacher is None:
         raise SiptError(
             "MLSM / LSM need a teacher: an LM-trained encoder (simulate trains the lm arm; pretrain takes PretrainJob.teacher DIR)"
         )
     return ConceptRecipe(teacher, options)
+
+
+def _per_sample(recipe: type) -> Callable[[Teacher | None, ConceptOptions, SampleLabels | None], Recipe]:
+    """The factory of a per-sample baseline's ``recipe``, which refuses a run without labels."""
+
+    def build(teacher: Teacher | None, options: ConceptOptions, labels: SampleLabels | None) -> Recipe:
+        if labels is None:
+            raise SiptError(
+                "the per-sample baselines (multitask, same-family) need per-sample pre-training labels; "
+                "set TrainConfig.pt_labels to a file of id<TAB>label;label lines"
+            )
+        return recipe(labels)
+
+    return build
 
 
 #: The methods, by name (:data:`names.METHODS`).
@@ -260,7 +287,7 @@ METHODS: dict[str, Method] = {
             "linkbert",
             "LinkBERT: MLM (80/10/10) + document relation prediction on linked segment pairs",
             {"lambda_si": 0.0, "mask_replacement": "bert", "mask_prob": 0.15},
-            lambda teacher, options: LinkBertRecipe(),
+            lambda teacher, options, labels: LinkBertRecipe(),
             structure_aware=True,
         ),
         Method(
@@ -269,6 +296,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm15",
@@ -276,6 +304,7 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
         ),
         Method(
             "lsm",
@@ -283,6 +312,21 @@ METHODS: dict[str, Method] = {
             {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0},
             _concepts,
             needs_teacher=True,
+            final_phase=final_phase,
+        ),
+        Method(
+            "multitask",
+            "Hu et al.'s multi-task baseline: L_M + λ·multi-label classification of each sample's labels",
+            {},
+            _per_sample(MultiTaskRecipe),
+            needs_labels=True,
+        ),
+        Method(
+            "same-family",
+            "PLUS's same-family baseline: L_M + λ·whether two samples share a label, on balanced pairs",
+            {"pairs": "sampled", "negatives": "uniform"},
+            _per_sample(SameFamilyRecipe),
+            needs_labels=True,
         ),
     )
 }
@@ -297,60 +341,37 @@ def get_method(name: str) -> Method:
 
 
 def method_train_config(name: str, config: TrainConfig) -> TrainConfig:
-    """``config`` with the method's fixed fields; ``sipt`` keeps ``config.lambda_si``, which must be > 0."""
+    """``config`` with the method's fixed fields; ``sipt`` and the per-sample baselines keep
+    ``config.lambda_si`` (the weight of ``L_SI`` or of the per-sample term), which must be > 0."""
     method = get_method(name)
-    if name == "sipt" and config.lambda_si == 0:
-        raise SiptError("method sipt needs lambda_si > 0 (0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1")
+    if (name == "sipt" or method.needs_labels) and config.lambda_si == 0:
+        raise SiptError(
+            f"method {name} needs lambda_si > 0, the weight of its {'L_SI' if name == 'sipt' else 'per-sample'} term "
+            "(0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1"
+        )
     return dataclasses.replace(config, **method.train)
 
 
 def method_recipe(
-    name: str, teacher: Teacher | None = None, options: ConceptOptions = ConceptOptions()
+    name: str,
+    teacher: Teacher | None = None,
+    options: ConceptOptions = ConceptOptions(),
+    labels: SampleLabels | None = None,
 ) -> Recipe | None:
-    """The recipe :func:`~sipt_lab.training.pretrain` takes as ``method`` (None for lm / sipt)."""
+    """The recipe :func:`~sipt_lab.training.pretrain` takes as ``method`` (None for lm / sipt);
+    ``labels`` are the run's per-sample pre-training labels (the per-sample baselines')."""
     method = get_method(name)
-    return None if method.recipe is None else method.recipe(teacher, options)
-
-
-@torch.inference_mode()
-def relation_accuracy(
-    encoder: nn.Module,
-    relation: DocumentRelation,
-    sampler: SegmentPairSampler,
-    steps: int = 4,
-    first_step: int = 1_000_000,
-) -> dict[str, float]:
-    """DRP accuracy of a trained LinkBERT on ``steps`` fresh batches (steps never trained on).
-
-    Returns:
-        ``accuracy`` (3-way, chance 1/3) and ``linked_vs_random`` (on the linked and random pairs,
-        whether the head ranks the true one of those two relations higher; chance 1/2: what a graph
-        whose links carry no signal gives).
-    """
-    device = next(encoder.parameters()).device
-    with evaluating(encoder):
-        hits, linked_hits, linked_total, total = 0, 0, 0, 0
-        for step in range(first_step, first_step + steps):
-            own = sampler.batch(step).inputs
-            ids, types = (torch.as_tensor(a, device=device) for a in (own.ids, own.token_types))
-            logits = relation.logits(encoder.embed(ids, token_types=types)).float().cpu().numpy()
-            truth = own.relations
-            hits += int((logits.argmax(1) == truth).sum())
-            total += len(truth)
-            pair = truth != RELATIONS.index("contiguous")
-            random_code, linked_code = RELATIONS.index("random"), RELATIONS.index("linked")
-            says_linked = logits[pair, linked_code] > logits[pair, random_code]
-            linked_hits += int((says_linked == (truth[pair] == linked_code)).sum())
-            linked_total += int(pair.sum())
-    return {"accuracy": hits / max(total, 1), "linked_vs_random": linked_hits / max(linked_total, 1)}
+    return None if method.recipe is None else method.recipe(teacher, options, labels)
 
 
 __all__ = [
     "METHODS",
+    "STUDENT_INITS",
     "ConceptOptions",
     "ConceptRecipe",
     "LinkBertRecipe",
     "Method",
+    "SampleLabels",
     "Teacher",
     "get_method",
     "method_recipe",

@@ -9,14 +9,17 @@ graph-aware batches), the trainer's default; :mod:`sipt_lab.training.methods` na
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import torch
 
+from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.models import EncoderSource, Tokenizer
+from sipt_lab.models import CheckpointInit, EncoderSource, Tokenizer
 from sipt_lab.objectives import Objective, build_objectives
 from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler, PretrainBatch
 from sipt_lab.training.train_config import TrainConfig
@@ -100,3 +103,20 @@ def graph_sampler(data: RunData, objectives: list[tuple[float, Objective]]) -> G
         units=MASK_UNITS[config.mask_unit](tokenizer, data.texts),
         reads_pairs=any(objective.needs_pairs for _, objective in objectives),
     )
+
+
+def checkpoint_config(source: CheckpointInit) -> dict:
+    """The ``config.json`` of a Hugging Face checkpoint source; SiptError when it is unreadable."""
+    try:
+        return json.loads((Path(source.path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise SiptError(
+            f"{source.path} has no readable config.json; pass a Hugging Face checkpoint directory"
+        ) from None
+
+
+def hidden_size(source: EncoderSource) -> int:
+    """The hidden size ``H`` of the encoder ``source`` will build: a fresh encoder's config (char, GIN),
+    a checkpoint's ``config.json``; a source that wraps another (``base``) has its base's."""
+    source = getattr(source, "base", source)
+    return int(checkpoint_config(source)["hidden_size"]) if isinstance(source, CheckpointInit) else source.config.hidden

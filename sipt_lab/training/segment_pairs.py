@@ -29,11 +29,15 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import torch
+from torch import nn
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.models import evaluating
 from sipt_lab.models.tokenizer import Tokenizer
+from sipt_lab.objectives.relation import DocumentRelation
 from sipt_lab.training.sampler import MASK_REPLACEMENTS, GraphBatchSampler, PretrainBatch, SeedInputs, check_mask
 
 #: The DRP head's classes, in order.
@@ -206,3 +210,36 @@ class SegmentPairSampler:
             replacement,
             SeedInputs(ids, lengths, token_types, relations),
         )
+
+
+@torch.inference_mode()
+def relation_accuracy(
+    encoder: nn.Module,
+    relation: DocumentRelation,
+    sampler: SegmentPairSampler,
+    steps: int = 4,
+    first_step: int = 1_000_000,
+) -> dict[str, float]:
+    """DRP accuracy of a trained LinkBERT on ``steps`` fresh batches (steps never trained on).
+
+    Returns:
+        ``accuracy`` (3-way, chance 1/3) and ``linked_vs_random`` (on the linked and random pairs,
+        whether the head ranks the true one of those two relations higher; chance 1/2: what a graph
+        whose links carry no signal gives).
+    """
+    device = next(encoder.parameters()).device
+    with evaluating(encoder):
+        hits, linked_hits, linked_total, total = 0, 0, 0, 0
+        for step in range(first_step, first_step + steps):
+            own = sampler.batch(step).inputs
+            ids, types = (torch.as_tensor(a, device=device) for a in (own.ids, own.token_types))
+            logits = relation.logits(encoder.embed(ids, token_types=types)).float().cpu().numpy()
+            truth = own.relations
+            hits += int((logits.argmax(1) == truth).sum())
+            total += len(truth)
+            pair = truth != RELATIONS.index("contiguous")
+            random_code, linked_code = RELATIONS.index("random"), RELATIONS.index("linked")
+            says_linked = logits[pair, linked_code] > logits[pair, random_code]
+            linked_hits += int((says_linked == (truth[pair] == linked_code)).sum())
+            linked_total += int(pair.sum())
+    return {"accuracy": hits / max(total, 1), "linked_vs_random": linked_hits / max(linked_total, 1)}

@@ -138,7 +138,11 @@ class RunLoss:
             with self.autocast():
                 embeddings, logits, targets = self.inputs.encode(encoder, nodes, mask, self.needs_mlm)
                 return self.combine(
-                    batch, self._gather(embeddings, n_rows) if self.needs_pairs else embeddings, logits, targets
+                    batch,
+                    self._gather(embeddings, n_rows) if self.needs_pairs else embeddings,
+                    logits,
+                    targets,
+                    samples=batch.nodes[:n_rows] if self.needs_pairs else nodes,
                 )
         own = batch.inputs  # the seeds' own rows (segment pairs) instead of their samples' tokens
         all_ids, index = (self.inputs.ids, nodes) if own is None else (torch.as_tensor(own.ids), rows)
@@ -171,6 +175,7 @@ class RunLoss:
                 torch.cat(targets) if self.needs_mlm else None,
                 np.concatenate(sites) if self.needs_mlm else None,
                 relations,
+                batch.nodes[:n_rows] if self.needs_pairs else nodes,
             )
 
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -229,10 +234,12 @@ class RunLoss:
         targets: torch.Tensor | None,
         sites: np.ndarray | None = None,
         relations: torch.Tensor | None = None,
+        samples: np.ndarray | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The objectives on one step's ``(n_rows, H)`` embeddings and ``(M, V)`` MLM logits at the
         ``(M,)`` targets (``(M, 2)`` ``sites``: sample and column of each; ``relations``: the seeds'
-        pair relations): ``(loss to back-propagate, (1 + terms,) detached batch losses)``."""
+        pair relations; ``samples``: the sample of each embedding row): ``(loss to back-propagate,
+        (1 + terms,) detached batch losses)``."""
         if self.normalize:
             embeddings = F.normalize(embeddings.float(), dim=-1)
         inputs = ObjectiveInputs(
@@ -245,6 +252,8 @@ class RunLoss:
             sites,
             relations,
             batch.n_seeds,
+            samples,
+            batch.nodes[: batch.n_seeds],
         )
         with self.autocast():
             terms = [objective(inputs) for _, objective in self.objectives]

@@ -82,6 +82,12 @@ class TrainConfig:
             or ``"keep"`` (the token stays visible and is only predicted: LSM).
         mask_unit: which tokens are masked together, a name in :data:`MASK_UNITS`: ``"token"``
             (each alone) or ``"word"`` (whole words: every character or piece of a chosen word).
+        pt_labels: the per-sample pre-training labels of the per-sample baselines (methods
+            ``multitask`` and ``same-family``): a file of ``id<TAB>label;label;...`` lines, the
+            layout of the NETWORKS domain's ``go_pretrain.tsv`` (:mod:`sipt_lab.training.per_sample`);
+            None: none. Left out of the saved config while None.
+        allow_missing: pre-training samples that ``pt_labels`` does not list are skipped by the
+            per-sample term (they keep the per-token loss) instead of refused. Left out while False.
         seed: seeds model init, dropout, batches and masks.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
         precision: autocast dtype, a name in :data:`PRECISIONS`.
@@ -147,6 +153,20 @@ class TrainConfig:
         help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) or mask (always [MASK])",
     )
     mask_unit: str = option("token", choices=names.MASK_UNITS, help="which tokens are masked together")
+    pt_labels: str | None = option(
+        None,
+        nonempty=True,
+        omit_default=True,
+        flag="--pt-labels",
+        metavar="FILE",
+        help="per-sample pre-training labels of the multitask and same-family methods: "
+        "id<TAB>label;label... a line (the layout of go_pretrain.tsv)",
+    )
+    allow_missing: bool = option(
+        False,
+        omit_default=True,
+        help="skip pre-training samples that --pt-labels does not list (they keep the per-token loss)",
+    )
     seed: int = option(0, help="seed of init, batches, masks and dropout", range=(0, None))
     device: str = option("auto", help="auto (CUDA when present), cpu or cuda", nonempty=True)
     precision: str = option("auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU")
@@ -244,6 +264,10 @@ class FinetuneConfig:
         device: ``auto``, ``cpu`` or ``cuda``.
         eval_every: also score validation and test every this many steps (not only after each
             pass); None: after each pass only. Left out of the saved config while None.
+        pair_memory_gib: pairwise tasks (contact prediction): most GiB of float32 pair features of
+            one sequence, ``4 * 2H * (L - 6)(L - 5) / 2`` bytes for ``L`` residues read at hidden size
+            ``H`` (L = 512, H = 768: 0.73 GiB); a longer sequence is refused. Left out of the saved
+            config at its default.
     """
 
     lrs: tuple[float, ...] = option(
@@ -263,6 +287,14 @@ class FinetuneConfig:
         range=(1, None),
         metavar="N",
         default_help="after each pass only",
+        omit_default=True,
+    )
+    pair_memory_gib: float = option(
+        2.0,
+        help="contact prediction: most GiB of pair features per sequence (4*2H bytes a pair, (L-6)(L-5)/2 pairs)",
+        range=(0.0, None),
+        open="low",
+        metavar="GIB",
         omit_default=True,
     )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from sipt_lab.models import CharInit, EncoderConfig, EncoderSource, Tokenizer, s
 from sipt_lab.objectives import Objective
 from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME, Checkpoint, run_identity
+from sipt_lab.training.head_warmups import HeadWarmups, head_warmup_key
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
 from sipt_lab.training.loop import train, warm_up_head
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
@@ -90,6 +92,7 @@ def pretrain(
     checkpoint_dir: str | Path | None = None,
     method: Recipe | None = None,
     watch: WatchFactory | None = None,
+    head_warmups: HeadWarmups | None = None,
 ) -> PretrainResult:
     """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``); ``texts`` are the
     samples the source's tokenizer featurises (:func:`~sipt_lab.training.inputs.encoder_inputs`):
@@ -108,6 +111,9 @@ def pretrain(
     ``config.lambda_si``; :func:`sipt_lab.training.methods.method_recipe` gives the others).
     ``watch`` builds, from the encoder and its tokenizer, the loop's
     :class:`~sipt_lab.training.watch.Watch` (evaluations, best model, logged scalars).
+    ``head_warmups`` keeps the heads fitted by the new-head warm-up: a run that starts as an earlier
+    one did (:func:`~sipt_lab.training.head_warmups.head_warmup_key`) copies its head instead of
+    fitting it again, with the same result.
     """
     recipe = method or GraphRecipe()
     source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
@@ -163,7 +169,12 @@ def pretrain(
             ]
             if config.head_warmup and getattr(model, "fresh_head", False) and mlm:
                 head_step = ModelStep(model, RunLoss(inputs, None, mlm, device, amp_dtype))
-                notes.append(warm_up_head(model, head_step, plan.sampler, config))
+                fit = functools.partial(warm_up_head, model, head_step, plan.sampler, config)
+                if head_warmups is None:
+                    notes.append(fit())
+                else:
+                    key = head_warmup_key(config, described, texts)
+                    notes.append(head_warmups.warm_up(key, model.new_head_parameters(), fit, cuda_devices))
 
         (history,) = train(
             step,

@@ -6,6 +6,7 @@ import http.server
 import io
 import tarfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,6 @@ def test_list_and_help_say_which_checksums_are_pinned(registry, capsys):
     pinned = tuple(name for name, d in REGISTERED.items() if all(f.sha256 for f in d.files))
     assert names.PINNED_DATASETS == pinned  # the light list --help reads is the registry's
     assert CHECKSUMS.startswith(f"SHA-256 pinned: {', '.join(pinned) or 'no dataset yet'}")
+    docs = (Path(__file__).parents[2] / "docs" / "domains.md").read_text()
+    downloading = docs[docs.index("## Downloading") :]
+    assert all(f"`{name}`" in downloading for name in REGISTERED)  # the docs' table lists every dataset

@@ -22,16 +22,19 @@ CLI_ONLY = {
     # --only picks the figures to make (make_figures' argument), not how they are made
     "sipt-lab figures": {"--only", "--out"},
     "sipt-lab finetune": {"--out", "--overwrite"},
-    "sipt-lab domain run": {"--out"},
+    "sipt-lab domain run": {"--loss-param", "--out"},
     "sipt-lab domain table": {"--out", "--overwrite"},
     "sipt-lab domain curves": {"--out", "--overwrite"},
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
-    "sipt-lab study lc-transfer": {"--pilot", "--target-effect", "--out", "--overwrite"},
+    "sipt-lab study lc-transfer": {"--preset", "--pilot", "--target-effect", "--out", "--overwrite"},
     "sipt-lab graph build": {"--out", "--quiet"},
     "sipt-lab consistency": {"--json"},
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
+    # input files and where the converted layout goes: a format conversion, not a run with a config
+    "sipt-lab data convert string": {"--links", "--fasta", "--min-score", "--out"},
+    "sipt-lab data convert pyg-bio": {"FILE", "--out"},
 }
 #: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
 CONFIG_FILE_FLAGS = {"--config", "--print-config"}

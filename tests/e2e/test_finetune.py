@@ -220,3 +220,36 @@ def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
     view = domain_view("wiki", "category", 60, 0)
     assert not np.isin(view.pretraining_samples, view.splits.held_out).any()
     assert len(view.pretraining_samples) + len(view.splits.held_out) == 60
+
+
+def test_inductive_domain_view_pretrains_on_no_split_of_the_task():
+    transductive = domain_view("wiki", "category", 60, 0)
+    view = domain_view("wiki", "category", 60, 0, None, "inductive")
+    splits = np.concatenate([view.splits.train, view.splits.validation, view.splits.test])
+    assert not np.isin(view.pretraining_samples, splits).any()
+    labelled = view.task.samples.size
+    assert len(view.pretraining_samples) + splits.size == 60 and splits.size == labelled - round(labelled / 2)
+    assert np.isin(transductive.splits.train, transductive.pretraining_samples).all()  # the paper's protocol
+    cells = domain_cells("wiki", ["random"], 1, PRESETS["cpu"], protocol="inductive")
+    assert {cell.protocol for cell in cells} == {"inductive"}
+
+
+def test_finetune_leaves_out_what_the_model_was_pretrained_on(tiny_bert, tmp_path, capsys):
+    ids = _finetune_files(tmp_path)
+    (tmp_path / "pretrained.tsv").write_text("id\ttext\n" + "".join(f"{i}\tx\n" for i in ids[:20]))
+    argv = ["finetune", "--model", str(tiny_bert), "--mode", "probe", "--device", "cpu"]
+    argv += ["--samples", str(tmp_path / "samples.tsv"), "--labels", str(tmp_path / "labels.tsv")]
+    assert main([*argv, "--pretrained-on", str(tmp_path / "pretrained.tsv"), "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["pretrained_left_out"] == 20 and sum(report["sizes"].values()) == 40
+    err = _one_error_line(
+        capsys,
+        [*argv, "--pretrained-on", str(tmp_path / "pretrained.tsv"), "--splits", str(tmp_path / "splits.tsv")]
+        + ["--out", str(tmp_path / "o2")],
+    )
+    assert "20 samples of" in err and "were pre-trained on (first: 't0'" in err
+    (tmp_path / "other.tsv").write_text("z1\nz2\n")
+    err = _one_error_line(
+        capsys, [*argv, "--pretrained-on", str(tmp_path / "other.tsv"), "--out", str(tmp_path / "o3")]
+    )
+    assert "lists none of the task's sample ids" in err

@@ -308,6 +308,22 @@ def test_two_gloo_processes_give_the_one_process_losses(clique_files, tmp_path):
 
 
 # ---------------------------------------------------------------- bad input: one line, exit 2
+def _finetune_args(files: Path, model: Path, out: Path) -> list[str]:
+    return [
+        "finetune",
+        "--model",
+        str(model),
+        "--samples",
+        str(files / "samples.tsv"),
+        "--labels",
+        str(files / "labels.tsv"),
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    ]
+
+
 def _error(capsys, argv) -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -462,6 +478,18 @@ def test_method_flag_runs_linkbert_and_mlsm_with_a_teacher(clique_files, tmp_pat
         == 0
     )
     assert (tmp_path / "lsm" / "history.csv").read_text().splitlines()[0] == "step,loss,concepts,lr"
+    # the student started from the teacher, and model/ is the final phase's: the teacher's vocabulary, untied
+    result = json.loads((tmp_path / "lsm" / "result.json").read_text())
+    assert any("student initialised from the teacher" in note for note in result["notes"])
+    assert result["final_phase"]["tokens"] > 0
+    saved = json.loads((tmp_path / "lsm" / "model" / "encoder_config.json").read_text())
+    teacher_config = json.loads((tmp_path / "lm" / "model" / "encoder_config.json").read_text())
+    assert saved["vocab_size"] == teacher_config["vocab_size"] and saved["tie_mlm_head"] is False
+    for run in ("lsm", "link"):  # each method's model goes through finetune like any pretrain output
+        tuned = [*_finetune_args(clique_files, tmp_path / run, tmp_path / f"{run}-tuned"), "--mode", "full"]
+        assert main([*tuned, "--epochs", "1", "--lr", "1e-3"]) == 0
+        scores = json.loads((tmp_path / f"{run}-tuned" / "results.json").read_text())["results"]["model"]
+        assert 0 <= scores["full"][0]["accuracy"] <= 1
     assert "--teacher" in _error(capsys, _args(clique_files, tmp_path / "x", *common, "--method", "mlsm"))
     teacher = str(tmp_path / "lm" / "model")
     # MiniLM (the default --init) can learn from a teacher that reads its token ids, not from a char model

@@ -279,9 +279,9 @@ def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_
 
 
 @pytest.mark.slow
-def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
-    """Samples, labels and edges from files: the natural arm's gain sits beside what the dial's line
-    predicts at its measured LC (here 1: each sample linked to the next of its class)."""
+def topic_study_argv(tmp_path) -> list[str]:
+    """``study lc-transfer`` at seconds scale on 60 samples in 3 word topics written into ``tmp_path``
+    (``s.tsv``, labels ``l.tsv``), without ``--out``."""
     rng = np.random.default_rng(0)
     topics = [["cat", "dog", "mouse"], ["stock", "bond", "price"], ["river", "sea", "lake"]]
     labels = np.arange(60) % 3
@@ -289,44 +289,20 @@ def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
         "".join(f"s{i}\t{' '.join(rng.choice(topics[y], 5))}\n" for i, y in enumerate(labels))
     )
     (tmp_path / "l.tsv").write_text("".join(f"s{i}\tt{y}\n" for i, y in enumerate(labels)))
-    (tmp_path / "e.tsv").write_text("".join(f"s{i}\ts{i + 3}\n" for i in range(57)))
-    argv = [
-        "study",
-        "lc-transfer",
-        "--init",
-        "char",
-        "--samples",
-        str(tmp_path / "s.tsv"),
-        "--labels",
-        str(tmp_path / "l.tsv"),
-        "--edges",
-        str(tmp_path / "e.tsv"),
-        "--n-pretrain",
-        "30",
-        "--n-train",
-        "15",
-        "--n-validation",
-        "6",
-        "--n-test",
-        "9",
-        "--levels",
-        "0",
-        "1",
-        "--seeds",
-        "2",
-        "--steps",
-        "1",
-        "--batch-size",
-        "8",
-        "--max-length",
-        "32",
-        "--bootstrap",
-        "20",
-        "--device",
-        "cpu",
-        "--out",
-        str(tmp_path / "run"),
+    return [
+        *("study", "lc-transfer", "--init", "char"),
+        *("--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv")),
+        *("--n-pretrain", "30", "--n-train", "15", "--n-validation", "6", "--n-test", "9", "--levels", "0", "1"),
+        *("--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32", "--bootstrap", "20"),
+        *("--device", "cpu"),
     ]
+
+
+def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
+    """Samples, labels and edges from files: the natural arm's gain sits beside what the dial's line
+    predicts at its measured LC (here 1: each sample linked to the next of its class)."""
+    (tmp_path / "e.tsv").write_text("".join(f"s{i}\ts{i + 3}\n" for i in range(57)))
+    argv = [*topic_study_argv(tmp_path), "--edges", str(tmp_path / "e.tsv"), "--out", str(tmp_path / "run")]
     assert main(argv) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     own = summary["natural"]

@@ -153,6 +153,131 @@ def write_networks(root: Path, n_graphs: int = 64, seed: int = 0) -> Path:
     return root
 
 
+def hairpin(length: int, rng=None) -> list[list[float]]:
+    """``(length, 3)`` coordinates of a hairpin: residues 3.8 A apart along x, the second half folded
+    back 5 A away, so residue ``i`` touches ``length - 1 - i`` (and its neighbours)."""
+    half = (length + 1) // 2
+    points = [[3.8 * i, 0.0, 0.0] if i < half else [3.8 * (length - 1 - i), 5.0, 0.0] for i in range(length)]
+    if rng is not None:
+        points = (np.asarray(points) + rng.normal(0, 0.3, (length, 3))).tolist()
+    return points
+
+
+def cysteine_cluster(sequence: str, rng) -> list[list[float]]:
+    """``(L, 3)`` coordinates with the planted contacts of :func:`write_contacts`: residues 3.8 A apart
+    along x, except the cysteines, gathered (within 1 A) 50 A away, so that two residues are in
+    contact (< 8 A, at least 6 apart in sequence) exactly when both are cysteines."""
+    return [
+        (rng.normal(0, 0.3, 3) + [0.0, 50.0, 0.0]).tolist() if c == "C" else [3.8 * i, 0.0, 0.0]
+        for i, c in enumerate(sequence)
+    ]
+
+
+def write_contacts(root: Path, per_split: tuple[int, int, int] = (8, 4, 4), seed: int = 0) -> Path:
+    """TAPE's contact-prediction files in ``root/tape/proteinnet`` (``proteinnet_{train,valid,test}.json``,
+    records ``{"id", "primary", "tertiary", "valid_mask"}`` as TAPE's JSON release): 30-40 residues,
+    one in five a cysteine, in contact with each other (:func:`cysteine_cluster`), one residue in
+    twenty unresolved."""
+    rng = np.random.default_rng(seed)
+    directory = root / "tape" / "proteinnet"
+    directory.mkdir(parents=True, exist_ok=True)
+    others = [a for a in AMINO if a != "C"]
+    for suffix, size in zip(("train", "valid", "test"), per_split):
+        records = []
+        for k in range(size):
+            length = int(rng.integers(30, 41))
+            sequence = "".join("C" if rng.random() < 0.2 else rng.choice(others) for _ in range(length))
+            records.append(
+                {
+                    "id": f"{suffix}{k}",
+                    "primary": sequence,
+                    "tertiary": cysteine_cluster(sequence, rng),
+                    "valid_mask": (rng.random(length) > 0.05).tolist(),
+                }
+            )
+        (directory / f"proteinnet_{suffix}.json").write_text(json.dumps(records))
+    return root
+
+
+#: SciERC's relations (SciBERT's ``sciie-relation-extraction`` labels), two for the fixture.
+RELATION_WORDS = {"USED-FOR": ("uses", "applies"), "PART-OF": ("contains", "includes")}
+
+
+def write_relations(root: Path, per_split: tuple[int, int, int] = (16, 8, 8), seed: int = 0) -> Path:
+    """SciBERT's ``tasks/sciie-relation-extraction/{train,dev,test}.txt`` in ``root``: JSON Lines
+    ``{"text", "label", "metadata"}``, each sentence marking its two entities ``<< >>`` and ``[[ ]]``;
+    the relation is planted in the verb between them (noisy)."""
+    rng = np.random.default_rng(seed)
+    task = root / "tasks" / "sciie-relation-extraction"
+    task.mkdir(parents=True, exist_ok=True)
+    labels = list(RELATION_WORDS)
+    for name, size in zip(("train", "dev", "test"), per_split):
+        rows = []
+        for k in range(size):
+            label = labels[k % 2]
+            verb = RELATION_WORDS[label if rng.random() < 0.8 else labels[1 - k % 2]][int(rng.integers(2))]
+            first, second = rng.choice(TOPICS[k % 2], size=2)
+            rows.append(
+                {"text": f"the << {first} >> {verb} [[ {second} ]] .", "label": label, "metadata": [1, 1, 4, 4]}
+            )
+        (task / f"{name}.txt").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return root
+
+
+def bio_graphs(n_graphs: int = 24, seed: int = 0, pretrain_terms: int = 12, downstream_terms: int = 4) -> list:
+    """Ego-networks as Hu et al.'s bio loader makes them: ``x`` ``(n, 1)`` ones, ``edge_index`` both
+    directions of each edge, ``edge_attr`` ``(2E, 9)`` (7 interaction types, then the self-loop and
+    mask flags, 0), ``species_id``, ``center_node_idx`` and the centre's ``go_target_pretrain`` /
+    ``go_target_downstream`` 0/1 vectors. Rings' edges are of type 0 (and 4 or not), stars' of
+    type 1 (and 5 or not), and their GO terms follow the shape, so masked edges are learnable."""
+    import torch
+    from torch_geometric.data import Data
+
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for g in range(n_graphs):
+        shape, size = g % 2, int(rng.integers(4, 8))
+        pairs = [(k, (k + 1) % size) for k in range(size)] if shape == 0 else [(0, k) for k in range(1, size)]
+        types = []
+        for _ in pairs:
+            row = [0] * 9
+            row[shape] = 1
+            row[4 + shape] = int(rng.random() < 0.5)
+            types += [row, row]
+        directed = [e for a, b in pairs for e in ((a, b), (b, a))]
+        pretrain = np.zeros(pretrain_terms, dtype=np.int64)
+        pretrain[shape * 6 : shape * 6 + 5] = 1
+        downstream = np.zeros(downstream_terms, dtype=np.int64)
+        downstream[shape if rng.random() < 0.8 else 1 - shape] = 1
+        data = Data(
+            x=torch.ones(size, 1),
+            edge_index=torch.tensor(directed, dtype=torch.long).T.contiguous(),
+            edge_attr=torch.tensor(types, dtype=torch.float),
+        )
+        data.species_id = torch.tensor([9606])
+        data.center_node_idx = torch.tensor([0])
+        data.go_target_pretrain = torch.as_tensor(pretrain)
+        data.go_target_downstream = torch.as_tensor(downstream)
+        graphs.append(data)
+    return graphs
+
+
+def write_bio_processed(path: Path, graphs: list, pyg1: bool = False) -> Path:
+    """``torch.save((data, slices), path)`` as ``InMemoryDataset`` writes ``geometric_data_processed.pt``;
+    ``pyg1``: the collated ``Data`` pickled as PyG 1 did (its tensors in its ``__dict__``, no PyG 2 store)."""
+    import torch
+    from torch_geometric.data import Data, InMemoryDataset
+
+    data, slices = InMemoryDataset.collate(graphs)
+    if pyg1:
+        old = Data.__new__(Data)
+        old.__dict__.update(data.to_dict())
+        data = old
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save((data, slices), path)
+    return path
+
+
 def use_small_gin(monkeypatch) -> None:
     """The networks domain with a 16-wide GIN for the test (the paper's 300 is slow on 2 shared cores)."""
     from sipt_lab.domains import DOMAINS, get_domain

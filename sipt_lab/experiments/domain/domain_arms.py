@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 
 import torch
 
 from sipt_lab.evaluation import link_retrieval_metrics
-from sipt_lab.experiments.domain.domain_cells import CONCEPT_METHODS, GRAPH_METHODS, ConceptCell, DomainCell
+from sipt_lab.experiments.domain.domain_cells import (
+    CONCEPT_METHODS,
+    DEFAULT_CONCEPTS,
+    GRAPH_METHODS,
+    PER_SAMPLE_METHODS,
+    ConceptCell,
+    DomainCell,
+)
 from sipt_lab.experiments.domain.teachers import is_stored, load_teacher, save_model, teacher_cell
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode, probe_encoder
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.grid import read_result
 from sipt_lab.grid.model_store import STORE_KEYS, model_dir, stored_digest
 from sipt_lab.models import encoder_source
 from sipt_lab.training import embed, pretrain, steps_for_epochs
-from sipt_lab.training.finetune import finetune
+from sipt_lab.training.finetune import copies_of, finetune
 from sipt_lab.training.methods import Teacher, method_recipe, method_train_config
 
 
@@ -33,7 +40,7 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     from sipt_lab.domains import summarize_graph
 
     start = time.perf_counter()
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     texts = list(view.data.samples)
     result = {
         "arm": cell.arm,
@@ -70,15 +77,26 @@ def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:
     scores = {}
     if "probe" in parts:
         scores["probe"] = probe_encoder(
-            encoder, tokenizer, texts, view.task, view.splits, cell.finetune.device, vectors
+            encoder,
+            tokenizer,
+            texts,
+            view.task,
+            view.splits,
+            cell.finetune.device,
+            vectors,
+            pair_memory_gib=cell.finetune.pair_memory_gib,
         )
     if "full" in parts:
-
-        def load():
-            return copy.deepcopy(encoder).train(), tokenizer
-
         history: list[dict] = []
-        tuned = finetune(load, texts, view.task, view.splits, cell.finetune, cell.seed, _scores_only(history))
+        tuned = finetune(
+            copies_of(encoder, tokenizer),
+            texts,
+            view.task,
+            view.splits,
+            cell.finetune,
+            cell.seed,
+            _scores_only(history),
+        )
         scores["full"] = tuned.test
         result |= {"finetune_lr": tuned.lr, "finetune_history": history}
     result["scores"] = scores
@@ -113,7 +131,7 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
     (not off the shelf); ``teacher`` the MLSM family's."""
     from sipt_lab.domains import build_graph, get_domain
 
-    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data)
+    view = domain_view(cell.domain, cell.task, cell.n_samples, cell.seed, cell.data, cell.protocol)
     spec = get_domain(cell.domain)
     source = _encoder_source(cell, view.data)
     graph = build_graph(
@@ -126,13 +144,13 @@ def pretrain_arm(cell: DomainCell, teacher: Teacher | None = None):
             train,
             steps=steps_for_epochs(cell.epochs, len(view.pretraining_samples), train.batch_size, train.grad_accum),
         )
-    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS else None
+    method = cell.arm if cell.arm in GRAPH_METHODS + CONCEPT_METHODS + PER_SAMPLE_METHODS else None
     recipe = None
     if method is not None:
         train = method_train_config(method, train)
-        recipe = (
-            method_recipe(method, teacher, cell.concepts) if isinstance(cell, ConceptCell) else method_recipe(method)
-        )
+        labels = method_labels(method, train, view.data.ids, view.pretraining_samples, skip_unknown=True)
+        concepts = cell.concepts if isinstance(cell, ConceptCell) else DEFAULT_CONCEPTS
+        recipe = method_recipe(method, teacher, concepts, labels)
     samples = view.data.samples
     return graph, pretrain([samples[i] for i in view.pretraining_samples], seen, train, source, method=recipe)
 

@@ -9,8 +9,11 @@ from pathlib import Path
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.options import option
 from sipt_lab.experiments.configs import DomainRunConfig
+from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.presets import DomainPreset
 from sipt_lab.grid.model_store import directory_digest
 from sipt_lab.models import encoder_source
@@ -18,6 +21,7 @@ from sipt_lab.models.hf import check_checkpoint_dir
 from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint
 from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.training import TrainConfig
+from sipt_lab.training.defaults import PAPER_LAMBDA_SI
 from sipt_lab.training.finetune import FinetuneConfig
 from sipt_lab.training.methods import ConceptOptions, get_method
 
@@ -44,6 +48,9 @@ class DomainCell:
     mode: str = "both"
     data: str | None = None
     epochs: float | None = None
+    protocol: str = option(
+        "transductive", omit_default=True, help="inductive or transductive (DomainRunConfig.protocol)"
+    )
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,11 @@ class ConceptCell(DomainCell):
 
 
 #: Further pre-training methods a domain run can add: one arm per graph (``linkbert[graph]``), and
-#: the MLSM family, one arm per seed (they do not read ``G_PT``), taught by the seed's lm arm.
+#: the MLSM family, one arm per seed (they do not read ``G_PT``), taught by the seed's lm arm; the
+#: per-sample baselines, one arm per seed at the paper's λ, learning from ``TrainConfig.pt_labels``.
 GRAPH_METHODS = ("linkbert",)
 CONCEPT_METHODS = tuple(name for name in names.METHODS if get_method(name).needs_teacher)
+PER_SAMPLE_METHODS = names.PER_SAMPLE_METHODS
 
 
 def domain_cells(
@@ -82,13 +91,15 @@ def domain_cells(
     methods: tuple[str, ...] = (),
     teacher: str | Path | None = None,
     concepts: ConceptOptions = DEFAULT_CONCEPTS,
+    protocol: str = "transductive",
 ) -> list[DomainCell]:
     """Every cell of a run: per seed, off-the-shelf, LM-only, SIPT for each graph × λ, each of
     ``methods`` in :data:`GRAPH_METHODS` for each graph and each in :data:`CONCEPT_METHODS` once
     (:class:`ConceptCell`, taught by ``teacher``, a model directory, or the seed's lm arm when
     None). ``init`` None is the domain's default warm start; ``data_dir`` the domain's data
-    directory (domains with a ``layout``)."""
-    known = GRAPH_METHODS + CONCEPT_METHODS
+    directory (domains with a ``layout``); ``protocol`` whether the fine-tuning train split may be
+    pre-trained on (:func:`~sipt_lab.experiments.domain.view.domain_view`)."""
+    known = GRAPH_METHODS + CONCEPT_METHODS + PER_SAMPLE_METHODS
     unknown_methods = [m for m in methods if m not in known]
     if unknown_methods:
         raise SiptError(
@@ -98,6 +109,13 @@ def domain_cells(
     if teacher is not None and not concept_methods:
         raise SiptError(
             f"a teacher is for the methods {', '.join(CONCEPT_METHODS)}; add one with DomainRunConfig.methods or drop DomainRunConfig.teacher"
+        )
+    per_sample = [m for m in dict.fromkeys(methods) if m in PER_SAMPLE_METHODS]
+    if bool(per_sample) != (preset.pretrain.pt_labels is not None):
+        raise ConfigError(
+            "TrainConfig.pt_labels",
+            f"labels the per-sample baselines ({', '.join(PER_SAMPLE_METHODS)}): give it with one of them in "
+            "DomainRunConfig.methods, and neither without the other",
         )
     teacher_ref = {} if teacher is None else _teacher_reference(teacher)
     from sipt_lab.domains import get_domain
@@ -139,7 +157,11 @@ def domain_cells(
         mode=preset.mode,
         data=data,
         epochs=preset.epochs,
+        protocol=protocol,
     )
+    for seed in range(seeds) if per_sample else ():  # the labels' file and coverage, refused now, not after hours
+        view = domain_view(domain, base["task"], preset.n_samples, seed, data, protocol)
+        method_labels(per_sample[0], pretrain_config, view.data.ids, view.pretraining_samples, skip_unknown=True)
     cells = []
     for seed in range(seeds):
         cells.append(DomainCell(arm="off-the-shelf", graph=None, lambda_si=0.0, seed=seed, **base))
@@ -157,6 +179,7 @@ def domain_cells(
             ConceptCell(arm=m, graph=None, lambda_si=0.0, seed=seed, concepts=concepts, **teacher_ref, **base)
             for m in concept_methods
         ]
+        cells += [DomainCell(arm=m, graph=None, lambda_si=PAPER_LAMBDA_SI, seed=seed, **base) for m in per_sample]
     return cells
 
 
@@ -189,6 +212,8 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         preset = dataclasses.replace(
             preset, pretrain=dataclasses.replace(preset.pretrain, steps=config.steps), epochs=None
         )
+    if config.objective:
+        preset = dataclasses.replace(preset, pretrain=objective_config(preset.pretrain, config.objective))
     if config.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
     check_mode(preset.mode, "DomainRunConfig.mode")
@@ -204,4 +229,16 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         data_dir=config.data_dir,
         teacher=config.teacher,
         concepts=ConceptOptions(layer=config.teacher_layer),
+        protocol=config.protocol,
     )
+
+
+def objective_config(pretrain: TrainConfig, changes: dict) -> TrainConfig:
+    """``pretrain`` with the objective's fields ``changes`` (:attr:`DomainRunConfig.objective`): a
+    changed loss without parameters takes its own defaults, a labels file its absolute path."""
+    changes = dict(changes)
+    if "loss" in changes:
+        changes.setdefault("loss_params", None)
+    if changes.get("pt_labels") is not None:
+        changes["pt_labels"] = str(Path(changes["pt_labels"]).resolve())
+    return dataclasses.replace(pretrain, **changes)

@@ -34,11 +34,24 @@ class DomainView:
 
 #: Share of a corpus's linked samples held out of pre-training to choose λ when the task has published splits.
 LINK_QUERY_SHARE = 0.1
+#: Share of a task's labelled samples pre-trained on under the inductive protocol (the fine-tuning
+#: splits are drawn from the others).
+INDUCTIVE_PRETRAIN_SHARE = 0.5
 
 
 @functools.lru_cache(maxsize=4)
-def domain_view(domain: str, task: str, n_samples: int | None, seed: int, data_dir: str | None = None) -> DomainView:
-    """The slice of ``domain`` that every arm of ``seed`` shares (cached per process)."""
+def domain_view(
+    domain: str,
+    task: str,
+    n_samples: int | None,
+    seed: int,
+    data_dir: str | None = None,
+    protocol: str = "transductive",
+) -> DomainView:
+    """The slice of ``domain`` that every arm of ``seed`` shares (cached per process). For a task
+    without published splits, ``transductive`` pre-trains on every sample but the validation and
+    test splits; ``inductive`` on :data:`INDUCTIVE_PRETRAIN_SHARE` of the labelled samples and the
+    unlabelled ones, with random splits of the other labelled samples, never pre-trained on."""
     from sipt_lab.domains import get_domain, subset
 
     spec = get_domain(domain)
@@ -49,8 +62,13 @@ def domain_view(domain: str, task: str, n_samples: int | None, seed: int, data_d
         data = subset(data, _slice(data, next(iter(spec.graphs.values()))(data, 0), task, n_samples, seed))
     everything = np.arange(len(data.ids))
     if task not in data.splits:
-        splits = random_splits(data.tasks[task].samples, seed=seed)
-        return DomainView(data, data.tasks[task], splits, np.setdiff1d(everything, splits.held_out), splits.validation)
+        labelled = data.tasks[task].samples
+        if protocol == "inductive":
+            order = np.random.default_rng([seed, 2]).permutation(labelled)
+            labelled = np.sort(order[int(round(INDUCTIVE_PRETRAIN_SHARE * labelled.size)) :])
+        splits = random_splits(labelled, seed=seed)
+        unseen = labelled if protocol == "inductive" else splits.held_out
+        return DomainView(data, data.tasks[task], splits, np.setdiff1d(everything, unseen), splits.validation)
     corpus = np.setdiff1d(everything, _published_samples(data))
     queries = link_queries(spec.graphs[next(iter(spec.graphs))](data, 0), LINK_QUERY_SHARE, seed, among=corpus)
     return DomainView(data, data.tasks[task], data.splits[task], np.setdiff1d(corpus, queries), queries)

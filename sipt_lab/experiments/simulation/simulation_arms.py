@@ -17,13 +17,17 @@ from typing import Any
 
 import numpy as np
 
+from sipt_lab.data.splits import random_splits
+from sipt_lab.data.tasks import Task
 from sipt_lab.evaluation import heldout_knn, link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.evaluation.concept_probe import concept_probe
+from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.experiments.simulation.simulation_config import SimulationConfig
 from sipt_lab.models import CharInit
 from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.training.finetune import copies_of, finetune
 from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config, relation_accuracy
 from sipt_lab.training.trainer import PretrainResult
 
@@ -41,6 +45,7 @@ class ArmOutput:
         metrics: ``auroc``, ``accuracy`` (LOO 3-NN), ``heldout_auroc``, ``heldout_accuracy``,
             ``link`` (LRAP, nDCG, AP, MRR), Theorem 1's ``radius``, ``radius_f1``,
             ``radius_nn_accuracy``, ``radius_nn_coverage`` (:func:`~sipt_lab.evaluation.radius_terms`),
+            ``finetune`` (when the config fine-tunes: :func:`finetune_arm`'s test metrics),
             ``final_loss`` and ``final_terms`` (the total and each term by name, e.g. ``mlm``, ``si``:
             means of the last 20 steps; MLM in nats), ``unigram_entropy`` (the MLM loss of a
             context-free predictor on the same tokens, nats) and ``seconds``.
@@ -68,7 +73,10 @@ def run_arms(dataset: SyntheticDataset, config: SimulationConfig) -> dict[str, A
     ]
     for arm in order:
         start = time.perf_counter()
-        recipe = method_recipe(arm, teacher, config.concepts)
+        ids = [str(node) for node in range(dataset.n_nodes)]  # a synthetic sample's id is its node number
+        recipe = method_recipe(
+            arm, teacher, config.concepts, method_labels(arm, arm_config(config, arm), ids, skip_unknown=True)
+        )
         result = pretrain(
             dataset.sentences,
             dataset.graph,
@@ -106,6 +114,17 @@ def _method_metrics(arm: str, result, recipe, teacher: Teacher | None, dataset: 
     return {}
 
 
+def finetune_arm(dataset: SyntheticDataset, config: SimulationConfig, result: PretrainResult) -> dict[str, float]:
+    """Test metrics (accuracy, macro-F1) of full fine-tuning of a trained arm under
+    ``config.finetune`` on the topic task, over random 80/10/10 splits of the pre-training samples
+    drawn with the seed (the same for every arm), from a copy of the arm's encoder."""
+    task = Task("topic", "classification", np.arange(len(dataset.sentences)), dataset.labels)
+    splits = random_splits(task.samples, seed=config.graph.seed)
+    return finetune(
+        copies_of(result.encoder, result.tokenizer), dataset.sentences, task, splits, config.finetune, config.graph.seed
+    ).test
+
+
 def arm_config(config: SimulationConfig, arm: str) -> TrainConfig:
     """The training config of method ``arm`` (:func:`~sipt_lab.training.methods.method_train_config`: e.g.
     ``λ_SI = 0`` for ``lm``, the config's for ``sipt``)."""
@@ -137,6 +156,8 @@ def evaluate_arm(
     if len(dataset.heldout_sentences) and len(np.unique(dataset.heldout_labels)) > 1:
         heldout = heldout_knn(z, dataset.labels, z_heldout, dataset.heldout_labels, config.k)
         metrics.update(heldout_auroc=heldout.auroc, heldout_accuracy=heldout.accuracy)
+    if config.finetune is not None:
+        metrics["finetune"] = finetune_arm(dataset, config, result)
     return ArmOutput(z, z_heldout, metrics)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.options import option
 from sipt_lab.experiments.presets import CHAR_DEFAULTS, encoder_config, training_preset
 from sipt_lab.experiments.simulation.simulate_job import ARMS
 from sipt_lab.models import EncoderConfig
@@ -15,7 +16,7 @@ from sipt_lab.synthetic.builder import resolve_spec
 from sipt_lab.synthetic.graph_spec import GraphSpec
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.methods import ConceptOptions, method_train_config
-from sipt_lab.training.train_config import steps_for_epochs
+from sipt_lab.training.train_config import FinetuneConfig, steps_for_epochs
 
 #: No MLSM / LSM settings given: the methods' defaults.
 DEFAULT_CONCEPTS = ConceptOptions()
@@ -38,6 +39,9 @@ class SimulationConfig:
         methods: the pre-training methods compared (:data:`sipt_lab.training.methods.METHODS`), each on the
             same seeds, batch size and steps; results are keyed by method.
         concepts: the MLSM / LSM settings (used when ``methods`` holds one of them).
+        finetune: full fine-tuning of every arm on the topic task (random 80/10/10 splits of the
+            pre-training samples drawn with the seed; :func:`~sipt_lab.training.finetune.finetune`);
+            None: not run.
     """
 
     graph: GraphSpec
@@ -48,6 +52,9 @@ class SimulationConfig:
     tokenizer: TokenizerConfig = TokenizerConfig()
     methods: tuple[str, ...] = ARMS
     concepts: ConceptOptions = ConceptOptions()
+    finetune: FinetuneConfig | None = option(
+        None, help="full fine-tuning of every arm on the topic task", omit_default=True
+    )
 
     def __post_init__(self) -> None:
         if not self.graph.is_resolved:
@@ -94,6 +101,7 @@ def simulation_config(
     link_queries: int | None = 500,
     methods: tuple[str, ...] = ARMS,
     concepts: ConceptOptions = DEFAULT_CONCEPTS,
+    finetune: FinetuneConfig | None = None,
 ) -> SimulationConfig:
     """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
     (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`: ``default``, or ``paper``, the paper's
@@ -150,6 +158,7 @@ def simulation_config(
         tokenizer=defaults.tokenizer if tokenizer is None else tokenizer,
         methods=tuple(methods),
         concepts=concepts,
+        finetune=finetune,
     )
 
 

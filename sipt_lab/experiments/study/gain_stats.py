@@ -135,22 +135,35 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
         "planned_mde": None if config.pilot_sd is None else minimum_detectable_effect(config.pilot_sd, config.seeds),
         "arms": {arm: {m: mean_sd(v)[0] for m, v in metrics.items()} for arm, metrics in arms.items()},
     }
-    natural = {row["seed"]: row for row in rows if row["arm"] == "natural" and row["metric"] == config.metric}
-    if natural:
-        base = {row["seed"]: row["value"] for row in rows if row["arm"] == "lm" and row["metric"] == config.metric}
-        mean, low, high = mean_ci([row["value"] - base[seed] for seed, row in natural.items()])
-        lc_natural = float(np.mean([row["lc"] for row in natural.values()]))
+    natural = gain_over_lm(rows, "natural", config.metric)
+    if natural is not None:
+        lc_natural = float(np.mean([row["lc"] for row in rows if row["arm"] == "natural"]))
         summary["natural"] = {
             "lc": lc_natural,
-            "gain": mean,
-            "gain_ci": [low, high],
+            **natural,
             "predicted_gain": fit["intercept"] + fit["slope"] * lc_natural,
         }
+    per_sample = None if config.per_sample_arm is None else gain_over_lm(rows, config.per_sample_arm, config.metric)
+    if per_sample is not None:
+        summary["per_sample"] = {"arm": config.per_sample_arm, **per_sample}
     geometry = geometry_entry(rows, config, gains)
     if geometry is not None:
         summary["geometry"] = geometry
     summary["verdict"] = verdict(summary)
     return summary
+
+
+def gain_over_lm(rows: list[dict], arm: str, metric: str) -> dict | None:
+    """``{"gain", "gain_ci"}``: ``arm``'s paired gain in ``metric`` over LM-only, mean over seeds
+    with a 95 % t-CI; None when no row is ``arm``'s."""
+    from sipt_lab.core.stats import mean_ci
+
+    own = {row["seed"]: row["value"] for row in rows if row["arm"] == arm and row["metric"] == metric}
+    if not own:
+        return None
+    base = {row["seed"]: row["value"] for row in rows if row["arm"] == "lm" and row["metric"] == metric}
+    mean, low, high = mean_ci([value - base[seed] for seed, value in own.items()])
+    return {"gain": mean, "gain_ci": [low, high]}
 
 
 def geometry_entry(rows: list[dict], config: LcTransferConfig, gains: np.ndarray) -> dict | None:
@@ -211,6 +224,9 @@ def verdict(summary: dict) -> str:
             f"; the task's own graph (LC {own['lc']:.3f}): gain {own['gain']:+.3f} {fmt(own['gain_ci'])}, "
             f"the line predicts {own['predicted_gain']:+.3f}"
         )
+    if "per_sample" in summary:
+        baseline = summary["per_sample"]
+        line += f"; the per-sample baseline {baseline['arm']}: gain {baseline['gain']:+.3f} {fmt(baseline['gain_ci'])}"
     if "geometry" in summary:
         other = summary["geometry"]
         line += (

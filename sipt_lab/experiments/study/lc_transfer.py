@@ -50,6 +50,7 @@ import numpy as np
 from sipt_lab.core import fileio, outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
+from sipt_lab.experiments.study.estimate import estimate_line
 from sipt_lab.experiments.study.gain_stats import power_line, summarise
 from sipt_lab.experiments.study.metrics import tfidf_vectors
 from sipt_lab.experiments.study.study_arms import (
@@ -119,9 +120,10 @@ def run_lc_transfer(
     outputs.check_output_dir(out)
     check_executor(executor)
     ids, texts, labels, splits, _ = study_inputs(config)
-    study_source(config)  # a missing checkpoint is refused before anything is written
+    source = study_source(config)  # a missing checkpoint is refused before anything is written
     if config.pilot_sd is not None:
         log(power_line(config.pilot_sd, config.seeds))
+    log(estimate_line(config, [texts[i] for i in pretraining_nodes(splits, config.protocol)], source))
     with outputs.run_output(
         out, "study lc-transfer", finished="summary.json", overwrite=overwrite, resumable=False, log=log
     ) as out_dir:

@@ -10,28 +10,64 @@ import numpy as np
 from sipt_lab.core.errors import SiptError
 from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
 from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
-from sipt_lab.experiments.study.study_config import ARTICLE_CATEGORIES, GEOMETRY_ARMS, LcTransferConfig
+from sipt_lab.experiments.study.study_config import (
+    ALL_CATEGORIES,
+    CLIQUES_TOPICS,
+    GEOMETRY_ARMS,
+    LcTransferConfig,
+)
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
 def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray, PretrainingGraph | None]:
-    """``(ids, texts, labels (n,) ints, the task's own graph or None)`` of the study's task: the
-    config's files, or the default articles of :data:`ARTICLE_CATEGORIES`."""
+    """``(ids, texts, labels (n,) ints 0..C-1, the task's own graph or None)`` of the study's task:
+    the config's files, or the built-in ``config.task`` (:data:`STUDY_TASKS`)."""
     if config.samples is not None:
         from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 
         samples = read_samples(config.samples)
         natural = None if config.edges is None else read_sample_graph(config.edges, samples)
         return list(samples.ids), list(samples.texts), read_sample_labels(config.labels, samples)[0], natural
+    ids, texts, labels = BUILT_IN_TASKS[config.task](config)
+    return ids, texts, np.unique(labels, return_inverse=True)[1], None
+
+
+def article_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
+    """Vital-article summaries of ``config.categories`` labelled by category."""
     from sipt_lab.data.corpus import default_articles
 
-    chosen = [(i, a) for i, a in enumerate(default_articles()) if a["topic"] in ARTICLE_CATEGORIES]
-    return (
-        [f"article{i}" for i, _ in chosen],
-        [a["extract"] for _, a in chosen],
-        np.array([ARTICLE_CATEGORIES.index(a["topic"]) for _, a in chosen]),
-        None,
+    articles = default_articles()
+    known = sorted({a["topic"] for a in articles} - {UNCATEGORIZED})
+    wanted = known if config.categories == ALL_CATEGORIES else list(config.categories)
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        raise SiptError(f"unknown article categories {unknown}; choose among {known} or 'all'")
+    chosen = [(i, a) for i, a in enumerate(articles) if a["topic"] in wanted]
+    return [f"article{i}" for i, _ in chosen], [a["extract"] for _, a in chosen], [a["topic"] for _, a in chosen]
+
+
+def cliques_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
+    """Every split's sentences as the CLIQUES family draws them from ``config.corpus`` (seeded by
+    ``config.split_seed``), labelled by their top topic."""
+    from sipt_lab.synthetic import build_dataset
+    from sipt_lab.synthetic.graph_spec import GraphSpec
+
+    spec = GraphSpec(
+        family="cliques",
+        n_nodes=sum(config.sizes.values()),
+        n_heldout=0,
+        n_topics=CLIQUES_TOPICS,
+        corpus=config.corpus,
+        seed=config.split_seed,
     )
+    dataset = build_dataset(spec)
+    return [f"sentence{i}" for i in range(len(dataset.sentences))], dataset.sentences, list(dataset.labels)
+
+
+#: Built-in tasks (:data:`STUDY_TASKS`): name -> ``config -> (ids, texts, raw labels)``.
+BUILT_IN_TASKS = {"articles": article_task, "cliques": cliques_task}
+#: The default corpus's category of articles without one.
+UNCATEGORIZED = "Uncategorized"
 
 
 def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
@@ -60,12 +96,13 @@ def geometry_config(train, output_normalizes: bool) -> tuple[str, object]:
     return GEOMETRY_ARMS[other], changed
 
 
-def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None):
+def train_arm(texts: list[str], graph: PretrainingGraph, train, source, watch=None, head_warmups=None, method=None):
     """:func:`~sipt_lab.training.pretrain` of one arm on the pre-training ``texts`` and ``graph``
-    (``watch``: the loop's evaluations, :func:`validation_watch`)."""
+    (``watch``: the loop's evaluations, :func:`validation_watch`; ``head_warmups``: the seed's
+    fitted heads, :class:`~sipt_lab.training.head_warmups.HeadWarmups`; ``method``: a method's recipe)."""
     from sipt_lab.training import pretrain
 
-    return pretrain(texts, graph, train, source, watch=watch)
+    return pretrain(texts, graph, train, source, watch=watch, head_warmups=head_warmups, method=method)
 
 
 def validation_watch(score: Scorer, train, trace: list[dict], **row):
@@ -137,21 +174,59 @@ class Scorer:
     def __call__(self, vectors: np.ndarray) -> dict[str, float]:
         return heldout_metrics(vectors, self.labels, *self.positions, self.k)
 
+    def encoder(self, encoder, tokenizer, config: LcTransferConfig, seed: int) -> dict[str, float]:
+        """The metrics of ``encoder``'s vectors and, with ``config.finetune_epochs``, those of
+        fine-tuning a copy of it (:func:`finetune_metrics`)."""
+        from sipt_lab.training import embed
+
+        metrics = self(embed(encoder, tokenizer, self.texts, device=config.train.device))
+        if config.finetune_epochs:
+            metrics |= finetune_metrics(encoder, tokenizer, self, config, seed)
+        return metrics
+
     def validation(self, vectors: np.ndarray) -> dict[str, float]:
         """The same metrics on the validation rows (the probe's strength chosen on them too)."""
         train, validation, _ = self.positions
         return heldout_metrics(vectors, self.labels, train, validation, validation, self.k)
 
 
+def finetune_metrics(encoder, tokenizer, score: Scorer, config: LcTransferConfig, seed: int) -> dict[str, float]:
+    """Test accuracy and macro-F1 of a copy of ``encoder`` fine-tuned with a linear head on the
+    never-seen train split (:func:`sipt_lab.training.finetune.finetune`, one learning rate,
+    ``config.finetune_epochs`` passes at most, the best validation pass kept)."""
+    import copy
+
+    from sipt_lab.data.splits import Splits
+    from sipt_lab.data.tasks import Task
+    from sipt_lab.training.finetune import finetune
+    from sipt_lab.training.train_config import FinetuneConfig
+
+    train = config.train
+    settings = FinetuneConfig(
+        lrs=(config.finetune_lr,),
+        epochs=config.finetune_epochs,
+        batch_size=train.batch_size,
+        max_len=train.max_len,
+        device=train.device,
+    )
+    task = Task("study", "classification", np.arange(len(score.texts)), score.labels)
+    splits = Splits(*score.positions)
+    result = finetune(lambda: (copy.deepcopy(encoder), tokenizer), score.texts, task, splits, settings, seed)
+    return {"finetune_accuracy": result.test["accuracy"], "finetune_macro_f1": result.test["macro_f1"]}
+
+
 def study_seed(cell: StudySeed) -> dict:
     """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level), the
-    geometry arm (``config.geometry_arm``) and ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``."""
+    geometry arm (``config.geometry_arm``) and ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``.
+    The trained arms share one new-head warm-up (:class:`~sipt_lab.training.head_warmups.HeadWarmups`)."""
+    import torch
+
     from sipt_lab.experiments.pretrain_job import initial_embeddings
     from sipt_lab.graphs.consistency import local_consistency
-    from sipt_lab.training import embed
+    from sipt_lab.training.head_warmups import HeadWarmups
 
     config, seed = cell.study, cell.seed
-    _, texts, labels, splits, natural = study_inputs(config)
+    ids, texts, labels, splits, natural = study_inputs(config)
     source = study_source(config)
     pt = pretraining_nodes(splits, config.protocol)
     pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
@@ -160,54 +235,45 @@ def study_seed(cell: StudySeed) -> dict:
     trace: list[dict] = []
     record = row_recorder(rows)
     targets = [dial_target_lc(pt_labels, q) for q in config.levels]
+    warmups = HeadWarmups()
+
+    def trained(name: str, graph: PretrainingGraph, train, level=None, method=None) -> dict[str, float]:
+        watch = validation_watch(score, train, trace, arm=name, seed=seed, level=level)
+        result = train_arm(pt_texts, graph, train, source, watch, warmups, method)
+        return score.encoder(result.encoder, result.tokenizer, config, seed)
 
     trains = arm_configs(config, seed)
     tokenizer = source.tokenizer(pt_texts, config.train.max_len)
     init_pt = initial_embeddings(pt_texts, trains["lm"], source, tokenizer)
     own = encoder_consistency(init_pt, pt_labels, config.k)
-    record("init", seed, score(initial_embeddings(score.texts, trains["lm"], source, tokenizer)))
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        init_encoder, _ = source.encoder(tokenizer)
+    record("init", seed, score.encoder(init_encoder, tokenizer, config, seed))
     graphs = [
         dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
         for level, q in enumerate(config.levels)
     ]
-    lm = train_arm(
-        pt_texts,
-        graphs[-1],
-        trains["lm"],
-        source,
-        validation_watch(score, trains["lm"], trace, arm="lm", seed=seed, level=None),
-    )
-    record("lm", seed, score(embed(lm.encoder, lm.tokenizer, score.texts, device=trains["lm"].device)))
-    for level, (q, graph) in enumerate(zip(config.levels, graphs)):
-        lc = float(local_consistency(graph, pt_labels))
-        watch = validation_watch(score, trains["sipt"], trace, arm="sipt", seed=seed, level=level)
-        sipt = train_arm(pt_texts, graph, trains["sipt"], source, watch)
-        record(
-            "sipt",
-            seed,
-            score(embed(sipt.encoder, sipt.tokenizer, score.texts, device=trains["sipt"].device)),
-            level,
-            q,
-            targets[level],
-            lc,
-        )
+    lcs = [float(local_consistency(graph, pt_labels)) for graph in graphs]
+    record("lm", seed, trained("lm", graphs[-1], trains["lm"]))
+    for level, q in enumerate(config.levels):
+        metrics = trained("sipt", graphs[level], trains["sipt"], level)
+        record("sipt", seed, metrics, level, q, targets[level], lcs[level])
     if config.geometry_arm:
         arm, train = geometry_config(trains["sipt"], source.normalizes)
         top = int(np.argmax(config.levels))
-        watch = validation_watch(score, train, trace, arm=arm, seed=seed, level=top)
-        other = train_arm(pt_texts, graphs[top], train, source, watch)
-        lc = float(local_consistency(graphs[top], pt_labels))
-        vectors = embed(other.encoder, other.tokenizer, score.texts, device=train.device)
-        record(arm, seed, score(vectors), top, config.levels[top], targets[top], lc)
+        record(arm, seed, trained(arm, graphs[top], train, top), top, config.levels[top], targets[top], lcs[top])
     if natural is not None:
-        watch = validation_watch(score, trains["sipt"], trace, arm="natural", seed=seed, level=None)
-        own_graph = train_arm(pt_texts, natural, trains["sipt"], source, watch)
-        record(
-            "natural",
-            seed,
-            score(embed(own_graph.encoder, own_graph.tokenizer, score.texts, device=trains["sipt"].device)),
-            lc=float(local_consistency(natural, pt_labels)),
-        )
+        lc = float(local_consistency(natural, pt_labels))
+        record("natural", seed, trained("natural", natural, trains["sipt"]), lc=lc)
+    if config.per_sample_arm is not None:
+        from sipt_lab.experiments.per_sample_labels import method_labels
+        from sipt_lab.training.methods import method_recipe, method_train_config
+
+        arm = config.per_sample_arm
+        train = method_train_config(arm, trains["sipt"])
+        recipe = method_recipe(arm, labels=method_labels(arm, train, ids, pt))
+        record(arm, seed, trained(arm, graphs[-1], train, method=recipe))
     return {"rows": rows, "encoder_consistency": own, "trace": trace}
 
 

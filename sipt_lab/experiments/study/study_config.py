@@ -16,11 +16,46 @@ STUDY_METRICS = names.STUDY_METRICS
 STUDY_ARMS = ("init", "lm", "sipt", "natural", "tfidf")
 #: The geometry arm's name per ``L_SI`` geometry (``LcTransferConfig.geometry_arm``).
 GEOMETRY_ARMS = {"raw": "sipt-raw", "normalised": "sipt-normalised"}
-#: The default task's classes: vital-article summaries of these categories.
+#: The ``articles`` task's default classes: vital-article summaries of these categories.
 ARTICLE_CATEGORIES = ("Physical sciences", "History", "Arts", "Geography")
+#: ``LcTransferConfig.categories`` value for every category of the corpus but ``Uncategorized``.
+ALL_CATEGORIES = ("all",)
+#: Built-in tasks (without ``samples``): ``articles``, vital-article summaries labelled by category;
+#: ``cliques``, sentences of a corpus labelled by their top LDA topic as the CLIQUES family labels them.
+STUDY_TASKS = ("articles", "cliques")
 SPLIT_NAMES = ("pretrain", "train", "validation", "test")
 #: The study's training length and batch over the init kind's defaults (a short run per arm).
 STUDY_TRAIN = {"steps": 100, "batch_size": 16, "max_len": 64}
+#: LDA topics of the cliques task: at the CLIQUES family's 100 topics too few topics hold enough
+#: confident sentences of the embedded corpus for 10 classes of 200; at 20 they do.
+CLIQUES_TOPICS = 20
+#: Named scales of the study (:func:`study_preset`; ``sipt-lab study lc-transfer --preset NAME``):
+#: LcTransferConfig fields, and under ``train`` the TrainConfig fields over :data:`STUDY_TRAIN` and
+#: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 1,000 pre-training and 1,000
+#: never-seen sentences, 5 levels x 5 seeds, MiniLM; ``gpu-wiki``: every categorised vital article
+#: (9,033, 11 classes; 900 never-seen test articles), 5 seeds, fine-tuning as a third metric.
+STUDY_PRESETS: dict[str, dict] = {
+    "cpu": {
+        "task": "cliques",
+        "n_pretrain": 1000,
+        "n_train": 500,
+        "n_validation": 100,
+        "n_test": 400,
+        "seeds": 5,
+        "train": {"steps": 100, "batch_size": 16, "max_len": 48},
+    },
+    "gpu-wiki": {
+        "task": "articles",
+        "categories": ALL_CATEGORIES,
+        "n_pretrain": 6000,
+        "n_train": 1800,
+        "n_validation": 300,
+        "n_test": 900,
+        "seeds": 5,
+        "finetune_epochs": 2,
+        "train": {"steps": 300, "batch_size": 32, "max_len": 128, "device": "cuda", "precision": "fp32"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -28,8 +63,15 @@ class LcTransferConfig:
     """One LC-transfer study (saved as ``config.json``).
 
     Attributes:
-        samples, labels: a samples file and its ``id<TAB>label`` TSV; None: the default task,
-            vital-article summaries of :data:`ARTICLE_CATEGORIES` labelled by category.
+        samples, labels: a samples file and its ``id<TAB>label`` TSV; None: the built-in ``task``.
+        task: the built-in task (:data:`STUDY_TASKS`) when ``samples`` is None: ``articles``,
+            vital-article summaries of ``categories`` labelled by category; ``cliques``, sentences
+            of ``corpus`` labelled by their top topic of a :data:`CLIQUES_TOPICS`-topic LDA as the
+            CLIQUES family draws them (10 balanced classes of confident sentences), so the dial at
+            ``q = 1`` is the CLIQUES graph over the pre-training sentences.
+        corpus: the cliques task's sentence corpus (None: the embedded one).
+        categories: the articles task's classes (:data:`ALL_CATEGORIES`: every category but
+            ``Uncategorized``).
         edges: the task's own graph (``u<TAB>v`` sample ids of ``samples``), optional: one more
             SIPT arm (``natural``) pre-trains on its subgraph over the pre-training nodes, and the
             summary sets its measured gain beside the gain the dial's line predicts at its LC.
@@ -56,13 +98,22 @@ class LcTransferConfig:
             sets its gain beside the default SIPT arm's. A contrastive negative margin above the
             unit sphere's diameter (2) is rescaled to it on normalised vectors, the positive margin
             by the same factor. Left out of the saved config while False.
+        finetune_epochs: when positive, every arm's encoder (the init's too) is also fine-tuned with
+            a linear head on the never-seen train split for at most that many passes at
+            ``finetune_lr`` (the best validation pass kept) and scored on the test split: metrics
+            ``finetune_accuracy`` and ``finetune_macro_f1``. Left out of the saved config while 0.
+        finetune_lr: the fine-tuning's AdamW learning rate.
+        per_sample_arm: each seed also trains this per-sample baseline (``multitask`` or
+            ``same-family``, on ``train.pt_labels`` over the study's sample ids, weighted by the SIPT
+            arm's ``λ``); the summary sets its paired gain over LM-only beside SIPT's. Left out of
+            the saved config while None.
     """
 
     samples: str | None = option(
         None,
         nonempty=True,
         metavar="S",
-        help="samples file of the task (with --labels; default: vital-article summaries of 4 categories)",
+        help="samples file of the task (with --labels; default: the built-in --task)",
     )
     labels: str | None = option(None, help="id<TAB>label of every sample", nonempty=True, metavar="L.tsv")
     edges: str | None = option(
@@ -71,6 +122,24 @@ class LcTransferConfig:
         metavar="E.tsv",
         help="the task's own graph (u<TAB>v sample ids): one more SIPT arm on it, its gain set beside "
         "what its LC predicts",
+    )
+    task: str = option(
+        "articles",
+        choices=STUDY_TASKS,
+        help="built-in task without --samples: articles = vital-article summaries by category; cliques = "
+        "sentences of --corpus by their top LDA topic (the CLIQUES family's 10 classes)",
+    )
+    corpus: str | None = option(
+        None,
+        nonempty=True,
+        metavar="PATH",
+        help="sentence corpus of the cliques task (one per line or JSONL, maybe .gz; default: the embedded one)",
+    )
+    categories: tuple[str, ...] = option(
+        ARTICLE_CATEGORIES,
+        nonempty=True,
+        metavar="NAME",
+        help="the articles task's classes ('all': every category but Uncategorized)",
     )
     n_pretrain: int = option(600, help="pre-training samples", range=(2, None), metavar="N")
     n_train: int = option(
@@ -108,9 +177,27 @@ class LcTransferConfig:
         help="also train, at the top dial level, a SIPT arm whose L_SI sees the other geometry than the init's "
         "output (raw for a normalising init, normalised otherwise), its gain set beside the default's",
     )
+    per_sample_arm: str | None = option(
+        None,
+        choices=names.PER_SAMPLE_METHODS,
+        omit_default=True,
+        metavar="NAME",
+        help="also train a per-sample baseline (multitask or same-family, on --pt-labels over the samples' ids), "
+        "its gain over LM-only set beside SIPT's",
+    )
+    finetune_epochs: int = option(
+        0,
+        range=(0, None),
+        metavar="E",
+        omit_default=True,
+        help="also fine-tune every arm's encoder with a linear head on the train split for at most E passes "
+        "(best validation pass, scored on test; 0: off)",
+    )
+    finetune_lr: float = option(5e-5, help="learning rate of the fine-tuning", range=(0.0, None), open="low")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
+        object.__setattr__(self, "categories", tuple(self.categories))
         validate(self)
         if len(set(self.levels)) < 2:
             raise ConfigError(
@@ -122,12 +209,25 @@ class LcTransferConfig:
                 "LcTransferConfig.labels",
                 "give the samples file and its labels together, or neither (the default task)",
             )
+        if self.corpus is not None and (self.samples is not None or self.task != "cliques"):
+            raise ConfigError(
+                "LcTransferConfig.corpus", "is the cliques task's corpus; set task='cliques' without samples"
+            )
+        if self.metric.startswith("finetune_") and not self.finetune_epochs:
+            raise ConfigError(
+                "LcTransferConfig.metric", f"{self.metric} needs fine-tuning; set finetune_epochs to at least 1"
+            )
         if self.edges is not None and self.samples is None:
             raise ConfigError("LcTransferConfig.edges", "a graph needs the samples file its ids belong to")
         if self.train is None:
             from sipt_lab.training.defaults import init_kind, train_config
 
             object.__setattr__(self, "train", train_config(init_kind(self.init), **STUDY_TRAIN))
+        if (self.per_sample_arm is None) != (self.train.pt_labels is None):
+            raise ConfigError(
+                "TrainConfig.pt_labels",
+                "labels the per-sample arm: give it with LcTransferConfig.per_sample_arm, and neither without the other",
+            )
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -138,3 +238,18 @@ class LcTransferConfig:
             "validation": self.n_validation,
             "test": self.n_test,
         }
+
+
+def study_preset(name: str, **fields) -> LcTransferConfig:
+    """The study :data:`STUDY_PRESETS` names, with ``fields`` (LcTransferConfig fields; a ``train``
+    TrainConfig replaces the preset's) over it."""
+    from sipt_lab.training.defaults import init_kind, train_config
+
+    if name not in STUDY_PRESETS:
+        raise ConfigError("study_preset", f"{name!r} is unknown; choose one of {', '.join(STUDY_PRESETS)}")
+    preset = {key: value for key, value in STUDY_PRESETS[name].items() if key != "train"}
+    chosen = {**preset, **fields}
+    if "train" not in chosen:
+        init = chosen.get("init", LcTransferConfig.init)
+        chosen["train"] = train_config(init_kind(init), **{**STUDY_TRAIN, **STUDY_PRESETS[name]["train"]})
+    return LcTransferConfig(**chosen)

@@ -1,0 +1,65 @@
+"""How long a study will take, from the throughput measured on its own data before it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from sipt_lab.experiments.study.study_config import LcTransferConfig
+
+#: Optimiser steps of the timing run after its first (which pays one-off allocations).
+TIMED_STEPS = 3
+#: Samples the timing embeds.
+TIMED_SAMPLES = 64
+
+
+def arms_per_seed(config: LcTransferConfig) -> int:
+    """Trained arms of one seed: LM-only, SIPT per level, the geometry arm, the natural graph's."""
+    return 1 + len(config.levels) + int(config.geometry_arm) + int(config.edges is not None)
+
+
+def estimated_seconds(config: LcTransferConfig, step_seconds: float, sample_seconds: float) -> float:
+    """Wall seconds of ``config``'s study at ``step_seconds`` per training step (pre-training, head
+    warm-up and fine-tuning steps alike) and ``sample_seconds`` per embedded sample: per seed, every
+    trained arm's steps and the never-seen samples it embeds (the init's too), one head warm-up, the
+    init's pre-training embeddings, and the fine-tuning passes of every arm and the init."""
+    never_seen = config.n_train + config.n_validation + config.n_test
+    arms = arms_per_seed(config)
+    finetune_steps = config.finetune_epochs * -(-config.n_train // config.train.batch_size)
+    per_seed = (arms * config.train.steps + config.train.head_warmup + (arms + 1) * finetune_steps) * step_seconds + (
+        (arms + 1) * never_seen + config.n_pretrain
+    ) * sample_seconds
+    return config.seeds * per_seed
+
+
+def measure_throughput(config: LcTransferConfig, texts: list[str], source) -> tuple[float, float]:
+    """``(seconds per training step, seconds per embedded sample)`` of a short SIPT run of
+    ``config.train`` on up to ``TIMED_SAMPLES`` of ``texts`` (its dial graph at the top level)."""
+    from sipt_lab.experiments.study.dial import dial_graph
+    from sipt_lab.training import embed, pretrain
+
+    sample = texts[: max(TIMED_SAMPLES, config.train.batch_size)]
+    labels = np.arange(len(sample)) % 2
+    graph = dial_graph(labels, 1.0, np.random.default_rng(0))
+    timing = []
+    for steps in (1, 1 + TIMED_STEPS):
+        train = dataclasses.replace(config.train, steps=steps, head_warmup=0, eval_every=None, keep_best=None)
+        start = time.perf_counter()
+        result = pretrain(sample, graph, train, source)
+        timing.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    embed(result.encoder, result.tokenizer, sample, device=config.train.device)
+    return (timing[1] - timing[0]) / TIMED_STEPS, (time.perf_counter() - start) / len(sample)
+
+
+def estimate_line(config: LcTransferConfig, texts: list[str], source) -> str:
+    """One line: the study's estimated wall time from :func:`measure_throughput` on ``texts``."""
+    step, sample = measure_throughput(config, texts, source)
+    seconds = estimated_seconds(config, max(step, 0.0), sample)
+    return (
+        f"estimated time: {seconds / 60:.1f} min ({config.seeds} seeds x {arms_per_seed(config)} trained arms of "
+        f"{config.train.steps} steps; measured {step * 1e3:.0f} ms per training step and "
+        f"{sample * 1e3:.1f} ms per embedded sample on device {config.train.device})"
+    )

@@ -1,0 +1,165 @@
+"""The study at scale: the built-in tasks, presets, the shared head warm-up, fine-tuning as a
+metric and the time estimate printed before training."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hf_fakes import WORDS, write_tiny_bert
+
+from sipt_lab.cli.main import main
+from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.experiments.study.dial import dial_graph
+from sipt_lab.experiments.study.estimate import arms_per_seed, estimated_seconds
+from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
+from sipt_lab.experiments.study.study_arms import arm_configs, study_source, study_task, train_arm
+from sipt_lab.experiments.study.study_config import LcTransferConfig, study_preset
+from sipt_lab.training.defaults import train_config
+from sipt_lab.training.head_warmups import HeadWarmups
+
+CHAR = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
+
+
+def topic_corpus(path, n_topics=14, n_sentences=1200, seed=0):
+    """Sentences of ``n_topics`` disjoint made-up vocabularies (letters only: LDA drops digits)."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("bcdfghklmnprstvz"))
+    word = lambda: "".join(rng.choice(letters, 6))  # noqa: E731
+    vocabularies = [[word() for _ in range(12)] for _ in range(n_topics)]
+    lines = [
+        "Sentence " + " ".join(rng.choice(vocabularies[i % n_topics], 8)) + " " + word() + "."
+        for i in range(n_sentences)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return {word: topic for topic, words in enumerate(vocabularies) for word in words}
+
+
+def test_head_warmups_reuse_a_fit_with_the_numbers_of_fitting_it(tmp_path):
+    """LM-only after SIPT with a shared warm-up cache ends exactly where LM-only alone ends."""
+    model = write_tiny_bert(tmp_path / "st", WORDS, with_head=False, st_pooling="mean")
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(WORDS, 6)) for _ in range(24)]
+    graph = dial_graph(np.arange(24) % 3, 1.0, rng)
+    train = train_config("checkpoint", steps=3, batch_size=8, max_len=16, head_warmup=3, device="cpu")
+    config = LcTransferConfig(init=str(model), train=train, n_pretrain=24)
+    source, arms = study_source(config), arm_configs(config, 0)
+    alone = train_arm(texts, graph, arms["lm"], source)
+    warmups = HeadWarmups()
+    train_arm(texts, graph, arms["sipt"], source, head_warmups=warmups)
+    shared = train_arm(texts, graph, arms["lm"], source, head_warmups=warmups)
+    assert len(warmups) == 1 and any("an earlier run" in note for note in shared.notes)
+    for name, value in alone.encoder.state_dict().items():
+        torch.testing.assert_close(shared.encoder.state_dict()[name], value, atol=0, rtol=0)
+    other = HeadWarmups()
+    train_arm(texts, graph, dataclasses.replace(arms["lm"], head_lr=0.5), source, head_warmups=other)
+    refit = train_arm(texts, graph, arms["lm"], source, head_warmups=other)
+    assert len(other) == 2 and not any("an earlier run" in note for note in refit.notes)
+
+
+def test_cliques_task_draws_balanced_topic_classes_from_a_corpus(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    topic_of = topic_corpus(corpus)
+    config = LcTransferConfig(
+        task="cliques",
+        corpus=str(corpus),
+        n_pretrain=80,
+        n_train=40,
+        n_validation=20,
+        n_test=40,
+        init="char",
+        train=CHAR,
+    )
+    ids, texts, labels, natural = study_task(config)
+    assert len(ids) == len(texts) == labels.size == 180 and natural is None
+    assert np.bincount(labels).tolist() == [18] * 10
+    assert set(texts) <= set(corpus.read_text().splitlines())
+    vocabulary = np.array([topic_of[text.split()[1]] for text in texts])
+    purity = [np.bincount(vocabulary[labels == c]).max() / 18 for c in range(10)]
+    assert min(purity) >= 0.8  # a class is (mostly) one made-up vocabulary: its LDA topic
+
+
+def test_articles_task_takes_every_category_or_refuses_an_unknown_one():
+    config = LcTransferConfig(categories=("all",), init="char", train=CHAR)
+    _, _, labels, _ = study_task(config)
+    assert labels.size == 9033 and labels.max() == 10
+    with pytest.raises(SiptError, match="unknown article categories \\['Sport'\\]"):
+        study_task(LcTransferConfig(categories=("Sport", "History"), init="char", train=CHAR))
+
+
+def test_presets_set_the_scale_and_fields_override_them():
+    cpu = study_preset("cpu")
+    assert (cpu.task, cpu.n_pretrain, cpu.n_train + cpu.n_validation + cpu.n_test, cpu.seeds) == (
+        "cliques",
+        1000,
+        1000,
+        5,
+    )
+    assert len(cpu.levels) == 5 and cpu.init == "minilm" and cpu.train.max_len == 48 and cpu.train.steps == 100
+    wiki = study_preset("gpu-wiki", seeds=2)
+    assert wiki.seeds == 2 and wiki.n_test == 900 and wiki.finetune_epochs == 2 and wiki.train.device == "cuda"
+    with pytest.raises(ConfigError, match="'huge' is unknown"):
+        study_preset("huge")
+
+
+def test_cli_preset_under_flags(capsys):
+    assert main(["study", "lc-transfer", "--preset", "cpu", "--steps", "7", "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    for line in ('task = "cliques"', "n-pretrain = 1000", "steps = 7", "max-length = 48", 'seeds = "5"'):
+        assert line in printed.splitlines(), line
+
+
+def test_estimate_counts_every_step_and_embedded_sample():
+    config = LcTransferConfig(
+        n_pretrain=100,
+        n_train=40,
+        n_validation=10,
+        n_test=50,
+        levels=(0.0, 0.5, 1.0),
+        seeds=2,
+        finetune_epochs=2,
+        init="char",
+        train=train_config("char", steps=10, batch_size=8, head_warmup=5),
+    )
+    assert arms_per_seed(config) == 4  # LM-only + 3 levels
+    # per seed: (4 arms x 10 steps + 5 warm-up + 5 fine-tunings x 2 passes x 5 batches) steps, and
+    # (5 scorings x 100 never-seen + 100 pre-training) embedded samples
+    assert estimated_seconds(config, 1.0, 0.01) == pytest.approx(2 * ((40 + 5 + 50) * 1.0 + 600 * 0.01))
+
+
+def test_finetuning_is_a_metric_of_every_arm(tmp_path):
+    with pytest.raises(ConfigError, match="finetune_epochs"):
+        LcTransferConfig(metric="finetune_accuracy", init="char", train=CHAR)
+    config = LcTransferConfig(
+        init="char",
+        encoder="paper-small",
+        train=CHAR,
+        n_pretrain=40,
+        n_train=24,
+        n_validation=8,
+        n_test=16,
+        levels=(0.0, 1.0),
+        seeds=1,
+        bootstrap=10,
+        finetune_epochs=1,
+        metric="finetune_macro_f1",
+    )
+    lines = []
+    summary = run_lc_transfer(config, tmp_path / "run", log=lines.append)
+    assert lines[0].startswith("estimated time: ") and "ms per training step" in lines[0]
+    rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))
+    tuned = {(row["arm"], row["level"]) for row in rows if row["metric"] == "finetune_macro_f1"}
+    assert tuned == {("init", ""), ("lm", ""), ("sipt", "0"), ("sipt", "1")}
+    assert all(0 <= float(row["value"]) <= 1 for row in rows if row["metric"].startswith("finetune_"))
+    assert summary["metric"] == "finetune_macro_f1" and len(summary["levels"]) == 2
+
+
+def test_cli_refuses_an_unknown_category_in_one_line(tmp_path, capsys):
+    code = main(
+        ["study", "lc-transfer", "--categories", "Sport", "History", "--init", "char", "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "unknown article categories ['Sport']" in err
