@@ -12,9 +12,10 @@ from sipt_lab.cli.main import main
 @pytest.mark.slow
 def test_table_and_curves_over_a_real_run(tmp_path, monkeypatch):
     use_small_gin(monkeypatch)
-    run = tmp_path / "run"
-    command = ["domain", "run", "networks", "--data", str(write_networks(tmp_path / "net")), "--seeds", "2"]
-    assert main([*command, "--steps", "3", "--device", "cpu", "--executor", "serial", "--out", str(run)]) == 0
+    run, data = tmp_path / "run", write_networks(tmp_path / "net")
+    command = ["domain", "run", "networks", "--data", str(data), "--seeds", "2", "--methods", "multitask"]
+    command += ["--pt-labels", str(data / "go_pretrain.tsv"), "--steps", "3", "--device", "cpu"]
+    assert main([*command, "--executor", "serial", "--out", str(run)]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert summary["preset"] == "cpu" and summary["setting"]["task"] == "go"
     sipt = summary["arms"]["sipt[go-hamming]"]
@@ -34,9 +35,10 @@ def test_table_and_curves_over_a_real_run(tmp_path, monkeypatch):
     )
     assert float(token["rre_mean"]) == pytest.approx(same["rre_mean"])
     assert float(token["p_value"]) == pytest.approx(same["p_value"])
-    assert [r["status"] for r in rows if r["comparison"] == "per-sample"] == ["not run", "not run"]
+    sample = [r for r in rows if r["comparison"] == "per-sample"]
+    assert [(r["baseline"], r["status"], r["n_seeds"]) for r in sample] == [("multitask", "ok", "2")] * 2
 
     assert main(["domain", "curves", str(run), "--out", str(tmp_path / "curves")]) == 0
     points = list(csv.DictReader((tmp_path / "curves" / "curves.csv").open()))
-    assert {r["arm"] for r in points} == {"sipt[go-hamming]", "lm"}
+    assert {r["arm"] for r in points} == {"sipt[go-hamming]", "lm", "multitask"}
     assert (tmp_path / "curves" / "curves.pdf").stat().st_size > 0
