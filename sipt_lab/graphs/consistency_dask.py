@@ -79,7 +79,7 @@ def dask_consistency(
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
     workers = check_workers(workers)
     index = read_node_index(labels, label_columns)
-    with _client(scheduler, workers, connect_timeout) as client:
+    with dask_client(scheduler, workers, connect_timeout) as client:
         frame = _edge_frame(dd, edges, chunk, edge_columns)
         shared = client.scatter(index, broadcast=True)
         mapped = frame.map_partitions(_map_ids, shared, meta=_RECORDS)
@@ -109,7 +109,11 @@ def _import_dask():
 
 
 @contextmanager
-def _client(scheduler: str | None, workers: int, timeout: float):
+def dask_client(scheduler: str | None, workers: int, timeout: float):
+    """A ``distributed.Client`` of the scheduler at ``scheduler``, or of a ``LocalCluster`` of
+    ``workers`` single-thread workers when None; a one-line SiptError when the scheduler does not
+    answer within ``timeout`` seconds or dask is not installed."""
+    _import_dask()
     from distributed import Client, LocalCluster
 
     if scheduler is None:
