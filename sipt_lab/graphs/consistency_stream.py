@@ -14,13 +14,15 @@ computed from those ``(n,)`` arrays by the same code as in memory, so the number
 ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
 an unlabelled node is an error naming the first such edge and counting them all.
 
-The partitions are counted by ``workers`` threads at once (numpy's sorts and the kernel release
-the GIL), each loading, counting and deleting its own partition; every node belongs to one
-partition, so the threads never write the same node's counts.
+Both passes run in ``workers`` threads (Arrow's kernels, numpy's sorts and the counting kernel
+release the GIL): while this thread reads the next chunk, up to ``workers`` chunks are mapped and
+partitioned, each appended to the spill files under a lock, and their tallies are merged in file
+order; then each thread loads, counts and deletes one partition at a time. Every node belongs to
+one partition, so the threads never write the same node's counts.
 
 Memory bound, for ``n`` labelled nodes, chunks of ``c`` edges and ``w`` workers: ``O(n)`` for the
-labels, the per-node counts and the report (about 55 bytes per node at the peak), plus ``O(c)``
-for one chunk in flight (about 100 bytes per edge, Arrow's reader block included), plus ``w``
+labels, the per-node counts and the report (about 55 bytes per node at the peak), plus ``O(w c)``
+for ``w + 1`` chunks in flight (about 100 bytes per edge, Arrow's reader block included), plus ``w``
 partitions: partitions are sized to hold about ``4c / w`` records and one over ``8c / w`` is
 re-split by node range before it is loaded, so at most ``max(8c, w * largest degree)`` records of
 8 bytes in all, about five times over while sorted and split. Never ``O(edges)``. Spill files take
@@ -162,20 +164,23 @@ def stream_consistency(
 ) -> FileConsistency:
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on this machine, in bounded memory (see
     the module doc): ``chunk_edges`` edges per chunk (default :data:`DEFAULT_CHUNK_EDGES`), spill
-    files in a temporary directory under ``spill_dir`` (default: the system's), partitions counted
-    by ``workers`` threads (default: :func:`available_cores`; at most the number of partitions)."""
+    files in a temporary directory under ``spill_dir`` (default: the system's), chunks spilled and
+    partitions counted by ``workers`` threads (default: :func:`available_cores`; at most one per
+    chunk or partition)."""
     check_ties(ties)
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
     workers = check_workers(workers)
     index = read_node_index(labels, label_columns)
     part_records = max(1, PARTITION_CHUNKS * chunk // workers)
-    n_parts = min(MAX_PARTITIONS, max(1, math.ceil(2 * estimate_edges(edges) / part_records)))
+    n_edges = estimate_edges(edges)
+    n_parts = min(MAX_PARTITIONS, max(1, math.ceil(2 * n_edges / part_records)))
     tally = EdgeTally()
     counts = NodeCounts.zeros(index.n_nodes)
     with tempfile.TemporaryDirectory(prefix="sipt-lab-spill-", dir=spill_dir) as tmp:
         spill = Spill(tmp, index.n_nodes, 0, index.n_nodes, n_parts)
         spill_ids = functools.partial(spill_chunk, index=index, spill=spill)
-        for chunk_tally in bounded_map(spill_ids, edge_chunks(edges, chunk, edge_columns), workers):
+        chunks = edge_chunks(edges, chunk, edge_columns)
+        for chunk_tally in bounded_map(spill_ids, chunks, min(workers, math.ceil(n_edges / chunk))):
             tally.extend(chunk_tally)
         spill.close()
         tally.check(edges, labels)
