@@ -1,7 +1,8 @@
 """Local consistency of graphs read from files: the streamed (out-of-core) engine against the
 in-memory path and DuckDB running the same aggregation in SQL.
 
-Run as ``python benchmarks/bench_consistency_stream.py [--sizes 1e7 3e7 1e8] [--memory-max 1e7]``.
+Run as ``python benchmarks/bench_consistency_stream.py [--sizes 1e7 3e7 1e8] [--memory-max 1e7]
+[--methods stream stream-1 memory duckdb]``.
 Each size ``m`` is a random graph of ``m`` integer-id edges over ``m / 10`` labelled nodes and 10
 classes (a few self-loops and repeats included), written once as Parquet and as TSV edges plus a
 TSV labels file (writing is not timed). Every measurement runs in a fresh child process, which
@@ -9,7 +10,9 @@ reports its wall and CPU seconds (reading included, imports not) and peak RSS; t
 edges per second and each method's time as a ratio to the streamed engine on the same input.
 Methods:
 
-* ``stream``: :func:`sipt_lab.graphs.consistency.consistency_from_files` (default chunk size);
+* ``stream``: :func:`sipt_lab.graphs.consistency.consistency_from_files` (default chunk size,
+  default workers: every available core);
+* ``stream-1``: the same with one worker (no threads of its own);
 * ``memory``: from TSV, today's path (``load_graph_tsv`` + ``consistency_report``); from Parquet,
   the whole table read by Arrow, ids mapped, then ``PretrainingGraph.from_edges`` +
   ``consistency_report`` (sizes up to ``--memory-max`` only: both hold every edge);
@@ -38,6 +41,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 N_CLASSES = 10
+#: Streamed methods and their workers (None: the engine's default, every available core).
+STREAM_WORKERS = {"stream": None, "stream-1": 1}
+METHODS = (*STREAM_WORKERS, "memory", "duckdb")
 NODES_PER_EDGE = 0.1
 WRITE_ROWS = 1 << 22
 
@@ -92,8 +98,8 @@ def measure(method: str, fmt: str, edges: str, labels: str) -> dict:
     from sipt_lab.graphs.consistency import consistency_from_files
 
     start, cpu = time.perf_counter(), _cpu_seconds()
-    if method == "stream":
-        report = consistency_from_files(edges, labels).report
+    if method in STREAM_WORKERS:
+        report = consistency_from_files(edges, labels, workers=STREAM_WORKERS[method]).report
         values = (report.local_consistency, report.node_homophily, report.edge_homophily, report.n_edges)
     elif method == "memory":
         report = _in_memory(fmt, edges, labels)
@@ -165,9 +171,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 3e6, 1e7], help="edges per graph")
     parser.add_argument("--memory-max", type=float, default=1e7, help="largest size for the in-memory path")
     parser.add_argument("--formats", nargs="+", default=["parquet", "tsv"], choices=["parquet", "tsv"])
-    parser.add_argument(
-        "--methods", nargs="+", default=["stream", "memory", "duckdb"], choices=["stream", "memory", "duckdb"]
-    )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run before it is skipped")
     parser.add_argument("--dir", help="where to write the graphs (default: a temporary directory)")
     args = parser.parse_args()
@@ -257,17 +261,20 @@ def _format(rows: list[tuple], header: bool = False) -> str:
 
 
 def _print_scaling(rows: list[tuple]) -> None:
-    """Edges/s of the streamed engine per input and the 1-billion-edge time it extrapolates to."""
+    """Edges/s of the streamed engine per input and workers, and the 1-billion-edge wall and CPU
+    time they extrapolate to (linear fits)."""
     for fmt in ("parquet", "tsv"):
-        stream = [(m, s) for m, _, f, method, s, *_ in rows if f == fmt and method == "stream" and s]
-        if len(stream) < 2:
-            continue
-        sizes, seconds = map(np.array, zip(*stream))
-        slope = np.polyfit(sizes, seconds, 1)[0]
-        print(
-            f"stream from {fmt}: {', '.join(f'{m / s / 1e6:.2f} M' for m, s in stream)} edges/s over "
-            f"{', '.join(f'{m:,}' for m in sizes)} edges; linear fit: {slope * 1e9 / 60:.1f} min per 1e9 edges"
-        )
+        for name in STREAM_WORKERS:
+            stream = [(m, s, cpu) for m, _, f, method, s, cpu, *_ in rows if f == fmt and method == name and s]
+            if len(stream) < 2:
+                continue
+            sizes, seconds, cpu = map(np.array, zip(*stream))
+            wall, cpu = (np.polyfit(sizes, y, 1)[0] * 1e9 / 60 for y in (seconds, cpu))
+            print(
+                f"{name} from {fmt}: {', '.join(f'{m / s / 1e6:.2f} M' for m, s, _ in stream)} edges/s over "
+                f"{', '.join(f'{m:,}' for m in sizes)} edges; linear fit per 1e9 edges: "
+                f"{wall:.1f} min wall, {cpu:.1f} min CPU"
+            )
 
 
 if __name__ == "__main__":

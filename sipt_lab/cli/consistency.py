@@ -114,8 +114,6 @@ def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
         raise SiptError("--chunk-size applies to --engine stream or dask; drop it or pick one of those engines")
     if args.scheduler and engine != "dask":
         raise SiptError("--scheduler applies to --engine dask; add --engine dask")
-    if args.workers < 1:
-        raise SiptError(f"--workers must be at least 1, got {args.workers}")
     return engine
 
 

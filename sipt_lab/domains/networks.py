@@ -58,9 +58,9 @@ def hamming_graph(labels, max_distance: int = DEFAULT_MAX_DISTANCE) -> Pretraini
     rows with at most ``D`` labels between them (``[1, 0, 0]`` and ``[0, 1, 0]`` for ``D = 2``).
     """
     A = _binary_csr(labels)
-    D = _check_max_distance(max_distance)
+    D = check_max_distance(max_distance)
     counts = np.diff(A.indptr).astype(np.int64)
-    small = _small_pairs(counts, D)
+    small = small_count_pairs(counts, D)
     shared = _shared_label_pairs(A, counts, D)
     edges = np.concatenate([small, shared])
     return PretrainingGraph.from_edges(edges[:, 0], edges[:, 1], A.shape[0])
@@ -88,13 +88,13 @@ def _binary_csr(labels) -> sp.csr_array:
     return A
 
 
-def _check_max_distance(max_distance) -> int:
+def check_max_distance(max_distance) -> int:
     if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) or max_distance < 0:
         raise SiptError(f"max_distance must be an integer >= 0, got {max_distance!r}; pass e.g. 9")
     return int(max_distance)
 
 
-def _small_pairs(counts: np.ndarray, D: int) -> np.ndarray:
+def small_count_pairs(counts: np.ndarray, D: int) -> np.ndarray:
     """``(m, 2)`` all pairs ``i < j`` with ``counts[i] + counts[j] <= D`` (edges without a check)."""
     order = np.argsort(counts, kind="stable")
     sorted_counts = counts[order]

@@ -123,13 +123,19 @@ def radius_recovery(embeddings: np.ndarray, graph: PretrainingGraph, radii=None)
 
 def radius_graph(embeddings: np.ndarray, radius: float) -> PretrainingGraph:
     """Graph on the ``n`` rows of ``(n, H)`` embeddings linking pairs at Euclidean distance ``<= radius``."""
+    z = check_radius_query(embeddings, radius)
+    pairs = cKDTree(z).query_pairs(radius, output_type="ndarray")
+    return PretrainingGraph.from_edges(pairs[:, 0], pairs[:, 1], len(z))
+
+
+def check_radius_query(embeddings, radius: float) -> np.ndarray:
+    """``(n, H)`` float64 ``embeddings`` if non-empty and ``radius`` finite and ``>= 0``, else a SiptError."""
     z = np.asarray(embeddings, dtype=np.float64)
     if z.ndim != 2 or len(z) == 0:
         raise SiptError(f"embeddings must be a non-empty (n, H) array, got shape {z.shape}")
     if not np.isfinite(radius) or radius < 0:
         raise SiptError(f"radius must be a finite number >= 0, got {radius}")
-    pairs = cKDTree(z).query_pairs(radius, output_type="ndarray")
-    return PretrainingGraph.from_edges(pairs[:, 0], pairs[:, 1], len(z))
+    return z
 
 
 def radius_nn_accuracy(embeddings: np.ndarray, labels, radius: float) -> RadiusNn:

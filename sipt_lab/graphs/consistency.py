@@ -161,7 +161,7 @@ def consistency_from_files(
     edge_columns=("u", "v"),
     label_columns=("node", "label"),
     scheduler: str | None = None,
-    workers: int = 2,
+    workers: int | None = None,
     spill_dir=None,
     connect_timeout: float = 10.0,
 ):
@@ -170,10 +170,10 @@ def consistency_from_files(
     ``edges``: a Parquet file or directory (columns ``edge_columns``), or a text file, ``.tsv`` /
     ``.csv``, optionally ``.gz``, one edge per line; ``labels``: the same formats with columns
     ``label_columns`` (``node``, ``label``). ``engine="stream"`` reads the edges in chunks of
-    ``chunk_edges`` on this machine (:mod:`sipt_lab.graphs.consistency_stream`, memory bound there);
-    ``"dask"`` runs the same computation on a Dask cluster at ``scheduler`` (a ``LocalCluster``
-    of ``workers`` workers when None, giving up on an unreachable one after ``connect_timeout``
-    seconds; :mod:`sipt_lab.graphs.consistency_dask`). The result equals
+    ``chunk_edges`` on this machine with ``workers`` threads (:mod:`sipt_lab.graphs.consistency_stream`,
+    memory bound there); ``"dask"`` runs the same computation on a Dask cluster at ``scheduler`` (a
+    ``LocalCluster`` of ``workers`` workers when None, giving up on an unreachable one after
+    ``connect_timeout`` seconds; :mod:`sipt_lab.graphs.consistency_dask`). The result equals
     :func:`consistency_report` of the same graph read in memory, ties included; self-loops and
     duplicate edges are dropped and counted as there. Returns a
     :class:`~sipt_lab.graphs.consistency_stream.FileConsistency`.
@@ -200,6 +200,7 @@ def consistency_from_files(
             edge_columns=edge_columns,
             label_columns=label_columns,
             spill_dir=spill_dir,
+            workers=workers,
         )
     if engine == "dask":
         from sipt_lab.graphs.consistency_dask import dask_consistency

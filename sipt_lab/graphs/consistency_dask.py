@@ -30,6 +30,7 @@ from sipt_lab.graphs.consistency_stream import (
     EdgeTally,
     FileConsistency,
     NodeCounts,
+    check_workers,
     node_counts,
 )
 from sipt_lab.graphs.edge_tables import (
@@ -62,21 +63,23 @@ def dask_consistency(
     ties: str = "split",
     *,
     scheduler: str | None = None,
-    workers: int = 2,
+    workers: int | None = None,
     chunk_edges: int | None = None,
     edge_columns=("u", "v"),
     label_columns=("node", "label"),
     connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> FileConsistency:
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on the Dask cluster at ``scheduler``
-    (``tcp://host:8786``), or on a ``LocalCluster`` of ``workers`` threads when None; a scheduler
+    (``tcp://host:8786``), or on a ``LocalCluster`` of ``workers`` threads (default: one per
+    available core) when None; a scheduler
     not reached within ``connect_timeout`` seconds is a SiptError. ``chunk_edges`` sizes the text
     partitions (about 12 bytes per edge) and the shuffled partitions (``4 * chunk_edges`` records)."""
     check_ties(ties)
     dd = _import_dask()
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
+    workers = check_workers(workers)
     index = read_node_index(labels, label_columns)
-    with _client(scheduler, workers, connect_timeout) as client:
+    with dask_client(scheduler, workers, connect_timeout) as client:
         frame = _edge_frame(dd, edges, chunk, edge_columns)
         shared = client.scatter(index, broadcast=True)
         mapped = frame.map_partitions(_map_ids, shared, meta=_RECORDS)
@@ -106,7 +109,11 @@ def _import_dask():
 
 
 @contextmanager
-def _client(scheduler: str | None, workers: int, timeout: float):
+def dask_client(scheduler: str | None, workers: int, timeout: float):
+    """A ``distributed.Client`` of the scheduler at ``scheduler``, or of a ``LocalCluster`` of
+    ``workers`` single-thread workers when None; a one-line SiptError when the scheduler does not
+    answer within ``timeout`` seconds or dask is not installed."""
+    _import_dask()
     from distributed import Client, LocalCluster
 
     if scheduler is None:

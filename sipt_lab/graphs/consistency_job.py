@@ -77,7 +77,14 @@ class ConsistencyJob:
         default_help=f"{SCHEDULER_TIMEOUT:g}",
         help="give up on an unreachable --scheduler after this long",
     )
-    workers: int = option(2, metavar="N", help="LocalCluster workers when no --scheduler is given")
+    workers: int | None = option(
+        None,
+        range=(1, None),
+        metavar="N",
+        default_help="all available cores",
+        help="threads of the stream engine (at most one per spill partition), or LocalCluster "
+        "workers of the dask engine when no --scheduler is given",
+    )
     spill_dir: str | None = option(
         None,
         metavar="DIR",

@@ -14,21 +14,31 @@ computed from those ``(n,)`` arrays by the same code as in memory, so the number
 ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
 an unlabelled node is an error naming the first such edge and counting them all.
 
-Memory bound, for ``n`` labelled nodes and chunks of ``c`` edges: ``O(n)`` for the labels, the
-per-node counts and the report (about 55 bytes per node at the peak), plus ``O(c)`` for one chunk
-in flight (about 100 bytes per edge, Arrow's reader block included), plus one partition:
-partitions are sized to hold about ``4c`` records and one over ``8c`` is re-split by node range
-before it is loaded, so at most ``max(8c, largest degree)`` records of 8 bytes, about five times
-over while sorted and split. Never ``O(edges)``. Spill files take 16 bytes per edge on disk and
-are deleted at the end.
+Both passes run in ``workers`` threads (Arrow's kernels, numpy's sorts and the counting kernel
+release the GIL): while this thread reads the next chunk, up to ``workers`` chunks are mapped and
+partitioned, each appended to the spill files under a lock, and their tallies are merged in file
+order; then each thread loads, counts and deletes one partition at a time. Every node belongs to
+one partition, so the threads never write the same node's counts.
+
+Memory bound, for ``n`` labelled nodes, chunks of ``c`` edges and ``w`` workers: ``O(n)`` for the
+labels, the per-node counts and the report (about 55 bytes per node at the peak), plus ``O(w c)``
+for ``w + 1`` chunks in flight (about 100 bytes per edge, Arrow's reader block included), plus ``w``
+partitions: partitions are sized to hold about ``4c / w`` records and one over ``8c / w`` is
+re-split by node range before it is loaded, so at most ``max(8c, w * largest degree)`` records of
+8 bytes in all, about five times over while sorted and split. Never ``O(edges)``. Spill files take
+16 bytes per edge on disk and are deleted at the end.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,6 +106,14 @@ class EdgeTally:
         self.self_loops += int(loops.sum())
         return ~unknown & ~loops
 
+    def extend(self, later: EdgeTally) -> None:
+        """Add the tally of the rows that follow these."""
+        if self.first_unknown is None and later.first_unknown is not None:
+            self.first_unknown = (self.rows + later.first_unknown[0], later.first_unknown[1])
+        self.rows += later.rows
+        self.self_loops += later.self_loops
+        self.unknown += later.unknown
+
     def check(self, edges, labels) -> None:
         """SiptError naming the first edge with an unlabelled node, as the in-memory reader does."""
         if self.unknown:
@@ -142,25 +160,81 @@ def stream_consistency(
     edge_columns=("u", "v"),
     label_columns=("node", "label"),
     spill_dir=None,
+    workers: int | None = None,
 ) -> FileConsistency:
     """:func:`sipt_lab.graphs.consistency.consistency_from_files` on this machine, in bounded memory (see
     the module doc): ``chunk_edges`` edges per chunk (default :data:`DEFAULT_CHUNK_EDGES`), spill
-    files in a temporary directory under ``spill_dir`` (default: the system's)."""
+    files in a temporary directory under ``spill_dir`` (default: the system's), chunks spilled and
+    partitions counted by ``workers`` threads (default: :func:`available_cores`; at most one per
+    chunk or partition)."""
     check_ties(ties)
     chunk = check_chunk_edges(DEFAULT_CHUNK_EDGES if chunk_edges is None else chunk_edges)
+    workers = check_workers(workers)
     index = read_node_index(labels, label_columns)
-    n_parts = min(MAX_PARTITIONS, max(1, math.ceil(estimate_edges(edges) / (PARTITION_CHUNKS * chunk) * 2)))
+    part_records = max(1, PARTITION_CHUNKS * chunk // workers)
+    n_edges = estimate_edges(edges)
+    n_parts = min(MAX_PARTITIONS, max(1, math.ceil(2 * n_edges / part_records)))
     tally = EdgeTally()
     counts = NodeCounts.zeros(index.n_nodes)
     with tempfile.TemporaryDirectory(prefix="sipt-lab-spill-", dir=spill_dir) as tmp:
         spill = Spill(tmp, index.n_nodes, 0, index.n_nodes, n_parts)
-        for u, v in edge_chunks(edges, chunk, edge_columns):
-            spill.add(directed_keys(u, v, index, tally))
+        spill_ids = functools.partial(spill_chunk, index=index, spill=spill)
+        chunks = edge_chunks(edges, chunk, edge_columns)
+        for chunk_tally in bounded_map(spill_ids, chunks, min(workers, math.ceil(n_edges / chunk))):
+            tally.extend(chunk_tally)
         spill.close()
         tally.check(edges, labels)
-        for keys in spill.blocks(PARTITION_CHUNKS * chunk * 2):
-            counts.add(*node_counts(keys, index))
+        count = functools.partial(count_partition, index=index)
+        for result in bounded_map(count, spill.partitions(2 * part_records), min(workers, n_parts)):
+            counts.add(*result)
     return counts.result(tally, index.n_classes, ties)
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def check_workers(workers) -> int:
+    """``workers`` as an int (None: :func:`available_cores`) if it is a positive whole number, else
+    a one-line SiptError."""
+    if workers is None:
+        return available_cores()
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise SiptError(f"ConsistencyJob.workers must be a positive number of workers, got {workers!r}; pass e.g. 2")
+    return int(workers)
+
+
+def bounded_map(fn: Callable, items: Iterable, workers: int) -> Iterator:
+    """``fn`` of each of ``items``, in order, computed by ``workers`` threads with at most
+    ``workers`` items in flight (so at most that many items' memory at once); in this thread when
+    ``workers`` is 1."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="sipt-lab-count") as pool:
+        pending: deque = deque()
+        for item in items:
+            if len(pending) >= workers:
+                yield pending.popleft().result()
+            pending.append(pool.submit(fn, item))
+        while pending:
+            yield pending.popleft().result()
+
+
+def count_partition(path, index: NodeIndex):
+    """:func:`node_counts` of the records in the spill file ``path``, which is deleted."""
+    keys = np.fromfile(path, np.int64)
+    os.remove(path)
+    return node_counts(keys, index)
+
+
+def spill_chunk(ids, index: NodeIndex, spill: Spill) -> EdgeTally:
+    """Append the :func:`directed_keys` of one chunk (the pair of id arrays ``ids``) to ``spill``;
+    returns the chunk's tally (row numbers counted from the chunk's first row)."""
+    tally = EdgeTally()
+    spill.add(directed_keys(*ids, index, tally))
+    return tally
 
 
 def directed_keys(u_ids, v_ids, index: NodeIndex, tally: EdgeTally) -> np.ndarray:
@@ -201,7 +275,7 @@ def node_counts(keys: np.ndarray, index: NodeIndex):
 
 class Spill:
     """Directed records appended to one file per source-node range of ``[lo, hi)`` (``n_parts``
-    equal ranges), in a new directory under ``directory``."""
+    equal ranges), in a new directory under ``directory``; several threads may add at once."""
 
     def __init__(self, directory, n: int, lo: int, hi: int, n_parts: int):
         self.directory, self.n = str(directory), n
@@ -209,24 +283,25 @@ class Spill:
         own = tempfile.mkdtemp(prefix="spill-", dir=directory)
         self.paths = [os.path.join(own, f"part-{k}.i64") for k in range(n_parts)]
         self.handles = [open(path, "wb") for path in self.paths]  # noqa: SIM115 (closed by close())
+        self.lock = threading.Lock()
 
     def add(self, keys: np.ndarray) -> None:
         part = np.searchsorted(self.bounds[1:-1] * np.int64(self.n), keys, side="right")
         order = np.argsort(part.astype(np.uint16), kind="stable")  # a radix sort: linear time
         ends = np.cumsum(np.bincount(part, minlength=len(self.handles)))
         keys = keys[order]
-        for handle, start, end in zip(self.handles, np.concatenate([[0], ends[:-1]]), ends):
-            if end > start:
-                keys[start:end].tofile(handle)
+        with self.lock:
+            for handle, start, end in zip(self.handles, np.concatenate([[0], ends[:-1]]), ends):
+                if end > start:
+                    keys[start:end].tofile(handle)
 
     def close(self) -> None:
         for handle in self.handles:
             handle.close()
 
-    def blocks(self, max_records: int) -> Iterator[np.ndarray]:
-        """Each partition's records, one array per partition of at most ``max_records`` records
-        (a larger one is re-split by node range first, unless it holds a single node); files are
-        deleted as they are read."""
+    def partitions(self, max_records: int) -> Iterator[str]:
+        """The non-empty spill files, each of at most ``max_records`` records (a larger one is
+        re-split by node range first, unless it holds a single node); empty ones are deleted."""
         for k, path in enumerate(self.paths):
             size = os.path.getsize(path) // 8
             lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
@@ -239,9 +314,8 @@ class Spill:
                         sub.add(keys)
                 sub.close()
                 os.remove(path)
-                yield from sub.blocks(max_records)
-                continue
-            keys = np.fromfile(path, np.int64)
-            os.remove(path)
-            if keys.size:
-                yield keys
+                yield from sub.partitions(max_records)
+            elif size:
+                yield path
+            else:
+                os.remove(path)

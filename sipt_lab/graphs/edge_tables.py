@@ -4,9 +4,11 @@ Formats follow the file name: Parquet (``.parquet``/``.pq``, or a directory of P
 text, ``.csv`` (comma-separated, ``"``-quoted fields allowed) or anything else tab-separated
 (``.tsv``, ``.txt``), each optionally ``.gz``. Text files keep the TSV conventions of
 :mod:`sipt_lab.graphs.tsv`: two fields per line, surrounding spaces stripped, blank lines and lines
-starting with ``#`` skipped; unlike the in-memory reader the fields must be separated by the
-delimiter, not by spaces. Parquet files name their columns (``u``/``v`` for edges and
-``node``/``label`` for labels unless the caller names others).
+starting with ``#`` skipped, and the first data line skipped when it is a header by the in-memory
+reader's rule (:func:`sipt_lab.graphs.tsv.header_end`; in a CSV file split on commas); unlike the
+in-memory reader the fields of other lines must be separated by the delimiter, not by spaces.
+Parquet files name their columns (``u``/``v`` for edges and ``node``/``label`` for labels unless
+the caller names others).
 
 Node ids are matched as the in-memory reader matches names: text fields are strings, so ``01`` and
 ``1`` are two nodes. When every labelled node's id is a canonical decimal integer (``12``, not
@@ -35,6 +37,7 @@ import pyarrow.parquet as pq
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, is_string, nulls, to_numpy
+from sipt_lab.graphs.tsv import header_end
 
 #: Bytes per text line assumed when estimating a text file's number of edges (gzip: ×4).
 TEXT_BYTES_PER_EDGE = 12
@@ -152,11 +155,14 @@ def read_text_range(path, start: int, end: int) -> pa.Table:
 
     Ranges that tile a file give each line exactly once (how Dask partitions a text file).
     """
+    skip = header_end(path, "edges", _delimiter(path))
     with open(path, "rb") as handle:
         handle.seek(max(start - 1, 0))
         if start > 0:
             handle.readline()  # the line that holds byte start-1 belongs to the previous range
         begin = handle.tell()
+        if begin < skip:  # the range holds the header: start after it
+            begin = handle.seek(skip)
         data = handle.read(max(end - begin, 0))
         if data and not data.endswith(b"\n"):
             data += handle.readline()
@@ -205,7 +211,7 @@ _TEXT_SCHEMA = pa.schema([("u", pa.string()), ("v", pa.string())])
 def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.RecordBatch]:
     """Cleaned ``(u, v)`` string batches of a text file (path or Arrow stream ``source``)."""
     name = name or source
-    csv = str(name).lower().removesuffix(".gz").endswith(".csv")
+    csv = _delimiter(name) == ","
     bad: list[str] = []
 
     def invalid(row) -> str:
@@ -225,6 +231,9 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
     try:
         if isinstance(source, (str, os.PathLike)) and not os.path.isfile(source):
             raise SiptError(f"{what} file {source} does not exist or is not a file; check the path")
+        if isinstance(source, (str, os.PathLike)) and (skip := header_end(source, what, _delimiter(name))):
+            source = pa.input_stream(str(source))  # decompresses .gz
+            source.read(skip)
         try:
             reader = pacsv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as error:
@@ -245,6 +254,10 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
             f"cannot read {what} file {name} ({str(error).splitlines()[0][:160]}); check that it is "
             "intact text with two fields per line"
         ) from None
+
+
+def _delimiter(path) -> str:
+    return "," if str(path).lower().removesuffix(".gz").endswith(".csv") else "\t"
 
 
 def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:

@@ -5,6 +5,8 @@ Node names in files are strings; the library maps them to ``0..n-1`` at this bou
 
 from __future__ import annotations
 
+import codecs
+import gzip
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +35,7 @@ class LabelledGraph:
 def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
     """``node<TAB>label`` lines -> ``(node names in file order, (n,) array of label strings)``.
 
-    ``#`` comments, blank lines and a header line (:data:`HEADER_NAMES`) are skipped; lines
+    ``#`` comments, blank lines and a header line (:func:`is_header`) are skipped; lines
     without a tab may separate the two fields with spaces. A node listed twice with the same label is kept once; with different labels it
     is an error naming the node and both lines.
     """
@@ -116,7 +118,7 @@ def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
             skipped += 1
         else:
             lines.append((lineno, line))
-    if lines and _is_header(lines[0][1], what):
+    if lines and is_header(lines[0][1], what):
         lines = lines[1:]
         skipped += 1
     if not lines:
@@ -139,10 +141,34 @@ HEADER_NAMES = {
 }
 
 
-def _is_header(line: str, what: str) -> bool:
-    fields = [f.strip().lower() for f in line.split("\t")] if "\t" in line else line.lower().split()
+def is_header(line: str, what: str, delimiter: str | None = None) -> bool:
+    """Whether ``line``, the first data line of a ``what`` (``labels`` / ``edges``) file, is its
+    header: two fields, split on ``delimiter`` (None: on tabs, or on spaces in a line without a
+    tab; ``","``: CSV, whose fields may be quoted), that are one name of each set of
+    :data:`HEADER_NAMES` in any case."""
+    if delimiter is None:
+        fields = line.split("\t") if "\t" in line else line.split()
+    else:
+        fields = line.split(delimiter)
+    fields = [f.strip().removeprefix('"').removesuffix('"') if delimiter == "," else f for f in fields]
+    fields = [f.strip().lower() for f in fields]
     firsts, seconds = HEADER_NAMES.get(what, (set(), set()))
     return len(fields) == 2 and fields[0] in firsts and fields[1] in seconds
+
+
+def header_end(path, what: str, delimiter: str = "\t") -> int:
+    """Bytes (uncompressed) from the start of the text file ``path`` (``.gz``: gzip) to the end of
+    its header line by :func:`is_header` (fields split on ``delimiter``, or as the in-memory reader
+    splits them when it is a tab); 0 when its first data line is not a header."""
+    offset = 0
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+        for raw in handle:
+            line = raw.removeprefix(codecs.BOM_UTF8) if offset == 0 else raw
+            offset += len(raw)
+            line = line.decode("utf-8", "replace").strip()
+            if line and not line.startswith("#"):
+                return offset if is_header(line, what, None if delimiter == "\t" else delimiter) else 0
+    return 0
 
 
 def _read_edges(path) -> tuple[list[str], list[str], list[int], int]:

@@ -3,6 +3,8 @@
 import gzip
 import json
 import logging
+import re
+import threading
 import time
 import tracemalloc
 
@@ -130,6 +132,41 @@ def test_oversized_partitions_are_re_split_and_spill_files_removed(tmp_path):
         assert list(spill.iterdir()) == []
 
 
+def test_parallel_counting_equals_in_memory_with_ties(tmp_path, monkeypatch):
+    # Few classes (many ties), chunks of 40 edges: about 50 partitions, counted by 1-3 threads;
+    # the first `workers` partitions meet at a barrier, so they must be counted at once.
+    import sipt_lab.graphs.consistency_stream as stream
+
+    u, v, labels, _, edges, labels_file = random_case(tmp_path, 11, 300, 2000, 2, "parquet")
+    count, calls = stream.count_partition, []
+
+    def meeting(path, index):
+        calls.append(path)
+        if len(calls) <= barrier.parties:
+            barrier.wait()
+        return count(path, index)
+
+    monkeypatch.setattr(stream, "count_partition", meeting)
+    for ties in TIE_POLICIES:
+        reference = in_memory(tmp_path, u, v, labels, ties)
+        for workers in (1, 2, 3):
+            calls.clear()
+            barrier = threading.Barrier(workers, timeout=10)
+            assert consistency_from_files(edges, labels_file, ties, chunk_edges=40, workers=workers) == reference
+            assert len(calls) > 3 * workers
+
+
+def test_parallel_reading_names_the_first_unlabelled_edge(tmp_path):
+    # Chunks are mapped by several threads; the error still names the file's first bad row.
+    (tmp_path / "labels.tsv").write_text("".join(f"{k}\tc{k % 2}\n" for k in range(20)))
+    (tmp_path / "edges.tsv").write_text("".join(f"{k % 20}\t{(k + 1) % 20}\n" for k in range(50)) + "0\t77\n5\t99\n")
+    for workers in (1, 2):
+        with pytest.raises(SiptError, match=r"edge 51: node '77' has no label .*\(2 such edge"):
+            consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=3, workers=workers)
+    with pytest.raises(SiptError, match="ConsistencyJob.workers must be a positive number"):
+        consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", workers=0)
+
+
 def test_ids_are_matched_as_strings(tmp_path):
     # "01" and "1" are two nodes, as in memory; all-integer ids take the integer path
     (tmp_path / "labels.tsv").write_text("1\ta\n01\tb\n2\ta\n3\tb\n")
@@ -166,6 +203,53 @@ def test_text_conventions_of_the_in_memory_reader(tmp_path):
     expected = FileConsistency(consistency_report(read.graph, read.labels), 0, 0)
     assert read.graph.n_edges == 4
     assert consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=2) == expected
+
+
+HEADERS = {  # (edges, labels) first data lines: none, tab-separated after a comment, space-separated
+    "none": ("", ""),
+    "tab": ("# made by hand\n\nSource\tTarget\n", "ID\tlabel\n"),
+    "space": ("u v\n", "node  class\n"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "tsv.gz"])
+@pytest.mark.parametrize("header", HEADERS)
+def test_header_lines_are_skipped_as_in_memory(tmp_path, fmt, header):
+    # Nodes named "source" and "target": their edge, on a later line, is data in both readers.
+    u, v, labels = random_graph(np.random.default_rng(12), 30, 80, 3)
+    names = [f"n{k}" for k in range(30)] + ["source", "target"]
+    labels = np.append(labels, [0, 1])
+    edges_text = "".join(f"{names[a]}\t{names[b]}\n" for a, b in zip(u, v)) + "source\ttarget\nn1\tsource\n"
+    labels_text = "".join(f"{name}\tc{c}\n" for name, c in zip(names, labels))
+    edge_header, label_header = HEADERS[header]
+    (tmp_path / "e.tsv").write_text(edge_header + edges_text)
+    (tmp_path / "l.tsv").write_text(label_header + labels_text)
+    read = load_graph_tsv(tmp_path / "e.tsv", tmp_path / "l.tsv")
+    expected = FileConsistency(consistency_report(read.graph, read.labels), read.dropped_self_loops, 0)
+    assert expected.report.n_nodes == 32 and expected.report.n_classes == 3
+    sep = "," if fmt == "csv" else "\t"
+    if fmt == "csv":  # a CSV header separates its names with a comma
+        edge_header, label_header = (re.sub(r"(?<=\w)[ \t]+(?=\w)", sep, text) for text in HEADERS[header])
+    for name, text in (("e", edge_header + edges_text), ("l", label_header + labels_text)):
+        data = text.replace("\t", sep).encode()
+        (tmp_path / f"{name}.{fmt}").write_bytes(gzip.compress(data) if fmt.endswith(".gz") else data)
+    got = consistency_from_files(tmp_path / f"e.{fmt}", tmp_path / f"l.{fmt}", chunk_edges=7)
+    assert got == FileConsistency(expected.report, expected.dropped_self_loops, read.dropped_duplicates)
+
+
+def test_byte_ranges_skip_the_header_once(tmp_path):
+    # Dask's byte ranges of a text file: however they fall, the header line is in none of the rows.
+    from sipt_lab.graphs.edge_tables import read_text_range
+
+    text = "# edges\n\nsrc\tdst\n" + "".join(f"{k}\t{k + 1}\n" for k in range(40))
+    (tmp_path / "e.tsv").write_text(text)
+    (tmp_path / "plain.tsv").write_text(text.replace("src\tdst\n", "0\t9\n"))
+    size = len(text)
+    for step in (1, 3, 10, 17, size):
+        rows = [read_text_range(tmp_path / "e.tsv", a, a + step).to_pylist() for a in range(0, size, step)]
+        assert [row["u"] for part in rows for row in part] == [str(k) for k in range(40)], step
+    plain = read_text_range(tmp_path / "plain.tsv", 0, size + 10).to_pylist()
+    assert plain[0] == {"u": "0", "v": "9"} and len(plain) == 41
 
 
 def test_parquet_labels_and_named_columns(tmp_path):
