@@ -77,8 +77,8 @@ class StackedEncoders(nn.Module):
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
         self.max_buckets = max_buckets
-        self.encode = self._encode  # the computation after the packing (a compiled wrapper may replace it)
-        self.read_multiple, self.uniform_reads = 1, False  # compiled: padded reads, one query width (fewer shapes)
+        # after the packing (compiled: a torch.compile wrapper, padded reads, one query width; fewer shapes)
+        self.encode, self.read_multiple, self.query_multiple = self._encode, 1, 0
 
     @classmethod
     def stack(cls, encoders: Sequence[TransformerEncoder]) -> StackedEncoders:
@@ -159,9 +159,8 @@ class StackedEncoders(nn.Module):
                 "truncate with the tokenizer's max_len"
             )
         reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
-        packing = _Packing.build(
-            lengths, length, reads, self.max_buckets, self.config.n_heads, input_ids.device, self.uniform_reads
-        )
+        heads, device = self.config.n_heads, input_ids.device
+        packing = _Packing.build(lengths, length, reads, self.max_buckets, heads, device, self.query_multiple)
         return self.encode(input_ids, packing, list(counts))
 
     def _encode(
@@ -263,11 +262,11 @@ class _Packing:
         max_buckets: int,
         heads: int,
         device: torch.device,
-        uniform: bool = False,
+        query_multiple: int = 0,
     ) -> _Packing:
         """From ``(K, B)`` tokens per row, the padded row length ``L``, ``(K, R)`` read positions
-        (flat indices into ``B * L``) and the attention heads; ``uniform``: every bucket's query
-        grid as wide as the most reads of any sequence (else its own sequences' most)."""
+        (flat indices into ``B * L``) and the attention heads; ``query_multiple`` n > 0: every bucket's
+        query grid as wide as the most reads of any sequence, rounded up to a multiple of n (0: its own most)."""
         n_models, batch = lengths.shape
         width = int(lengths.sum(1).max())
         sequence_length = lengths.ravel()
@@ -292,8 +291,9 @@ class _Packing:
         start = query_start = 0
         for members in length_buckets(sequence_length, max_buckets, power=2):
             member_lengths = sequence_length[members]
-            longest = int(member_lengths.max())
-            query_width = int(reads_per_sequence[members if not uniform else slice(None)].max())
+            longest, step = int(member_lengths.max()), query_multiple or 1
+            most = reads_per_sequence[members if not query_multiple else slice(None)].max()
+            query_width = int(-(-most // step) * step)
             columns = np.arange(longest)
             gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
             padded_slot[members] = start + np.arange(len(members)) * longest

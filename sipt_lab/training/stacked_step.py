@@ -39,8 +39,8 @@ _TERM_KINDS = (MaskedLM, StructureInducing)
 #: ``cudagraphs`` (a graph per input shape, replayed with one launch).
 COMPILE_OPTIONS: dict[str, dict] = {"compile": {}, "cudagraphs": {"mode": "reduce-overhead"}}
 #: A compiled stack pads each step's masked positions to a multiple of this, and gives every
-#: attention bucket one query-grid width: fewer distinct shapes to compile (and, with CUDA graphs,
-#: to record); the padding reads a row's [CLS] and is dropped.
+#: attention bucket one query-grid width, a multiple of this too: fewer distinct shapes to compile
+#: (and, with CUDA graphs, to record); the padding reads a row's [CLS] and is dropped.
 COMPILED_READ_MULTIPLE = 16
 
 
@@ -75,8 +75,7 @@ class StackedStep(Step):
         self._cudagraphs = compile == "cudagraphs"
         if compile != "none":
             self.stacked.encode = torch.compile(self.stacked.encode, **COMPILE_OPTIONS[compile])
-            self.stacked.read_multiple = COMPILED_READ_MULTIPLE
-            self.stacked.uniform_reads = True
+            self.stacked.read_multiple = self.stacked.query_multiple = COMPILED_READ_MULTIPLE
 
     def forward(self, batches: Sequence[PretrainBatch]) -> tuple[torch.Tensor, list[torch.Tensor]]:
         if self._cudagraphs:  # a new step: the graphs' previous outputs may be overwritten

@@ -160,7 +160,7 @@ def _losses_of(runs, compile="none", pad=False, steps=3):
 
     stack = stacked_training(runs, ENCODER, compile)
     if pad:
-        stack.step.stacked.read_multiple, stack.step.stacked.uniform_reads = 16, True
+        stack.step.stacked.read_multiple = stack.step.stacked.query_multiple = 16
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     values = [
         train_step(stack.step, stack.optimizer, scaler, [[s.batch(i) for s in stack.samplers]]) for i in range(steps)
