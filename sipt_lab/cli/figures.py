@@ -31,6 +31,7 @@ FIGURE_FIELDS = (
     "preset",
     "encoder",
     "batched",
+    "compile",
 )
 #: What --help says of a field's default where the flag itself defaults to None.
 FIGURE_FIELD_DEFAULTS = {name: meta.default_help for name, meta in options_of(FigureOptions).items()}
@@ -69,6 +70,7 @@ def register(subparsers) -> None:
     )
     add_config_arguments(parser, FigureOptions, ("passes", "scale_nodes"))
     add_preset_flags(parser, FigureOptions)
+    add_config_arguments(parser, FigureOptions, ("compile",), check=False)
     record_field_flags(  # of each experiment
         parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "SimulateJob.batched": "--batched"}
     )

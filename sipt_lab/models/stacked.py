@@ -15,11 +15,8 @@ Attention is written out (:func:`_attention`: two batched matmuls and a softmax)
 ``F.scaled_dot_product_attention``: with 5-wide heads (``paper-small``) PyTorch's CPU flash kernel
 pays per sequence and head, and on a bucket of a few hundred sequences two batched matmuls over all
 of them are cheaper forward and backward, the more so with each product and gradient computed in
-its faster layout (:mod:`sipt_lab.models.matmul`; benchmarks/RESULTS.md, "Batched training").
-
-Row gathers are ``index_select``: on a CPU it copies whole rows, where advanced indexing loops over
-elements (benchmarks/RESULTS.md).
-
+its faster layout (:mod:`sipt_lab.models.matmul`; benchmarks/RESULTS.md, "Batched training"). Row
+gathers are ``index_select``: on a CPU it copies whole rows, where advanced indexing loops over elements.
 ``torch.func.vmap`` over ``functional_call`` was measured as the alternative: PyTorch has no
 batching rule for the CPU flash-attention kernel and falls back to a per-model loop, and
 ``stack_module_state`` drops the tied MLM decoder weight, so this module stacks by hand.
@@ -41,6 +38,7 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.models.matmul import matmul
+from sipt_lab.models.transfer import to_device
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
 _VOCAB_PARAMETERS = ("tokens.weight", "mlm_decoder.weight", "mlm_decoder.bias")
@@ -79,6 +77,8 @@ class StackedEncoders(nn.Module):
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
         self.max_buckets = max_buckets
+        # after the packing (compiled: a torch.compile wrapper, padded reads, one query width; fewer shapes)
+        self.encode, self.read_multiple, self.query_multiple = self._encode, 1, 0
 
     @classmethod
     def stack(cls, encoders: Sequence[TransformerEncoder]) -> StackedEncoders:
@@ -134,7 +134,7 @@ class StackedEncoders(nn.Module):
         return x + self._linear(F.gelu(self._normed_linear(x, f"{block}.norm2", f"{block}.ffn.0")), f"{block}.ffn.2")
 
     def forward(
-        self, input_ids: torch.Tensor, positions: torch.Tensor, lengths: np.ndarray, counts: Sequence[int]
+        self, input_ids: torch.Tensor, positions: np.ndarray, lengths: np.ndarray, counts: Sequence[int]
     ) -> tuple[torch.Tensor, list[MaskedHead]]:
         """All K models' pre-training pass.
 
@@ -142,7 +142,8 @@ class StackedEncoders(nn.Module):
             input_ids: ``(K, B, L)`` ids (already masked), right-padded; model k reads
                 ``input_ids[k]``.
             positions: ``(K, M)`` int64 flat indices into ``B * L`` where MLM logits are wanted
-                (pad a model's short list with any real token's index, e.g. a row's [CLS], ``r * L``).
+                (pad a model's short list with any real token's index, e.g. a row's [CLS], ``r * L``);
+                on the host (numpy or a CPU tensor): they only shape the packing.
             lengths: ``(K, B)`` tokens of each row (at least 1: its [CLS]); the rest is padding
                 (the ids there are not read).
             counts: model k's real positions, the first ``counts[k]`` of ``positions[k]``.
@@ -152,18 +153,22 @@ class StackedEncoders(nn.Module):
             ``counts[k]`` masked positions over its own vocabulary of ``V_k`` tokens.
         """
         n_models, batch, length = input_ids.shape
-        hidden = self.config.hidden
         if length > self.config.max_len:
             raise SiptError(
                 f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
                 "truncate with the tokenizer's max_len"
             )
-        reads = torch.cat(
-            [torch.arange(batch, device=positions.device).expand(n_models, -1) * length, positions], dim=1
-        )
-        packing = _Packing.build(
-            lengths, length, reads.cpu().numpy(), self.max_buckets, self.config.n_heads, input_ids.device
-        )
+        reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
+        heads, device = self.config.n_heads, input_ids.device
+        packing = _Packing.build(lengths, length, reads, self.max_buckets, heads, device, self.query_multiple)
+        return self.encode(input_ids, packing, list(counts))
+
+    def _encode(
+        self, input_ids: torch.Tensor, packing: _Packing, counts: list[int]
+    ) -> tuple[torch.Tensor, list[MaskedHead]]:
+        """:meth:`forward` after the packing, all on the device: what ``compile`` compiles."""
+        n_models, batch, _ = input_ids.shape
+        hidden = self.config.hidden
         tokens, table = self._w("tokens.weight"), self._w("positions.weight")
         ids = torch.gather(input_ids.reshape(n_models, -1), 1, packing.tokens)
         x = _lookup(tokens, ids) + _lookup(table, packing.offsets)
@@ -250,10 +255,18 @@ class _Packing:
 
     @classmethod
     def build(
-        cls, lengths: np.ndarray, length: int, reads: np.ndarray, max_buckets: int, heads: int, device: torch.device
+        cls,
+        lengths: np.ndarray,
+        length: int,
+        reads: np.ndarray,
+        max_buckets: int,
+        heads: int,
+        device: torch.device,
+        query_multiple: int = 0,
     ) -> _Packing:
         """From ``(K, B)`` tokens per row, the padded row length ``L``, ``(K, R)`` read positions
-        (flat indices into ``B * L``) and the attention heads."""
+        (flat indices into ``B * L``) and the attention heads; ``query_multiple`` n > 0: every bucket's
+        query grid as wide as the most reads of any sequence, rounded up to a multiple of n (0: its own most)."""
         n_models, batch = lengths.shape
         width = int(lengths.sum(1).max())
         sequence_length = lengths.ravel()
@@ -273,36 +286,38 @@ class _Packing:
         read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(
             np.cumsum(reads_per_sequence) - reads_per_sequence, reads_per_sequence
         )
-        gather, buckets = [], []
+        gather, biases, shapes = [], [], []
         padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
         start = query_start = 0
         for members in length_buckets(sequence_length, max_buckets, power=2):
             member_lengths = sequence_length[members]
-            longest, query_width = int(member_lengths.max()), int(reads_per_sequence[members].max())
+            longest, step = int(member_lengths.max()), query_multiple or 1
+            most = reads_per_sequence[members if not query_multiple else slice(None)].max()
+            query_width = int(-(-most // step) * step)
             columns = np.arange(longest)
             gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
             padded_slot[members] = start + np.arange(len(members)) * longest
             query_slot[members] = query_start + np.arange(len(members)) * query_width
             padding = np.repeat(columns >= member_lengths[:, None], heads, axis=0)[:, None]
-            key_bias = torch.as_tensor(np.where(padding, np.float32(-np.inf), np.float32(0)), device=device)
-            buckets.append(_Bucket(len(members), longest, key_bias, query_width))
+            biases.append(np.where(padding, np.float32(-np.inf), np.float32(0)))
+            shapes.append((len(members), longest, query_width))
             start += len(members) * longest
             query_start += len(members) * query_width
         scatter = np.zeros(n_models * width, np.int64)
         scatter[slots] = padded_slot[sequence] + within
-
-        def tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(array, device=device)
-
-        return cls(
-            tensor(tokens.reshape(n_models, width)),
-            tensor(offsets.reshape(n_models, width)),
-            tensor(np.concatenate(gather)),
-            tensor(scatter),
-            tensor(read_packed - np.arange(n_models)[:, None] * width),
-            tensor(query_slot[read_sequence.ravel()] + read_rank),
-            tuple(buckets),
+        indices = to_device(
+            [
+                tokens.reshape(n_models, width),
+                offsets.reshape(n_models, width),
+                np.concatenate(gather),
+                scatter,
+                read_packed - np.arange(n_models)[:, None] * width,
+                query_slot[read_sequence.ravel()] + read_rank,
+            ],
+            device,
         )
+        key_biases = to_device(biases, device)
+        return cls(*indices, tuple(_Bucket(n, w, bias, q) for (n, w, q), bias in zip(shapes, key_biases)))
 
     def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
         """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.models.transfer import to_device
 from sipt_lab.objectives.mlm import linear_masked_lm_loss, masked_lm_loss
 from sipt_lab.objectives.structure import (
     GROUPED_STRUCTURE_LOSSES,
@@ -135,13 +136,14 @@ class StructureInducing(Objective):
                 ]
             )
 
-        def flat(pairs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        def flat(pairs: list[np.ndarray]) -> list[np.ndarray]:
             offsets = np.repeat(np.arange(runs) * rows, [len(p) for p in pairs])
-            joined = np.concatenate(pairs).reshape(-1, 2) + offsets[:, None]
-            groups = np.repeat(np.arange(runs), [len(p) for p in pairs])
-            return torch.as_tensor(joined, device=embeddings.device), torch.as_tensor(groups, device=embeddings.device)
+            joined = np.concatenate(pairs).reshape(-1, 2).astype(np.int64) + offsets[:, None]
+            return [joined, np.repeat(np.arange(runs, dtype=np.int64), [len(p) for p in pairs])]
 
-        (positive, positive_groups), (negative, negative_groups) = flat(positive_pairs), flat(negative_pairs)
+        positive, positive_groups, negative, negative_groups = to_device(
+            flat(positive_pairs) + flat(negative_pairs), embeddings.device
+        )
         return self.grouped_loss(
             embeddings.reshape(runs * rows, -1),
             positive[:, 0],

@@ -25,14 +25,16 @@ def resolve_device(name: str | torch.device, field: str = "TrainConfig.device") 
     return torch.device(name)
 
 
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for ``precision`` on ``device`` (None: full fp32)."""
+def autocast_dtype(precision: str, device: torch.device, *, small: bool = False) -> torch.dtype | None:
+    """The autocast dtype for ``precision`` on ``device`` (None: full fp32). ``small``: the model is
+    one of the lab's char encoders, whose GPU step is bound by kernel launches, not arithmetic, so
+    autocast's casts only add launches: ``auto`` is fp32 for it."""
     if precision not in PRECISIONS:
         raise SiptError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     if precision == "fp16" and device.type != "cuda":
         raise SiptError("fp16 autocast needs a CUDA GPU; use TrainConfig.precision bf16 or fp32 on CPU")
     if precision == "auto":
-        if device.type != "cuda":
+        if device.type != "cuda" or small:
             return None
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

@@ -35,7 +35,7 @@ _RESUMABLE_CHANGES = (
 #: Largest accepted ``steps`` (the trainer allocates a loss history of that length).
 MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
-#: does not, fp32 on CPU.
+#: does not, fp32 on CPU and for the lab's char encoders (launch-bound on a GPU: autocast only adds casts).
 PRECISIONS = names.PRECISIONS
 #: ``L_SI`` parameters of the fresh character encoder over the contrastive loss's own
 #: (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`): linked samples may sit up to µ+ = 5 apart.
@@ -169,7 +169,9 @@ class TrainConfig:
     )
     seed: int = option(0, help="seed of init, batches, masks and dropout", range=(0, None))
     device: str = option("auto", help="auto (CUDA when present), cpu or cuda", nonempty=True)
-    precision: str = option("auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU")
+    precision: str = option(
+        "auto", choices=PRECISIONS, help="autocast: auto = bf16 on a GPU, fp32 on CPU and for char encoders"
+    )
     checkpoint_every: int = option(
         0, help="checkpoint every N steps (always at the end)", range=(0, None), flag="--save-every", metavar="N"
     )

@@ -126,7 +126,7 @@ def pretrain(
         raise SiptError(
             f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample"
         )
-    amp_dtype = autocast_dtype(config.precision, device)
+    amp_dtype = autocast_dtype(config.precision, device, small=isinstance(source, CharInit))
     tokenizer = source.tokenizer(list(texts), config.max_len)
     inputs = encoder_inputs(tokenizer, list(texts), device)
     ids = inputs.ids.numpy() if isinstance(inputs, TokenRows) else None  # recipes that build their own rows read them
@@ -225,25 +225,87 @@ def pretrain_batched(
     *,
     position: int | None = None,
     checkpoint_dir: str | Path | None = None,
+    compile: str = "none",
 ) -> list[PretrainResult]:
     """Pre-train one fresh char encoder per run, all at once as one stacked model; results in run
     order. ``encoder`` is its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary
     kind); it must have no dropout (the models would share dropout draws). ``position``: the
     terminal line of the step bar, for trainings that run side by side (tqdm's ``position``);
-    ``checkpoint_dir``: as :func:`pretrain`'s, for the whole stack. Each model is initialised as
+    ``checkpoint_dir``: as :func:`pretrain`'s, for the whole stack; ``compile``: how the stack runs, a
+    name in :data:`~sipt_lab.core.names.COMPILE_MODES` (:class:`StackedStep`). Each model is initialised as
     :func:`pretrain` initialises it; the objectives are LM / SIPT's (``config.lambda_si``).
 
     Runs that read no graph pairs (the LM arm, ``λ_SI = 0``) with equal texts and configs are one
     computation (their seeds and masks depend on the seed and the token lengths only): they are
     trained once, and each gets its own copy of the result.
     """
+    stack = stacked_training(runs, encoder, compile)
+    step, config, source, configs, tokenizers = (
+        stack.step,
+        runs[0].config,
+        stack.source,
+        stack.configs,
+        stack.tokenizers,
+    )
+    checkpoint = None
+    if checkpoint_dir is not None:
+        identity = {str(k): run_identity(c, source.describe(), t) for k, (c, t) in enumerate(zip(configs, tokenizers))}
+        checkpoint = Checkpoint(
+            Path(checkpoint_dir) / CHECKPOINT_NAME,
+            {"runs": identity},
+            config.steps,
+            [step.device] if step.device.type == "cuda" else [],
+        )
+    histories = train(
+        step,
+        stack.samplers,
+        config,
+        stack.optimizer,
+        checkpoint=checkpoint,
+        desc=f"pretrain x{len(stack.models)}",
+        position=position,
+    )
+    step.unstack(stack.models)
+    results = []
+    for model, tokenizer, history in zip(stack.models, tokenizers, histories):
+        results.append(PretrainResult(model.eval(), tokenizer, history, config, source.describe()))
+    out, handed = [], set()
+    for run, owner in zip(runs, stack.owners):  # each run its own result: a copy where it shared a training
+        out.append(
+            dataclasses.replace(copy.deepcopy(results[owner]) if owner in handed else results[owner], config=run.config)
+        )
+        handed.add(owner)
+    return out
+
+
+@dataclass
+class StackedTraining:
+    """What :func:`pretrain_batched` trains: the stacked step over the distinct models (``models[i]``,
+    its ``tokenizers[i]`` and ``configs[i]``, reading ``samplers[i]``), its optimiser, the encoder
+    source, and per run the index of the model that trains it (``owners``)."""
+
+    step: StackedStep
+    samplers: list
+    optimizer: torch.optim.Optimizer
+    models: list[nn.Module]
+    tokenizers: list[Tokenizer]
+    configs: list[TrainConfig]
+    owners: list[int]
+    source: CharInit
+
+
+def stacked_training(
+    runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, compile: str = "none"
+) -> StackedTraining:
+    """The stacked step, samplers and optimiser of :func:`pretrain_batched` (its arguments), before
+    any step: for callers that drive the steps themselves (benchmarks)."""
     if not runs:
         raise SiptError("no runs to train; give at least one")
     check_batchable([run.config for run in runs])
     config = runs[0].config
     device = resolve_device(config.device)
     retain_freed_memory()
-    amp_dtype = autocast_dtype(config.precision, device)
+    amp_dtype = autocast_dtype(config.precision, device, small=True)
     source = encoder if isinstance(encoder, CharInit) else CharInit(encoder)
     losses, samplers, models, tokenizers, configs, owners, trained = [], [], [], [], [], [], {}
     for index, run in enumerate(runs):
@@ -253,7 +315,7 @@ def pretrain_batched(
             RunData(list(run.texts), run.graph, tokenizer, ids, lengths, run.config, device, source)
         )
         loss = RunLoss(
-            torch.as_tensor(ids, device=device),
+            torch.as_tensor(ids),  # kept on the host: the stacked step builds each batch there, moved at once
             lengths,
             plan.objectives,
             device,
@@ -279,32 +341,7 @@ def pretrain_batched(
         models.append(model.to(device))
         tokenizers.append(tokenizer)
         configs.append(run.config)
-    step = StackedStep(models, losses)
+    step = StackedStep(models, losses, compile=compile)
     on_cuda = device.type == "cuda"
     optimizer = make_optimizer(step.parameters(), config.lr, config.weight_decay, fused=on_cuda, foreach=not on_cuda)
-    checkpoint = None
-    if checkpoint_dir is not None:
-        identity = {str(k): run_identity(c, source.describe(), t) for k, (c, t) in enumerate(zip(configs, tokenizers))}
-        checkpoint = Checkpoint(
-            Path(checkpoint_dir) / CHECKPOINT_NAME, {"runs": identity}, config.steps, [device] if on_cuda else []
-        )
-    histories = train(
-        step,
-        samplers,
-        config,
-        optimizer,
-        checkpoint=checkpoint,
-        desc=f"pretrain x{len(models)}",
-        position=position,
-    )
-    step.unstack(models)
-    results = []
-    for model, tokenizer, history in zip(models, tokenizers, histories):
-        results.append(PretrainResult(model.eval(), tokenizer, history, config, source.describe()))
-    out, handed = [], set()
-    for run, owner in zip(runs, owners):  # each run its own result: a copy where it shared a training
-        out.append(
-            dataclasses.replace(copy.deepcopy(results[owner]) if owner in handed else results[owner], config=run.config)
-        )
-        handed.add(owner)
-    return out
+    return StackedTraining(step, samplers, optimizer, models, tokenizers, configs, owners, source)

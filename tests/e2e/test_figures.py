@@ -388,7 +388,9 @@ def test_preset_encoder_and_batched_reach_the_grid(tmp_path, monkeypatch):
 
 
 def test_batched_grid_stores_the_same_cells_as_the_unbatched_one(tmp_path, fake_corpus):
-    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0,), seeds=2, steps=3, preset="paper")
+    # every noise rate's and seed's arms in one training (serial), each seed's LM arm shared by its rates
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=2, steps=3, preset="paper")
+    assert [len(jobs) for jobs in plan_trainings(figure5_configs(options), "serial", {})] == [6]
     separate = run_figure5_grid(tmp_path / "a", options)
     batched = run_figure5_grid(tmp_path / "b", dataclasses.replace(options, batched=True))
     assert [c.hash for c in separate] == [c.hash for c in batched] and all(c.status == "skipped" for c in batched)
@@ -450,6 +452,18 @@ def test_batched_trainings_fill_the_local_workers_and_keep_conditions_apart_else
         [0.5],
     ]
     assert all(len(jobs) == 6 and all(len(job.cells) == 1 for job in jobs) for jobs in slurm)
+
+
+def test_cells_on_a_gpu_train_as_one_batched_training_under_any_local_executor(fake_corpus):
+    options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5, 0.2), seeds=3, preset="paper")
+    configs = [
+        dataclasses.replace(c, train=dataclasses.replace(c.train, device="cuda")) for c in figure5_configs(options)
+    ]
+    for executor in ("serial", "local"):
+        (jobs,) = plan_trainings(configs, executor, {"max_workers": 4})
+        # 3 LM models (one per seed, serving its 3 noise rates) + 9 SIPT models in one training
+        assert sorted((job.arm, len(job.cells)) for job in jobs) == [("lm", 3)] * 3 + [("sipt", 1)] * 9
+    assert len(plan_trainings(configs, "slurm", {})) == 3  # a job per condition, each with its own GPU
 
 
 def test_figures_help_states_the_figure_options_defaults():

@@ -150,3 +150,39 @@ def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
     with pytest.raises(SiptError, match=r"another configuration \(differs in runs.1.train.lambda_si\)"):
         pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, checkpoint_dir=tmp_path)
+
+
+def _losses_of(runs, compile="none", pad=False, steps=3):
+    """Each run's per-step losses over ``steps`` steps of :func:`stacked_training` (``pad``: the compiled
+    stack's padded reads and uniform query grids, run eagerly)."""
+    from sipt_lab.training.loop import train_step
+    from sipt_lab.training.trainer import stacked_training
+
+    stack = stacked_training(runs, ENCODER, compile)
+    if pad:
+        stack.step.stacked.read_multiple = stack.step.stacked.query_multiple = 16
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    values = [
+        train_step(stack.step, stack.optimizer, scaler, [[s.batch(i) for s in stack.samplers]]) for i in range(steps)
+    ]
+    return np.array([[float(run[0]) for run in step] for step in values])
+
+
+def test_the_compiled_stacks_padding_changes_no_loss():
+    runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)]
+    np.testing.assert_allclose(_losses_of(runs, pad=True), _losses_of(runs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
+    import sipt_lab.training.stacked_step as stacked_step
+
+    # dynamo's graph of the stack through AOTAutograd (inductor's CPU code generation takes minutes here)
+    monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": "aot_eager"})
+    runs = [_run(0, lam) for lam in (0.0, 0.1)]
+    np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
+
+
+def test_cuda_graphs_need_a_gpu():
+    with pytest.raises(SiptError, match="cudagraphs needs a CUDA GPU"):
+        pretrain_batched([_run(0, 0.1)], ENCODER, compile="cudagraphs")

@@ -3,8 +3,9 @@
 ``fig5a``, ``fig5b`` and ``theorem1`` share ONE grid of :func:`~sipt_lab.experiments.simulation.simulation_arms.simulate_seed`
 cells (:func:`figure5_configs`): every family at noise 0, plus CLIQUES at every noise rate, seeds
 ``0 .. seeds-1``. Its tidy table (every config field and metric) is ``fig5_cells.csv``.
-``FigureOptions.batched`` trains each condition's seeds x arms as one batched model
-(:mod:`sipt_lab.experiments.simulation.stacked_cells`); the cells stay the same, one per seed.
+``FigureOptions.batched`` trains each condition's seeds x arms as one batched model, on a CUDA GPU
+the whole grid's as one (:mod:`sipt_lab.experiments.simulation.stacked_cells`; ``FigureOptions.compile``
+compiles it); the cells stay the same, one per seed.
 ``theorem1``'s oracle embedder (``L_SI`` on free node vectors, no encoder) runs as
 :func:`oracle_cell` cells under ``<cells_dir>/oracle`` on the very same datasets (same :class:`GraphSpec`).
 ``fig5cd`` and ``topology`` train the two arms on one dataset each (seed 0) in this process
@@ -57,7 +58,7 @@ def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellRe
     prepare_grid_topics([cell.config.graph for cell in cells], options)
     try:
         if options.batched:
-            train_batched_cells(cells, cells_root(out_dir, options), executor=options.executor)
+            train_batched_cells(cells, cells_root(out_dir, options), executor=options.executor, compile=options.compile)
         results = run_grid(
             simulate_seed,
             cells,

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
 from sipt_lab.core.stats import mean_sd
@@ -53,7 +54,11 @@ class FigureOptions:
             None: the preset's.
         batched: train each condition's seeds x arms of the Figure 5 grid as one batched model
             (conditions side by side under ``executor``), and ``fig5cd`` / ``topology``'s two
-            arms as one batched model in this process (same cells).
+            arms as one batched model in this process (same cells). On a CUDA GPU the grid's
+            cells train as ONE batched training (:func:`~sipt_lab.experiments.simulation.stacked_cells.plan_trainings`).
+        compile: how a batched training runs its stacked encoders, a name in
+            :data:`~sipt_lab.core.names.COMPILE_MODES` (``cudagraphs``: CUDA only); not part of the
+            cells' configs (the numbers are the same up to float rounding).
     """
 
     seeds: int = option(3, help="seeds 0..K-1 per experiment", metavar="K")
@@ -87,6 +92,13 @@ class FigureOptions:
     preset: str = preset_option()
     encoder: str | None = encoder_option()
     batched: bool = option(False, help=BATCHED_HELP)
+    compile: str = option(
+        "none",
+        choices=names.COMPILE_MODES,
+        metavar="MODE",
+        help="with --batched: run the stacked encoders eagerly (none), torch.compile'd (compile) or with CUDA graphs "
+        "(cudagraphs)",
+    )
 
 
 def check_options(options: FigureOptions) -> None:
@@ -97,6 +109,8 @@ def check_options(options: FigureOptions) -> None:
     validate(options)
     check_seeds(options.seeds, field="FigureOptions.seeds")
     check_executor(options.executor)
+    if options.compile != "none" and not options.batched:
+        raise ConfigError("FigureOptions.compile", "applies to batched training only; set FigureOptions.batched too")
     if not options.families:
         raise ConfigError("FigureOptions.families", "is empty; name at least one graph family")
     if options.scale_nodes is not None and not options.scale_nodes:

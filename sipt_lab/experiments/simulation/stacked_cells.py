@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from sipt_lab.core.config_io import config_hash
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
@@ -76,11 +78,13 @@ def _check_methods(arms) -> None:
         )
 
 
-def _train(runs: list[BatchedRun], config: SimulationConfig, position: int | None) -> tuple[list, float]:
-    """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder: the results and each run's
-    share of the training time (seconds)."""
+def _train(
+    runs: list[BatchedRun], config: SimulationConfig, position: int | None, compile: str = "none"
+) -> tuple[list, float]:
+    """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder (run as ``compile`` says): the
+    results and each run's share of the training time (seconds)."""
     start = time.perf_counter()
-    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), position=position)
+    results = pretrain_batched(runs, CharInit(config.encoder, config.tokenizer), position=position, compile=compile)
     return results, (time.perf_counter() - start) / len(runs)
 
 
@@ -107,28 +111,14 @@ class BatchedTraining:
     jobs: tuple[ModelJob, ...]
     cells_root: str
     progress_line: int | None = None  # terminal line of its step bar (None: no bar)
+    compile: str = "none"  # how the stack runs (pretrain_batched's compile)
 
 
 def train_batch(training: BatchedTraining) -> dict:
     """Train ``training``'s models as one batched model and record each model's evaluation on each
     cell it serves (``<cells_root>/<cell hash>/arms/<arm>.json``); the result names those records."""
-    _check_methods(job.arm for job in training.jobs)
-    jobs = [(job, Cell.of(job.source), [Cell.of(cell) for cell in job.cells]) for job in training.jobs]
-    datasets = {}
-    for _, source, served in jobs:
-        for cell in (source, *served):
-            if cell.hash not in datasets:
-                datasets[cell.hash] = build_dataset(cell.config.graph)
-    runs = []
-    for job, source, served in jobs:
-        sentences = datasets[source.hash].sentences
-        if any(datasets[cell.hash].sentences != sentences for cell in served):
-            raise SiptError(
-                f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
-                "train them without SimulateJob.batched"
-            )
-        runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
-    results, share = _train(runs, training.jobs[0].source, training.progress_line)
+    jobs, datasets, runs = batched_runs(training.jobs)
+    results, share = _train(runs, training.jobs[0].source, training.progress_line, training.compile)
     written = []
     for (job, _, served), result in zip(jobs, results):
         for cell in served:
@@ -143,6 +133,30 @@ def train_batch(training: BatchedTraining) -> dict:
             )
             written.append(str(path))
     return {"arms": written}
+
+
+def batched_runs(
+    model_jobs: Sequence[ModelJob],
+) -> tuple[list[tuple[ModelJob, Cell, list[Cell]]], dict[str, SyntheticDataset], list[BatchedRun]]:
+    """The :class:`BatchedRun` of each of ``model_jobs`` (one per model, in order), each job with its
+    source cell and the cells it serves, and every dataset they read by cell hash."""
+    _check_methods(job.arm for job in model_jobs)
+    jobs = [(job, Cell.of(job.source), [Cell.of(cell) for cell in job.cells]) for job in model_jobs]
+    datasets = {}
+    for _, source, served in jobs:
+        for cell in (source, *served):
+            if cell.hash not in datasets:
+                datasets[cell.hash] = build_dataset(cell.config.graph)
+    runs = []
+    for job, source, served in jobs:
+        sentences = datasets[source.hash].sentences
+        if any(datasets[cell.hash].sentences != sentences for cell in served):
+            raise SiptError(
+                f"the {job.arm} arm of seed {job.source.train.seed} serves cells whose sentences differ; "
+                "train them without SimulateJob.batched"
+            )
+        runs.append(BatchedRun(sentences, datasets[source.hash].graph, arm_config(job.source, job.arm)))
+    return jobs, datasets, runs
 
 
 def arm_record(cells_root: str | Path, cell: Any, arm: str) -> Path:
@@ -172,7 +186,9 @@ def plan_trainings(
     (:data:`CONCURRENT_TRAININGS`; ``local`` keeps every core busy to the end, where a training per
     condition would leave cores idle in the last round, and the step cost per model hardly depends
     on how many models share it, benchmarks/RESULTS.md), or one training per condition for other
-    executors.
+    executors. Cells that train on a CUDA GPU (:func:`trains_on_cuda`) under those executors share
+    ONE training per key: a GPU step costs its kernel launches, about as many for all the models as
+    for one, and trainings side by side would split one GPU.
 
     A seed's LM arm is one model for all its noise rates' cells, wherever their other arms train,
     so every model is trained once and the trainings differ by at most one model; models are dealt
@@ -182,9 +198,9 @@ def plan_trainings(
     groups: dict[str, list[SimulationConfig]] = {}
     for config in cells:
         groups.setdefault(key(config), []).append(config)
-    share = concurrent(executor_options) if concurrent else 1
     trainings = []
     for group in groups.values():
+        share = concurrent(executor_options) if concurrent and not trains_on_cuda(group[0]) else 1
         jobs, by_seed = [], {}
         for config in sorted(group, key=lambda config: config.train.seed):
             by_seed.setdefault(config.train.seed, []).append(config)
@@ -200,11 +216,19 @@ def plan_trainings(
     return trainings
 
 
+def trains_on_cuda(config: SimulationConfig) -> bool:
+    """Whether ``config`` trains on a CUDA GPU: its ``train.device`` names one, or is ``auto`` where
+    torch sees one."""
+    device = str(config.train.device)
+    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+
+
 def train_batched_cells(
     configs: Sequence[SimulationConfig | Cell],
     root: str | Path,
     *,
     executor: str = "serial",
+    compile: str = "none",
     **executor_options,
 ) -> int:
     """Train the unfinished cells of ``configs`` (configs, or Cells hashed by the caller) under
@@ -212,12 +236,13 @@ def train_batched_cells(
     run by ``executor``, and store each cell whose arms all finished (also when the grid stops
     early; a re-run first stores the cells whose arms a stopped run recorded, then trains the
     rest); returns how many cells were unfinished. Each training shows its steps on a line of its
-    own (where bars show, :func:`~sipt_lab.core.progress.progress_bar`)."""
+    own (where bars show, :func:`~sipt_lab.core.progress.progress_bar`); ``compile``: how each runs
+    its stack (:func:`~sipt_lab.training.trainer.pretrain_batched`)."""
     root = Path(root).resolve()
     waiting = unfinished(as_cells(configs), root, SEED_RESULT_KEYS)
     pending = _store_recorded(waiting, root)
     plan = plan_trainings([cell.config for cell in pending], executor, executor_options)
-    trainings = [BatchedTraining(jobs, str(root), 1 + index) for index, jobs in enumerate(plan)]
+    trainings = [BatchedTraining(jobs, str(root), 1 + index, compile) for index, jobs in enumerate(plan)]
     try:
         run_grid(
             train_batch,
