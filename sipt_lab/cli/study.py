@@ -36,6 +36,7 @@ STUDY_FIELDS = (
     "finetune_epochs",
     "finetune_lr",
     "per_sample_arm",
+    "natural_graph",
 )
 #: TrainConfig fields of the study's flags: the run's length and batch, and those the init kind sets.
 TRAIN_FIELDS = (
@@ -73,7 +74,8 @@ def register(subparsers) -> None:
         "articles), 5 seeds, fine-tuning too, on CUDA. Flags and --config override it",
     )
     run.option_presets = {name: preset_options(preset) for name, preset in STUDY_PRESETS.items()}
-    add_config_arguments(run, LcTransferConfig, ("task", "corpus", "categories", *STUDY_FIELDS[:8]))
+    add_config_arguments(run, LcTransferConfig, ("task", "corpus", "categories", *STUDY_FIELDS[:3], "natural_graph"))
+    add_config_arguments(run, LcTransferConfig, STUDY_FIELDS[3:8])
     run.add_argument(
         "--seeds",
         default="3",
@@ -120,7 +122,12 @@ def register(subparsers) -> None:
     add_config_arguments(
         run,
         LcTransferConfig,
-        (*STUDY_FIELDS[STUDY_FIELDS.index("protocol") : STUDY_FIELDS.index("task")], *STUDY_FIELDS[-3:]),
+        (
+            *STUDY_FIELDS[STUDY_FIELDS.index("protocol") : STUDY_FIELDS.index("task")],
+            "finetune_epochs",
+            "finetune_lr",
+            "per_sample_arm",
+        ),
     )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
     run.add_argument(

@@ -98,7 +98,7 @@ def test_presets_set_the_scale_and_fields_override_them():
         1000,
         5,
     )
-    assert len(cpu.levels) == 5 and cpu.init == "minilm" and cpu.train.max_len == 48 and cpu.train.steps == 100
+    assert len(cpu.levels) == 5 and cpu.init == "minilm" and cpu.train.max_len == 48 and cpu.train.steps == 60
     wiki = study_preset("gpu-wiki", seeds=2)
     assert wiki.seeds == 2 and wiki.n_test == 900 and wiki.finetune_epochs == 2 and wiki.train.device == "cuda"
     with pytest.raises(ConfigError, match="'huge' is unknown"):
@@ -163,3 +163,21 @@ def test_cli_refuses_an_unknown_category_in_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "unknown article categories ['Sport']" in err
+
+
+@pytest.mark.parametrize("name", ["mentions", "tfidf-knn"])
+def test_the_articles_own_graph_is_built_over_the_pretraining_articles_only(name):
+    from sipt_lab.domains import subset
+    from sipt_lab.domains.wiki import load_wiki, mentions_graph, tfidf_knn_graph
+    from sipt_lab.experiments.study.dial import pretraining_nodes
+    from sipt_lab.experiments.study.study_arms import study_inputs
+
+    config = LcTransferConfig(natural_graph=name, n_pretrain=400, n_train=100, init="char", train=CHAR)
+    ids, _, _, splits, natural = study_inputs(config)
+    pt = pretraining_nodes(splits, "inductive")
+    assert natural.n_nodes == 400 and natural.n_edges > 0
+    articles = subset(load_wiki(), np.array([int(ids[i].removeprefix("article")) for i in pt]))
+    expected = {"mentions": mentions_graph, "tfidf-knn": tfidf_knn_graph}[name](articles)
+    assert natural.n_edges == expected.n_edges  # the never-seen articles take no part in it
+    with pytest.raises(ConfigError, match="natural_graph"):
+        LcTransferConfig(natural_graph=name, task="cliques", init="char", train=CHAR)

@@ -17,7 +17,8 @@ TIMED_SAMPLES = 64
 
 def arms_per_seed(config: LcTransferConfig) -> int:
     """Trained arms of one seed: LM-only, SIPT per level, the geometry arm, the natural graph's."""
-    return 1 + len(config.levels) + int(config.geometry_arm) + int(config.edges is not None)
+    natural = config.edges is not None or config.natural_graph is not None
+    return 1 + len(config.levels) + int(config.geometry_arm) + int(natural) + int(config.per_sample_arm is not None)
 
 
 def estimated_seconds(config: LcTransferConfig, step_seconds: float, sample_seconds: float) -> float:

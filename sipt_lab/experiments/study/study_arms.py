@@ -43,7 +43,19 @@ def article_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
     if unknown:
         raise SiptError(f"unknown article categories {unknown}; choose among {known} or 'all'")
     chosen = [(i, a) for i, a in enumerate(articles) if a["topic"] in wanted]
-    return [f"article{i}" for i, _ in chosen], [a["extract"] for _, a in chosen], [a["topic"] for _, a in chosen]
+    ids = [f"{ARTICLE_ID}{i}" for i, _ in chosen]
+    return ids, [a["extract"] for _, a in chosen], [a["topic"] for _, a in chosen]
+
+
+def article_graph(name: str, article_ids: list[str]) -> PretrainingGraph:
+    """The wiki domain's graph ``name`` (:data:`ARTICLE_GRAPHS`) over the articles ``article_ids``
+    (ids of :func:`article_task`, node ``i`` is ``article_ids[i]``) and nothing else: TF-IDF is fitted
+    on their texts only."""
+    from sipt_lab.domains import subset
+    from sipt_lab.domains.wiki import load_wiki, mentions_graph, tfidf_knn_graph
+
+    articles = subset(load_wiki(), np.array([int(i.removeprefix(ARTICLE_ID)) for i in article_ids]))
+    return {"mentions": mentions_graph, "tfidf-knn": tfidf_knn_graph}[name](articles)
 
 
 def cliques_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
@@ -68,6 +80,8 @@ def cliques_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
 BUILT_IN_TASKS = {"articles": article_task, "cliques": cliques_task}
 #: The default corpus's category of articles without one.
 UNCATEGORIZED = "Uncategorized"
+#: Prefix of an article's id in the articles task (its index in the corpus follows).
+ARTICLE_ID = "article"
 
 
 def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
@@ -154,12 +168,16 @@ def study_inputs(config: LcTransferConfig):
     links no two pre-training samples."""
     ids, texts, labels, natural = study_task(config)
     splits = inductive_splits(labels, config.sizes, np.random.default_rng(config.split_seed))
-    if natural is not None:
-        natural = natural.subgraph(pretraining_nodes(splits, config.protocol))
-        if natural.n_edges == 0:
-            raise SiptError(
-                f"{config.edges} links no two pre-training samples; give a graph over the samples, or more pre-training samples"
-            )
+    pt = pretraining_nodes(splits, config.protocol)
+    if config.natural_graph is not None:
+        natural = article_graph(config.natural_graph, [ids[i] for i in pt])
+    elif natural is not None:
+        natural = natural.subgraph(pt)
+    if natural is not None and natural.n_edges == 0:
+        raise SiptError(
+            f"{config.edges or config.natural_graph} links no two pre-training samples; give a graph over the samples, "
+            "or more pre-training samples"
+        )
     return ids, texts, labels, splits, natural
 
 

@@ -23,6 +23,9 @@ ALL_CATEGORIES = ("all",)
 #: Built-in tasks (without ``samples``): ``articles``, vital-article summaries labelled by category;
 #: ``cliques``, sentences of a corpus labelled by their top LDA topic as the CLIQUES family labels them.
 STUDY_TASKS = ("articles", "cliques")
+#: The articles task's own graphs (``LcTransferConfig.natural_graph``), built over the pre-training
+#: articles only: who names whom, and TF-IDF nearest neighbours fitted on their texts.
+ARTICLE_GRAPHS = ("mentions", "tfidf-knn")
 SPLIT_NAMES = ("pretrain", "train", "validation", "test")
 #: The study's training length and batch over the init kind's defaults (a short run per arm).
 STUDY_TRAIN = {"steps": 100, "batch_size": 16, "max_len": 64}
@@ -32,7 +35,8 @@ CLIQUES_TOPICS = 20
 #: Named scales of the study (:func:`study_preset`; ``sipt-lab study lc-transfer --preset NAME``):
 #: LcTransferConfig fields, and under ``train`` the TrainConfig fields over :data:`STUDY_TRAIN` and
 #: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 1,000 pre-training and 1,000
-#: never-seen sentences, 5 levels x 5 seeds, MiniLM; ``gpu-wiki``: every categorised vital article
+#: never-seen sentences, 5 levels x 5 seeds, MiniLM, about one pass over the pre-training sentences
+#: per arm (what 2 cores train in 30 minutes); ``gpu-wiki``: every categorised vital article
 #: (9,033, 11 classes; 900 never-seen test articles), 5 seeds, fine-tuning as a third metric.
 STUDY_PRESETS: dict[str, dict] = {
     "cpu": {
@@ -42,7 +46,7 @@ STUDY_PRESETS: dict[str, dict] = {
         "n_validation": 100,
         "n_test": 400,
         "seeds": 5,
-        "train": {"steps": 100, "batch_size": 16, "max_len": 48},
+        "train": {"steps": 60, "batch_size": 16, "max_len": 48, "head_warmup": 50},
     },
     "gpu-wiki": {
         "task": "articles",
@@ -70,6 +74,9 @@ class LcTransferConfig:
             CLIQUES family draws them (10 balanced classes of confident sentences), so the dial at
             ``q = 1`` is the CLIQUES graph over the pre-training sentences.
         corpus: the cliques task's sentence corpus (None: the embedded one).
+        natural_graph: for the articles task, one of the wiki domain's own graphs
+            (:data:`ARTICLE_GRAPHS`), built over the pre-training articles: the ``natural`` arm
+            pre-trains on it (as with ``edges``). Left out of the saved config while None.
         categories: the articles task's classes (:data:`ALL_CATEGORIES`: every category but
             ``Uncategorized``).
         edges: the task's own graph (``u<TAB>v`` sample ids of ``samples``), optional: one more
@@ -134,6 +141,13 @@ class LcTransferConfig:
         nonempty=True,
         metavar="PATH",
         help="sentence corpus of the cliques task (one per line or JSONL, maybe .gz; default: the embedded one)",
+    )
+    natural_graph: str | None = option(
+        None,
+        choices=ARTICLE_GRAPHS,
+        omit_default=True,
+        help="the articles task's own graph over the pre-training articles (mentions, tfidf-knn): one more "
+        "SIPT arm on it, its gain set beside what its LC predicts",
     )
     categories: tuple[str, ...] = option(
         ARTICLE_CATEGORIES,
@@ -216,6 +230,10 @@ class LcTransferConfig:
         if self.metric.startswith("finetune_") and not self.finetune_epochs:
             raise ConfigError(
                 "LcTransferConfig.metric", f"{self.metric} needs fine-tuning; set finetune_epochs to at least 1"
+            )
+        if self.natural_graph is not None and (self.samples is not None or self.task != "articles"):
+            raise ConfigError(
+                "LcTransferConfig.natural_graph", "is a graph of the articles task; for your own samples give edges"
             )
         if self.edges is not None and self.samples is None:
             raise ConfigError("LcTransferConfig.edges", "a graph needs the samples file its ids belong to")

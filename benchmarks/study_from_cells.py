@@ -1,0 +1,61 @@
+"""Summarise an LC-transfer study from the seeds its cells finished, when the run itself stopped
+before its last seed (a device's time ran out): the same rows, TF-IDF reference and summary
+:func:`~sipt_lab.experiments.study.lc_transfer.run_lc_transfer` writes, over the finished seeds only.
+
+Run as ``python benchmarks/study_from_cells.py STUDY_DIR --out DIR``: ``STUDY_DIR`` holds the study's
+``config.json`` and ``cells/``; ``DIR`` gets ``results.csv``, ``summary.json`` and ``gain_vs_lc.png``
+/ ``.pdf``, with ``config.json`` saying how many seeds they hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from sipt_lab.core.config_io import load_config, save_config
+from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
+from sipt_lab.experiments.study.dial import pretraining_nodes
+from sipt_lab.experiments.study.gain_stats import summarise
+from sipt_lab.experiments.study.lc_transfer import draw_gain_figure, results_csv
+from sipt_lab.experiments.study.metrics import tfidf_vectors
+from sipt_lab.experiments.study.study_arms import Scorer, row_recorder, study_inputs
+from sipt_lab.experiments.study.study_config import LcTransferConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    planned = load_config(LcTransferConfig, args.study / "config.json")
+    results = [json.loads(path.read_text()) for path in sorted(args.study.glob("cells/*/result.json"))]
+    results.sort(key=lambda result: result["rows"][0]["seed"])
+    seeds = [result["rows"][0]["seed"] for result in results]
+    if seeds != list(range(len(seeds))):
+        raise SystemExit(f"the finished seeds are {seeds}; a summary needs seeds 0..k-1")
+    config = dataclasses.replace(planned, seeds=len(seeds))
+    _, texts, labels, splits, _ = study_inputs(config)
+    score = Scorer(config, texts, labels, splits)
+    rows: list[dict] = []
+    pt_texts = [texts[i] for i in pretraining_nodes(splits, config.protocol)]
+    row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
+    for result in results:
+        rows += result["rows"]
+    summary = summarise(rows, config, float(np.mean([result["encoder_consistency"] for result in results])))
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_config(config, args.out / "config.json")
+    write_text_atomic(args.out / "results.csv", results_csv(rows))
+    write_json_atomic(args.out / "summary.json", summary)
+    draw_gain_figure(args.out / "gain_vs_lc", summary)
+    print(f"{len(seeds)} of {planned.seeds} planned seeds; {summary['verdict']}")
+    for level in summary["levels"]:
+        low, high = level["gain_ci"]
+        print(f"q={level['q']:g} LC {level['lc']:.3f}: gain {level['gain']:+.3f} [{low:+.3f}, {high:+.3f}]")
+
+
+if __name__ == "__main__":
+    main()
