@@ -119,33 +119,40 @@ def noise() -> str:
     return _table(["noise (added edges)", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM"], rows)
 
 
-def lc_transfer() -> str:
-    """The LC-transfer study: per dial level, mean LC over seeds, SIPT's held-out 3-NN AUROC, paired gain over LM-only."""
-    rows = read("benchmarks/results/lc_transfer_reduced_4seeds.csv")
-    metric = "knn_auroc"
-    lm = {row["seed"]: row["value"] for row in rows if row["arm"] == "lm" and row["metric"] == metric}
-    init = {row["seed"]: row["value"] for row in rows if row["arm"] == "init" and row["metric"] == metric}
+def lc_transfer(path: str = "benchmarks/results/lc_transfer_reduced_4seeds.csv") -> str:
+    """An LC-transfer study's CSV at ``path``: per dial level, mean LC over seeds, SIPT's held-out 3-NN
+    AUROC, and its paired gains over LM-only in 3-NN AUROC and in probe macro-F1."""
+    rows = read(path)
+    by_arm = defaultdict(dict)
+    for row in rows:
+        if row["arm"] in ("lm", "init"):
+            by_arm[row["arm"]][(row["seed"], row["metric"])] = row["value"]
     levels = defaultdict(list)
     for row in rows:
-        if row["arm"] == "sipt" and row["metric"] == metric:
+        if row["arm"] == "sipt":
             levels[row["q"]].append(row)
     out = []
     for q, cells in sorted(levels.items()):
-        sipt = [cell["value"] for cell in cells]
-        gains = [cell["value"] - lm[cell["seed"]] for cell in cells]
-        lcs = [cell["lc"] for cell in cells]
+        auroc = [cell for cell in cells if cell["metric"] == "knn_auroc"]
+        gains = {
+            metric: [c["value"] - by_arm["lm"][(c["seed"], metric)] for c in cells if c["metric"] == metric]
+            for metric in ("knn_auroc", "probe_macro_f1")
+        }
         out.append(
             [
                 f"{q:.2f}",
-                f"{statistics.mean(lcs):.3f}",
-                f"{statistics.mean(sipt):.3f}",
-                f"{statistics.mean(gains):+.3f}",
-                str(len(cells)),
+                f"{statistics.mean(c['lc'] for c in auroc):.3f}",
+                f"{statistics.mean(c['value'] for c in auroc):.3f}",
+                f"{statistics.mean(gains['knn_auroc']):+.3f}",
+                f"{statistics.mean(gains['probe_macro_f1']):+.3f}",
+                str(len(auroc)),
             ]
         )
-    out.append(["LM-only", "—", f"{statistics.mean(lm.values()):.3f}", "—", str(len(lm))])
-    out.append(["init (MiniLM)", "—", f"{statistics.mean(init.values()):.3f}", "—", str(len(init))])
-    return _table(["q (dial)", "LC", "held-out 3-NN AUROC", "SIPT − LM-only", "seeds"], out)
+    for arm, name in (("lm", "LM-only"), ("init", "init (MiniLM)")):
+        auroc = [value for (_, metric), value in by_arm[arm].items() if metric == "knn_auroc"]
+        out.append([name, "—", f"{statistics.mean(auroc):.3f}", "—", "—", str(len(auroc))])
+    header = ["q (dial)", "LC", "held-out 3-NN AUROC", "SIPT − LM-only (3-NN AUROC)", "(probe macro-F1)", "seeds"]
+    return _table(header, out)
 
 
 def noise_paper_preset() -> str:
@@ -229,6 +236,7 @@ TABLES = {
     "noise-paper-preset": noise_paper_preset,
     "verdicts": verdicts,
     "lc-transfer": lc_transfer,
+    "lc-transfer-gpu-wiki": lambda: lc_transfer("results/lc_transfer_gpu_wiki.csv"),
 }
 
 
