@@ -237,6 +237,7 @@ TABLES = {
     "verdicts": verdicts,
     "lc-transfer": lc_transfer,
     "lc-transfer-gpu-wiki": lambda: lc_transfer("results/lc_transfer_gpu_wiki.csv"),
+    "lc-transfer-cpu": lambda: lc_transfer("results/lc_transfer_cpu.csv"),
 }
 
 
