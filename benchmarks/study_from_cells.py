@@ -14,15 +14,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
-
 from sipt_lab.core.config_io import load_config, save_config
-from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
-from sipt_lab.experiments.study.dial import pretraining_nodes
-from sipt_lab.experiments.study.gain_stats import summarise
-from sipt_lab.experiments.study.lc_transfer import draw_gain_figure, results_csv
-from sipt_lab.experiments.study.metrics import tfidf_vectors
-from sipt_lab.experiments.study.study_arms import Scorer, row_recorder, study_inputs
+from sipt_lab.experiments.study.lc_transfer import write_summary
 from sipt_lab.experiments.study.study_config import LcTransferConfig
 
 
@@ -38,19 +31,9 @@ def main() -> None:
     if seeds != list(range(len(seeds))):
         raise SystemExit(f"the finished seeds are {seeds}; a summary needs seeds 0..k-1")
     config = dataclasses.replace(planned, seeds=len(seeds))
-    _, texts, labels, splits, _ = study_inputs(config)
-    score = Scorer(config, texts, labels, splits)
-    rows: list[dict] = []
-    pt_texts = [texts[i] for i in pretraining_nodes(splits, config.protocol)]
-    row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
-    for result in results:
-        rows += result["rows"]
-    summary = summarise(rows, config, float(np.mean([result["encoder_consistency"] for result in results])))
     args.out.mkdir(parents=True, exist_ok=True)
     save_config(config, args.out / "config.json")
-    write_text_atomic(args.out / "results.csv", results_csv(rows))
-    write_json_atomic(args.out / "summary.json", summary)
-    draw_gain_figure(args.out / "gain_vs_lc", summary)
+    summary = write_summary(args.out, config, results)
     print(f"{len(seeds)} of {planned.seeds} planned seeds; {summary['verdict']}")
     for level in summary["levels"]:
         low, high = level["gain_ci"]

@@ -130,10 +130,6 @@ def run_lc_transfer(
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
-        score = Scorer(config, texts, labels, splits)
-        pt_texts = [texts[i] for i in pretraining_nodes(splits, config.protocol)]
-        rows: list[dict] = []
-        row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
         try:
             cells = run_grid(
                 functools.partial(study_seed),
@@ -145,18 +141,31 @@ def run_lc_transfer(
         finally:
             outputs.record_tree(out_dir, CELLS_DIR)  # the run owns its cells (``--overwrite`` removes them)
         trace = [row for cell in cells for row in cell.result.get("trace", [])]
-        for cell in cells:
-            rows += cell.result["rows"]
         if trace:  # the arms' validation metrics during training (TrainConfig.eval_every)
             outputs.record_files(out_dir, [TRACE_FILE])
             fileio.write_text_atomic(out_dir / TRACE_FILE, results_csv(trace, TRACE_COLUMNS))
-        for line in level_lines(rows, config.metric):
-            log(line)
-        summary = summarise(rows, config, float(np.mean([cell.result["encoder_consistency"] for cell in cells])))
-        fileio.write_text_atomic(out_dir / "results.csv", results_csv(rows))
-        fileio.write_json_atomic(out_dir / "summary.json", summary)
-        draw_gain_figure(out_dir / "gain_vs_lc", summary)
+        summary = write_summary(out_dir, config, [cell.result for cell in cells], log)
     log(summary["verdict"])
+    return summary
+
+
+def write_summary(out_dir: Path, config: LcTransferConfig, seed_results: list[dict], log=lambda line: None) -> dict:
+    """``results.csv``, ``summary.json`` and the gain figure in ``out_dir`` from the seeds'
+    :func:`~sipt_lab.experiments.study.study_arms.study_seed` results (seeds ``0..len-1``, in order)
+    and the TF-IDF reference row; logs one line per seed and level; returns the summary."""
+    _, texts, labels, splits, _ = study_inputs(config)
+    score = Scorer(config, texts, labels, splits)
+    pt_texts = [texts[i] for i in pretraining_nodes(splits, config.protocol)]
+    rows: list[dict] = []
+    row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
+    for result in seed_results:
+        rows += result["rows"]
+    for line in level_lines(rows, config.metric):
+        log(line)
+    summary = summarise(rows, config, float(np.mean([result["encoder_consistency"] for result in seed_results])))
+    fileio.write_text_atomic(out_dir / "results.csv", results_csv(rows))
+    fileio.write_json_atomic(out_dir / "summary.json", summary)
+    draw_gain_figure(out_dir / "gain_vs_lc", summary)
     return summary
 
 
