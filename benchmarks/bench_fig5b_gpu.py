@@ -19,8 +19,9 @@ around them. The rows:
   :func:`~sipt_lab.training.pretrain` (marginal step: ``(run of warmup + steps) - (run of warmup)``,
   per step) and as a stack of one, on ``--device`` and on the CPU;
 
-all eagerly first, then (b) and then (a) on ``--device`` compiled (``--compile`` modes; ``cudagraphs``
-only on CUDA).
+each eager and with each ``--compile`` mode on ``--device`` (``cudagraphs``, whole steps recorded as
+CUDA graphs: CUDA only), in order of importance, ``torch.compile``'s inductor rows last (their
+compilation is the longest warm-up).
 
 Each row gives the wall ms per step and per model-step and the training's 8,000 steps at that rate
 (set-up and evaluation not included). A row that fails prints its error and the run goes on; rows
@@ -52,7 +53,8 @@ from sipt_lab.experiments.paper.figure_options import FigureOptions
 from sipt_lab.experiments.simulation.stacked_cells import batched_runs, plan_trainings
 from sipt_lab.models import CharInit
 from sipt_lab.training import pretrain
-from sipt_lab.training.loop import train_step
+from sipt_lab.training.loop import step_runner
+from sipt_lab.training.step import set_learning_rate
 from sipt_lab.training.train_config import lr_factor
 from sipt_lab.training.trainer import stacked_training
 
@@ -100,18 +102,17 @@ def time_stack(runs: list, source: CharInit, compile: str, args: argparse.Namesp
     """Warm-up, then timed steps of the stacked training of ``runs``: the row's measured fields."""
     stack = stacked_training(runs, source, compile)
     step, config, device = stack.step, runs[0].config, stack.step.device
-    scaler = torch.amp.GradScaler(device.type, enabled=False)
     step.train()
+    run_step = step_runner(step, stack.optimizer, torch.amp.GradScaler(device.type, enabled=False))
     values = None
 
     def one(index: int) -> list:
-        for group in stack.optimizer.param_groups:
-            group["lr"] = config.lr * lr_factor(config, index)
+        set_learning_rate(stack.optimizer, config.lr * lr_factor(config, index))
         micro = [
             [sampler.batch(index * config.grad_accum + k) for sampler in stack.samplers]
             for k in range(config.grad_accum)
         ]
-        return train_step(step, stack.optimizer, scaler, micro)
+        return run_step(micro)
 
     began = time.perf_counter()
     for index in range(args.warmup):
@@ -300,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch._dynamo.config.recompile_limit = args.recompile_limit  # bounds a compiled row's warm-up
     device = args.device
-    modes = ["none"] + [mode for mode in args.compile if mode != "none" and (mode != "cudagraphs" or device != "cpu")]
+    modes = ["none"] + [
+        mode for mode in args.compile if mode not in ("none", "auto") and (mode != "cudagraphs" or device != "cpu")
+    ]
     say(
         f"torch {torch.__version__}, device {device}"
         + (f" ({torch.cuda.get_device_name(0)})" if device != "cpu" and torch.cuda.is_available() else "")
@@ -316,21 +319,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = Table(args.out, train_steps)
     sipt = {where: [next(run for run in group if run.config.lambda_si > 0)] for where, group in runs.items()}
-    plan = [("b", "fig5b", device, "none", lambda: time_stack(runs[device], source, "none", args))]
-    plan += [("b", "fig5b", "cpu", "none", lambda: time_stack(runs["cpu"], source, "none", args))] * (device != "cpu")
-    for where in dict.fromkeys([device, "cpu"]):
-        plan.append(
-            ("a", "one model, pretrain", where, "none", lambda w=where: time_pretrain(sipt[w][0], source, w, args))
-        )
-        plan.append(
-            ("a", "one model, stack of 1", where, "none", lambda w=where: time_stack(sipt[w], source, "none", args))
-        )
-    for mode in modes[1:]:
-        plan.append(("b", "fig5b", device, mode, lambda m=mode: time_stack(runs[device], source, m, args)))
-    for mode in modes[1:]:
-        plan.append(
-            ("a", "one model, stack of 1", device, mode, lambda m=mode: time_stack(sipt[device], source, m, args))
-        )
+    # the rows in order of importance (a tight --total-budget-s skips the last); inductor compiles last
+    compiled = [mode for mode in modes if mode == "compile"]
+    fast = [mode for mode in modes if mode not in compiled]
+    rows = [("b", "fig5b", device, mode) for mode in fast]
+    rows += [("a", "one model, pretrain", "cpu", "none")]
+    rows += [("a", "one model, stack of 1", device, mode) for mode in fast]
+    rows += [("a", "one model, pretrain", device, "none"), ("a", "one model, stack of 1", "cpu", "none")]
+    rows += [("b", "fig5b", "cpu", "none")]
+    rows += [
+        (part, what, device, mode)
+        for mode in compiled
+        for part, what in (("b", "fig5b"), ("a", "one model, stack of 1"))
+    ]
+
+    def measure(part: str, what: str, where: str, mode: str):
+        if what == "one model, pretrain":
+            return lambda: time_pretrain(sipt[where][0], source, where, args)
+        return lambda: time_stack(runs[where] if part == "b" else sipt[where], source, mode, args)
+
+    plan = [(*row, measure(*row)) for row in dict.fromkeys(rows)]
     for part, what, where, mode, measure in plan:
         if time.perf_counter() - began > args.total_budget_s:
             say(f"skipped (over --total-budget-s): {part} {what} on {where}, compile {mode}")

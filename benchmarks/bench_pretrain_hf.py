@@ -66,9 +66,8 @@ from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
 from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.loop import train_step
 from sipt_lab.training.sampler import GraphBatchSampler
-from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
+from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer, train_step
 
 LR, WEIGHT_DECAY = 3e-4, 0.01
 LAMBDA_SIPT = 0.1

@@ -33,9 +33,8 @@ from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import PAD_ID, CharTokenizer, encoder_preset
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.objectives import build_objectives
-from sipt_lab.training.loop import train_step
 from sipt_lab.training.sampler import GraphBatchSampler
-from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
+from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer, train_step
 
 N_SAMPLES = 4000
 MAX_LEN = 512

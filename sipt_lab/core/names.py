@@ -51,9 +51,10 @@ METHODS = ("lm", "sipt", "linkbert", "mlsm", "lsm15", "lsm", *PER_SAMPLE_METHODS
 RELATIONS = ("contiguous", "random", "linked")
 #: Autocast precisions (:func:`sipt_lab.training.runtime.autocast_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-#: How a batched training runs its stacked encoders (:data:`sipt_lab.training.stacked_step.COMPILE_OPTIONS`):
-#: eagerly, through ``torch.compile``, or compiled with CUDA graphs (``mode="reduce-overhead"``, CUDA only).
-COMPILE_MODES = ("none", "compile", "cudagraphs")
+#: How a batched training runs its stacked encoders (:mod:`sipt_lab.training.stacked_step`): eagerly,
+#: through ``torch.compile``, or each whole optimiser step recorded as a CUDA graph and replayed
+#: (:mod:`sipt_lab.training.recorded_steps`, CUDA only); ``auto``: ``cudagraphs`` where it applies, else eager.
+COMPILE_MODES = ("auto", "none", "compile", "cudagraphs")
 #: Metrics of the evaluations during pre-training (:mod:`sipt_lab.experiments.pretrain_watch`), all
 #: higher-is-better: link retrieval of ``G_PT`` and, with labels, LOO 3-NN AUROC and accuracy and the
 #: labels' local consistency over the embedding's own 3-NN graph.

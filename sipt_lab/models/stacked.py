@@ -4,14 +4,14 @@
 :class:`EncoderConfig` (vocabularies may differ: each token table is zero-padded to the largest)
 and computes all K forward passes at once with batched matmuls (:func:`~sipt_lab.models.matmul.matmul`
 on ``(K, T, H)`` activations against ``(K, H, H')`` weights, over each model's real tokens packed
-without padding) and one attention per length bucket of all ``K * B`` sequences (:class:`_Packing`).
+without padding) and one attention per length bucket of all ``K * B`` sequences (:mod:`~sipt_lab.models.packing`).
 On a CPU a tiny model is overhead-bound (one small kernel per op), so K models cost about as many
 kernel launches as one. Model ``k`` computes exactly what encoder ``k`` computes (up to float rounding),
 including its last layer's shortcut: queries, output projection and FFN only at the positions read
 ([CLS] and the masked tokens), and its MLM decoder over its own vocabulary at its own masked tokens
 (as a :class:`MaskedHead`, whose logits the loss makes and drops itself).
 
-Attention is written out (:func:`_attention`: two batched matmuls and a softmax) rather than
+Attention is written out (:mod:`~sipt_lab.models.packing`: two batched matmuls and a softmax) rather than
 ``F.scaled_dot_product_attention``: with 5-wide heads (``paper-small``) PyTorch's CPU flash kernel
 pays per sequence and head, and on a bucket of a few hundred sequences two batched matmuls over all
 of them are cheaper forward and backward, the more so with each product and gradient computed in
@@ -25,8 +25,7 @@ batching rule for the CPU flash-attention kernel and falls back to a per-model l
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -35,10 +34,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.models.buckets import length_buckets
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.models.matmul import matmul
-from sipt_lab.models.transfer import to_device
+from sipt_lab.models.packing import BucketShape, Packing, pack
+from sipt_lab.models.transfer import DeviceArrays
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
 _VOCAB_PARAMETERS = ("tokens.weight", "mlm_decoder.weight", "mlm_decoder.bias")
@@ -152,19 +151,30 @@ class StackedEncoders(nn.Module):
             ``(K, B, H)`` [CLS] embeddings and, per model, its :class:`MaskedHead` at its
             ``counts[k]`` masked positions over its own vocabulary of ``V_k`` tokens.
         """
-        n_models, batch, length = input_ids.shape
+        arrays, buckets = self.pack(lengths, input_ids.shape[2], positions)
+        return self.encode(input_ids, self.packing(DeviceArrays(arrays, input_ids.device), buckets), list(counts))
+
+    def pack(
+        self, lengths: np.ndarray, length: int, positions: np.ndarray, fixed: bool = False
+    ) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
+        """The host half of :meth:`forward` (its ``lengths``, padded row length ``L`` and ``positions``):
+        the packing's arrays and bucket shapes (:func:`~sipt_lab.models.packing.pack`; ``fixed``:
+        shapes that do not depend on the rows' lengths)."""
         if length > self.config.max_len:
             raise SiptError(
                 f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
                 "truncate with the tokenizer's max_len"
             )
+        n_models, batch = lengths.shape
         reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
-        heads, device = self.config.n_heads, input_ids.device
-        packing = _Packing.build(lengths, length, reads, self.max_buckets, heads, device, self.query_multiple)
-        return self.encode(input_ids, packing, list(counts))
+        return pack(lengths, length, reads, self.max_buckets, self.config.n_heads, self.query_multiple, fixed)
+
+    def packing(self, tensors: Mapping[str, torch.Tensor], buckets: tuple[BucketShape, ...]) -> Packing:
+        """The device half: :meth:`pack`'s arrays, on the device, as the :class:`Packing` :meth:`encode` reads."""
+        return Packing(tensors, buckets, self.config.n_heads)
 
     def _encode(
-        self, input_ids: torch.Tensor, packing: _Packing, counts: list[int]
+        self, input_ids: torch.Tensor, packing: Packing, counts: list[int]
     ) -> tuple[torch.Tensor, list[MaskedHead]]:
         """:meth:`forward` after the packing, all on the device: what ``compile`` compiles."""
         n_models, batch, _ = input_ids.shape
@@ -212,168 +222,6 @@ class MaskedHead(NamedTuple):
     def logits(self) -> torch.Tensor:
         """``(M, V)`` MLM logits."""
         return torch.addmm(self.bias, self.hidden, self.weight.T)
-
-
-@dataclass(frozen=True)
-class _Bucket:
-    """Sequences of similar length, padded to the longest: where they sit in the gathered rows."""
-
-    sequences: int
-    width: int  # padded length
-    key_bias: torch.Tensor  # (sequences * heads, 1, width) float: 0 at real tokens, -inf at padding
-    query_width: int  # most reads of any of its sequences (its query grid's width, last layer)
-
-
-@dataclass(frozen=True)
-class _Packing:
-    """K models' rows packed tight, without padding, and the attention buckets that read them.
-
-    Model k's real tokens, row after row, fill the first ``count[k]`` of its ``T`` packed slots
-    (``T`` the most any model has; the rest is filler that nothing reads), so every per-token layer
-    runs on ``(K, T, H)`` instead of ``(K, B * L, H)``. Attention alone needs sequences: the K * B
-    sequences are split by length into a few buckets (:func:`~sipt_lab.models.buckets.length_buckets`,
-    quadratic cost), each padded to its own longest, with gathers from and to the packed slots.
-
-    Attributes:
-        tokens: ``(K, T)`` int64 index into ``B * L`` of each packed slot's token (filler: 0).
-        offsets: ``(K, T)`` int64 position of each packed slot's token in its row (filler: 0).
-        gather: ``(S,)`` int64 packed slot (into ``K * T``) of every padded bucket slot, bucket after
-            bucket (a padding slot repeats its sequence's first token; its key bias hides it).
-        scatter: ``(K * T,)`` int64 padded bucket slot of each packed slot (filler: 0).
-        reads: ``(K, R)`` int64 packed slots (into ``T``) of each model's read positions.
-        read_slots: ``(K * R,)`` int64 slot of each read in the buckets' concatenated query grids.
-        buckets: the attention buckets.
-    """
-
-    tokens: torch.Tensor
-    offsets: torch.Tensor
-    gather: torch.Tensor
-    scatter: torch.Tensor
-    reads: torch.Tensor
-    read_slots: torch.Tensor
-    buckets: tuple[_Bucket, ...]
-
-    @classmethod
-    def build(
-        cls,
-        lengths: np.ndarray,
-        length: int,
-        reads: np.ndarray,
-        max_buckets: int,
-        heads: int,
-        device: torch.device,
-        query_multiple: int = 0,
-    ) -> _Packing:
-        """From ``(K, B)`` tokens per row, the padded row length ``L``, ``(K, R)`` read positions
-        (flat indices into ``B * L``) and the attention heads; ``query_multiple`` n > 0: every bucket's
-        query grid as wide as the most reads of any sequence, rounded up to a multiple of n (0: its own most)."""
-        n_models, batch = lengths.shape
-        width = int(lengths.sum(1).max())
-        sequence_length = lengths.ravel()
-        first = (
-            np.arange(n_models)[:, None] * width + np.cumsum(lengths, axis=1) - lengths
-        ).ravel()  # packed slot of token 0
-        sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every real token
-        within = np.arange(len(sequence)) - np.repeat(np.cumsum(sequence_length) - sequence_length, sequence_length)
-        slots = first[sequence] + within
-        tokens, offsets = np.zeros(n_models * width, np.int64), np.zeros(n_models * width, np.int64)
-        tokens[slots], offsets[slots] = sequence % batch * length + within, within
-        read_sequence = np.arange(n_models)[:, None] * batch + reads // length
-        read_packed = first[read_sequence] + reads % length
-        reads_per_sequence = np.bincount(read_sequence.ravel(), minlength=n_models * batch)
-        read_order = np.argsort(read_sequence.ravel(), kind="stable")
-        read_rank = np.empty(read_sequence.size, np.int64)
-        read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(
-            np.cumsum(reads_per_sequence) - reads_per_sequence, reads_per_sequence
-        )
-        gather, biases, shapes = [], [], []
-        padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
-        start = query_start = 0
-        for members in length_buckets(sequence_length, max_buckets, power=2):
-            member_lengths = sequence_length[members]
-            longest, step = int(member_lengths.max()), query_multiple or 1
-            most = reads_per_sequence[members if not query_multiple else slice(None)].max()
-            query_width = int(-(-most // step) * step)
-            columns = np.arange(longest)
-            gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
-            padded_slot[members] = start + np.arange(len(members)) * longest
-            query_slot[members] = query_start + np.arange(len(members)) * query_width
-            padding = np.repeat(columns >= member_lengths[:, None], heads, axis=0)[:, None]
-            biases.append(np.where(padding, np.float32(-np.inf), np.float32(0)))
-            shapes.append((len(members), longest, query_width))
-            start += len(members) * longest
-            query_start += len(members) * query_width
-        scatter = np.zeros(n_models * width, np.int64)
-        scatter[slots] = padded_slot[sequence] + within
-        indices = to_device(
-            [
-                tokens.reshape(n_models, width),
-                offsets.reshape(n_models, width),
-                np.concatenate(gather),
-                scatter,
-                read_packed - np.arange(n_models)[:, None] * width,
-                query_slot[read_sequence.ravel()] + read_rank,
-            ],
-            device,
-        )
-        key_biases = to_device(biases, device)
-        return cls(*indices, tuple(_Bucket(n, w, bias, q) for (n, w, q), bias in zip(shapes, key_biases)))
-
-    def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
-        """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
-        ``(K * T, H)`` outputs (filler slots: arbitrary)."""
-        outputs = []
-        for bucket, rows in zip(self.buckets, self._bucket_rows(qkv.index_select(0, self.gather))):
-            q, k, v = _heads(rows, bucket.sequences, 3, heads)
-            outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
-        return torch.cat(outputs).index_select(0, self.scatter)
-
-    def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
-        """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
-        packed keys and values -> ``(K * R, H)``."""
-        hidden = queries.shape[1]
-        grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(
-            0, self.read_slots, queries
-        )
-        outputs = []
-        query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
-        for bucket, rows, bucket_queries in zip(
-            self.buckets, self._bucket_rows(kv.index_select(0, self.gather)), query_rows
-        ):
-            k, v = _heads(rows, bucket.sequences, 2, heads)
-            (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
-            outputs.append(_merge_heads(_attention(q, k, v, bucket.key_bias), bucket.sequences, heads))
-        return torch.cat(outputs).index_select(0, self.read_slots)
-
-    def _bucket_rows(self, padded: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The gathered ``(S, ...)`` padded rows cut into each bucket's: a split, whose backward is
-        one concatenation (slices would each back-propagate a zero-filled full-size gradient)."""
-        return padded.split([bucket.sequences * bucket.width for bucket in self.buckets])
-
-
-def _heads(rows: torch.Tensor, sequences: int, parts: int, heads: int) -> torch.Tensor:
-    """``(S * W, parts * H)`` rows of S sequences of width W -> ``(parts, S * heads, W, H / heads)``
-    (one copy), sequence-major, as :func:`_attention` takes them."""
-    width = len(rows) // sequences
-    size = rows.shape[1] // (parts * heads)
-    return (
-        rows.view(sequences, width, parts, heads, size)
-        .permute(2, 0, 3, 1, 4)
-        .reshape(parts, sequences * heads, width, size)
-    )
-
-
-def _merge_heads(outputs: torch.Tensor, sequences: int, heads: int) -> torch.Tensor:
-    """``(S * heads, W, size)`` -> ``(S * W, heads * size)``, the inverse of :func:`_heads`."""
-    _, width, size = outputs.shape
-    return outputs.view(sequences, heads, width, size).transpose(1, 2).reshape(-1, heads * size)
-
-
-def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
-    """``softmax(q k^T / sqrt(d) + key_bias) v`` of ``(N, Q, d)`` queries against ``(N, W, d)`` keys
-    and values, with a ``(N, 1, W)`` additive key bias (-inf hides a key) -> ``(N, Q, d)``."""
-    scores = matmul(q * q.shape[-1] ** -0.5, k.transpose(1, 2), key_bias)
-    return matmul(scores.softmax(-1), v)
 
 
 def _affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,7 @@ document-relation prediction (:mod:`sipt_lab.objectives.relation`), MLSM's conce
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,6 @@ import torch
 from torch import nn
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.models.transfer import to_device
 from sipt_lab.objectives.mlm import linear_masked_lm_loss, masked_lm_loss
 from sipt_lab.objectives.structure import (
     GROUPED_STRUCTURE_LOSSES,
@@ -117,44 +117,60 @@ class StructureInducing(Objective):
             inputs.embeddings, positive[:, 0], positive[:, 1], negative[:, 0], negative[:, 1], **self.params
         )
 
-    def per_run(
-        self, embeddings: torch.Tensor, positive_pairs: list[np.ndarray], negative_pairs: list[np.ndarray]
-    ) -> torch.Tensor:
-        """The term of each of K runs from their stacked ``(K, R, H)`` embeddings and each run's
-        ``(P_k, 2)`` / ``(N_k, 2)`` numpy pairs of its rows: ``(K,)``, in one pass where the loss
-        has a grouped form (the contrastive loss), else one call per run."""
-        runs, rows = embeddings.shape[:2]
-        if self.grouped_loss is None:
-            return torch.stack(
-                [
-                    self(
-                        ObjectiveInputs(
-                            run, torch.as_tensor(pos, device=run.device), torch.as_tensor(neg, device=run.device)
-                        )
-                    )
-                    for run, pos, neg in zip(embeddings.unbind(0), positive_pairs, negative_pairs)
-                ]
+    @staticmethod
+    def pair_arrays(
+        positive_pairs: Sequence[np.ndarray], negative_pairs: Sequence[np.ndarray], rows: int, pad: int | None = None
+    ) -> dict[str, np.ndarray]:
+        """K runs' ``(P_k, 2)`` / ``(N_k, 2)`` pairs of their rows, as :meth:`per_run` reads them from
+        their ``(K, rows, H)`` stacked embeddings: ``positive`` ``(P, 2)`` int64 pairs of flat rows
+        (into ``K * rows``) and ``positive_groups`` ``(P,)`` each pair's run, the same for ``negative``.
+        ``pad`` n: each list padded to a multiple of n with pairs of row 0 in group ``K``, which
+        :meth:`per_run` drops (shapes that change less from step to step)."""
+        runs = len(positive_pairs)
+        arrays = {}
+        for name, pairs in (("positive", positive_pairs), ("negative", negative_pairs)):
+            sizes = [len(p) for p in pairs]
+            flat = (
+                np.concatenate(pairs).reshape(-1, 2).astype(np.int64)
+                + np.repeat(np.arange(runs) * rows, sizes)[:, None]
             )
+            groups = np.repeat(np.arange(runs, dtype=np.int64), sizes)
+            extra = 0 if pad is None else -len(flat) % pad + pad * (len(flat) == 0)
+            arrays[name] = np.concatenate([flat, np.zeros((extra, 2), np.int64)])
+            arrays[f"{name}_groups"] = np.concatenate([groups, np.full(extra, runs, np.int64)])
+        return arrays
 
-        def flat(pairs: list[np.ndarray]) -> list[np.ndarray]:
-            offsets = np.repeat(np.arange(runs) * rows, [len(p) for p in pairs])
-            joined = np.concatenate(pairs).reshape(-1, 2).astype(np.int64) + offsets[:, None]
-            return [joined, np.repeat(np.arange(runs, dtype=np.int64), [len(p) for p in pairs])]
-
-        positive, positive_groups, negative, negative_groups = to_device(
-            flat(positive_pairs) + flat(negative_pairs), embeddings.device
-        )
-        return self.grouped_loss(
-            embeddings.reshape(runs * rows, -1),
-            positive[:, 0],
-            positive[:, 1],
-            negative[:, 0],
-            negative[:, 1],
-            positive_groups,
-            negative_groups,
-            runs,
-            **self.params,
-        )
+    def per_run(
+        self,
+        embeddings: torch.Tensor,
+        pairs: Mapping[str, torch.Tensor],
+        sizes: Sequence[tuple[int, int]] | None = None,
+    ) -> torch.Tensor:
+        """The term of each of K runs from their stacked ``(K, R, H)`` embeddings and their pairs
+        (:meth:`pair_arrays`, on the device): ``(K,)``, in one pass where the loss has a grouped
+        form (the contrastive loss), else one call per run, which needs each run's ``sizes``
+        ``(P_k, N_k)`` (unpadded pairs)."""
+        runs, rows = embeddings.shape[:2]
+        positive, negative = pairs["positive"], pairs["negative"]
+        if self.grouped_loss is not None:
+            return self.grouped_loss(
+                embeddings.reshape(runs * rows, -1),
+                positive[:, 0],
+                positive[:, 1],
+                negative[:, 0],
+                negative[:, 1],
+                pairs["positive_groups"],
+                pairs["negative_groups"],
+                runs + 1,  # the last group holds the padding pairs
+                **self.params,
+            )[:runs]
+        if sizes is None:
+            raise SiptError(f"the {self.loss.__name__} has no grouped form: give each run's pair counts")
+        values, ends = [], np.cumsum(sizes, axis=0)
+        for k, (run, (positives, negatives), (p_end, n_end)) in enumerate(zip(embeddings.unbind(0), sizes, ends)):
+            pos, neg = positive[p_end - positives : p_end] - k * rows, negative[n_end - negatives : n_end] - k * rows
+            values.append(self(ObjectiveInputs(run, pos, neg)))
+        return torch.stack(values)
 
 
 def seeded_head(in_features: int, out_features: int, seed: int = 0) -> nn.Linear:

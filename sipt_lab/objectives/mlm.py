@@ -24,7 +24,12 @@ def masked_lm_loss(logits: torch.Tensor, targets: torch.Tensor, count: int | Non
 
 
 def linear_masked_lm_loss(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, count: int | None = None
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    targets: torch.Tensor,
+    count: int | torch.Tensor | None = None,
+    padded: bool = False,
 ) -> torch.Tensor:
     """:func:`masked_lm_loss` of the decoder's logits ``hidden @ weight.T + bias``, without keeping them.
 
@@ -40,11 +45,14 @@ def linear_masked_lm_loss(
         hidden: ``(M, H)`` the MLM transform's output at the masked positions.
         weight: ``(V, H)`` decoder weight; bias: ``(V,)`` decoder bias.
         targets: ``(M,)`` int64 original token ids.
-        count: as in :func:`masked_lm_loss`.
+        count: as in :func:`masked_lm_loss`, or a scalar tensor.
+        padded: rows whose target is negative are padding and add nothing (shapes fixed from step
+            to step); give ``count``, the real rows.
     """
     if len(targets) == 0:
         return (hidden.sum() + weight.sum() + bias.sum()) * 0.0
-    return _LinearCrossEntropy.apply(hidden, weight, bias, targets) / (len(targets) if count is None else count)
+    loss = _LinearCrossEntropy.apply(hidden, weight, bias, targets, padded)
+    return loss / (len(targets) if count is None else count)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -52,7 +60,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor
+        ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, padded: bool
     ) -> torch.Tensor:
         device = hidden.device.type
         # under autocast the products run in its dtype (as the decoder's Linear would) and the softmax in fp32
@@ -61,9 +69,14 @@ class _LinearCrossEntropy(torch.autograd.Function):
         logits = torch.addmm(bias.to(dtype), x, w.T).float()
         probabilities = logits.softmax(-1)
         rows = torch.arange(len(targets), device=targets.device)
+        real = targets >= 0 if padded else None
+        targets = targets.clamp(min=0) if padded else targets
         # log-sum-exp = max logit - log(largest probability); that probability is >= 1/V, so it never underflows
-        loss = (logits.amax(-1) - probabilities.amax(-1).log() - logits[rows, targets]).sum()
+        per_row = logits.amax(-1) - probabilities.amax(-1).log() - logits[rows, targets]
+        loss = (per_row * real).sum() if padded else per_row.sum()
         probabilities[rows, targets] -= 1  # now d loss / d logits
+        if padded:
+            probabilities.mul_(real.unsqueeze(1))
         grad_logits = probabilities.to(dtype)
         ctx.save_for_backward(
             product(grad_logits, w).to(hidden.dtype),
@@ -74,6 +87,6 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None, None]:
         grad_hidden, grad_weight, grad_bias = ctx.saved_tensors
-        return grad_hidden * grad, grad_weight * grad, grad_bias * grad, None
+        return grad_hidden * grad, grad_weight * grad, grad_bias * grad, None, None

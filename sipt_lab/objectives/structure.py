@@ -77,7 +77,9 @@ def _contrastive_hinges(
 def _group_mean(values: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:
     """``(n_groups,)`` mean of ``values`` per group (0 for an empty group)."""
     sums = values.new_zeros(n_groups).index_add(0, groups, values)
-    return sums / torch.bincount(groups, minlength=n_groups).clamp(min=1).to(values.dtype)
+    # counted by index_add, not bincount, whose output length reads the largest group off the device
+    counts = values.new_zeros(n_groups).index_add(0, groups, torch.ones_like(values))
+    return sums / counts.clamp(min=1)
 
 
 def multi_similarity_loss(

@@ -22,7 +22,7 @@ resumed from a checkpoint ends with the numbers of an uninterrupted one.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -37,9 +37,10 @@ from sipt_lab.core.progress import progress_bar
 from sipt_lab.training.checkpoint import Checkpoint
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
+from sipt_lab.training.recorded_steps import RecordedSteps
 from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
 from sipt_lab.training.sampler import PretrainBatch
-from sipt_lab.training.step import Step, make_optimizer
+from sipt_lab.training.step import Step, make_optimizer, set_learning_rate, train_step
 from sipt_lab.training.train_config import TrainConfig, lr_factor
 from sipt_lab.training.watch import Watch
 
@@ -92,6 +93,7 @@ def train(
         warm_up()
 
     trainable.train()
+    run_step = step_runner(step, optimizer, scaler, trainable)
     checked = start
     watch = watch if watch is not None else Watch()
     log = watch.log if place.is_main else None
@@ -108,12 +110,11 @@ def train(
     ) as bar:
         for index in range(start, config.steps):
             rate = config.lr * lr_factor(config, index)
-            for group in optimizer.param_groups:
-                group["lr"] = rate
+            set_learning_rate(optimizer, rate)
             micro = [
                 [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
             ]
-            for history, values in zip(histories, train_step(trainable, optimizer, scaler, micro)):
+            for history, values in zip(histories, run_step(micro)):
                 history[index, :-1] = values
                 history[index, -1] = rate
             bar.update()
@@ -163,35 +164,16 @@ def train(
     return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
 
 
-def train_step(
-    trainable: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
-    micro: Sequence[Sequence[PretrainBatch]],
-) -> list[torch.Tensor]:
-    """One optimiser step over the micro-batches ``micro`` (``micro[j][k]``: micro-batch ``j`` of
-    run ``k``; gradients averaged over them, and over processes under DDP, which synchronises on
-    the last one only). ``trainable`` is a :class:`Step`, or one wrapped in ``DistributedDataParallel``.
-
-    Returns:
-        per run, its ``(1 + terms,)`` detached losses (weighted total, then each term), averaged
-        over the micro-batches.
-    """
-    step = trainable.module if isinstance(trainable, DistributedDataParallel) else trainable
-    optimizer.zero_grad(set_to_none=True)
-    reported = None
-    for k, batches in enumerate(micro):
-        last = k == len(micro) - 1
-        syncing = contextlib.nullcontext() if last or step is trainable else trainable.no_sync()
-        with syncing:
-            loss, values = trainable(batches)
-            scaler.scale(loss / len(micro)).backward()
-        shares = [run_values / len(micro) for run_values in values]
-        reported = shares if reported is None else [total + share for total, share in zip(reported, shares)]
-    with step.frozen():
-        scaler.step(optimizer)
-    scaler.update()
-    return reported
+def step_runner(
+    step: Step, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, trainable: nn.Module | None = None
+) -> Callable[[Sequence[Sequence[PretrainBatch]]], list[torch.Tensor]]:
+    """How the loop takes one optimiser step of ``step`` over ``micro`` (:func:`train_step`'s
+    arguments; ``trainable``: ``step`` or ``step`` wrapped in DDP): replayed CUDA graphs for a
+    fixed-shape step (:class:`RecordedSteps`), else :func:`train_step`. Make it after any
+    checkpoint is loaded into the optimiser."""
+    if step.fixed_shapes:
+        return RecordedSteps(step, optimizer)
+    return functools.partial(train_step, step if trainable is None else trainable, optimizer, scaler)
 
 
 def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:

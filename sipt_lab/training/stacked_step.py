@@ -9,23 +9,34 @@ its encoder computes, up to float rounding.
 
 Per micro-batch, run ``k``'s encoded rows and masked positions are padded to the largest run's
 (extra rows are one [PAD] token long; extra positions read some row's [CLS]) and dropped before
-its objectives; the objectives of all runs are computed together (:func:`_objective_terms`).
+its objectives; the objectives of all runs are computed together (:meth:`StackedStep.compute`).
 Supported objectives: the LM / SIPT ones (:class:`~sipt_lab.objectives.MaskedLM` with the
 encoder's own decoder, :class:`~sipt_lab.objectives.StructureInducing`).
+
+A step is two halves: :meth:`StackedStep.prepare` builds every array the micro-batch needs on the
+host (:class:`StackBatch`: masked ids, packing, targets, pairs) and :meth:`StackedStep.compute`
+runs on the device from those arrays alone, with no host work or synchronisation. With ``compile``
+``cudagraphs`` the host half also fixes the shapes (rows padded to the longest sample, counts
+rounded up, one attention bucket), so that the training loop can record a whole optimiser step
+once per shape as a CUDA graph and replay it (:mod:`sipt_lab.training.recorded_steps`): a tiny
+model's step is hundreds of kernel launches, which the replay issues as one.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.names import COMPILE_MODES
 from sipt_lab.models.encoder import TransformerEncoder
-from sipt_lab.models.stacked import MaskedHead, StackedEncoders
-from sipt_lab.models.transfer import to_device
+from sipt_lab.models.packing import BucketShape
+from sipt_lab.models.stacked import StackedEncoders
+from sipt_lab.models.transfer import DeviceArrays, to_device
 from sipt_lab.objectives import MaskedLM, StructureInducing, linear_masked_lm_loss
 from sipt_lab.training.sampler import PretrainBatch
 from sipt_lab.training.step import RunLoss, Step, replace_masked
@@ -33,15 +44,49 @@ from sipt_lab.training.step import RunLoss, Step, replace_masked
 #: The objectives a stacked step computes, in the order of a run's terms (``build_objectives``').
 _TERM_KINDS = (MaskedLM, StructureInducing)
 
-#: ``torch.compile`` options of each compiled way to run the stack (:data:`~sipt_lab.core.names.COMPILE_MODES`;
-#: ``none``: eager): the encoders' device computation after the host-side packing
-#: (:meth:`StackedEncoders._encode`, forward and backward) compiled, with CUDA graphs for
-#: ``cudagraphs`` (a graph per input shape, replayed with one launch).
-COMPILE_OPTIONS: dict[str, dict] = {"compile": {}, "cudagraphs": {"mode": "reduce-overhead"}}
+#: ``torch.compile`` options of each way to run the stack that compiles it (``none``: eager;
+#: ``cudagraphs``: recorded, not compiled; :data:`~sipt_lab.core.names.COMPILE_MODES`): the encoders'
+#: device computation after the host-side packing (:meth:`StackedEncoders._encode`, forward and backward).
+COMPILE_OPTIONS: dict[str, dict] = {"compile": {}}
 #: A compiled stack pads each step's masked positions to a multiple of this, and gives every
-#: attention bucket one query-grid width, a multiple of this too: fewer distinct shapes to compile
-#: (and, with CUDA graphs, to record); the padding reads a row's [CLS] and is dropped.
+#: attention bucket one query-grid width, a multiple of this too: fewer distinct shapes to compile;
+#: the padding reads a row's [CLS] and is dropped.
 COMPILED_READ_MULTIPLE = 16
+#: A recorded stack (``cudagraphs``) rounds its rows, masked positions and pairs up to multiples
+#: of these, so that a few shapes (each recorded once) cover a whole training.
+RECORDED_MULTIPLES = {"rows": 8, "reads": 64, "pairs": 64}
+
+
+@dataclass(frozen=True)
+class StackLayout:
+    """The static part of one micro-batch of a stack: what shapes the device half's tensors have
+    (hashable: a recorded step is keyed by it). ``counts`` are the MLM rows of each model (its real
+    masked positions, or all padded to one count in a fixed-shape stack); ``pair_sizes`` each run's
+    ``(positive, negative)`` pairs of ``L_SI`` (None when fixed: the grouped loss needs no sizes)."""
+
+    counts: tuple[int, ...]
+    buckets: tuple[BucketShape, ...]
+    pair_sizes: tuple[tuple[int, int], ...] | None
+
+
+@dataclass
+class StackBatch:
+    """One micro-batch of every run of a stack, on the host: ``arrays`` by name (``ids`` ``(K, B, L)``
+    masked inputs, the packing's arrays, ``targets``, the pairs) and their :class:`StackLayout`."""
+
+    arrays: dict[str, np.ndarray]
+    layout: StackLayout
+
+    def to(self, device: torch.device) -> StackTensors:
+        return StackTensors(DeviceArrays(self.arrays, device), self.layout)
+
+
+@dataclass
+class StackTensors:
+    """A :class:`StackBatch` on the device (``tensors`` refillable in place)."""
+
+    tensors: DeviceArrays
+    layout: StackLayout
 
 
 class StackedStep(Step):
@@ -51,14 +96,20 @@ class StackedStep(Step):
     A run without ``L_M`` (``λ_SI = 1``) never reads its MLM head: trained alone, its head gets no
     gradient and AdamW skips it, while its stacked slices get zero gradients, which AdamW would
     still decay; :meth:`frozen` restores those slices around the optimiser step.
+
+    ``fixed_shapes`` (``compile`` ``cudagraphs``) is True when each step's shapes come from a few
+    fixed ones, for :class:`~sipt_lab.training.recorded_steps.RecordedSteps`.
     """
 
     def __init__(self, encoders: Sequence[TransformerEncoder], runs: Sequence[RunLoss], compile: str = "none") -> None:
         super().__init__(runs)
-        if compile != "none" and compile not in COMPILE_OPTIONS:
-            raise SiptError(f"unknown compile mode {compile!r}; choose one of none, {', '.join(COMPILE_OPTIONS)}")
-        if compile == "cudagraphs" and self.device.type != "cuda":
-            raise SiptError("compile mode cudagraphs needs a CUDA GPU; use compile or none on a CPU")
+        if compile not in COMPILE_MODES:
+            raise SiptError(f"unknown compile mode {compile!r}; choose one of {', '.join(COMPILE_MODES)}")
+        unrecordable = _unrecordable(runs, self.device)
+        if compile == "auto":
+            compile = "none" if unrecordable else "cudagraphs"
+        if compile == "cudagraphs" and unrecordable:
+            raise SiptError(f"compile mode cudagraphs {unrecordable}")
         for run in runs:
             if not all(
                 isinstance(objective, StructureInducing)
@@ -72,15 +123,114 @@ class StackedStep(Step):
         headless = [k for k, run in enumerate(runs) if not run.needs_mlm]
         self._headless = torch.as_tensor(headless, dtype=torch.int64, device=self.device)
         self._idle = self.stacked.mlm_head_parameters() if headless else []
-        self._cudagraphs = compile == "cudagraphs"
-        if compile != "none":
+        self.fixed_shapes = compile == "cudagraphs"
+        self._full_width = max(int(run.lengths.max()) for run in runs)
+        self._terms = _term_table(runs, self.device)
+        columns = [[0] + [1 + _TERM_KINDS.index(type(objective)) for _, objective in run.objectives] for run in runs]
+        self._picks = to_device([np.array(run_columns, dtype=np.int64) for run_columns in columns], self.device)
+        if compile in COMPILE_OPTIONS:
             self.stacked.encode = torch.compile(self.stacked.encode, **COMPILE_OPTIONS[compile])
             self.stacked.read_multiple = self.stacked.query_multiple = COMPILED_READ_MULTIPLE
 
-    def forward(self, batches: Sequence[PretrainBatch]) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        if self._cudagraphs:  # a new step: the graphs' previous outputs may be overwritten
-            torch.compiler.cudagraph_mark_step_begin()
-        return _losses(self.stacked, self.runs, batches, self.device)
+    def forward(self, batches: Sequence[PretrainBatch] | StackTensors) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """One micro-batch of each run, or its :meth:`prepare`'d arrays already on the device."""
+        inputs = batches if isinstance(batches, StackTensors) else self.prepare(batches).to(self.device)
+        return self.compute(inputs)
+
+    def prepare(self, batches: Sequence[PretrainBatch]) -> StackBatch:
+        """The host half of a step: every array :meth:`compute` reads, for one micro-batch of each run."""
+        runs, fixed = self.runs, self.fixed_shapes
+        layouts = [run.layout(batch) for run, batch in zip(runs, batches)]
+        n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
+        width = max(int(run.lengths[nodes].max()) for run, (_, _, nodes, _, _) in zip(runs, layouts))
+        if fixed:
+            n_rows, width = _round_up(n_rows, RECORDED_MULTIPLES["rows"]), self._full_width
+        ids = torch.zeros((len(runs), n_rows, width), dtype=torch.int64)
+        lengths = np.ones((len(runs), n_rows), dtype=np.int64)
+        mask = np.zeros(ids.shape, dtype=bool)
+        replacement = np.zeros(ids.shape, dtype=np.int64)
+        for k, (run, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(runs, layouts)):
+            own = int(run.lengths[nodes].max())
+            ids[k, : len(nodes), :own] = run.inputs.ids[torch.as_tensor(nodes), :own].cpu()
+            lengths[k, : len(nodes)] = run.lengths[nodes]
+            if run.needs_mlm:
+                mask[k, : len(nodes), :own] = run_mask[:, :own]
+                replacement[k, : len(nodes), :own] = run_replacement[:, :own]
+        # every run's masking at once, in each run's own row-major order of its masked positions
+        model, rows, columns = np.nonzero(mask)
+        counts = np.bincount(model, minlength=len(runs))
+        mask_ids = torch.as_tensor(np.array([run.mask_id for run in runs])[model])
+        within = rows * width + columns  # flat index into the run's (n_rows, width) grid
+        targets = replace_masked(
+            ids,
+            torch.as_tensor(model * n_rows * width + within),
+            torch.as_tensor(replacement[model, rows, columns]),
+            mask_ids,
+        ).numpy()
+        # the read grid's width rounded up: fewer distinct shapes to compile or record
+        count = _round_up(
+            int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else self.stacked.read_multiple
+        )
+        rank = np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its model
+        # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
+        flat = np.tile(np.arange(count) % n_rows * width, (len(runs), 1))
+        flat[model, rank] = within
+        arrays, buckets = self.stacked.pack(lengths, width, flat, fixed)
+        arrays["ids"] = ids.numpy()
+        if fixed:  # each model's targets in its own row, padding -1; the real counts divide
+            padded = np.full((len(runs), count), -1, np.int64)
+            padded[model, rank] = targets
+            arrays["targets"], arrays["mlm_counts"] = padded, np.maximum(counts, 1).astype(np.float32)
+        else:
+            arrays["targets"] = targets
+        if StructureInducing in self._terms:
+            index = self._terms[StructureInducing].runs
+            positives = [batches[k].positive_pairs for k in index]
+            negatives = [batches[k].negative_pairs for k in index]
+            pad = RECORDED_MULTIPLES["pairs"] if fixed else None
+            arrays |= StructureInducing.pair_arrays(positives, negatives, n_rows, pad)
+            sizes = None if fixed else tuple((len(p), len(n)) for p, n in zip(positives, negatives))
+        else:
+            sizes = None
+        counts = (count,) * len(runs) if fixed else tuple(counts.tolist())
+        return StackBatch(arrays, StackLayout(counts, buckets, sizes))
+
+    def compute(self, inputs: StackTensors) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The device half of a step, from :meth:`prepare`'s arrays: ``(sum of the runs' losses, per
+        run (1 + terms,) detached values)``, as :meth:`RunLoss.combine` gives them run by run. A
+        term computed for several runs is computed for all of them at once (``L_SI``:
+        :meth:`StructureInducing.per_run`; ``L_M``: one fused decoder + cross-entropy per run, over
+        its own vocabulary, :func:`linear_masked_lm_loss`), so the objectives cost a few ops, not a
+        few per run."""
+        tensors, layout = inputs.tensors, inputs.layout
+        packing = self.stacked.packing(tensors, layout.buckets)
+        with self.runs[0].autocast():
+            embeddings, heads = self.stacked.encode(tensors["ids"], packing, list(layout.counts))
+            if self.fixed_shapes:
+                targets = [(row, count) for row, count in zip(tensors["targets"], tensors["mlm_counts"])]
+            else:
+                targets = [(part, None) for part in tensors["targets"].split(list(layout.counts))]
+            terms = torch.zeros((len(self.runs), len(_TERM_KINDS)), device=self.device)
+            weights = torch.zeros_like(terms)
+            total = terms.new_zeros(())
+            for column, kind in enumerate(_TERM_KINDS):
+                term = self._terms.get(kind)
+                if term is None:
+                    continue
+                if kind is MaskedLM:
+                    values = torch.stack(
+                        [
+                            linear_masked_lm_loss(*heads[k], targets[k][0], targets[k][1], padded=self.fixed_shapes)
+                            for k in term.runs
+                        ]
+                    )
+                else:
+                    values = term.objective.per_run(embeddings.index_select(0, term.rows), tensors, layout.pair_sizes)
+                total = total + (term.weights * values).sum()
+                terms[term.rows, column] = values.detach().float()
+                weights[term.rows, column] = term.weights
+        table = torch.cat([(weights * terms).sum(1, keepdim=True), terms], 1)  # a run's absent terms are 0 and not kept
+        return total, [row.index_select(0, pick) for row, pick in zip(table, self._picks)]
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[None]:
@@ -96,89 +246,45 @@ class StackedStep(Step):
         self.stacked.unstack(encoders)
 
 
-def _losses(
-    stacked: StackedEncoders, steps: Sequence[RunLoss], batches: Sequence[PretrainBatch], device: torch.device
-) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """One micro-batch of every run through one stacked forward pass: ``(sum of the runs' losses,
-    per run (1 + terms,) detached values)`` (:func:`_objective_terms`)."""
-    layouts = [step.layout(batch) for step, batch in zip(steps, batches)]
-    n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
-    width = max(int(step.lengths[nodes].max()) for step, (_, _, nodes, _, _) in zip(steps, layouts))
-    ids = torch.zeros((len(steps), n_rows, width), dtype=torch.int64)  # built on the host, moved once
-    lengths = np.ones((len(steps), n_rows), dtype=np.int64)
-    mask = np.zeros(ids.shape, dtype=bool)
-    replacement = np.zeros(ids.shape, dtype=np.int64)
-    for k, (step, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(steps, layouts)):
-        own = int(step.lengths[nodes].max())
-        ids[k, : len(nodes), :own] = step.inputs.ids[torch.as_tensor(nodes), :own].cpu()
-        lengths[k, : len(nodes)] = step.lengths[nodes]
-        if step.needs_mlm:
-            mask[k, : len(nodes), :own] = run_mask[:, :own]
-            replacement[k, : len(nodes), :own] = run_replacement[:, :own]
-    # every run's masking at once, in each run's own row-major order of its masked positions
-    model, rows, columns = np.nonzero(mask)
-    counts = np.bincount(model, minlength=len(steps))
-    mask_ids = torch.as_tensor(np.array([step.mask_id for step in steps])[model])
-    within = rows * width + columns  # flat index into the run's (n_rows, width) grid
-    targets = replace_masked(
-        ids,
-        torch.as_tensor(model * n_rows * width + within),
-        torch.as_tensor(replacement[model, rows, columns]),
-        mask_ids,
-    )
-    ids, targets = to_device([ids, targets], device)
-    targets = targets.split(counts.tolist())
-    # the read grid's width rounded up to stacked.read_multiple: fewer distinct shapes to compile
-    count = -(-int(counts.max(initial=0)) // stacked.read_multiple) * stacked.read_multiple
-    # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
-    flat = np.tile(np.arange(count) % n_rows * width, (len(steps), 1))
-    flat[model, np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)] = within
-    with steps[0].autocast():
-        embeddings, heads = stacked(ids, flat, lengths, counts.tolist())
-        return _objective_terms(steps, batches, embeddings, heads, targets)
+@dataclass(frozen=True)
+class _Term:
+    """One objective kind of a stack: the runs that compute it (host list and ``(n,)`` device rows),
+    their ``(n,)`` float32 weights on the device and the first run's objective (which computes all)."""
+
+    runs: list[int]
+    rows: torch.Tensor
+    weights: torch.Tensor
+    objective: object
 
 
-def _objective_terms(
-    steps: Sequence[RunLoss],
-    batches: Sequence[PretrainBatch],
-    embeddings: torch.Tensor,
-    heads: Sequence[MaskedHead],
-    targets: Sequence[torch.Tensor],
-) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """Every run's objectives on the stacked pass: ``(sum of the runs' losses, per run (1 + terms,)
-    detached values)``, as :meth:`RunLoss.combine` gives them run by run. A term computed for several
-    runs is computed for all of them at once (``L_SI``: :meth:`StructureInducing.per_run`; ``L_M``:
-    one fused decoder + cross-entropy per run, over its own vocabulary, :func:`linear_masked_lm_loss`),
-    so the objectives cost a few ops, not a few per run."""
-    device = embeddings.device
-    terms = torch.zeros((len(steps), len(_TERM_KINDS)), device=device)
-    weights = torch.zeros_like(terms)
-    total = terms.new_zeros(())
-    for column, kind in enumerate(_TERM_KINDS):
-        runs = [
-            (k, weight, objective)
-            for k, step in enumerate(steps)
-            for weight, objective in step.objectives
-            if isinstance(objective, kind)
-        ]
-        if not runs:
-            continue
-        index = [k for k, _, _ in runs]
-        # host-made indices and weights moved in one asynchronous copy each (no wait for the GPU)
-        (rows,) = to_device([np.array(index, dtype=np.int64)], device)
-        (run_weights,) = to_device([np.array([weight for _, weight, _ in runs], dtype=np.float32)], device)
-        if kind is MaskedLM:
-            values = torch.stack([linear_masked_lm_loss(*heads[k], targets[k]) for k in index])
-        else:
-            values = runs[0][2].per_run(
-                embeddings.index_select(0, rows),
-                [batches[k].positive_pairs for k in index],
-                [batches[k].negative_pairs for k in index],
+def _term_table(runs: Sequence[RunLoss], device: torch.device) -> dict[type, _Term]:
+    """Per objective kind that some run computes, its :class:`_Term`, moved to the device once."""
+    table = {}
+    for kind in _TERM_KINDS:
+        found = [(k, w, o) for k, run in enumerate(runs) for w, o in run.objectives if isinstance(o, kind)]
+        if found:
+            rows, weights = to_device([np.array([k for k, _, _ in found], dtype=np.int64)], device) + to_device(
+                [np.array([w for _, w, _ in found], dtype=np.float32)], device
             )
-        total = total + (run_weights * values).sum()
-        terms[rows, column] = values.detach().float()
-        weights[rows, column] = run_weights
-    table = torch.cat([(weights * terms).sum(1, keepdim=True), terms], 1)  # a run's absent terms are 0 and not kept
-    columns = [[0] + [1 + _TERM_KINDS.index(type(objective)) for _, objective in step.objectives] for step in steps]
-    picks = to_device([np.array(run_columns, dtype=np.int64) for run_columns in columns], device)
-    return total, [row.index_select(0, pick) for row, pick in zip(table, picks)]
+            table[kind] = _Term([k for k, _, _ in found], rows, weights, found[0][2])
+    return table
+
+
+def _unrecordable(runs: Sequence[RunLoss], device: torch.device) -> str | None:
+    """Why the stack's steps cannot be recorded as CUDA graphs (``compile`` ``cudagraphs``), or None."""
+    if device.type != "cuda":
+        return "needs a CUDA GPU; use compile or none on a CPU"
+    if runs[0].amp_dtype == torch.float16:
+        return "needs precision fp32 or bf16 (fp16 loss scaling reads the GPU each step); use --precision fp32"
+    for run in runs:
+        for _, objective in run.objectives:
+            if isinstance(objective, StructureInducing) and objective.grouped_loss is None:
+                return (
+                    f"needs a structure loss with a grouped form (contrastive), not {objective.loss.__name__}; "
+                    "use compile none"
+                )
+    return None
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple

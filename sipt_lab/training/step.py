@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
@@ -41,6 +42,10 @@ class Step(nn.Module):
     ``runs`` holds each run's :class:`RunLoss` (its objectives, masking, device and autocast dtype);
     subclasses hold the parameters and implement :meth:`forward`.
     """
+
+    #: True when every step's shapes come from a few fixed ones, so the loop records each as a
+    #: CUDA graph and replays it (:class:`~sipt_lab.training.recorded_steps.RecordedSteps`).
+    fixed_shapes: bool = False
 
     def __init__(self, runs: Sequence[RunLoss]) -> None:
         super().__init__()
@@ -301,11 +306,54 @@ def replace_masked(
     return original
 
 
+def train_step(
+    trainable: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    micro: Sequence[Sequence[PretrainBatch]],
+) -> list[torch.Tensor]:
+    """One optimiser step over the micro-batches ``micro`` (``micro[j][k]``: micro-batch ``j`` of
+    run ``k``; gradients averaged over them, and over processes under DDP, which synchronises on
+    the last one only). ``trainable`` is a :class:`Step`, or one wrapped in ``DistributedDataParallel``.
+
+    Returns:
+        per run, its ``(1 + terms,)`` detached losses (weighted total, then each term), averaged
+        over the micro-batches.
+    """
+    step = trainable.module if isinstance(trainable, DistributedDataParallel) else trainable
+    optimizer.zero_grad(set_to_none=True)
+    reported = None
+    for k, batches in enumerate(micro):
+        last = k == len(micro) - 1
+        syncing = contextlib.nullcontext() if last or step is trainable else trainable.no_sync()
+        with syncing:
+            loss, values = trainable(batches)
+            scaler.scale(loss / len(micro)).backward()
+        shares = [run_values / len(micro) for run_values in values]
+        reported = shares if reported is None else [total + share for total, share in zip(reported, shares)]
+    with step.frozen():
+        scaler.step(optimizer)
+    scaler.update()
+    return reported
+
+
 def make_optimizer(
-    params, lr: float, weight_decay: float, fused: bool, foreach: bool | None = None
+    params, lr: float, weight_decay: float, fused: bool, foreach: bool | None = None, capturable: bool = False
 ) -> torch.optim.AdamW:
     """AdamW; ``fused`` updates all parameters in one kernel, ``foreach`` in one op per step of the
     update over all of them. A single model fuses on CUDA only (on a CPU the per-parameter loop is
     faster for the small presets); a stacked training's few large parameters update ``foreach``
-    on a CPU (benchmarks/RESULTS.md)."""
-    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused, foreach=foreach)
+    on a CPU (benchmarks/RESULTS.md). ``capturable`` (CUDA): an update a CUDA graph can record
+    (:class:`~sipt_lab.training.recorded_steps.RecordedSteps`)."""
+    return torch.optim.AdamW(
+        params, lr=lr, weight_decay=weight_decay, fused=fused, foreach=foreach, capturable=capturable
+    )
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, rate: float) -> None:
+    """Set every parameter group's rate to ``rate``: in place where it is a tensor (a recorded step reads it there)."""
+    for group in optimizer.param_groups:
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(rate)
+        else:
+            group["lr"] = rate

@@ -225,7 +225,7 @@ def pretrain_batched(
     *,
     position: int | None = None,
     checkpoint_dir: str | Path | None = None,
-    compile: str = "none",
+    compile: str = "auto",
 ) -> list[PretrainResult]:
     """Pre-train one fresh char encoder per run, all at once as one stacked model; results in run
     order. ``encoder`` is its sizes, or a :class:`~sipt_lab.models.CharInit` (sizes and vocabulary
@@ -295,7 +295,7 @@ class StackedTraining:
 
 
 def stacked_training(
-    runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, compile: str = "none"
+    runs: Sequence[BatchedRun], encoder: EncoderConfig | CharInit, compile: str = "auto"
 ) -> StackedTraining:
     """The stacked step, samplers and optimiser of :func:`pretrain_batched` (its arguments), before
     any step: for callers that drive the steps themselves (benchmarks)."""
@@ -343,5 +343,12 @@ def stacked_training(
         configs.append(run.config)
     step = StackedStep(models, losses, compile=compile)
     on_cuda = device.type == "cuda"
-    optimizer = make_optimizer(step.parameters(), config.lr, config.weight_decay, fused=on_cuda, foreach=not on_cuda)
+    optimizer = make_optimizer(
+        step.parameters(),
+        config.lr,
+        config.weight_decay,
+        fused=on_cuda,
+        foreach=not on_cuda,
+        capturable=step.fixed_shapes,
+    )
     return StackedTraining(step, samplers, optimizer, models, tokenizers, configs, owners, source)

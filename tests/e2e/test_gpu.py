@@ -68,6 +68,27 @@ def test_batched_training_on_cuda_matches_separate_runs(precision):
         np.testing.assert_allclose(result.history["loss"], alone.history["loss"], rtol=tolerance)
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_recorded_cuda_graph_steps_train_as_eager_steps(precision, caplog):
+    sentences, graph, _ = _cliques()
+    # sampled pairs: steps of two row counts (two recordings); a linear schedule the graphs must follow
+    base = {"steps": 30, "pairs": "sampled", "schedule": "linear", "precision": precision}
+    configs = [_config(lambda_si=lam, seed=seed, **base) for seed in (3, 4) for lam in (0.0, 0.1, 1.0)]
+    runs = [BatchedRun(sentences, graph, config) for config in configs]
+    eager = pretrain_batched(runs, TINY)
+    with caplog.at_level("INFO", logger="sipt_lab.training.recorded_steps"):
+        recorded = pretrain_batched(runs, TINY, compile="cudagraphs")
+    assert any("recorded a CUDA graph" in record.message for record in caplog.records)
+    tolerance, first = (1e-3, 1e-5) if precision == "fp32" else (3e-2, 3e-3)
+    for mine, theirs in zip(recorded, eager):
+        # the first step's loss before any update: the recording's warm-up steps were undone
+        np.testing.assert_allclose(mine.history["loss"][0], theirs.history["loss"][0], rtol=first)
+        for name, values in theirs.history.items():  # "lr" too: the recorded update reads the schedule's rate
+            np.testing.assert_allclose(mine.history[name], values, rtol=tolerance, atol=1e-6, err_msg=name)
+        for a, b in zip(mine.encoder.parameters(), theirs.encoder.parameters()):
+            torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance)
+
+
 def test_hugging_face_checkpoint_pretrains_and_embeds_on_cuda(tiny_bert):
     texts = _words()
     graph = PretrainingGraph.from_groups(np.arange(len(texts)) % 4)

@@ -81,7 +81,8 @@ def test_runs_that_differ_beyond_seed_and_lambda_or_use_dropout_are_refused():
 
 def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
     from sipt_lab.models import TransformerEncoder
-    from sipt_lab.models.stacked import StackedEncoders, _Packing
+    from sipt_lab.models.stacked import StackedEncoders
+    from sipt_lab.models.transfer import DeviceArrays
 
     torch.manual_seed(0)
     encoders = [TransformerEncoder(dataclasses.replace(ENCODER, vocab_size=v)) for v in (12, 9)]
@@ -94,12 +95,16 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
             ids[k, row, :n] = torch.as_tensor(np.r_[2, rng.integers(3, vocab, n - 1)])
     positions = torch.tensor([[3, 21, 45, 0], [1, 2, 60, 20]])  # model 1 reads row 0 twice, model 0 pads with a [CLS]
     stacked = StackedEncoders.stack(encoders)
-    reads = torch.cat([torch.arange(10).expand(2, -1) * 20, positions], 1).numpy()
-    assert (
-        len(_Packing.build(lengths, 20, reads, stacked.max_buckets, ENCODER.n_heads, torch.device("cpu")).buckets) > 1
-    )
+    assert len(stacked.pack(lengths, 20, positions.numpy())[1]) > 1
     counts = [3, 4]
     embeddings, heads = stacked(ids, positions, lengths, counts)
+    # the fixed-shape packing (one bucket, every row 20 slots) computes the same
+    arrays, buckets = stacked.pack(lengths, 20, positions.numpy(), fixed=True)
+    assert len(buckets) == 1 and arrays["tokens"].shape == (2, 200)
+    fixed = stacked.encode(ids, stacked.packing(DeviceArrays(arrays, torch.device("cpu")), buckets), counts)
+    torch.testing.assert_close(fixed[0], embeddings, rtol=1e-5, atol=1e-6)
+    for mine, theirs in zip(fixed[1], heads):
+        torch.testing.assert_close(mine.logits(), theirs.logits(), rtol=1e-5, atol=1e-5)
     logits = [head.logits() for head in heads]
     for k, (encoder, vocab, count) in enumerate(zip(encoders, (12, 9), counts)):
         rows = [
@@ -152,15 +157,17 @@ def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
         pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, checkpoint_dir=tmp_path)
 
 
-def _losses_of(runs, compile="none", pad=False, steps=3):
+def _losses_of(runs, compile="none", pad=False, fixed=False, steps=3):
     """Each run's per-step losses over ``steps`` steps of :func:`stacked_training` (``pad``: the compiled
-    stack's padded reads and uniform query grids, run eagerly)."""
-    from sipt_lab.training.loop import train_step
+    stack's padded reads and uniform query grids; ``fixed``: the recorded stack's fixed shapes; both
+    run eagerly)."""
+    from sipt_lab.training.step import train_step
     from sipt_lab.training.trainer import stacked_training
 
     stack = stacked_training(runs, ENCODER, compile)
     if pad:
         stack.step.stacked.read_multiple = stack.step.stacked.query_multiple = 16
+    stack.step.fixed_shapes = fixed
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     values = [
         train_step(stack.step, stack.optimizer, scaler, [[s.batch(i) for s in stack.samplers]]) for i in range(steps)
@@ -168,9 +175,25 @@ def _losses_of(runs, compile="none", pad=False, steps=3):
     return np.array([[float(run[0]) for run in step] for step in values])
 
 
-def test_the_compiled_stacks_padding_changes_no_loss():
+@pytest.mark.parametrize("padding", [{"pad": True}, {"fixed": True}])
+def test_the_compiled_or_recorded_stacks_padding_changes_no_loss(padding):
+    runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1, 1.0)]
+    np.testing.assert_allclose(_losses_of(runs, **padding), _losses_of(runs), rtol=1e-5, atol=1e-6)
+
+
+def test_a_recorded_stack_has_few_shapes():
+    from sipt_lab.training.trainer import stacked_training
+
     runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)]
-    np.testing.assert_allclose(_losses_of(runs, pad=True), _losses_of(runs), rtol=1e-5, atol=1e-6)
+    stack = stacked_training(runs, ENCODER)
+    stack.step.fixed_shapes = True
+    batches = [stack.step.prepare([s.batch(i) for s in stack.samplers]) for i in range(12)]
+    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 24, each shape recorded once
+    assert len({batch.layout for batch in batches}) == 2
+    for layout in {batch.layout for batch in batches}:
+        same = [{name: array.shape for name, array in b.arrays.items()} for b in batches if b.layout == layout]
+        assert all(shapes == same[0] for shapes in same)
+        assert same[0]["ids"][::2] == (4, 24) and same[0]["targets"] == (4, 64) and layout.pair_sizes is None
 
 
 @pytest.mark.slow
@@ -183,6 +206,17 @@ def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
     np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
 
 
+def test_recorded_steps_need_a_fixed_shape_stack_on_a_gpu():
+    from sipt_lab.training.recorded_steps import RecordedSteps
+    from sipt_lab.training.trainer import stacked_training
+
+    stack = stacked_training([_run(0, 0.1)], ENCODER)
+    with pytest.raises(SiptError, match="fixed-shape stack on a CUDA GPU"):
+        RecordedSteps(stack.step, stack.optimizer)
+
+
 def test_cuda_graphs_need_a_gpu():
     with pytest.raises(SiptError, match="cudagraphs needs a CUDA GPU"):
         pretrain_batched([_run(0, 0.1)], ENCODER, compile="cudagraphs")
+    with pytest.raises(SiptError, match="unknown compile mode 'graphs'"):
+        pretrain_batched([_run(0, 0.1)], ENCODER, compile="graphs")

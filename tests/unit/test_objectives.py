@@ -273,7 +273,15 @@ def test_structure_objective_per_run_equals_each_run(loss):
     rng = np.random.default_rng(0)
     positives = [rng.integers(0, 12, (k, 2)) for k in (4, 0, 6)]
     negatives = [rng.integers(0, 12, (k, 2)) for k in (5, 3, 0)]
-    per_run = objective.per_run(stacked, positives, negatives)
+    arrays = StructureInducing.pair_arrays(positives, negatives, 12)
+    sizes = [(len(pos), len(neg)) for pos, neg in zip(positives, negatives)]
+    per_run = objective.per_run(stacked, {name: torch.as_tensor(a) for name, a in arrays.items()}, sizes)
+    if objective.grouped_loss is not None:  # padding pairs (group K) change nothing
+        padded = StructureInducing.pair_arrays(positives, negatives, 12, pad=8)
+        assert len(padded["positive"]) == 16 and len(padded["negative"]) == 8
+        torch.testing.assert_close(
+            objective.per_run(stacked, {name: torch.as_tensor(a) for name, a in padded.items()}), per_run
+        )
     alone = [
         objective(ObjectiveInputs(run, torch.as_tensor(pos).reshape(-1, 2), torch.as_tensor(neg).reshape(-1, 2)))
         for run, pos, neg in zip(stacked, positives, negatives)

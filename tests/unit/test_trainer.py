@@ -20,9 +20,8 @@ from sipt_lab.models import (
 from sipt_lab.models.buckets import BUCKET_PENALTY, length_buckets
 from sipt_lab.objectives import MaskedLM, build_objectives, contrastive_loss
 from sipt_lab.training import GraphBatchSampler, TrainConfig, embed, pretrain
-from sipt_lab.training.loop import train_step
 from sipt_lab.training.sampler import KEEP_TOKEN, REPLACE_WITH_MASK
-from sipt_lab.training.step import ModelStep, RunLoss
+from sipt_lab.training.step import ModelStep, RunLoss, train_step
 from sipt_lab.training.train_config import lr_factor
 
 TINY = encoder_preset("paper-small", max_len=24)

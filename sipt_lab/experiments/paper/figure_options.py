@@ -93,11 +93,12 @@ class FigureOptions:
     encoder: str | None = encoder_option()
     batched: bool = option(False, help=BATCHED_HELP)
     compile: str = option(
-        "none",
+        "auto",
         choices=names.COMPILE_MODES,
         metavar="MODE",
-        help="with --batched: run the stacked encoders eagerly (none), torch.compile'd (compile) or with CUDA graphs "
-        "(cudagraphs)",
+        help="with --batched: run the stacked encoders eagerly (none), torch.compile'd (compile), or record each "
+        "whole training step as a CUDA graph and replay it (cudagraphs, CUDA only); auto: cudagraphs on a GPU "
+        "where the losses allow, else none",
     )
 
 
@@ -109,7 +110,7 @@ def check_options(options: FigureOptions) -> None:
     validate(options)
     check_seeds(options.seeds, field="FigureOptions.seeds")
     check_executor(options.executor)
-    if options.compile != "none" and not options.batched:
+    if options.compile not in ("auto", "none") and not options.batched:
         raise ConfigError("FigureOptions.compile", "applies to batched training only; set FigureOptions.batched too")
     if not options.families:
         raise ConfigError("FigureOptions.families", "is empty; name at least one graph family")

@@ -79,7 +79,7 @@ def _check_methods(arms) -> None:
 
 
 def _train(
-    runs: list[BatchedRun], config: SimulationConfig, position: int | None, compile: str = "none"
+    runs: list[BatchedRun], config: SimulationConfig, position: int | None, compile: str = "auto"
 ) -> tuple[list, float]:
     """:func:`pretrain_batched` of ``runs`` with ``config``'s encoder (run as ``compile`` says): the
     results and each run's share of the training time (seconds)."""
@@ -111,7 +111,7 @@ class BatchedTraining:
     jobs: tuple[ModelJob, ...]
     cells_root: str
     progress_line: int | None = None  # terminal line of its step bar (None: no bar)
-    compile: str = "none"  # how the stack runs (pretrain_batched's compile)
+    compile: str = "auto"  # how the stack runs (pretrain_batched's compile)
 
 
 def train_batch(training: BatchedTraining) -> dict:
@@ -228,7 +228,7 @@ def train_batched_cells(
     root: str | Path,
     *,
     executor: str = "serial",
-    compile: str = "none",
+    compile: str = "auto",
     **executor_options,
 ) -> int:
     """Train the unfinished cells of ``configs`` (configs, or Cells hashed by the caller) under

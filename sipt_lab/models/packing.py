@@ -1,0 +1,192 @@
+"""K models' token rows packed tight for :class:`~sipt_lab.models.stacked.StackedEncoders`:
+:func:`pack` plans it on the host, :class:`Packing` runs its attention on the device.
+
+Model k's real tokens, row after row, fill the first ``count[k]`` of its ``T`` packed slots (``T``
+the most any model has; the rest is filler that nothing reads), so every per-token layer runs on
+``(K, T, H)`` instead of ``(K, B * L, H)``. Attention alone needs sequences: the K * B sequences
+are split by length into a few buckets (:func:`~sipt_lab.models.buckets.length_buckets`, quadratic
+cost), each padded to its own longest, with gathers from and to the packed slots.
+
+With ``fixed`` every row takes ``L`` slots and all sequences share one bucket of width ``L``: the
+shapes depend on ``(K, B, L)`` and the number of reads only, not on the rows' lengths (padding
+keys are hidden by the key bias), which a CUDA graph recorded once and replayed needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from sipt_lab.models.buckets import length_buckets
+from sipt_lab.models.matmul import matmul
+
+#: The host arrays of a packing (:func:`pack`), all int64 but the key bias (float32):
+#: ``tokens`` ``(K, T)`` index into ``B * L`` of each packed slot's token (filler: 0);
+#: ``offsets`` ``(K, T)`` its position in its row; ``gather`` ``(S,)`` packed slot (into ``K * T``)
+#: of every padded bucket slot, bucket after bucket (a padding slot repeats its sequence's first
+#: token; the key bias hides it); ``scatter`` ``(K * T,)`` padded bucket slot of each packed slot;
+#: ``reads`` ``(K, R)`` packed slots (into ``T``) of each model's read positions; ``read_slots``
+#: ``(K * R,)`` slot of each read in the buckets' concatenated query grids; ``key_bias`` the
+#: buckets' ``(sequences * heads, 1, width)`` biases (0 at real tokens, -inf at padding), flat.
+PACKING_ARRAYS = ("tokens", "offsets", "gather", "scatter", "reads", "read_slots", "key_bias")
+
+
+@dataclass(frozen=True)
+class BucketShape:
+    """Sequences of similar length, padded to the longest: where they sit in the gathered rows."""
+
+    sequences: int
+    width: int  # padded length
+    query_width: int  # most reads of any of its sequences (its query grid's width, last layer)
+
+
+def pack(
+    lengths: np.ndarray,
+    length: int,
+    reads: np.ndarray,
+    max_buckets: int,
+    heads: int,
+    query_multiple: int = 0,
+    fixed: bool = False,
+) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
+    """The packing of ``(K, B)`` tokens per row (at least 1), padded row length ``L``, ``(K, R)``
+    read positions (flat indices into ``B * L``, the first ``B`` of each model its rows' [CLS]) and
+    the attention heads: its :data:`PACKING_ARRAYS` and bucket shapes. ``query_multiple`` n > 0:
+    every bucket's query grid as wide as the most reads of any sequence, rounded up to a multiple of
+    n (0: its own most); ``fixed``: shapes independent of ``lengths`` (module docstring)."""
+    n_models, batch = lengths.shape
+    real_length = lengths.ravel()
+    sequence_length = np.full_like(real_length, length) if fixed else real_length  # slots per row
+    width = batch * length if fixed else int(lengths.sum(1).max())
+    first = (
+        np.arange(n_models)[:, None] * width
+        + (np.cumsum(sequence_length.reshape(n_models, batch), axis=1))
+        - sequence_length.reshape(n_models, batch)
+    ).ravel()  # packed slot of token 0
+    sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every slotted token
+    within = np.arange(len(sequence)) - np.repeat(np.cumsum(sequence_length) - sequence_length, sequence_length)
+    slots = first[sequence] + within
+    tokens, offsets = np.zeros(n_models * width, np.int64), np.zeros(n_models * width, np.int64)
+    tokens[slots], offsets[slots] = sequence % batch * length + within, within
+    read_sequence = np.arange(n_models)[:, None] * batch + reads // length
+    read_packed = first[read_sequence] + reads % length
+    reads_per_sequence = np.bincount(read_sequence.ravel(), minlength=n_models * batch)
+    read_order = np.argsort(read_sequence.ravel(), kind="stable")
+    read_rank = np.empty(read_sequence.size, np.int64)
+    read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(
+        np.cumsum(reads_per_sequence) - reads_per_sequence, reads_per_sequence
+    )
+    if fixed:  # a row's reads: its [CLS], at most L - 1 masked tokens and its share of the padding reads
+        members_of = [np.arange(n_models * batch)]
+        fixed_query_width = length + -(-(reads.shape[1] - batch) // batch)
+    else:
+        members_of = length_buckets(real_length, max_buckets, power=2)
+    gather, biases, shapes = [], [], []
+    padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
+    start = query_start = 0
+    for members in members_of:
+        slotted, real = sequence_length[members], real_length[members]
+        longest, step = int(slotted.max()), query_multiple or 1
+        if fixed:
+            query_width = fixed_query_width
+        else:
+            most = reads_per_sequence[members if not query_multiple else slice(None)].max()
+            query_width = int(-(-most // step) * step)
+        columns = np.arange(longest)
+        gather.append((first[members, None] + np.minimum(columns, slotted[:, None] - 1)).ravel())
+        padded_slot[members] = start + np.arange(len(members)) * longest
+        query_slot[members] = query_start + np.arange(len(members)) * query_width
+        padding = np.repeat(columns >= real[:, None], heads, axis=0)
+        biases.append(np.where(padding, np.float32(-np.inf), np.float32(0)).ravel())
+        shapes.append(BucketShape(len(members), longest, query_width))
+        start += len(members) * longest
+        query_start += len(members) * query_width
+    scatter = np.zeros(n_models * width, np.int64)
+    scatter[slots] = padded_slot[sequence] + within
+    arrays = {
+        "tokens": tokens.reshape(n_models, width),
+        "offsets": offsets.reshape(n_models, width),
+        "gather": np.concatenate(gather),
+        "scatter": scatter,
+        "reads": read_packed - np.arange(n_models)[:, None] * width,
+        "read_slots": query_slot[read_sequence.ravel()] + read_rank,
+        "key_bias": np.concatenate(biases),
+    }
+    return arrays, tuple(shapes)
+
+
+class Packing:
+    """A packing on the device: ``tensors`` holds :data:`PACKING_ARRAYS` (as :func:`pack` made them)
+    and ``buckets`` their shapes; :meth:`attend` and :meth:`attend_reads` are the encoders' attention."""
+
+    def __init__(self, tensors: Mapping[str, torch.Tensor], buckets: tuple[BucketShape, ...], heads: int) -> None:
+        self.tokens, self.offsets, self.gather, self.scatter, self.reads, self.read_slots = (
+            tensors[name] for name in PACKING_ARRAYS[:-1]
+        )
+        self.buckets = buckets
+        sizes = [bucket.sequences * heads * bucket.width for bucket in buckets]
+        self.key_biases = [
+            bias.view(bucket.sequences * heads, 1, bucket.width)
+            for bias, bucket in zip(tensors["key_bias"].split(sizes), buckets)
+        ]
+
+    def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
+        """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
+        ``(K * T, H)`` outputs (filler slots: arbitrary)."""
+        outputs = []
+        for bucket, bias, rows in zip(
+            self.buckets, self.key_biases, self._bucket_rows(qkv.index_select(0, self.gather))
+        ):
+            q, k, v = _heads(rows, bucket.sequences, 3, heads)
+            outputs.append(_merge_heads(_attention(q, k, v, bias), bucket.sequences, heads))
+        return torch.cat(outputs).index_select(0, self.scatter)
+
+    def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
+        """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
+        packed keys and values -> ``(K * R, H)``."""
+        hidden = queries.shape[1]
+        grid = queries.new_zeros(sum(b.sequences * b.query_width for b in self.buckets), hidden).index_copy(
+            0, self.read_slots, queries
+        )
+        outputs = []
+        query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
+        for bucket, bias, rows, bucket_queries in zip(
+            self.buckets, self.key_biases, self._bucket_rows(kv.index_select(0, self.gather)), query_rows
+        ):
+            k, v = _heads(rows, bucket.sequences, 2, heads)
+            (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
+            outputs.append(_merge_heads(_attention(q, k, v, bias), bucket.sequences, heads))
+        return torch.cat(outputs).index_select(0, self.read_slots)
+
+    def _bucket_rows(self, padded: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The gathered ``(S, ...)`` padded rows cut into each bucket's: a split, whose backward is
+        one concatenation (slices would each back-propagate a zero-filled full-size gradient)."""
+        return padded.split([bucket.sequences * bucket.width for bucket in self.buckets])
+
+
+def _heads(rows: torch.Tensor, sequences: int, parts: int, heads: int) -> torch.Tensor:
+    """``(S * W, parts * H)`` rows of S sequences of width W -> ``(parts, S * heads, W, H / heads)``
+    (one copy), sequence-major, as :func:`_attention` takes them."""
+    width = len(rows) // sequences
+    size = rows.shape[1] // (parts * heads)
+    return (
+        rows.view(sequences, width, parts, heads, size)
+        .permute(2, 0, 3, 1, 4)
+        .reshape(parts, sequences * heads, width, size)
+    )
+
+
+def _merge_heads(outputs: torch.Tensor, sequences: int, heads: int) -> torch.Tensor:
+    """``(S * heads, W, size)`` -> ``(S * W, heads * size)``, the inverse of :func:`_heads`."""
+    _, width, size = outputs.shape
+    return outputs.view(sequences, heads, width, size).transpose(1, 2).reshape(-1, heads * size)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d) + key_bias) v`` of ``(N, Q, d)`` queries against ``(N, W, d)`` keys
+    and values, with a ``(N, 1, W)`` additive key bias (-inf hides a key) -> ``(N, Q, d)``."""
+    scores = matmul(q * q.shape[-1] ** -0.5, k.transpose(1, 2), key_bias)
+    return matmul(scores.softmax(-1), v)
