@@ -44,6 +44,7 @@ DOMAIN_RUN_FIELDS = (
     "data_dir",
     "device",
     "grad_accum",
+    "precision",
     "executor",
     "protocol",
 )

@@ -213,7 +213,8 @@ class DomainRunConfig:
         domain: a registered domain (:data:`sipt_lab.domains.DOMAINS`).
         graphs: its pre-training graphs to compare; task: its fine-tuning task.
         seeds: repetitions; preset: the budget (:data:`~sipt_lab.core.names.DOMAIN_PRESETS`).
-        samples, steps, lambdas, mode, grad_accum: the preset's values, replaced.
+        samples, steps, lambdas, mode, grad_accum, precision: the preset's values, replaced
+            (``precision``: pre-training's autocast, :data:`~sipt_lab.core.names.PRECISIONS`).
         methods: further pre-training methods; teacher, teacher_layer: the MLSM / LSM teacher.
         init: the warm start; data_dir: the domain's data directory; device: where to train;
         executor: how cells run (:data:`~sipt_lab.grid.EXECUTORS`).
@@ -288,6 +289,13 @@ class DomainRunConfig:
         metavar="K",
         help="split each pre-training step's batch into K micro-batches (the same effective "
         "batch in less GPU memory; default: the preset's)",
+    )
+    precision: str | None = option(
+        None,
+        choices=names.PRECISIONS,
+        help="pre-training autocast: auto (bf16 on a GPU that has it, else fp32), fp32, bf16, fp16; "
+        "fp32 is faster for small encoders such as MiniLM on a GPU",
+        default_help="the preset's",
     )
     executor: str = option("local", help=f"how cells run: {', '.join(EXECUTORS)}")
     protocol: str = option(

@@ -275,7 +275,7 @@ def _unrecordable(runs: Sequence[RunLoss], device: torch.device) -> str | None:
     if device.type != "cuda":
         return "needs a CUDA GPU; use compile or none on a CPU"
     if runs[0].amp_dtype == torch.float16:
-        return "needs precision fp32 or bf16 (fp16 loss scaling reads the GPU each step); use --precision fp32"
+        return "needs precision fp32 or bf16 (fp16 loss scaling reads the GPU each step); set TrainConfig.precision to fp32"
     for run in runs:
         for _, objective in run.objectives:
             if isinstance(objective, StructureInducing) and objective.grouped_loss is None:

@@ -1,5 +1,6 @@
 """Defaults per init kind, the loss geometry, the head warm-up and the stalled-L_SI guard."""
 
+import dataclasses
 import json
 import logging
 import os
@@ -247,3 +248,7 @@ def test_full_preset_fine_tunes_each_task_as_the_papers_methods(tmp_path):
         domain="proteins", task="fluorescence", preset="full", seeds=1, data_dir=str(write_proteins(tmp_path / "p"))
     )
     assert {budget(cell.finetune) for cell in domain_run_cells(config)} == {((5e-5,), 200, 128, 24)}
+    # --precision replaces the preset's pre-training autocast only when given
+    assert {cell.pretrain.precision for cell in domain_run_cells(config)} == {"auto"}
+    fp32 = dataclasses.replace(config, precision="fp32")
+    assert {cell.pretrain.precision for cell in domain_run_cells(fp32)} == {"fp32"}

@@ -200,7 +200,8 @@ def _teacher_reference(teacher: str | Path) -> dict:
 
 def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
     """The cells of one ``domain run``: the domain's preset under ``config.preset`` (for its task)
-    with the values ``config`` replaces (samples, steps, lambdas, mode, micro-batches), then :func:`domain_cells`."""
+    with the values ``config`` replaces (samples, steps, lambdas, mode, micro-batches, precision), then
+    :func:`domain_cells`."""
     from sipt_lab.domains import get_domain
     from sipt_lab.experiments.presets import preset_for
     from sipt_lab.training.train_config import split_batch
@@ -216,6 +217,8 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         preset = dataclasses.replace(preset, pretrain=objective_config(preset.pretrain, config.objective))
     if config.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
+    if config.precision is not None:
+        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, precision=config.precision))
     check_mode(preset.mode, "DomainRunConfig.mode")
     return domain_cells(
         config.domain,
