@@ -72,6 +72,20 @@ def register(subparsers) -> None:
     bio.add_argument("processed", type=nonempty, metavar="FILE", help="geometric_data_processed.pt")
     bio.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the networks data directory")
     bio.set_defaults(func=run_convert_bio)
+    heads = convert.add_parser(
+        "wiki-descriptions",
+        help="the wiki domain's short descriptions -> per-sample pre-training labels for --pt-labels",
+        description="Writes FILE: one 'title<TAB>head' line per wiki article, the head noun of its Wikidata short "
+        "description ('1968 film by Stanley Kubrick' -> film), the per-sample label of `domain run wiki --methods "
+        "multitask same-family --pt-labels FILE --allow-missing`: what an article is, not its category (the "
+        "fine-tuning task). Articles without a description, or whose head fewer than --min-count articles share, "
+        "are left out (unknown to the per-sample term).",
+    )
+    heads.add_argument(
+        "--min-count", type=int, default=5, metavar="N", help="keep heads shared by at least N articles (default 5)"
+    )
+    heads.add_argument("--out", required=True, type=nonempty, metavar="FILE", help="the labels file to write")
+    heads.set_defaults(func=run_convert_wiki_descriptions)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -119,5 +133,16 @@ def run_convert_bio(args: argparse.Namespace) -> int:
     print(
         f"{args.out}: {done.graphs:,} graphs, {done.nodes:,} nodes, {done.edges:,} directed edges with 7 "
         f"interaction types; {done.pretrain_terms:,} pre-training and {done.finetune_terms:,} fine-tuning GO columns"
+    )
+    return 0
+
+
+def run_convert_wiki_descriptions(args: argparse.Namespace) -> int:
+    from sipt_lab.domains.wiki import write_description_labels
+
+    labels = write_description_labels(args.out, args.min_count)
+    print(
+        f"{args.out}: {len(labels):,} wiki articles labelled with {len(set(labels.values())):,} description heads "
+        f"(each shared by at least {args.min_count} articles); pass --pt-labels {args.out} --allow-missing"
     )
     return 0

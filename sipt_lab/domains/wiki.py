@@ -40,6 +40,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.neighbors import NearestNeighbors
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.data.corpus import default_articles
 from sipt_lab.data.tasks import Task
 from sipt_lab.domains.base import Domain, DomainData
@@ -250,6 +251,69 @@ def rewired(graph: PretrainingGraph, seed: int = 0, swaps_per_edge: int = 10) ->
 def random_graph(data: WikiArticles, seed: int = 0) -> PretrainingGraph:
     """The default ``mentions`` graph, degree-preservingly rewired with ``seed``."""
     return rewired(mentions_graph(data), seed)
+
+
+# ---------------------------------------------------------------------- per-sample labels
+#: Words that end the noun phrase a short description starts with (its head is the word before):
+#: prepositions, relative words and participles that take an object (*City in Mali*, *Device that
+#: ...*, *Medium consisting of ...*).
+_QUALIFIERS = frozenset(
+    "of in by for from to that which who whose with on at as between about against during under where "
+    "consisting containing including according".split()
+)
+#: Qualifiers after which a word in -ing is a participle (*originating in*), not a noun (*painting by*).
+_ING_QUALIFIERS = frozenset("to in from with on at as".split())
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_PAST_PARTICIPLE = re.compile(r"[a-z]+(?<!e)ed")  # used, directed; not breed, seed
+_PRESENT_PARTICIPLE = re.compile(r"[a-z]{2,}ing")  # originating; not king
+_NOT_WORD = re.compile(r"[^\w-]")
+
+
+def _opens_qualifier(word: str, qualifier: str) -> bool:
+    """Whether ``word``, just before ``qualifier``, is a participle that belongs to the qualifier."""
+    if _PAST_PARTICIPLE.fullmatch(word):
+        return True
+    return word != "being" and qualifier.lower() in _ING_QUALIFIERS and bool(_PRESENT_PARTICIPLE.fullmatch(word))
+
+
+def description_head(description: str) -> str | None:
+    """The head noun of a Wikidata short description, lower-cased: the last word of its leading noun
+    phrase, which ends at the first preposition or relative word after the first word; parentheses
+    are dropped, and so is a participle that opened the qualifier (*American singer (1942–2016)* ->
+    ``singer``, *1968 film directed by Stanley Kubrick* -> ``film``, *Device used to detect ...* ->
+    ``device``, *Capital and largest city of the Netherlands* -> ``city``). None for a description
+    without a word."""
+    words = _PARENTHESES.sub(" ", description).split()
+    end = next((i for i, word in enumerate(words) if i and word.lower() in _QUALIFIERS), len(words))
+    phrase = words[:end]
+    while end < len(words) and len(phrase) > 1 and _opens_qualifier(phrase[-1], words[end]):
+        phrase.pop()
+    heads = [_NOT_WORD.sub("", word.lower()) for word in reversed(phrase)]
+    return next((head for head in heads if head), None)
+
+
+def description_labels(data: WikiArticles, min_count: int = 5) -> dict[str, str]:
+    """Article id -> the :func:`description_head` of its short description, a per-sample
+    pre-training label of the ``multitask`` and ``same-family`` baselines (Wikidata's *what is it*,
+    not the ``category`` task's topic). A plural head whose singular is another article's head takes
+    the singular (*concepts* -> ``concept``); heads shared by fewer than ``min_count`` articles, and
+    articles without a description, are left out (unknown: ``--allow-missing``)."""
+    if min_count < 1:
+        raise SiptError(f"min_count (--min-count) must be at least 1, got {min_count}; pass 1 to keep every head")
+    heads = {i: description_head(d) for i, d in zip(data.ids, data.descriptions)}
+    known = set(heads.values())
+    heads = {i: h[:-1] if h and h.endswith("s") and h[:-1] in known else h for i, h in heads.items()}
+    counts = Counter(heads.values())
+    return {i: h for i, h in heads.items() if h is not None and counts[h] >= min_count}
+
+
+def write_description_labels(path, min_count: int = 5) -> dict[str, str]:
+    """Write the default corpus's :func:`description_labels` to ``path`` as ``id<TAB>label`` lines,
+    the layout of ``TrainConfig.pt_labels`` (``--pt-labels``), in article order; returns them."""
+    data = load_wiki()
+    labels = description_labels(data, min_count)
+    write_text_atomic(path, "".join(f"{i}\t{labels[i]}\n" for i in data.ids if i in labels))
+    return labels
 
 
 WIKI = Domain(

@@ -35,6 +35,7 @@ CLI_ONLY = {
     # input files and where the converted layout goes: a format conversion, not a run with a config
     "sipt-lab data convert string": {"--links", "--fasta", "--min-score", "--out"},
     "sipt-lab data convert pyg-bio": {"FILE", "--out"},
+    "sipt-lab data convert wiki-descriptions": {"--min-count", "--out"},
 }
 #: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
 CONFIG_FILE_FLAGS = {"--config", "--print-config"}

@@ -175,3 +175,19 @@ def test_domain_run_networks_on_converted_bio_graphs(tmp_path, monkeypatch, caps
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     sipt = summary["arms"]["sipt[go-hamming]"]
     assert summary["kind"] == "multilabel" and 0.0 <= sipt["probe.macro_auroc"]["mean"] <= 1.0
+
+
+def test_wiki_descriptions_become_per_sample_labels_of_every_described_article(tmp_path, capsys):
+    from sipt_lab.domains.loaders import read_term_sets
+    from sipt_lab.domains.wiki import load_wiki
+
+    out = tmp_path / "heads.tsv"
+    assert main(["data", "convert", "wiki-descriptions", "--out", str(out)]) == 0
+    assert "7,511 wiki articles labelled with 381 description heads" in capsys.readouterr().out
+    wiki = load_wiki()
+    terms = read_term_sets(out, wiki.ids)
+    assert terms.listed.sum() == 7_511 and len(terms.terms) == 381 and (terms.matrix.sum(axis=1) <= 1).all()
+    film = wiki.ids.index("2001: A Space Odyssey")  # "1968 film by Stanley Kubrick"
+    assert terms.terms[terms.matrix[[film]].indices[0]] == "film"
+    assert main(["data", "convert", "wiki-descriptions", "--min-count", "0", "--out", str(out)]) == 2
+    assert "min_count (--min-count) must be at least 1" in capsys.readouterr().err

@@ -9,6 +9,8 @@ from sipt_lab.domains.wiki import (
     UNCATEGORIZED,
     MentionRule,
     WikiArticles,
+    description_head,
+    description_labels,
     load_wiki,
     mention_edges,
     mentions_graph,
@@ -199,3 +201,48 @@ def test_wiki_graphs_summaries(wiki):
     with pytest.raises(SiptError, match="unknown domain 'pubmed'"):
         get_domain("pubmed")
     assert set(MENTION_RULES) >= {"naive", "reader"}
+
+
+@pytest.mark.parametrize(
+    ("description", "head"),
+    [
+        ("American singer (1942–2016)", "singer"),  # parentheses dropped
+        ("1968 film directed by Stanley Kubrick", "film"),  # a participle opening the qualifier goes with it
+        ("Device used to detect, track, and/or identify ionising particles", "device"),
+        ("Capital and largest city of the Netherlands", "city"),
+        ("Medium consisting of pages of text", "medium"),
+        ("Religion originating in Punjab, India", "religion"),
+        ("1889 painting by Vincent van Gogh", "painting"),  # a noun in -ing before "by" stays
+        ("Top covering of a building", "covering"),
+        ("Sixth king of Babylon", "king"),
+        ("American breed of cattle", "breed"),  # not a participle
+        ("Intense armed conflict", "conflict"),  # a participle inside the phrase is no qualifier
+        ("Legal, social, or ethical principles", "principles"),
+        ("Of the people", "people"),  # the first word never ends the phrase
+        ("", None),
+        ("(1990)", None),
+    ],
+)
+def test_description_head_is_the_last_word_of_the_leading_noun_phrase(description, head):
+    assert description_head(description) == head
+
+
+def test_description_labels_merge_plurals_and_leave_out_rare_heads_and_empty_descriptions():
+    descriptions = ["Country in Africa", "Countrys of old", "Country in Asia", "German poet", "", "Poets' group"]
+    data = WikiArticles(
+        ids=[f"a{i}" for i in range(6)],
+        texts=["t"] * 6,
+        tasks={},
+        descriptions=descriptions,
+        categories=["c"] * 6,
+    )
+    assert description_labels(data, min_count=1) == {
+        "a0": "country",
+        "a1": "country",  # the plural of another article's head
+        "a2": "country",
+        "a3": "poet",
+        "a5": "group",
+    }
+    assert description_labels(data, min_count=2) == {"a0": "country", "a1": "country", "a2": "country"}
+    with pytest.raises(SiptError, match=r"min_count \(--min-count\) must be at least 1, got 0"):
+        description_labels(data, min_count=0)
