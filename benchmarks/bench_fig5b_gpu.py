@@ -291,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--recompile-limit", type=int, default=4, help="torch.compile recompilations per function before eager"
     )
+    parser.add_argument("--parts", nargs="+", default=["a", "b"], choices=["a", "b"], help="which rows (default both)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (the CPU rows: one core)")
     parser.add_argument("--full", action="store_true", help="then run the whole Figure 5b at the paper's settings")
     parser.add_argument("--full-compile", default=None, help="--full's mode (default: the fastest (b) row's)")
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             return lambda: time_pretrain(sipt[where][0], source, where, args)
         return lambda: time_stack(runs[where] if part == "b" else sipt[where], source, mode, args)
 
-    plan = [(*row, measure(*row)) for row in dict.fromkeys(rows)]
+    plan = [(*row, measure(*row)) for row in dict.fromkeys(rows) if row[0] in args.parts]
     for part, what, where, mode, measure in plan:
         if time.perf_counter() - began > args.total_budget_s:
             say(f"skipped (over --total-budget-s): {part} {what} on {where}, compile {mode}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.arguments import integer, nonempty
 from sipt_lab.core.names import PINNED_DATASETS
 
 #: What ``data --help`` says of checksums, from the registry's pinned datasets.
@@ -82,7 +82,11 @@ def register(subparsers) -> None:
         "are left out (unknown to the per-sample term).",
     )
     heads.add_argument(
-        "--min-count", type=int, default=5, metavar="N", help="keep heads shared by at least N articles (default 5)"
+        "--min-count",
+        type=integer(1),
+        default=5,
+        metavar="N",
+        help="keep heads shared by at least N articles (default 5)",
     )
     heads.add_argument("--out", required=True, type=nonempty, metavar="FILE", help="the labels file to write")
     heads.set_defaults(func=run_convert_wiki_descriptions)

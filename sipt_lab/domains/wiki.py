@@ -299,7 +299,7 @@ def description_labels(data: WikiArticles, min_count: int = 5) -> dict[str, str]
     the singular (*concepts* -> ``concept``); heads shared by fewer than ``min_count`` articles, and
     articles without a description, are left out (unknown: ``--allow-missing``)."""
     if min_count < 1:
-        raise SiptError(f"min_count (--min-count) must be at least 1, got {min_count}; pass 1 to keep every head")
+        raise SiptError(f"min_count must be at least 1, got {min_count}; pass 1 to keep every head")
     heads = {i: description_head(d) for i, d in zip(data.ids, data.descriptions)}
     known = set(heads.values())
     heads = {i: h[:-1] if h and h.endswith("s") and h[:-1] in known else h for i, h in heads.items()}

@@ -190,4 +190,4 @@ def test_wiki_descriptions_become_per_sample_labels_of_every_described_article(t
     film = wiki.ids.index("2001: A Space Odyssey")  # "1968 film by Stanley Kubrick"
     assert terms.terms[terms.matrix[[film]].indices[0]] == "film"
     assert main(["data", "convert", "wiki-descriptions", "--min-count", "0", "--out", str(out)]) == 2
-    assert "min_count (--min-count) must be at least 1" in capsys.readouterr().err
+    assert "--min-count must be >= 1, got 0" in capsys.readouterr().err

@@ -244,5 +244,5 @@ def test_description_labels_merge_plurals_and_leave_out_rare_heads_and_empty_des
         "a5": "group",
     }
     assert description_labels(data, min_count=2) == {"a0": "country", "a1": "country", "a2": "country"}
-    with pytest.raises(SiptError, match=r"min_count \(--min-count\) must be at least 1, got 0"):
+    with pytest.raises(SiptError, match=r"min_count must be at least 1, got 0; pass 1"):
         description_labels(data, min_count=0)
