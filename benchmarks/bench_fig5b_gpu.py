@@ -53,7 +53,7 @@ from sipt_lab.experiments.paper.figure_options import FigureOptions
 from sipt_lab.experiments.simulation.stacked_cells import batched_runs, plan_trainings
 from sipt_lab.models import CharInit
 from sipt_lab.training import pretrain
-from sipt_lab.training.loop import step_runner
+from sipt_lab.training.loop import optimiser_steps
 from sipt_lab.training.step import set_learning_rate
 from sipt_lab.training.train_config import lr_factor
 from sipt_lab.training.trainer import stacked_training
@@ -103,16 +103,13 @@ def time_stack(runs: list, source: CharInit, compile: str, args: argparse.Namesp
     stack = stacked_training(runs, source, compile)
     step, config, device = stack.step, runs[0].config, stack.step.device
     step.train()
-    run_step = step_runner(step, stack.optimizer, torch.amp.GradScaler(device.type, enabled=False))
+    scaler = torch.amp.GradScaler(device.type, enabled=False)
+    steps = optimiser_steps(step, stack.samplers, config, stack.optimizer, scaler)
     values = None
 
     def one(index: int) -> list:
         set_learning_rate(stack.optimizer, config.lr * lr_factor(config, index))
-        micro = [
-            [sampler.batch(index * config.grad_accum + k) for sampler in stack.samplers]
-            for k in range(config.grad_accum)
-        ]
-        return run_step(micro)
+        return next(steps)
 
     began = time.perf_counter()
     for index in range(args.warmup):
@@ -125,6 +122,7 @@ def time_stack(runs: list, source: CharInit, compile: str, args: argparse.Namesp
         done += 1
     synchronize(device)
     seconds = time.perf_counter() - began
+    steps.close()  # stops a recorded stack's batch workers
     last = float(torch.stack([run[0] for run in values]).mean()) if values else float("nan")
     return {
         "models": len(stack.models),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sipt_lab.core.errors import SiptError
 from sipt_lab.models.buckets import length_buckets
 from sipt_lab.models.matmul import matmul
 
@@ -41,6 +42,31 @@ class BucketShape:
     sequences: int
     width: int  # padded length
     query_width: int  # most reads of any of its sequences (its query grid's width, last layer)
+
+
+@dataclass(frozen=True)
+class PackingSpec:
+    """How a stack of encoders packs its rows (host data only, picklable): their positions
+    ``max_len``, attention buckets ``max_buckets`` and ``heads``, and ``query_multiple`` (:func:`pack`)."""
+
+    max_len: int
+    max_buckets: int
+    heads: int
+    query_multiple: int = 0
+
+    def pack(
+        self, lengths: np.ndarray, length: int, positions: np.ndarray, fixed: bool = False
+    ) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
+        """:func:`pack` of ``(K, B)`` row ``lengths`` padded to ``length``, reading each row's [CLS]
+        and the ``(K, M)`` ``positions`` (flat indices into ``B * L``)."""
+        if length > self.max_len:
+            raise SiptError(
+                f"inputs have {length} tokens but the encoders have {self.max_len} positions; "
+                "truncate with the tokenizer's max_len"
+            )
+        n_models, batch = lengths.shape
+        reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
+        return pack(lengths, length, reads, self.max_buckets, self.heads, self.query_multiple, fixed)
 
 
 def pack(

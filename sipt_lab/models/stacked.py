@@ -36,7 +36,7 @@ from torch import nn
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.models.matmul import matmul
-from sipt_lab.models.packing import BucketShape, Packing, pack
+from sipt_lab.models.packing import BucketShape, Packing, PackingSpec
 from sipt_lab.models.transfer import DeviceArrays
 
 #: Parameters whose first axis is the vocabulary (zero-padded to the largest vocabulary).
@@ -77,7 +77,7 @@ class StackedEncoders(nn.Module):
         self.eps = encoders[0].norm.eps
         self.max_buckets = max_buckets
         # after the packing (compiled: a torch.compile wrapper, padded reads, one query width; fewer shapes)
-        self.encode, self.read_multiple, self.query_multiple = self._encode, 1, 0
+        self.encode, self.query_multiple = self._encode, 0
 
     @classmethod
     def stack(cls, encoders: Sequence[TransformerEncoder]) -> StackedEncoders:
@@ -158,16 +158,14 @@ class StackedEncoders(nn.Module):
         self, lengths: np.ndarray, length: int, positions: np.ndarray, fixed: bool = False
     ) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
         """The host half of :meth:`forward` (its ``lengths``, padded row length ``L`` and ``positions``):
-        the packing's arrays and bucket shapes (:func:`~sipt_lab.models.packing.pack`; ``fixed``:
-        shapes that do not depend on the rows' lengths)."""
-        if length > self.config.max_len:
-            raise SiptError(
-                f"inputs have {length} tokens but the encoders have {self.config.max_len} positions; "
-                "truncate with the tokenizer's max_len"
-            )
-        n_models, batch = lengths.shape
-        reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
-        return pack(lengths, length, reads, self.max_buckets, self.config.n_heads, self.query_multiple, fixed)
+        the packing's arrays and bucket shapes (:meth:`PackingSpec.pack`; ``fixed``: shapes that do
+        not depend on the rows' lengths)."""
+        return self.packing_spec.pack(lengths, length, positions, fixed)
+
+    @property
+    def packing_spec(self) -> PackingSpec:
+        """How these encoders pack their rows (:meth:`pack`), as host data."""
+        return PackingSpec(self.config.max_len, self.max_buckets, self.config.n_heads, self.query_multiple)
 
     def packing(self, tensors: Mapping[str, torch.Tensor], buckets: tuple[BucketShape, ...]) -> Packing:
         """The device half: :meth:`pack`'s arrays, on the device, as the :class:`Packing` :meth:`encode` reads."""

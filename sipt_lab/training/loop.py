@@ -22,10 +22,9 @@ resumed from a checkpoint ends with the numbers of an uninterrupted one.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -37,9 +36,8 @@ from sipt_lab.core.progress import progress_bar
 from sipt_lab.training.checkpoint import Checkpoint
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
-from sipt_lab.training.recorded_steps import RecordedSteps
+from sipt_lab.training.recorded_steps import RecordedSteps, prepared_batches
 from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
-from sipt_lab.training.sampler import PretrainBatch
 from sipt_lab.training.step import Step, make_optimizer, set_learning_rate, train_step
 from sipt_lab.training.train_config import TrainConfig, lr_factor
 from sipt_lab.training.watch import Watch
@@ -93,7 +91,7 @@ def train(
         warm_up()
 
     trainable.train()
-    run_step = step_runner(step, optimizer, scaler, trainable)
+    steps = optimiser_steps(step, samplers, config, optimizer, scaler, start, trainable)
     checked = start
     watch = watch if watch is not None else Watch()
     log = watch.log if place.is_main else None
@@ -111,10 +109,7 @@ def train(
         for index in range(start, config.steps):
             rate = config.lr * lr_factor(config, index)
             set_learning_rate(optimizer, rate)
-            micro = [
-                [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
-            ]
-            for history, values in zip(histories, run_step(micro)):
+            for history, values in zip(histories, next(steps)):
                 history[index, :-1] = values
                 history[index, -1] = rate
             bar.update()
@@ -164,16 +159,31 @@ def train(
     return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
 
 
-def step_runner(
-    step: Step, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, trainable: nn.Module | None = None
-) -> Callable[[Sequence[Sequence[PretrainBatch]]], list[torch.Tensor]]:
-    """How the loop takes one optimiser step of ``step`` over ``micro`` (:func:`train_step`'s
-    arguments; ``trainable``: ``step`` or ``step`` wrapped in DDP): replayed CUDA graphs for a
-    fixed-shape step (:class:`RecordedSteps`), else :func:`train_step`. Make it after any
+def optimiser_steps(
+    step: Step,
+    samplers: Sequence[BatchSampler],
+    config: TrainConfig,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    start: int = 0,
+    trainable: nn.Module | None = None,
+) -> Iterator[list[torch.Tensor]]:
+    """The optimiser steps ``start..config.steps-1`` of ``step``: each ``next()`` takes one (at the
+    rate the optimiser holds then) and returns :func:`train_step`'s per-run losses; run ``k`` reads
+    ``samplers[k]``. A fixed-shape step replays recorded CUDA graphs (:class:`RecordedSteps`) on
+    batches prepared ahead by worker processes (:func:`prepared_batches`); any other step runs
+    :func:`train_step` (``trainable``: ``step``, or ``step`` wrapped in DDP). Start it after any
     checkpoint is loaded into the optimiser."""
     if step.fixed_shapes:
-        return RecordedSteps(step, optimizer)
-    return functools.partial(train_step, step if trainable is None else trainable, optimizer, scaler)
+        recorded = RecordedSteps(step, optimizer)
+        for batches in prepared_batches(step.preparer, samplers, config.grad_accum, start, config.steps):
+            yield recorded(batches)
+        return
+    for index in range(start, config.steps):
+        micro = [
+            [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
+        ]
+        yield train_step(step if trainable is None else trainable, optimizer, scaler, micro)
 
 
 def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:

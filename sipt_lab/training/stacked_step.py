@@ -34,7 +34,7 @@ import torch
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.names import COMPILE_MODES
 from sipt_lab.models.encoder import TransformerEncoder
-from sipt_lab.models.packing import BucketShape
+from sipt_lab.models.packing import BucketShape, PackingSpec
 from sipt_lab.models.stacked import StackedEncoders
 from sipt_lab.models.transfer import DeviceArrays, to_device
 from sipt_lab.objectives import MaskedLM, StructureInducing, linear_masked_lm_loss
@@ -67,6 +67,7 @@ class StackLayout:
     counts: tuple[int, ...]
     buckets: tuple[BucketShape, ...]
     pair_sizes: tuple[tuple[int, int], ...] | None
+    fixed: bool = False  # the fixed shapes of a recorded stack: padded MLM targets (-1) and their real counts
 
 
 @dataclass
@@ -123,14 +124,18 @@ class StackedStep(Step):
         headless = [k for k, run in enumerate(runs) if not run.needs_mlm]
         self._headless = torch.as_tensor(headless, dtype=torch.int64, device=self.device)
         self._idle = self.stacked.mlm_head_parameters() if headless else []
-        self.fixed_shapes = compile == "cudagraphs"
-        self._full_width = max(int(run.lengths.max()) for run in runs)
         self._terms = _term_table(runs, self.device)
         columns = [[0] + [1 + _TERM_KINDS.index(type(objective)) for _, objective in run.objectives] for run in runs]
         self._picks = to_device([np.array(run_columns, dtype=np.int64) for run_columns in columns], self.device)
+        read_multiple = 1
         if compile in COMPILE_OPTIONS:
             self.stacked.encode = torch.compile(self.stacked.encode, **COMPILE_OPTIONS[compile])
-            self.stacked.read_multiple = self.stacked.query_multiple = COMPILED_READ_MULTIPLE
+            self.stacked.query_multiple = read_multiple = COMPILED_READ_MULTIPLE
+        self.preparer = StackPreparer(list(runs), self.stacked.packing_spec, read_multiple, compile == "cudagraphs")
+
+    @property
+    def fixed_shapes(self) -> bool:
+        return self.preparer.fixed
 
     def forward(self, batches: Sequence[PretrainBatch] | StackTensors) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """One micro-batch of each run, or its :meth:`prepare`'d arrays already on the device."""
@@ -138,62 +143,8 @@ class StackedStep(Step):
         return self.compute(inputs)
 
     def prepare(self, batches: Sequence[PretrainBatch]) -> StackBatch:
-        """The host half of a step: every array :meth:`compute` reads, for one micro-batch of each run."""
-        runs, fixed = self.runs, self.fixed_shapes
-        layouts = [run.layout(batch) for run, batch in zip(runs, batches)]
-        n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
-        width = max(int(run.lengths[nodes].max()) for run, (_, _, nodes, _, _) in zip(runs, layouts))
-        if fixed:
-            n_rows, width = _round_up(n_rows, RECORDED_MULTIPLES["rows"]), self._full_width
-        ids = torch.zeros((len(runs), n_rows, width), dtype=torch.int64)
-        lengths = np.ones((len(runs), n_rows), dtype=np.int64)
-        mask = np.zeros(ids.shape, dtype=bool)
-        replacement = np.zeros(ids.shape, dtype=np.int64)
-        for k, (run, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(runs, layouts)):
-            own = int(run.lengths[nodes].max())
-            ids[k, : len(nodes), :own] = run.inputs.ids[torch.as_tensor(nodes), :own].cpu()
-            lengths[k, : len(nodes)] = run.lengths[nodes]
-            if run.needs_mlm:
-                mask[k, : len(nodes), :own] = run_mask[:, :own]
-                replacement[k, : len(nodes), :own] = run_replacement[:, :own]
-        # every run's masking at once, in each run's own row-major order of its masked positions
-        model, rows, columns = np.nonzero(mask)
-        counts = np.bincount(model, minlength=len(runs))
-        mask_ids = torch.as_tensor(np.array([run.mask_id for run in runs])[model])
-        within = rows * width + columns  # flat index into the run's (n_rows, width) grid
-        targets = replace_masked(
-            ids,
-            torch.as_tensor(model * n_rows * width + within),
-            torch.as_tensor(replacement[model, rows, columns]),
-            mask_ids,
-        ).numpy()
-        # the read grid's width rounded up: fewer distinct shapes to compile or record
-        count = _round_up(
-            int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else self.stacked.read_multiple
-        )
-        rank = np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its model
-        # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
-        flat = np.tile(np.arange(count) % n_rows * width, (len(runs), 1))
-        flat[model, rank] = within
-        arrays, buckets = self.stacked.pack(lengths, width, flat, fixed)
-        arrays["ids"] = ids.numpy()
-        if fixed:  # each model's targets in its own row, padding -1; the real counts divide
-            padded = np.full((len(runs), count), -1, np.int64)
-            padded[model, rank] = targets
-            arrays["targets"], arrays["mlm_counts"] = padded, np.maximum(counts, 1).astype(np.float32)
-        else:
-            arrays["targets"] = targets
-        if StructureInducing in self._terms:
-            index = self._terms[StructureInducing].runs
-            positives = [batches[k].positive_pairs for k in index]
-            negatives = [batches[k].negative_pairs for k in index]
-            pad = RECORDED_MULTIPLES["pairs"] if fixed else None
-            arrays |= StructureInducing.pair_arrays(positives, negatives, n_rows, pad)
-            sizes = None if fixed else tuple((len(p), len(n)) for p, n in zip(positives, negatives))
-        else:
-            sizes = None
-        counts = (count,) * len(runs) if fixed else tuple(counts.tolist())
-        return StackBatch(arrays, StackLayout(counts, buckets, sizes))
+        """The host half of a step (:class:`StackPreparer`): every array :meth:`compute` reads."""
+        return self.preparer(batches)
 
     def compute(self, inputs: StackTensors) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """The device half of a step, from :meth:`prepare`'s arrays: ``(sum of the runs' losses, per
@@ -206,7 +157,7 @@ class StackedStep(Step):
         packing = self.stacked.packing(tensors, layout.buckets)
         with self.runs[0].autocast():
             embeddings, heads = self.stacked.encode(tensors["ids"], packing, list(layout.counts))
-            if self.fixed_shapes:
+            if layout.fixed:
                 targets = [(row, count) for row, count in zip(tensors["targets"], tensors["mlm_counts"])]
             else:
                 targets = [(part, None) for part in tensors["targets"].split(list(layout.counts))]
@@ -220,7 +171,7 @@ class StackedStep(Step):
                 if kind is MaskedLM:
                     values = torch.stack(
                         [
-                            linear_masked_lm_loss(*heads[k], targets[k][0], targets[k][1], padded=self.fixed_shapes)
+                            linear_masked_lm_loss(*heads[k], targets[k][0], targets[k][1], padded=layout.fixed)
                             for k in term.runs
                         ]
                     )
@@ -244,6 +195,78 @@ class StackedStep(Step):
     def unstack(self, encoders: Sequence[TransformerEncoder]) -> None:
         """Copy each model's trained weights into ``encoders[k]``."""
         self.stacked.unstack(encoders)
+
+
+@dataclass
+class StackPreparer:
+    """The host half of a :class:`StackedStep` (host data only: worker processes can run it): each
+    run's :class:`RunLoss` (its rows, masking and objectives), how the encoders pack rows, the
+    multiple the MLM reads are rounded up to, and ``fixed``: the fixed shapes of a recorded stack
+    (rows padded to ``full_width`` tokens, counts rounded up by :data:`RECORDED_MULTIPLES`)."""
+
+    runs: list[RunLoss]
+    packing: PackingSpec
+    read_multiple: int = 1
+    fixed: bool = False
+
+    def __post_init__(self) -> None:
+        self.full_width = max(int(run.lengths.max()) for run in self.runs)
+
+    def __call__(self, batches: Sequence[PretrainBatch]) -> StackBatch:
+        """Every array :meth:`StackedStep.compute` reads, for one micro-batch of each run."""
+        runs, fixed = self.runs, self.fixed
+        layouts = [run.layout(batch) for run, batch in zip(runs, batches)]
+        n_rows = max(len(nodes) for _, _, nodes, _, _ in layouts)
+        width = max(int(run.lengths[nodes].max()) for run, (_, _, nodes, _, _) in zip(runs, layouts))
+        if fixed:
+            n_rows, width = _round_up(n_rows, RECORDED_MULTIPLES["rows"]), self.full_width
+        ids = torch.zeros((len(runs), n_rows, width), dtype=torch.int64)
+        lengths = np.ones((len(runs), n_rows), dtype=np.int64)
+        mask = np.zeros(ids.shape, dtype=bool)
+        replacement = np.zeros(ids.shape, dtype=np.int64)
+        for k, (run, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(runs, layouts)):
+            own = int(run.lengths[nodes].max())
+            ids[k, : len(nodes), :own] = run.inputs.ids[torch.as_tensor(nodes), :own].cpu()
+            lengths[k, : len(nodes)] = run.lengths[nodes]
+            if run.needs_mlm:
+                mask[k, : len(nodes), :own] = run_mask[:, :own]
+                replacement[k, : len(nodes), :own] = run_replacement[:, :own]
+        # every run's masking at once, in each run's own row-major order of its masked positions
+        model, rows, columns = np.nonzero(mask)
+        counts = np.bincount(model, minlength=len(runs))
+        mask_ids = torch.as_tensor(np.array([run.mask_id for run in runs])[model])
+        within = rows * width + columns  # flat index into the run's (n_rows, width) grid
+        targets = replace_masked(
+            ids,
+            torch.as_tensor(model * n_rows * width + within),
+            torch.as_tensor(replacement[model, rows, columns]),
+            mask_ids,
+        ).numpy()
+        # the read grid's width rounded up: fewer distinct shapes to compile or record
+        count = _round_up(int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else self.read_multiple)
+        rank = np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its model
+        # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
+        flat = np.tile(np.arange(count) % n_rows * width, (len(runs), 1))
+        flat[model, rank] = within
+        arrays, buckets = self.packing.pack(lengths, width, flat, fixed)
+        arrays["ids"] = ids.numpy()
+        if fixed:  # each model's targets in its own row, padding -1; the real counts divide
+            padded = np.full((len(runs), count), -1, np.int64)
+            padded[model, rank] = targets
+            arrays["targets"], arrays["mlm_counts"] = padded, np.maximum(counts, 1).astype(np.float32)
+        else:
+            arrays["targets"] = targets
+        index = [k for k, run in enumerate(runs) if run.needs_pairs]
+        if index:
+            positives = [batches[k].positive_pairs for k in index]
+            negatives = [batches[k].negative_pairs for k in index]
+            pad = RECORDED_MULTIPLES["pairs"] if fixed else None
+            arrays |= StructureInducing.pair_arrays(positives, negatives, n_rows, pad)
+            sizes = None if fixed else tuple((len(p), len(n)) for p, n in zip(positives, negatives))
+        else:
+            sizes = None
+        counts = (count,) * len(runs) if fixed else tuple(counts.tolist())
+        return StackBatch(arrays, StackLayout(counts, buckets, sizes, fixed))
 
 
 @dataclass(frozen=True)

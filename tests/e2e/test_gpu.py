@@ -57,11 +57,12 @@ def test_bf16_autocast_pretraining_follows_fp32():
     assert abs(late["bf16"] - late["fp32"]) < 0.05 * late["fp32"], late
 
 
+@pytest.mark.parametrize("compile", ["none", "cudagraphs"])
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_batched_training_on_cuda_matches_separate_runs(precision):
+def test_batched_training_on_cuda_matches_separate_runs(precision, compile):
     sentences, graph, _ = _cliques()
     configs = [_config(lambda_si=0.0, precision=precision), _config(seed=4, precision=precision)]
-    batched = pretrain_batched([BatchedRun(sentences, graph, c) for c in configs], TINY)
+    batched = pretrain_batched([BatchedRun(sentences, graph, c) for c in configs], TINY, compile=compile)
     tolerance = 1e-3 if precision == "fp32" else 3e-2
     for config, result in zip(configs, batched):
         alone = pretrain(sentences, graph, config, TINY)
@@ -75,7 +76,7 @@ def test_recorded_cuda_graph_steps_train_as_eager_steps(precision, caplog):
     base = {"steps": 30, "pairs": "sampled", "schedule": "linear", "precision": precision}
     configs = [_config(lambda_si=lam, seed=seed, **base) for seed in (3, 4) for lam in (0.0, 0.1, 1.0)]
     runs = [BatchedRun(sentences, graph, config) for config in configs]
-    eager = pretrain_batched(runs, TINY)
+    eager = pretrain_batched(runs, TINY, compile="none")
     with caplog.at_level("INFO", logger="sipt_lab.training.recorded_steps"):
         recorded = pretrain_batched(runs, TINY, compile="cudagraphs")
     assert any("recorded a CUDA graph" in record.message for record in caplog.records)
@@ -85,8 +86,10 @@ def test_recorded_cuda_graph_steps_train_as_eager_steps(precision, caplog):
         np.testing.assert_allclose(mine.history["loss"][0], theirs.history["loss"][0], rtol=first)
         for name, values in theirs.history.items():  # "lr" too: the recorded update reads the schedule's rate
             np.testing.assert_allclose(mine.history[name], values, rtol=tolerance, atol=1e-6, err_msg=name)
-        for a, b in zip(mine.encoder.parameters(), theirs.encoder.parameters()):
-            torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance)
+        for (name, a), b in zip(mine.encoder.named_parameters(), theirs.encoder.parameters()):
+            if mine.config.lambda_si == 1.0 and name == "norm.bias":
+                continue  # L_SI alone on raw distances does not see a shift of every embedding: rounding noise
+            torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance, msg=name)
 
 
 def test_hugging_face_checkpoint_pretrains_and_embeds_on_cuda(tiny_bert):

@@ -165,9 +165,11 @@ def _losses_of(runs, compile="none", pad=False, fixed=False, steps=3):
     from sipt_lab.training.trainer import stacked_training
 
     stack = stacked_training(runs, ENCODER, compile)
+    preparer = stack.step.preparer
     if pad:
-        stack.step.stacked.read_multiple = stack.step.stacked.query_multiple = 16
-    stack.step.fixed_shapes = fixed
+        preparer.read_multiple = 16
+        preparer.packing = dataclasses.replace(preparer.packing, query_multiple=16)
+    preparer.fixed = fixed
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     values = [
         train_step(stack.step, stack.optimizer, scaler, [[s.batch(i) for s in stack.samplers]]) for i in range(steps)
@@ -186,7 +188,7 @@ def test_a_recorded_stack_has_few_shapes():
 
     runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)]
     stack = stacked_training(runs, ENCODER)
-    stack.step.fixed_shapes = True
+    stack.step.preparer.fixed = True
     batches = [stack.step.prepare([s.batch(i) for s in stack.samplers]) for i in range(12)]
     # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 24, each shape recorded once
     assert len({batch.layout for batch in batches}) == 2
@@ -204,6 +206,24 @@ def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
     monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": "aot_eager"})
     runs = [_run(0, lam) for lam in (0.0, 0.1)]
     np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
+
+
+def test_worker_processes_prepare_the_batches_this_process_prepares():
+    from sipt_lab.training.recorded_steps import prepared_batches
+    from sipt_lab.training.trainer import stacked_training
+
+    stack = stacked_training([_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)], ENCODER)
+    stack.step.preparer.fixed = True
+    here = list(prepared_batches(stack.step.preparer, stack.samplers, 2, 3, 7, workers=0))
+    ahead = list(prepared_batches(stack.step.preparer, stack.samplers, 2, 3, 7, workers=2))
+    assert len(here) == len(ahead) == 4 and all(len(step) == 2 for step in ahead)  # steps 3..6, 2 micro-batches
+    for mine, theirs in zip(here, ahead):
+        for a, b in zip(mine, theirs):
+            assert a.layout == b.layout and a.arrays.keys() == b.arrays.keys()
+            for name in a.arrays:
+                np.testing.assert_array_equal(a.arrays[name], b.arrays[name], err_msg=name)
+    first = stack.step.prepare([s.batch(6) for s in stack.samplers])  # step 3's first micro-batch: batch 3 * 2
+    np.testing.assert_array_equal(first.arrays["ids"], here[0][0].arrays["ids"])
 
 
 def test_recorded_steps_need_a_fixed_shape_stack_on_a_gpu():
