@@ -36,7 +36,7 @@ from sipt_lab.core.progress import progress_bar
 from sipt_lab.training.checkpoint import Checkpoint
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
-from sipt_lab.training.recorded_steps import RecordedSteps, prepared_batches
+from sipt_lab.training.recorded_steps import RecordedSteps
 from sipt_lab.training.runtime import SINGLE_PROCESS, Distributed
 from sipt_lab.training.step import Step, make_optimizer, set_learning_rate, train_step
 from sipt_lab.training.train_config import TrainConfig, lr_factor
@@ -171,19 +171,17 @@ def optimiser_steps(
     """The optimiser steps ``start..config.steps-1`` of ``step``: each ``next()`` takes one (at the
     rate the optimiser holds then) and returns :func:`train_step`'s per-run losses; run ``k`` reads
     ``samplers[k]``. A fixed-shape step replays recorded CUDA graphs (:class:`RecordedSteps`) on
-    batches prepared ahead by worker processes (:func:`prepared_batches`); any other step runs
-    :func:`train_step` (``trainable``: ``step``, or ``step`` wrapped in DDP). Start it after any
-    checkpoint is loaded into the optimiser."""
-    if step.fixed_shapes:
-        recorded = RecordedSteps(step, optimizer)
-        for batches in prepared_batches(step.preparer, samplers, config.grad_accum, start, config.steps):
-            yield recorded(batches)
-        return
+    its prepared batches; any other step runs :func:`train_step` (``trainable``: ``step``, or
+    ``step`` wrapped in DDP). Start it after any checkpoint is loaded into the optimiser."""
+    recorded = RecordedSteps(step, optimizer) if step.fixed_shapes else None
     for index in range(start, config.steps):
         micro = [
             [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
         ]
-        yield train_step(step if trainable is None else trainable, optimizer, scaler, micro)
+        if recorded is not None:
+            yield recorded([step.prepare(batches) for batches in micro])
+        else:
+            yield train_step(step if trainable is None else trainable, optimizer, scaler, micro)
 
 
 def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:

@@ -17,26 +17,18 @@ step by :func:`~sipt_lab.training.step.set_learning_rate`.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.training.recipe import BatchSampler
-from sipt_lab.training.stacked_step import StackBatch, StackedStep, StackLayout, StackPreparer, StackTensors
+from sipt_lab.training.stacked_step import StackBatch, StackedStep, StackLayout, StackTensors
 from sipt_lab.training.step import train_step
 
 logger = logging.getLogger(__name__)
 
 #: Eager steps run on a side stream before a recording (they allocate what the graph then reuses).
 WARMUP_STEPS = 3
-#: Worker processes that prepare a recorded training's batches ahead of the GPU (at most one fewer
-#: than the machine's cores): a replayed step takes the GPU less time than sampling and preparing
-#: its batch takes one core.
-PREPARE_WORKERS = 4
-#: Steps each worker prepares ahead.
-PREFETCH_STEPS = 8
 
 
 class RecordedSteps:
@@ -61,8 +53,8 @@ class RecordedSteps:
         return len(self._recorded)
 
     def __call__(self, batches: Sequence[StackBatch]) -> list[torch.Tensor]:
-        """One optimiser step over the prepared micro-batches ``batches`` (:meth:`StackedStep.prepare`,
-        :func:`prepared_batches`); returns per run its ``(1 + terms,)`` losses, buffers the next call
+        """One optimiser step over the prepared micro-batches ``batches`` (:meth:`StackedStep.prepare`);
+        returns per run its ``(1 + terms,)`` losses, buffers the next call
         overwrites (copy them before)."""
         key = tuple(batch.layout for batch in batches)
         if key not in self._recorded:
@@ -98,49 +90,3 @@ class RecordedSteps:
                 for name, value in self.optimizer.state[parameter].items():
                     value.copy_(state[parameter][name]) if name in state[parameter] else value.zero_()
         return graph, inputs, outputs
-
-
-def prepared_batches(
-    preparer: StackPreparer,
-    samplers: Sequence[BatchSampler],
-    grad_accum: int,
-    start: int,
-    stop: int,
-    workers: int | None = None,
-) -> Iterator[list[StackBatch]]:
-    """Steps ``start..stop-1``'s micro-batches (``grad_accum`` per step, run ``k`` reading
-    ``samplers[k]``), each prepared by ``preparer``, in step order: computed ahead by ``workers``
-    processes (default :data:`PREPARE_WORKERS`, fewer on a machine with fewer cores; 0: in this
-    process). Batches are a pure function of the step, so the workers' equal this process's."""
-    if workers is None:
-        workers = max(0, min(PREPARE_WORKERS, (os.cpu_count() or 1) - 1))
-    steps = _PreparedSteps(preparer, list(samplers), grad_accum)
-    if workers == 0:
-        return (steps[index] for index in range(start, stop))
-    loader = torch.utils.data.DataLoader(
-        steps,
-        batch_size=None,
-        sampler=range(start, stop),
-        num_workers=workers,
-        collate_fn=_unchanged,
-        prefetch_factor=PREFETCH_STEPS,
-    )
-    return iter(loader)
-
-
-class _PreparedSteps(torch.utils.data.Dataset):
-    """Step index -> its prepared micro-batches (what :func:`prepared_batches`' workers compute)."""
-
-    def __init__(self, preparer: StackPreparer, samplers: list[BatchSampler], grad_accum: int) -> None:
-        self.preparer, self.samplers, self.grad_accum = preparer, samplers, grad_accum
-
-    def __getitem__(self, index: int) -> list[StackBatch]:
-        return [
-            self.preparer([sampler.batch(index * self.grad_accum + k) for sampler in self.samplers])
-            for k in range(self.grad_accum)
-        ]
-
-
-def _unchanged(batches: list[StackBatch]) -> list[StackBatch]:
-    """The loader's collate function: prepared batches pass as they are (numpy arrays, not tensors)."""
-    return batches

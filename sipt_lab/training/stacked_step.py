@@ -68,6 +68,7 @@ class StackLayout:
     buckets: tuple[BucketShape, ...]
     pair_sizes: tuple[tuple[int, int], ...] | None
     fixed: bool = False  # the fixed shapes of a recorded stack: padded MLM targets (-1) and their real counts
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # every array's name and shape
 
 
 @dataclass
@@ -199,7 +200,7 @@ class StackedStep(Step):
 
 @dataclass
 class StackPreparer:
-    """The host half of a :class:`StackedStep` (host data only: worker processes can run it): each
+    """The host half of a :class:`StackedStep` (host data only): each
     run's :class:`RunLoss` (its rows, masking and objectives), how the encoders pack rows, the
     multiple the MLM reads are rounded up to, and ``fixed``: the fixed shapes of a recorded stack
     (rows padded to ``full_width`` tokens, counts rounded up by :data:`RECORDED_MULTIPLES`)."""
@@ -266,7 +267,7 @@ class StackPreparer:
         else:
             sizes = None
         counts = (count,) * len(runs) if fixed else tuple(counts.tolist())
-        return StackBatch(arrays, StackLayout(counts, buckets, sizes, fixed))
+        return StackBatch(arrays, StackLayout(counts, buckets, sizes, fixed, _shapes(arrays)))
 
 
 @dataclass(frozen=True)
@@ -307,6 +308,10 @@ def _unrecordable(runs: Sequence[RunLoss], device: torch.device) -> str | None:
                     "use compile none"
                 )
     return None
+
+
+def _shapes(arrays: dict[str, np.ndarray]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((name, array.shape) for name, array in arrays.items())
 
 
 def _round_up(value: int, multiple: int) -> int:

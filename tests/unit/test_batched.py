@@ -194,8 +194,14 @@ def test_a_recorded_stack_has_few_shapes():
     assert len({batch.layout for batch in batches}) == 2
     for layout in {batch.layout for batch in batches}:
         same = [{name: array.shape for name, array in b.arrays.items()} for b in batches if b.layout == layout]
-        assert all(shapes == same[0] for shapes in same)
+        assert all(shapes == same[0] for shapes in same)  # one layout, one set of shapes: a recording's buffers fit
         assert same[0]["ids"][::2] == (4, 24) and same[0]["targets"] == (4, 64) and layout.pair_sizes is None
+    # batch pairs: every edge among the seeds, padded to a multiple of 64; more pairs, another layout
+    many = stacked_training([_run(seed, 0.1, pairs="batch") for seed in (0, 1, 2)], ENCODER)
+    many.step.preparer.fixed = True
+    prepared = [many.step.prepare([s.batch(i) for s in many.samplers]) for i in range(12)]
+    pairs = {len(b.arrays["positive"]) for b in prepared}
+    assert len(pairs) > 1 and len({b.layout for b in prepared}) >= len(pairs)
 
 
 @pytest.mark.slow
@@ -206,24 +212,6 @@ def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
     monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": "aot_eager"})
     runs = [_run(0, lam) for lam in (0.0, 0.1)]
     np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
-
-
-def test_worker_processes_prepare_the_batches_this_process_prepares():
-    from sipt_lab.training.recorded_steps import prepared_batches
-    from sipt_lab.training.trainer import stacked_training
-
-    stack = stacked_training([_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)], ENCODER)
-    stack.step.preparer.fixed = True
-    here = list(prepared_batches(stack.step.preparer, stack.samplers, 2, 3, 7, workers=0))
-    ahead = list(prepared_batches(stack.step.preparer, stack.samplers, 2, 3, 7, workers=2))
-    assert len(here) == len(ahead) == 4 and all(len(step) == 2 for step in ahead)  # steps 3..6, 2 micro-batches
-    for mine, theirs in zip(here, ahead):
-        for a, b in zip(mine, theirs):
-            assert a.layout == b.layout and a.arrays.keys() == b.arrays.keys()
-            for name in a.arrays:
-                np.testing.assert_array_equal(a.arrays[name], b.arrays[name], err_msg=name)
-    first = stack.step.prepare([s.batch(6) for s in stack.samplers])  # step 3's first micro-batch: batch 3 * 2
-    np.testing.assert_array_equal(first.arrays["ids"], here[0][0].arrays["ids"])
 
 
 def test_recorded_steps_need_a_fixed_shape_stack_on_a_gpu():
