@@ -7,9 +7,10 @@ the most any model has; the rest is filler that nothing reads), so every per-tok
 are split by length into a few buckets (:func:`~sipt_lab.models.buckets.length_buckets`, quadratic
 cost), each padded to its own longest, with gathers from and to the packed slots.
 
-With ``fixed`` every row takes ``L`` slots and all sequences share one bucket of width ``L``: the
-shapes depend on ``(K, B, L)`` and the number of reads only, not on the rows' lengths (padding
-keys are hidden by the key bias), which a CUDA graph recorded once and replayed needs.
+With ``fixed`` every row takes ``L`` slots, in row order, and all sequences share one bucket of
+width ``L``: the shapes depend on ``(K, B, L)`` and the number of reads only, not on the rows'
+lengths (padding keys are hidden by the key bias), which a CUDA graph recorded once and replayed
+needs; the slots are then the tokens' own positions, so nothing is gathered or scattered.
 """
 
 from __future__ import annotations
@@ -82,51 +83,34 @@ def pack(
     read positions (flat indices into ``B * L``, the first ``B`` of each model its rows' [CLS]) and
     the attention heads: its :data:`PACKING_ARRAYS` and bucket shapes. ``query_multiple`` n > 0:
     every bucket's query grid as wide as the most reads of any sequence, rounded up to a multiple of
-    n (0: its own most); ``fixed``: shapes independent of ``lengths`` (module docstring)."""
+    n (0: its own most); ``fixed``: shapes independent of ``lengths`` (:func:`_pack_fixed`)."""
+    if fixed:
+        return _pack_fixed(lengths, length, reads, heads)
     n_models, batch = lengths.shape
-    real_length = lengths.ravel()
-    sequence_length = np.full_like(real_length, length) if fixed else real_length  # slots per row
-    width = batch * length if fixed else int(lengths.sum(1).max())
-    first = (
-        np.arange(n_models)[:, None] * width
-        + (np.cumsum(sequence_length.reshape(n_models, batch), axis=1))
-        - sequence_length.reshape(n_models, batch)
-    ).ravel()  # packed slot of token 0
-    sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every slotted token
+    sequence_length = lengths.ravel()
+    width = int(lengths.sum(1).max())
+    first = (np.arange(n_models)[:, None] * width + np.cumsum(lengths, axis=1) - lengths).ravel()  # slot of token 0
+    sequence = np.repeat(np.arange(n_models * batch), sequence_length)  # of every real token
     within = np.arange(len(sequence)) - np.repeat(np.cumsum(sequence_length) - sequence_length, sequence_length)
     slots = first[sequence] + within
     tokens, offsets = np.zeros(n_models * width, np.int64), np.zeros(n_models * width, np.int64)
     tokens[slots], offsets[slots] = sequence % batch * length + within, within
     read_sequence = np.arange(n_models)[:, None] * batch + reads // length
     read_packed = first[read_sequence] + reads % length
-    reads_per_sequence = np.bincount(read_sequence.ravel(), minlength=n_models * batch)
-    read_order = np.argsort(read_sequence.ravel(), kind="stable")
-    read_rank = np.empty(read_sequence.size, np.int64)
-    read_rank[read_order] = np.arange(read_sequence.size) - np.repeat(
-        np.cumsum(reads_per_sequence) - reads_per_sequence, reads_per_sequence
-    )
-    if fixed:  # a row's reads: its [CLS], at most L - 1 masked tokens and its share of the padding reads
-        members_of = [np.arange(n_models * batch)]
-        fixed_query_width = length + -(-(reads.shape[1] - batch) // batch)
-    else:
-        members_of = length_buckets(real_length, max_buckets, power=2)
+    reads_per_sequence, read_rank = _read_ranks(read_sequence, n_models * batch)
     gather, biases, shapes = [], [], []
     padded_slot, query_slot = np.zeros(n_models * batch, np.int64), np.zeros(n_models * batch, np.int64)
     start = query_start = 0
-    for members in members_of:
-        slotted, real = sequence_length[members], real_length[members]
-        longest, step = int(slotted.max()), query_multiple or 1
-        if fixed:
-            query_width = fixed_query_width
-        else:
-            most = reads_per_sequence[members if not query_multiple else slice(None)].max()
-            query_width = int(-(-most // step) * step)
+    for members in length_buckets(sequence_length, max_buckets, power=2):
+        member_lengths = sequence_length[members]
+        longest, step = int(member_lengths.max()), query_multiple or 1
+        most = reads_per_sequence[members if not query_multiple else slice(None)].max()
+        query_width = int(-(-most // step) * step)
         columns = np.arange(longest)
-        gather.append((first[members, None] + np.minimum(columns, slotted[:, None] - 1)).ravel())
+        gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
         padded_slot[members] = start + np.arange(len(members)) * longest
         query_slot[members] = query_start + np.arange(len(members)) * query_width
-        padding = np.repeat(columns >= real[:, None], heads, axis=0)
-        biases.append(np.where(padding, np.float32(-np.inf), np.float32(0)).ravel())
+        biases.append(_key_bias(member_lengths, longest, heads))
         shapes.append(BucketShape(len(members), longest, query_width))
         start += len(members) * longest
         query_start += len(members) * query_width
@@ -144,14 +128,52 @@ def pack(
     return arrays, tuple(shapes)
 
 
+def _pack_fixed(
+    lengths: np.ndarray, length: int, reads: np.ndarray, heads: int
+) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
+    """:func:`pack` with every row in ``L`` slots, in row order, all in one bucket: a slot is its
+    token's own flat position, so the packing has no ``tokens``, ``offsets``, ``gather`` or
+    ``scatter`` (:class:`Packing` reads the rows as they are). A row's query grid holds its [CLS], at
+    most ``L - 1`` masked tokens and its share of the padding reads (spread over the rows)."""
+    n_models, batch = lengths.shape
+    read_sequence = np.arange(n_models)[:, None] * batch + reads // length
+    _, read_rank = _read_ranks(read_sequence, n_models * batch)
+    query_width = length + -(-(reads.shape[1] - batch) // batch)
+    arrays = {
+        "reads": np.asarray(reads, dtype=np.int64),
+        "read_slots": read_sequence.ravel() * query_width + read_rank,
+        "key_bias": _key_bias(lengths.ravel(), length, heads),
+    }
+    return arrays, (BucketShape(n_models * batch, length, query_width),)
+
+
+def _read_ranks(read_sequence: np.ndarray, n_sequences: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reads per sequence, each read's rank among its sequence's reads)`` for the ``(K, R)``
+    sequence of every read."""
+    counts = np.bincount(read_sequence.ravel(), minlength=n_sequences)
+    order = np.argsort(read_sequence.ravel(), kind="stable")
+    rank = np.empty(read_sequence.size, np.int64)
+    rank[order] = np.arange(read_sequence.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return counts, rank
+
+
+def _key_bias(lengths: np.ndarray, width: int, heads: int) -> np.ndarray:
+    """Flat ``(len(lengths) * heads, 1, width)`` float32 attention bias of sequences padded to
+    ``width``: 0 at their tokens, -inf at the padding."""
+    padding = np.repeat(np.arange(width) >= lengths[:, None], heads, axis=0)
+    return np.where(padding, np.float32(-np.inf), np.float32(0)).ravel()
+
+
 class Packing:
-    """A packing on the device: ``tensors`` holds :data:`PACKING_ARRAYS` (as :func:`pack` made them)
-    and ``buckets`` their shapes; :meth:`attend` and :meth:`attend_reads` are the encoders' attention."""
+    """A packing on the device: ``tensors`` holds :data:`PACKING_ARRAYS` (as :func:`pack` made them;
+    a fixed packing only ``reads``, ``read_slots`` and ``key_bias``, its slots being the rows'
+    own positions) and ``buckets`` their shapes; :meth:`attend` and :meth:`attend_reads` are the
+    encoders' attention."""
 
     def __init__(self, tensors: Mapping[str, torch.Tensor], buckets: tuple[BucketShape, ...], heads: int) -> None:
-        self.tokens, self.offsets, self.gather, self.scatter, self.reads, self.read_slots = (
-            tensors[name] for name in PACKING_ARRAYS[:-1]
-        )
+        self.fixed = "gather" not in tensors
+        self.tokens, self.offsets, self.gather, self.scatter = (tensors.get(name) for name in PACKING_ARRAYS[:4])
+        self.reads, self.read_slots = tensors["reads"], tensors["read_slots"]
         self.buckets = buckets
         sizes = [bucket.sequences * heads * bucket.width for bucket in buckets]
         self.key_biases = [
@@ -159,16 +181,24 @@ class Packing:
             for bias, bucket in zip(tensors["key_bias"].split(sizes), buckets)
         ]
 
+    def slots(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K, T)`` token ids of every packed slot of ``(K, B, L)`` ``input_ids`` and their
+        positions in their rows."""
+        n_models, _, length = input_ids.shape
+        if self.fixed:
+            ids = input_ids.reshape(n_models, -1)
+            return ids, torch.arange(ids.shape[1], device=ids.device).remainder(length).expand(n_models, -1)
+        return torch.gather(input_ids.reshape(n_models, -1), 1, self.tokens), self.offsets
+
     def attend(self, qkv: torch.Tensor, heads: int) -> torch.Tensor:
         """Self-attention within each sequence: ``(K * T, 3H)`` packed queries, keys and values ->
         ``(K * T, H)`` outputs (filler slots: arbitrary)."""
         outputs = []
-        for bucket, bias, rows in zip(
-            self.buckets, self.key_biases, self._bucket_rows(qkv.index_select(0, self.gather))
-        ):
+        for bucket, bias, rows in zip(self.buckets, self.key_biases, self._bucket_rows(self._gathered(qkv))):
             q, k, v = _heads(rows, bucket.sequences, 3, heads)
             outputs.append(_merge_heads(_attention(q, k, v, bias), bucket.sequences, heads))
-        return torch.cat(outputs).index_select(0, self.scatter)
+        attended = torch.cat(outputs)
+        return attended if self.scatter is None else attended.index_select(0, self.scatter)
 
     def attend_reads(self, queries: torch.Tensor, kv: torch.Tensor, heads: int) -> torch.Tensor:
         """Attention at the read positions only: ``(K * R, H)`` queries against ``(K * T, 2H)``
@@ -180,12 +210,16 @@ class Packing:
         outputs = []
         query_rows = grid.split([bucket.sequences * bucket.query_width for bucket in self.buckets])
         for bucket, bias, rows, bucket_queries in zip(
-            self.buckets, self.key_biases, self._bucket_rows(kv.index_select(0, self.gather)), query_rows
+            self.buckets, self.key_biases, self._bucket_rows(self._gathered(kv)), query_rows
         ):
             k, v = _heads(rows, bucket.sequences, 2, heads)
             (q,) = _heads(bucket_queries, bucket.sequences, 1, heads)
             outputs.append(_merge_heads(_attention(q, k, v, bias), bucket.sequences, heads))
         return torch.cat(outputs).index_select(0, self.read_slots)
+
+    def _gathered(self, packed: torch.Tensor) -> torch.Tensor:
+        """``(K * T, ...)`` packed rows in the buckets' padded slots (a fixed packing's are the same)."""
+        return packed if self.gather is None else packed.index_select(0, self.gather)
 
     def _bucket_rows(self, padded: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The gathered ``(S, ...)`` padded rows cut into each bucket's: a split, whose backward is

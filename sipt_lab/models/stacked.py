@@ -178,8 +178,8 @@ class StackedEncoders(nn.Module):
         n_models, batch, _ = input_ids.shape
         hidden = self.config.hidden
         tokens, table = self._w("tokens.weight"), self._w("positions.weight")
-        ids = torch.gather(input_ids.reshape(n_models, -1), 1, packing.tokens)
-        x = _lookup(tokens, ids) + _lookup(table, packing.offsets)
+        ids, offsets = packing.slots(input_ids)
+        x = _lookup(tokens, ids) + _lookup(table, offsets)
         for b in range(self.config.n_layers - 1):
             block = f"blocks.{b}"
             qkv = self._normed_linear(x, f"{block}.norm1", f"{block}.qkv")

@@ -23,6 +23,7 @@ resumed from a checkpoint ends with the numbers of an uninterrupted one.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -33,6 +34,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.progress import progress_bar
+from sipt_lab.training.batch_stream import batch_stream
 from sipt_lab.training.checkpoint import Checkpoint
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.recipe import BatchSampler
@@ -43,6 +45,9 @@ from sipt_lab.training.train_config import TrainConfig, lr_factor
 from sipt_lab.training.watch import Watch
 
 logger = logging.getLogger(__name__)
+
+#: Worker processes that draw a recorded training's batches ahead of it (:func:`draw_workers`).
+DRAW_WORKERS = 2
 
 
 def train(
@@ -171,17 +176,22 @@ def optimiser_steps(
     """The optimiser steps ``start..config.steps-1`` of ``step``: each ``next()`` takes one (at the
     rate the optimiser holds then) and returns :func:`train_step`'s per-run losses; run ``k`` reads
     ``samplers[k]``. A fixed-shape step replays recorded CUDA graphs (:class:`RecordedSteps`) on
-    its prepared batches; any other step runs :func:`train_step` (``trainable``: ``step``, or
-    ``step`` wrapped in DDP). Start it after any checkpoint is loaded into the optimiser."""
+    its prepared batches, drawn ahead by :func:`draw_workers` processes (:func:`batch_stream`); any
+    other step runs :func:`train_step` on batches drawn here (``trainable``: ``step``, or ``step``
+    wrapped in DDP). Start it after any checkpoint is loaded into the optimiser."""
     recorded = RecordedSteps(step, optimizer) if step.fixed_shapes else None
-    for index in range(start, config.steps):
-        micro = [
-            [sampler.batch(index * config.grad_accum + k) for sampler in samplers] for k in range(config.grad_accum)
-        ]
+    workers = draw_workers() if recorded is not None else 0
+    for micro in batch_stream(samplers, config.grad_accum, start, config.steps, workers):
         if recorded is not None:
             yield recorded([step.prepare(batches) for batches in micro])
         else:
             yield train_step(step if trainable is None else trainable, optimizer, scaler, micro)
+
+
+def draw_workers() -> int:
+    """Worker processes that draw a recorded training's batches: :data:`DRAW_WORKERS`, fewer on a
+    machine with fewer cores (one stays for this process)."""
+    return max(0, min(DRAW_WORKERS, (os.cpu_count() or 1) - 1))
 
 
 def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:

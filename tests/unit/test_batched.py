@@ -100,7 +100,7 @@ def test_stacked_forward_equals_each_encoder_over_several_length_buckets():
     embeddings, heads = stacked(ids, positions, lengths, counts)
     # the fixed-shape packing (one bucket, every row 20 slots) computes the same
     arrays, buckets = stacked.pack(lengths, 20, positions.numpy(), fixed=True)
-    assert len(buckets) == 1 and arrays["tokens"].shape == (2, 200)
+    assert len(buckets) == 1 and set(arrays) == {"reads", "read_slots", "key_bias"}  # slots = the rows' positions
     fixed = stacked.encode(ids, stacked.packing(DeviceArrays(arrays, torch.device("cpu")), buckets), counts)
     torch.testing.assert_close(fixed[0], embeddings, rtol=1e-5, atol=1e-6)
     for mine, theirs in zip(fixed[1], heads):
@@ -212,6 +212,25 @@ def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
     monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": "aot_eager"})
     runs = [_run(0, lam) for lam in (0.0, 0.1)]
     np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
+
+
+def test_worker_processes_draw_the_batches_this_process_draws():
+    import dataclasses as dc
+
+    from sipt_lab.training.batch_stream import batch_stream
+    from sipt_lab.training.trainer import stacked_training
+
+    stack = stacked_training([_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)], ENCODER)
+    here = list(batch_stream(stack.samplers, 2, 3, 7, workers=0))
+    ahead = list(batch_stream(stack.samplers, 2, 3, 7, workers=2))
+    assert len(here) == len(ahead) == 4 and all(len(micro) == 2 and len(micro[0]) == 4 for micro in ahead)
+    for mine, theirs in zip(here, ahead):
+        for a, b in zip(sum(mine, []), sum(theirs, [])):
+            for field in dc.fields(a):
+                x, y = getattr(a, field.name), getattr(b, field.name)
+                assert x == y if not isinstance(x, np.ndarray) else np.array_equal(x, y), field.name
+    first = stack.samplers[1].batch(6)  # step 3's first micro-batch is each sampler's batch 3 * 2
+    np.testing.assert_array_equal(first.nodes, ahead[0][0][1].nodes)
 
 
 def test_recorded_steps_need_a_fixed_shape_stack_on_a_gpu():
