@@ -7,7 +7,8 @@ On a GPU the step cannot be faster than this host work, so this benchmark times 
 (no GPU needed: the buffers are on the CPU), for the Figure 5b grid (K = 18 tiny models, the paper's
 CLIQUES settings): batches drawn in this process (``workers 0``) against drawn ahead by
 ``--workers`` processes (:func:`~sipt_lab.training.batch_stream.batch_stream`), rounds alternating,
-same process. Prints host ms per step, its 8,000-step total and the ratio.
+same process, with torch's default threads (as a training runs). Prints host ms per step, its
+8,000-step total and the ratio.
 
 Run as ``python benchmarks/bench_recorded_host.py [--steps 300] [--rounds 3] [--workers N]``.
 """
@@ -52,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each way")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: the loop's)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     workers = draw_workers() if args.workers is None else args.workers
     runs, source, train_steps = figure_runs(3, "cpu")
     stack = stacked_training(runs, source, "none")

@@ -76,7 +76,7 @@ class StackedEncoders(nn.Module):
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
         self.max_buckets = max_buckets
-        # after the packing (compiled: a torch.compile wrapper, padded reads, one query width; fewer shapes)
+        # encode: the device half, or its torch.compile wrapper; query_multiple > 0: one query width, fewer shapes
         self.encode, self.query_multiple = self._encode, 0
 
     @classmethod

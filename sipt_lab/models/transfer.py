@@ -29,7 +29,9 @@ def to_device(arrays: Sequence[np.ndarray | torch.Tensor], device: torch.device)
 class DeviceArrays(Mapping[str, torch.Tensor]):
     """Named host arrays on ``device``: one flat buffer per dtype, each array a view of its buffer
     (a mapping from name to tensor). :meth:`refill` copies new arrays of the same names, shapes and
-    dtypes into the same buffers (one non-blocking copy per dtype), so the views keep their addresses."""
+    dtypes into the same buffers, so the views keep their addresses: on CUDA through one pinned
+    staging buffer per dtype, reused (one non-blocking copy per dtype, no allocation), on a CPU
+    directly; numpy writes only, no torch CPU op."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], device: torch.device) -> None:
         self._names = {dtype: [name for name in arrays if arrays[name].dtype == dtype] for dtype in _dtypes(arrays)}
@@ -41,16 +43,29 @@ class DeviceArrays(Mapping[str, torch.Tensor]):
             self._buffers[dtype] = buffer = flat.to(device, non_blocking=True)
             parts = buffer.split([h.numel() for h in host])
             self._views.update((name, part.view(h.shape)) for name, part, h in zip(names, parts, host))
+        on_cuda = device.type == "cuda"
+        self._staging = {
+            dtype: torch.empty(buffer.numel(), dtype=buffer.dtype, pin_memory=True) if on_cuda else buffer
+            for dtype, buffer in self._buffers.items()
+        }
+        self._copied = torch.cuda.Event() if on_cuda else None  # the staging buffers' last copy
 
     def refill(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Copy ``arrays`` (the names, shapes and dtypes this was made with) into the buffers."""
         if _layout(arrays) != self._layout:
             raise ValueError("refill needs the arrays' names, shapes and dtypes unchanged")
+        if self._copied is not None:
+            self._copied.synchronize()  # the previous copy out of the staging buffers is done
         for dtype, names in self._names.items():
-            host = [torch.as_tensor(arrays[name]) for name in names]
-            buffer = self._buffers[dtype]
-            flat = _pinned_flat(host) if buffer.device.type == "cuda" else torch.cat([h.reshape(-1) for h in host])
-            buffer.copy_(flat, non_blocking=True)
+            staging, start = self._staging[dtype].numpy(), 0
+            for name in names:
+                array = np.asarray(arrays[name])
+                staging[start : start + array.size] = array.ravel()
+                start += array.size
+            if self._copied is not None:
+                self._buffers[dtype].copy_(self._staging[dtype], non_blocking=True)
+        if self._copied is not None:
+            self._copied.record()
 
     def __getitem__(self, name: str) -> torch.Tensor:
         return self._views[name]

@@ -3,7 +3,7 @@
 A tiny model's step is hundreds of small kernels, and on a GPU launching them costs far more host
 time than running them. A step of a fixed-shape stack (:class:`~sipt_lab.training.stacked_step.StackedStep`
 with ``compile`` ``cudagraphs``) is recorded once per input shape as one CUDA graph: the forward
-passes, backward passes and the fused AdamW update of :func:`~sipt_lab.training.loop.train_step`,
+passes, backward passes and the fused AdamW update of :func:`~sipt_lab.training.step.train_step`,
 on inputs held in fixed device buffers. Each later step with that shape only copies its host
 arrays into the buffers (one copy per dtype) and replays the graph: one launch. This is PyTorch's
 "whole network capture" (torch.cuda.graph): recording runs the step a few times on a side stream
@@ -34,8 +34,8 @@ WARMUP_STEPS = 3
 class RecordedSteps:
     """``train_step(step, optimizer, scaler, micro)`` of a fixed-shape :class:`StackedStep` (on
     CUDA, fp32 or bf16) as replayed CUDA graphs, one per distinct tuple of micro-batch layouts.
-    ``optimizer`` must be a capturable AdamW (``make_optimizer(..., capturable=True)``); call with
-    ``micro[j][k]``, micro-batch ``j`` of run ``k``, as :func:`~sipt_lab.training.loop.train_step`."""
+    ``optimizer`` must be a capturable AdamW (``make_optimizer(..., capturable=True)``); call with a
+    step's micro-batches as :meth:`StackedStep.prepare` made them."""
 
     def __init__(self, step: StackedStep, optimizer: torch.optim.Optimizer) -> None:
         if not step.fixed_shapes or step.device.type != "cuda":
@@ -47,15 +47,9 @@ class RecordedSteps:
             group["lr"] = torch.as_tensor(float(group["lr"]), dtype=torch.float32, device=step.device)
         self._recorded: dict[tuple[StackLayout, ...], tuple[torch.cuda.CUDAGraph, list[StackTensors], list]] = {}
 
-    @property
-    def recordings(self) -> int:
-        """How many graphs (distinct input shapes) have been recorded so far."""
-        return len(self._recorded)
-
     def __call__(self, batches: Sequence[StackBatch]) -> list[torch.Tensor]:
-        """One optimiser step over the prepared micro-batches ``batches`` (:meth:`StackedStep.prepare`);
-        returns per run its ``(1 + terms,)`` losses, buffers the next call
-        overwrites (copy them before)."""
+        """One optimiser step over the prepared micro-batches ``batches``; returns per run its
+        ``(1 + terms,)`` losses, buffers that the next call overwrites (copy them before)."""
         key = tuple(batch.layout for batch in batches)
         if key not in self._recorded:
             self._recorded[key] = self._record([batch.to(self.step.device) for batch in batches])

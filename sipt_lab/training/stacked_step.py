@@ -200,10 +200,10 @@ class StackedStep(Step):
 
 @dataclass
 class StackPreparer:
-    """The host half of a :class:`StackedStep` (host data only): each
-    run's :class:`RunLoss` (its rows, masking and objectives), how the encoders pack rows, the
-    multiple the MLM reads are rounded up to, and ``fixed``: the fixed shapes of a recorded stack
-    (rows padded to ``full_width`` tokens, counts rounded up by :data:`RECORDED_MULTIPLES`)."""
+    """The host half of a :class:`StackedStep` (host data only): each run's :class:`RunLoss` (its
+    rows, masking and objectives), how the encoders pack rows, the multiple the MLM reads are
+    rounded up to, and ``fixed``: the fixed shapes of a recorded stack (rows padded to
+    ``full_width`` tokens, counts rounded up by :data:`RECORDED_MULTIPLES`)."""
 
     runs: list[RunLoss]
     packing: PackingSpec
@@ -212,6 +212,9 @@ class StackPreparer:
 
     def __post_init__(self) -> None:
         self.full_width = max(int(run.lengths.max()) for run in self.runs)
+        # numpy views of the runs' token ids: the host half makes no torch CPU op (small tensors
+        # spread over torch's intra-op threads cost more than they compute)
+        self._ids = [run.inputs.ids.numpy() for run in self.runs]
 
     def __call__(self, batches: Sequence[PretrainBatch]) -> StackBatch:
         """Every array :meth:`StackedStep.compute` reads, for one micro-batch of each run."""
@@ -221,13 +224,13 @@ class StackPreparer:
         width = max(int(run.lengths[nodes].max()) for run, (_, _, nodes, _, _) in zip(runs, layouts))
         if fixed:
             n_rows, width = _round_up(n_rows, RECORDED_MULTIPLES["rows"]), self.full_width
-        ids = torch.zeros((len(runs), n_rows, width), dtype=torch.int64)
+        ids = np.zeros((len(runs), n_rows, width), dtype=np.int64)
         lengths = np.ones((len(runs), n_rows), dtype=np.int64)
         mask = np.zeros(ids.shape, dtype=bool)
         replacement = np.zeros(ids.shape, dtype=np.int64)
         for k, (run, (_, _, nodes, run_mask, run_replacement)) in enumerate(zip(runs, layouts)):
             own = int(run.lengths[nodes].max())
-            ids[k, : len(nodes), :own] = run.inputs.ids[torch.as_tensor(nodes), :own].cpu()
+            ids[k, : len(nodes), :own] = self._ids[k][nodes, :own]
             lengths[k, : len(nodes)] = run.lengths[nodes]
             if run.needs_mlm:
                 mask[k, : len(nodes), :own] = run_mask[:, :own]
@@ -235,14 +238,9 @@ class StackPreparer:
         # every run's masking at once, in each run's own row-major order of its masked positions
         model, rows, columns = np.nonzero(mask)
         counts = np.bincount(model, minlength=len(runs))
-        mask_ids = torch.as_tensor(np.array([run.mask_id for run in runs])[model])
+        mask_ids = np.array([run.mask_id for run in runs])[model]
         within = rows * width + columns  # flat index into the run's (n_rows, width) grid
-        targets = replace_masked(
-            ids,
-            torch.as_tensor(model * n_rows * width + within),
-            torch.as_tensor(replacement[model, rows, columns]),
-            mask_ids,
-        ).numpy()
+        targets = replace_masked(ids, model * n_rows * width + within, replacement[model, rows, columns], mask_ids)
         # the read grid's width rounded up: fewer distinct shapes to compile or record
         count = _round_up(int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else self.read_multiple)
         rank = np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its model
@@ -250,7 +248,7 @@ class StackPreparer:
         flat = np.tile(np.arange(count) % n_rows * width, (len(runs), 1))
         flat[model, rank] = within
         arrays, buckets = self.packing.pack(lengths, width, flat, fixed)
-        arrays["ids"] = ids.numpy()
+        arrays["ids"] = ids
         if fixed:  # each model's targets in its own row, padding -1; the real counts divide
             padded = np.full((len(runs), count), -1, np.int64)
             padded[model, rank] = targets

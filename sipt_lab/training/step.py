@@ -292,17 +292,20 @@ class RunLoss:
 
 
 def replace_masked(
-    inputs: torch.Tensor, positions: torch.Tensor, codes: torch.Tensor, mask_id: int | torch.Tensor
-) -> torch.Tensor:
+    inputs: torch.Tensor | np.ndarray,
+    positions: torch.Tensor | np.ndarray,
+    codes: torch.Tensor | np.ndarray,
+    mask_id: int | torch.Tensor | np.ndarray,
+) -> torch.Tensor | np.ndarray:
     """Replace the tokens of ``inputs`` at its ``(M,)`` flat ``positions`` in place, as their ``(M,)``
     replacement ``codes`` say (:data:`~sipt_lab.training.sampler.REPLACE_WITH_MASK`: ``mask_id``, an
     int or ``(M,)`` ids; :data:`~sipt_lab.training.sampler.KEEP_TOKEN`: unchanged; else that token
-    id); returns the ``(M,)`` original ids there (the MLM targets)."""
-    flat = inputs.view(-1)
+    id); returns the ``(M,)`` original ids there (the MLM targets). All torch tensors, or all numpy
+    arrays (a stacked step's host half), ``inputs`` contiguous."""
+    where = np.where if isinstance(inputs, np.ndarray) else torch.where
+    flat = inputs.reshape(-1)  # a view: the replacement writes into inputs
     original = flat[positions]
-    flat[positions] = torch.where(
-        codes == REPLACE_WITH_MASK, mask_id, torch.where(codes == KEEP_TOKEN, original, codes)
-    )
+    flat[positions] = where(codes == REPLACE_WITH_MASK, mask_id, where(codes == KEEP_TOKEN, original, codes))
     return original
 
 
