@@ -43,17 +43,19 @@ class DeviceArrays(Mapping[str, torch.Tensor]):
             self._buffers[dtype] = buffer = flat.to(device, non_blocking=True)
             parts = buffer.split([h.numel() for h in host])
             self._views.update((name, part.view(h.shape)) for name, part, h in zip(names, parts, host))
-        on_cuda = device.type == "cuda"
-        self._staging = {
-            dtype: torch.empty(buffer.numel(), dtype=buffer.dtype, pin_memory=True) if on_cuda else buffer
-            for dtype, buffer in self._buffers.items()
-        }
-        self._copied = torch.cuda.Event() if on_cuda else None  # the staging buffers' last copy
+        self._staging, self._copied = None, None  # made at the first refill (the staging buffers' last copy)
 
     def refill(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Copy ``arrays`` (the names, shapes and dtypes this was made with) into the buffers."""
         if _layout(arrays) != self._layout:
             raise ValueError("refill needs the arrays' names, shapes and dtypes unchanged")
+        if self._staging is None:
+            on_cuda = next(iter(self._buffers.values())).device.type == "cuda"
+            self._staging = {
+                dtype: torch.empty(buffer.numel(), dtype=buffer.dtype, pin_memory=True) if on_cuda else buffer
+                for dtype, buffer in self._buffers.items()
+            }
+            self._copied = torch.cuda.Event() if on_cuda else None
         if self._copied is not None:
             self._copied.synchronize()  # the previous copy out of the staging buffers is done
         for dtype, names in self._names.items():
