@@ -63,8 +63,8 @@ class InitDefaults:
             :data:`~sipt_lab.core.names.LOSS_PARAMETERS`).
         pairs: which pairs ``L_SI`` scores.
         mask_replacement: what a masked token becomes.
-        head_warmup: steps that fit a new MLM head with the encoder frozen before training
-            (only when the init has no MLM head of its own).
+        head_warmup: steps that fit each new head with the encoder frozen before training (the
+            MLM head an init lacks, a method's own head).
         head_lr: the head warm-up's constant learning rate.
     """
 

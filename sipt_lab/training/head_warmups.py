@@ -1,7 +1,7 @@
 """Fitted MLM heads shared by runs that start alike (:class:`HeadWarmups`).
 
 An init without an MLM head of its own (MiniLM) gets a fresh head fitted with the encoder frozen
-before training (:func:`~sipt_lab.training.loop.warm_up_head`). The fit reads the batches' seeds and
+before training (:func:`~sipt_lab.training.loop.fit_heads`). The fit reads the batches' seeds and
 masks, which do not depend on the graph or on λ_SI (:mod:`sipt_lab.training.sampler`), so the arms
 of a study that differ only in those fit the same head: the first run fits it, the others copy it.
 """

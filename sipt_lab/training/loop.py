@@ -194,17 +194,17 @@ def draw_workers() -> int:
     return max(0, min(DRAW_WORKERS, (os.cpu_count() or 1) - 1))
 
 
-def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: TrainConfig) -> str:
-    """Fit ``encoder``'s new MLM head (``encoder.new_head_parameters()``) for ``config.head_warmup``
-    steps at the constant ``config.head_lr`` with every other parameter frozen, on the sampler's
-    first batches (their seeds' masks: the same for every λ, so LM and SIPT arms start from the
-    same state). ``step`` computes the MLM loss of a batch (one run). Returns a note for the log."""
-    head = encoder.new_head_parameters()
-    head_ids = {id(p) for p in head}
+def fit_heads(heads: list[nn.Parameter], step: Step, sampler: BatchSampler, config: TrainConfig, what: str) -> str:
+    """Fit new ``heads`` (an init's missing MLM head, an objective's own head) for
+    ``config.head_warmup`` steps at the constant ``config.head_lr`` with every other parameter of
+    ``step`` frozen, on the sampler's first batches (their seeds' masks: the same for every λ, so LM
+    and SIPT arms start from the same state). ``step`` computes the heads' loss of a batch (one
+    run). Returns a note for the log naming ``what`` was fitted."""
+    head_ids = {id(p) for p in heads}
     frozen = [p for p in step.parameters() if p.requires_grad and id(p) not in head_ids]
     for parameter in frozen:
         parameter.requires_grad_(False)
-    optimizer = make_optimizer(head, config.head_lr, config.weight_decay, fused=False)
+    optimizer = make_optimizer(heads, config.head_lr, config.weight_decay, fused=False)
     scaler = torch.amp.GradScaler(enabled=False)
     try:
         step.train()
@@ -215,7 +215,8 @@ def warm_up_head(encoder: nn.Module, step: Step, sampler: BatchSampler, config: 
         for parameter in frozen:
             parameter.requires_grad_(True)
     steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
-    return f"new MLM head fitted for {steps} with the encoder frozen: MLM loss {losses[0]:.3g} -> {losses[-1]:.3g} nats"
+    terms = " + ".join(step.names[0][1:-1])
+    return f"{what} fitted for {steps} with the encoder frozen: {terms} loss {losses[0]:.3g} -> {losses[-1]:.3g}"
 
 
 def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str], run: int | None = None) -> np.ndarray:

@@ -98,8 +98,9 @@ class TrainConfig:
         schedule: learning-rate schedule, a name in :data:`LR_SCHEDULES` (``"constant"``, the
             paper's; ``"linear"`` or ``"cosine"`` decay to 0 at the last step).
         warmup: fraction of the steps over which the rate rises linearly from 0 (any schedule).
-        head_warmup: steps that fit a new MLM head (an init without one of its own) with the
-            encoder frozen, before the first training step; 0: none.
+        head_warmup: steps that fit each new head with the encoder frozen, before the first training
+            step: the MLM head of an init without one of its own, and an objective's own head
+            (LinkBERT's relation head, the per-sample baselines'); 0: none.
         head_lr: the head warm-up's constant AdamW learning rate.
         eval_every: steps between evaluations of the embedding during training (and one at the
             last step); None: none. Only runs that are given an evaluator evaluate (``pretrain``).
@@ -190,7 +191,7 @@ class TrainConfig:
     warmup: float = option(0.0, help="fraction of steps of linear warm-up", range=(0.0, 1.0), open="high", metavar="F")
     head_warmup: int = option(
         0,
-        help="steps that fit a checkpoint's new MLM head (one without its own) with the "
+        help="steps that fit each new head (a checkpoint's missing MLM head, a method's own head) with the "
         "encoder frozen, before training; 0 = none",
         range=(0, MAX_STEPS),
         metavar="N",

@@ -44,7 +44,7 @@ from sipt_lab.training.allocator import retain_freed_memory
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME, Checkpoint, run_identity
 from sipt_lab.training.head_warmups import HeadWarmups, head_warmup_key
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
-from sipt_lab.training.loop import train, warm_up_head
+from sipt_lab.training.loop import fit_heads, train
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, local_device, resolve_device
 from sipt_lab.training.stacked_step import StackedStep
@@ -169,12 +169,22 @@ def pretrain(
             ]
             if config.head_warmup and getattr(model, "fresh_head", False) and mlm:
                 head_step = ModelStep(model, RunLoss(inputs, None, mlm, device, amp_dtype))
-                fit = functools.partial(warm_up_head, model, head_step, plan.sampler, config)
+                heads = model.new_head_parameters()
+                fit = functools.partial(fit_heads, heads, head_step, plan.sampler, config, "new MLM head")
                 if head_warmups is None:
                     notes.append(fit())
                 else:
                     key = head_warmup_key(config, described, texts)
-                    notes.append(head_warmups.warm_up(key, model.new_head_parameters(), fit, cuda_devices))
+                    notes.append(head_warmups.warm_up(key, heads, fit, cuda_devices))
+            # an objective's own head (LinkBERT's relation head, a per-sample baseline's) is new too:
+            # at a warm start's small rate it would barely leave its initial loss, and its term with it
+            headed = [(1.0, objective) for _, objective in plan.objectives if list(objective.parameters())]
+            if config.head_warmup and headed:
+                normalize = si_normalizes(config, source.normalizes)
+                head_step = ModelStep(model, RunLoss(inputs, None, headed, device, amp_dtype, normalize=normalize))
+                heads = [parameter for _, objective in headed for parameter in objective.parameters()]
+                what = f"new {' and '.join(objective.name for _, objective in headed)} head"
+                notes.append(fit_heads(heads, head_step, plan.sampler, config, what))
 
         (history,) = train(
             step,

@@ -1,6 +1,7 @@
 """The per-sample baselines: their losses on hand-checked batches, the pairs same-family draws, the
 labels file and its missing samples, and both methods end to end through ``pretrain``."""
 
+import dataclasses
 import json
 import math
 
@@ -127,3 +128,27 @@ def test_pretrain_runs_each_per_sample_baseline_end_to_end(clique_files, tmp_pat
     final = json.loads((tmp_path / "run" / "result.json").read_text())["final"]
     assert set(final) == {"loss", "mlm", term, "lr"} and final[term] > 0
     assert final["loss"] == pytest.approx(0.5 * final["mlm"] + 0.5 * final[term], rel=1e-4)
+
+
+def test_a_per_sample_head_is_fitted_with_the_encoder_frozen_before_training():
+    from test_trainer import TINY, _cliques
+
+    from sipt_lab.training import pretrain
+    from sipt_lab.training.per_sample import SampleLabels
+
+    sentences, graph, groups = _cliques()
+    matrix = sp.csr_array(np.eye(4, dtype=np.int8)[groups])  # each sample's clique as its one label
+    recipe = method_recipe("multitask", labels=SampleLabels(matrix, np.ones(len(sentences), bool)))
+    # lr 1e-12: training leaves the encoder where it was, so any move would be the warm-up's
+    config = TrainConfig(steps=1, batch_size=12, max_len=24, lambda_si=0.5, lr=1e-12, seed=3, device="cpu")
+    fitted = pretrain(sentences, graph, dataclasses.replace(config, head_warmup=20), TINY, method=recipe)
+    alone = pretrain(sentences, graph, config, TINY, method=recipe)
+    (note,) = [note for note in fitted.notes if "multitask head fitted" in note]
+    before, after = (float(x) for x in note.rsplit(":", 1)[1].replace("multitask loss", "").split("->"))
+    assert note.startswith("new multitask head fitted for 20 steps with the encoder frozen") and after < before
+    assert not any("head fitted" in note for note in alone.notes)  # head_warmup 0: nothing fitted
+    assert fitted.history["multitask"][0] < alone.history["multitask"][0]
+    for (name, mine), theirs in zip(fitted.encoder.named_parameters(), alone.encoder.parameters()):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-9, msg=name)  # the encoder never moved
+    head = fitted.objectives["multitask"].head.weight
+    assert not torch.allclose(head, alone.objectives["multitask"].head.weight)
