@@ -239,6 +239,12 @@ class TrainConfig:
             object.__setattr__(self, "eval_every", EVAL_EVERY_DEFAULT)
         if self.patience is not None and self.keep_best is None:
             raise ConfigError("TrainConfig.patience", "needs keep_best, the metric whose progress it waits for")
+        if self.steps * self.grad_accum > MAX_STEPS:
+            raise ConfigError(
+                "TrainConfig.grad_accum",
+                f"makes {self.steps:,} steps x {self.grad_accum:,} = {self.steps * self.grad_accum:,} micro-batches, "
+                f"over {MAX_STEPS:,}; lower grad_accum or steps",
+            )
         if self.mask_prob == 1.0 and self.mask_replacement != "keep":
             raise ConfigError(
                 "TrainConfig.mask_prob",

@@ -40,6 +40,7 @@ def test_simulation_config_has_no_second_set_of_defaults():
     [
         (lambda: TrainConfig(batch_size=0), "TrainConfig.batch_size"),
         (lambda: TrainConfig(lambda_si=2.0), "TrainConfig.lambda_si"),
+        (lambda: TrainConfig(steps=10, grad_accum=1_000_001), "TrainConfig.grad_accum"),  # 10M+ micro-batches
         (lambda: EncoderConfig(hidden=10, n_heads=4), "EncoderConfig.hidden"),
         (lambda: GraphSpec("torus", noise=-0.1), "GraphSpec.noise"),
         (lambda: simulation_config("torus", graph_options={"n_nodes": 3}), "GraphSpec.n_nodes"),
@@ -59,6 +60,9 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
         capsys.readouterr().err.strip()
         == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
     )
+    # a step of a hundred million micro-batches would never end: refused at once, not run
+    assert main([*args[:-2], "--grad-accum", "99999999"]) == 2
+    assert "--grad-accum makes 1 steps x 99,999,999" in capsys.readouterr().err
 
 
 def test_changing_a_family_default_changes_the_hash(monkeypatch):
