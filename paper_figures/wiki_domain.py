@@ -3,7 +3,7 @@ against the local consistency of the article category over each pre-training gra
 pre-training methods beside it when asked (linkbert per graph; mlsm, lsm15, lsm per seed, as levels).
 
 python paper_figures/wiki_domain.py [--seeds K] [--preset cpu|full] [--executor serial|local|slurm] [--out DIR]
-                                    [--graphs G ...] [--methods NAME ...]
+                                    [--graphs G ...] [--lambdas L ...] [--methods NAME ...]
 
 Runs `sipt-lab domain run wiki` (resumable cells) and leaves rre_vs_lc.png/.pdf, summary.json and
 comparison.csv in DIR (default paper_figures/out/wiki).
@@ -20,10 +20,15 @@ if __name__ == "__main__":
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--executor", default="local")
     parser.add_argument("--graphs", nargs="+", default=[], help="pre-training graphs (default: all of wiki's)")
+    parser.add_argument("--lambdas", nargs="+", default=[], help="SIPT's λ grid (default: the preset's)")
     parser.add_argument("--methods", nargs="+", default=[], help="further methods: linkbert, mlsm, lsm15, lsm")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "wiki"))
     args = parser.parse_args()
-    extra = (["--graphs", *args.graphs] if args.graphs else []) + (["--methods", *args.methods] if args.methods else [])
+    extra = [
+        *(["--graphs", *args.graphs] if args.graphs else []),
+        *(["--lambdas", *args.lambdas] if args.lambdas else []),
+        *(["--methods", *args.methods] if args.methods else []),
+    ]
     raise SystemExit(
         main(
             [

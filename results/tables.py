@@ -251,5 +251,8 @@ def markdown_table(name: str) -> str:
 if __name__ == "__main__":
     import sys
 
+    unknown = [name for name in sys.argv[1:] if name not in TABLES and not name.startswith("csv:")]
+    if unknown:
+        sys.exit(f"tables.py: unknown table {unknown[0]!r}; choose from {', '.join(TABLES)} or csv:PATH")
     for name in sys.argv[1:] or TABLES:
         print(f"{name}:\n{markdown_table(name)}\n")

@@ -135,14 +135,23 @@ def register(subparsers) -> None:
         type=nonempty,
         required=True,
         metavar="DIR",
-        help="output directory (new or empty; an earlier study's with --overwrite)",
+        help="output directory (new or empty; an earlier study's with --resume or --overwrite)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the study in --out with the same settings: its finished seeds are kept, the others trained",
     )
     run.add_argument(
         "--overwrite",
         action="store_true",
         help="replace the study in --out, removing only the files sipt-lab wrote there",
     )
-    run.set_defaults(func=run_lc_transfer, memory_hint="lower --batch-size or --max-length")
+    run.set_defaults(
+        func=run_lc_transfer,
+        memory_hint="lower --batch-size or --max-length",
+        interrupt_hint="pass --resume to the same command to keep its finished seeds and train the others",
+    )
 
 
 def preset_options(preset: dict) -> dict:
@@ -188,5 +197,5 @@ def lc_transfer_config(args: argparse.Namespace):
 def run_lc_transfer(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.study.lc_transfer import run_lc_transfer as run_study
 
-    run_study(lc_transfer_config(args), args.out, overwrite=args.overwrite, log=print)
+    run_study(lc_transfer_config(args), args.out, resume=args.resume, overwrite=args.overwrite, log=print)
     return 0

@@ -99,6 +99,19 @@ def load_config(cls: type[C], path: str | Path) -> C:
     return config_from_dict(cls, data)
 
 
+def field_differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+    """Dotted names of the fields whose values differ between two nested config dicts
+    (:func:`config_to_dict`'s, or a saved config read back)."""
+    names = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            names += field_differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            names.append(f"{prefix}{key}")
+    return names
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)

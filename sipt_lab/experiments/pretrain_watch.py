@@ -110,13 +110,15 @@ class Validation:
 class Evaluator:
     """``evaluate(step)`` of the loop's Watch: the validation slice's embeddings by ``encoder`` now,
     scored by :func:`evaluation_metrics`; every evaluation is kept in ``records`` (with its cost in
-    seconds) and the last embeddings in ``vectors``."""
+    seconds; a resumed run's first ``restored`` come from its checkpoint, :meth:`restore`) and the
+    last embeddings in ``vectors``."""
 
     validation: Validation
     encoder: object
     tokenizer: object
     records: list[dict] = field(default_factory=list)
     vectors: np.ndarray | None = None
+    restored: int = 0
 
     def __post_init__(self) -> None:  # tokenised once, for every evaluation
         self.inputs = encoder_inputs(self.tokenizer, self.validation.texts, next(self.encoder.parameters()).device)
@@ -128,9 +130,15 @@ class Evaluator:
         self.records.append({"step": step, **metrics, "seconds": time.perf_counter() - began})
         return metrics
 
+    def restore(self, evaluations: list[dict]) -> None:
+        """The Watch's ``restore``: the evaluations a resumed run made before its checkpoint come first."""
+        self.records[:0] = [{"step": e["step"], **e["metrics"], "seconds": e["seconds"]} for e in evaluations]
+        self.restored = len(evaluations)
+
     @property
     def seconds(self) -> float:
-        return float(sum(record["seconds"] for record in self.records))
+        """Seconds spent on the evaluations this process made (not the restored ones)."""
+        return float(sum(record["seconds"] for record in self.records[self.restored :]))
 
     def summary(self, config: TrainConfig, training_seconds: float) -> dict:
         """For the run's report: interval, slice size, count, cost (and its share of the training
@@ -209,7 +217,8 @@ class RunWatch:
         if self.config.eval_every is not None:
             self.evaluator = Evaluator(self.validation(), encoder, tokenizer)
         keep = best_saver(self.out_dir, encoder, tokenizer) if self.config.keep_best and self.main else None
-        return Watch(self.evaluator, keep, self._log if self.scalars is not None else None)
+        restore = None if self.evaluator is None else self.evaluator.restore
+        return Watch(self.evaluator, keep, self._log if self.scalars is not None else None, restore)
 
     def _log(self, step: int, scalars: dict[str, float]) -> None:
         self.scalars(step, scalars)
@@ -229,6 +238,11 @@ class RunWatch:
         added: dict = {}
         if steps_run < self.config.steps:
             added["stopped_at"] = steps_run
+            if log is not None:
+                log(
+                    f"stopped at step {steps_run:,} of {self.config.steps:,}: {self.config.patience} evaluations "
+                    f"in a row without a better {self.config.keep_best}"
+                )
         if self.evaluator is not None:
             summary = self.evaluator.summary(self.config, seconds - self.evaluator.seconds)
             added["evaluation"] = summary

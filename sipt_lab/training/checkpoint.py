@@ -1,8 +1,9 @@
 """Checkpoints of a training: what they hold, and the check that one fits the run resuming from it.
 
 A checkpoint holds the step's parameters (one model and its objectives, or a stack of models), the
-optimiser and gradient-scaler state, every run's loss history so far, the torch RNG states and the
-JSON identity of the run(s). A run resumes only from a checkpoint of the same identity: its
+optimiser and gradient-scaler state, every run's loss history so far, the evaluations made so far
+(so a resumed run keeps its best model and its patience), the torch RNG states and the JSON
+identity of the run(s). A run resumes only from a checkpoint of the same identity: its
 :class:`~sipt_lab.training.train_config.TrainConfig` up to the fields that may change on resume
 (``steps`` may grow), its encoder source and its tokenizer.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from sipt_lab.core.config_io import config_to_dict
+from sipt_lab.core.config_io import config_to_dict, field_differences
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_bytes_atomic
 from sipt_lab.models import Tokenizer
@@ -56,9 +57,11 @@ class Checkpoint:
         scaler: torch.amp.GradScaler,
         histories: Sequence[torch.Tensor],
         step: int,
+        evaluations: Sequence[dict] = (),
     ) -> None:
         """Write the state after ``step`` steps (``histories``: per run ``(steps, columns)``; a
-        single run's is stored as its tensor, several as a list)."""
+        single run's is stored as its tensor, several as a list; ``evaluations``: the loop's
+        records so far, JSON-able dicts)."""
         kept = [history[:step].cpu() for history in histories]
         payload = {
             "step": step,
@@ -67,6 +70,7 @@ class Checkpoint:
             "optimizer": optimizer.state_dict(),
             "scaler": scaler.state_dict(),
             "history": kept[0] if len(kept) == 1 else kept,
+            "evaluations": json.dumps(list(evaluations)),
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": [torch.cuda.get_rng_state(d) for d in self.cuda_devices],
         }
@@ -80,9 +84,10 @@ class Checkpoint:
         optimizer: torch.optim.Optimizer,
         scaler: torch.amp.GradScaler,
         histories: Sequence[torch.Tensor],
-    ) -> int:
-        """Restore the state into the given objects; returns the step to continue from. SiptError
-        when the file cannot be read, was made by another configuration, or is beyond ``steps``."""
+    ) -> tuple[int, list[dict]]:
+        """Restore the state into the given objects; returns the step to continue from and the
+        evaluations made before it. SiptError when the file cannot be read, was made by another
+        configuration, or is beyond ``steps``."""
         path = self.path
         try:
             payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -90,7 +95,7 @@ class Checkpoint:
             raise SiptError(
                 f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh"
             ) from None
-        differences = _differences(json.loads(payload["identity"]), self.identity)
+        differences = field_differences(json.loads(payload["identity"]), self.identity)
         if differences:
             raise SiptError(
                 f"checkpoint {path} was made by another configuration (differs in {', '.join(differences)}); "
@@ -108,16 +113,4 @@ class Checkpoint:
         torch.set_rng_state(payload["torch_rng"])
         for device, rng in zip(self.cuda_devices, payload["cuda_rng"]):
             torch.cuda.set_rng_state(rng, device)
-        return step
-
-
-def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
-    """Dotted names of the fields whose values differ between two nested dicts."""
-    names = []
-    for key in sorted(set(stored) | set(current)):
-        a, b = stored.get(key), current.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            names += _differences(a, b, f"{prefix}{key}.")
-        elif a != b:
-            names.append(f"{prefix}{key}")
-    return names
+        return step, json.loads(payload.get("evaluations", "[]"))

@@ -76,7 +76,9 @@ def train(
     ``config.keep_best``, ``watch.keep_best`` is called at each new best value of that metric, and
     with ``config.patience`` the run stops after that many evaluations without one; ``watch.log``
     receives every step's loss terms (``loss/<term>``, one run) and ``lr``, the throughput and the
-    evaluations (main process only).
+    evaluations (main process only). The evaluations go into the checkpoint: a resumed run hands
+    them to ``watch.restore``, keeps its best value and its count towards the patience, and one
+    that the patience had stopped stays stopped (unless resumed with a larger patience).
 
     Returns:
         per run, its history: ``"loss"`` (the weighted total), each term and ``"lr"`` to a
@@ -91,7 +93,9 @@ def train(
         )
     scaler = torch.amp.GradScaler(device.type, enabled=step.amp_dtype == torch.float16)
     histories = [torch.full((config.steps, len(run_names)), float("nan"), device=device) for run_names in names]
-    start = checkpoint.load(step, optimizer, scaler, histories) if checkpoint is not None and checkpoint.exists() else 0
+    start, evaluations = 0, []
+    if checkpoint is not None and checkpoint.exists():
+        start, evaluations = checkpoint.load(step, optimizer, scaler, histories)
     if start == 0 and warm_up is not None:
         warm_up()
 
@@ -101,7 +105,13 @@ def train(
     watch = watch if watch is not None else Watch()
     log = watch.log if place.is_main else None
     evaluating = watch.evaluate is not None and config.eval_every is not None
-    best, stale, stopped = None, 0, None
+    best, stale = None, 0
+    for record in evaluations:  # a resumed run goes on from its best so far and its patience
+        improved, stale = _progress(record["metrics"], config.keep_best, best, stale)
+        best = improved if improved is not None else best
+    if evaluations and watch.restore is not None:
+        watch.restore(evaluations)
+    stopped = start if evaluations and _exhausted(config, stale) else None
     clock, clocked, evaluation_seconds = time.perf_counter(), start, 0.0
     with progress_bar(
         total=config.steps,
@@ -111,7 +121,7 @@ def train(
         unit="step",
         position=position,
     ) as bar:
-        for index in range(start, config.steps):
+        for index in range(start, config.steps if stopped is None else start):
             rate = config.lr * lr_factor(config, index)
             set_learning_rate(optimizer, rate)
             for history, values in zip(histories, next(steps)):
@@ -121,20 +131,18 @@ def train(
             done = index + 1
             if evaluating and (done % config.eval_every == 0 or done == config.steps):
                 began = time.perf_counter()
-                metrics = watch.evaluate(done)
-                evaluation_seconds += time.perf_counter() - began
+                metrics = {name: float(value) for name, value in watch.evaluate(done).items()}
+                seconds = time.perf_counter() - began
+                evaluation_seconds += seconds
+                evaluations.append({"step": done, "metrics": metrics, "seconds": seconds})
                 if log is not None:
-                    log(
-                        done,
-                        {f"eval/{name}": value for name, value in metrics.items()}
-                        | {"eval/seconds": time.perf_counter() - began},
-                    )
+                    log(done, {f"eval/{name}": value for name, value in metrics.items()} | {"eval/seconds": seconds})
                 improved, stale = _progress(metrics, config.keep_best, best, stale)
                 if improved is not None:
                     best = improved
                     if watch.keep_best is not None and place.is_main:
                         watch.keep_best(done)
-                if config.patience is not None and stale >= config.patience:
+                if _exhausted(config, stale):
                     stopped = done
             save_now = checkpoint is not None and (
                 done == config.steps
@@ -155,11 +163,12 @@ def train(
             if done == guard_step(config.steps) and place.is_main:
                 _guard(histories, names, done, config)
             if save_now and place.is_main:
-                checkpoint.save(step, optimizer, scaler, histories, done)
+                checkpoint.save(step, optimizer, scaler, histories, done, evaluations)
             if stopped is not None:
-                logger.info("stopped at step %d: %d evaluations without a better %s", done, stale, config.keep_best)
-                histories = [history[:done] for history in histories]
                 break
+    if stopped is not None:
+        logger.info("stopped at step %d: %d evaluations without a better %s", stopped, stale, config.keep_best)
+        histories = [history[:stopped] for history in histories]
     tables = [history.cpu().double().numpy() for history in histories]
     return [{name: table[:, k] for k, name in enumerate(run_names)} for table, run_names in zip(tables, names)]
 
@@ -232,6 +241,11 @@ def check_finite(history: torch.Tensor, start: int, stop: int, names: list[str],
             f"{which}non-finite loss at step {start + row} ({terms}); lower lr, check the inputs, or use precision fp32"
         )
     return values
+
+
+def _exhausted(config: TrainConfig, stale: int) -> bool:
+    """Whether ``stale`` evaluations without a better ``keep_best`` use up ``config.patience``."""
+    return config.patience is not None and stale >= config.patience
 
 
 def _progress(

@@ -365,9 +365,17 @@ def split_batch(config: TrainConfig, micro_batches: int) -> TrainConfig:
 
 
 def steps_for_epochs(epochs: float, n_samples: int, batch_size: int, grad_accum: int = 1) -> int:
-    """Optimiser steps that make ``epochs`` passes over ``n_samples`` seeds (an epoch is
-    ``n // batch_size`` micro-batches, the sampler drops the last incomplete one); at least 1."""
+    """Optimiser steps of ``grad_accum`` micro-batches that make ``epochs`` passes over
+    ``n_samples`` seeds (an epoch is ``n // batch_size`` micro-batches, the sampler drops the last
+    incomplete one), rounded up. SiptError when even one step would be more passes than asked."""
     if epochs <= 0:
         raise SiptError(f"epochs is {epochs}; use a positive number of passes over the samples")
     micro_per_epoch = max(n_samples // max(min(batch_size, n_samples), 1), 1)
-    return max(math.ceil(epochs * micro_per_epoch / grad_accum), 1)
+    micro_batches = epochs * micro_per_epoch
+    if micro_batches < grad_accum:
+        raise SiptError(
+            f"{epochs:g} epochs over {n_samples:,} samples are {micro_batches:g} micro-batches of "
+            f"{min(batch_size, n_samples)}, fewer than one step's TrainConfig.grad_accum={grad_accum}; "
+            "lower TrainConfig.grad_accum or ask for more epochs"
+        )
+    return math.ceil(micro_batches / grad_accum)

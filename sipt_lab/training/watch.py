@@ -33,11 +33,14 @@ class Watch:
         log: ``(step, {name: value}) -> None``, called in the main process only with the loss
             terms and learning rate of every step, the throughput, and each evaluation's metrics
             (prefixed ``eval/``) and cost.
+        restore: ``[{"step", "metrics", "seconds"}] -> None``, called once when a run resumes from
+            a checkpoint with the evaluations made before it, in order.
     """
 
     evaluate: Callable[[int], dict[str, float]] | None = None
     keep_best: Callable[[int], None] | None = None
     log: Callable[[int, dict[str, float]], None] | None = None
+    restore: Callable[[list[dict]], None] | None = None
 
 
 #: ``(encoder, tokenizer) -> Watch``: how :func:`~sipt_lab.training.trainer.pretrain` lets its caller

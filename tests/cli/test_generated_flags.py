@@ -27,7 +27,7 @@ CLI_ONLY = {
     "sipt-lab domain curves": {"--out", "--overwrite"},
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
-    "sipt-lab study lc-transfer": {"--preset", "--pilot", "--target-effect", "--out", "--overwrite"},
+    "sipt-lab study lc-transfer": {"--preset", "--pilot", "--target-effect", "--out", "--resume", "--overwrite"},
     "sipt-lab graph build": {"--out", "--quiet"},
     "sipt-lab consistency": {"--json"},
     # a dataset name and where to put it: a download, not a run with a config

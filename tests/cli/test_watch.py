@@ -240,3 +240,23 @@ def test_hf_export_gets_a_model_card_and_finetune_a_history(tmp_path):
     }
     assert {(2, 1), (3, 1), (4, 2), (6, 2)} <= scored
     assert np.isfinite([float(row["value"]) for row in rows]).all()
+
+
+@pytest.mark.slow
+def test_an_extended_run_keeps_its_earlier_evaluations_and_best(tmp_path):
+    """pretrain --resume with more steps: evaluations.csv and the report count the evaluations of
+    both parts, and best/ holds the best of all of them."""
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "run"
+    watched = ("--eval-every", "2", "--keep-best", "link_mrr", "--report-to", "csv", "--schedule", "constant")
+    first = pretrain_args(inputs, out, *watched)
+    first[first.index("--steps") + 1] = "4"
+    assert main(first) == 0
+    assert main(pretrain_args(inputs, out, *watched, "--steps", "8", "--resume")) == 0
+    rows = read_rows(out / "evaluations.csv")
+    assert [int(row["step"]) for row in rows] == [2, 4, 6, 8]
+    report = json.loads((out / "result.json").read_text())
+    assert report["evaluation"]["evaluations"] == 4 and report["extended_from_steps"] == 4
+    best = max(rows, key=lambda row: float(row["link_mrr"]))
+    assert report["evaluation"]["best"]["step"] == int(best["step"])
+    assert int((out / "best" / "step.txt").read_text()) == int(best["step"])

@@ -335,3 +335,45 @@ def test_arms_are_evaluated_on_the_validation_split_while_they_train(tmp_path):
     assert all(0.0 <= float(row["value"]) <= 1.0 for row in trace)
     assert (tmp_path / "watched" / "results.csv").read_text() == (tmp_path / "plain" / "results.csv").read_text()
     assert not (tmp_path / "plain" / "evaluations.csv").exists()
+
+
+@pytest.mark.slow
+def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, monkeypatch):
+    """Ctrl-C in the second seed keeps the first seed's cell; --resume trains only the second seed
+    and writes what an uninterrupted study writes; another config is refused on resume."""
+    from sipt_lab.experiments.study import study_arms
+
+    train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
+    config = LcTransferConfig(
+        init="char", train=train, levels=(0.0, 1.0), seeds=2, bootstrap=20,
+        **{f"n_{name}": size for name, size in SIZES.items()},
+    )  # fmt: skip
+    whole = tmp_path / "whole"
+    run_lc_transfer(config, whole, log=lambda _: None)
+
+    trained_arms = []
+    original = study_arms.train_arm
+
+    def interrupt_in_the_second_seed(*args, **kwargs):
+        trained_arms.append(args[2].seed)
+        if len(trained_arms) == 4:  # lm and two SIPT levels per seed: the second seed's first arm
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(study_arms, "train_arm", interrupt_in_the_second_seed)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_lc_transfer(config, out, log=lambda _: None)
+    assert len(list((out / "cells").glob("*/result.json"))) == 1 and not (out / "summary.json").exists()
+    with pytest.raises(SiptError, match=r"holds an unfinished run; pass --resume"):
+        run_lc_transfer(config, out, log=lambda _: None)
+    with pytest.raises(SiptError, match=r"another configuration \(differs in LcTransferConfig.bootstrap\)"):
+        run_lc_transfer(dataclasses.replace(config, bootstrap=30), out, resume=True, log=lambda _: None)
+
+    trained_arms.clear()
+    monkeypatch.setattr(study_arms, "train_arm", original)
+    monkeypatch.setattr(study_arms, "train_arm", lambda *a, **k: trained_arms.append(a[2].seed) or original(*a, **k))
+    run_lc_transfer(config, out, resume=True, log=lambda _: None)
+    assert len(trained_arms) == 3 and len(set(trained_arms)) == 1 and trained_arms[0] != train.seed
+    assert (out / "results.csv").read_text() == (whole / "results.csv").read_text()
+    assert json.loads((out / "summary.json").read_text()) == json.loads((whole / "summary.json").read_text())

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.core.errors import ConfigError
+from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.experiments.presets import TRAINING_DEFAULTS
 from sipt_lab.experiments.simulation.simulate import SimulationConfig
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
@@ -266,3 +266,23 @@ def test_precision_auto_is_fp32_on_cpu_and_bf16_only_where_cuda_supports_it(monk
     assert autocast_dtype("auto", torch.device("cuda")) is torch.bfloat16
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
     assert autocast_dtype("auto", torch.device("cuda")) is torch.float16
+
+
+def test_steps_for_epochs_rounds_up_and_refuses_a_step_longer_than_the_epochs():
+    from sipt_lab.training.train_config import steps_for_epochs
+
+    assert steps_for_epochs(1, 40, 8) == 5 and steps_for_epochs(1, 40, 8, grad_accum=2) == 3
+    assert steps_for_epochs(0.5, 40, 8, grad_accum=2) == 2 and steps_for_epochs(1, 5, 8) == 1
+    with pytest.raises(SiptError, match=r"are 5 micro-batches of 8, fewer than one step's TrainConfig.grad_accum=8"):
+        steps_for_epochs(1, 40, 8, grad_accum=8)
+
+
+def test_cli_refuses_epochs_shorter_than_one_accumulated_step(tmp_path, capsys):
+    samples, edges = tmp_path / "s.tsv", tmp_path / "e.tsv"
+    samples.write_text("id\ttext\n" + "".join(f"s{k}\tword {k}\n" for k in range(12)))
+    edges.write_text("".join(f"s{k}\ts{k + 1}\n" for k in range(11)))
+    args = ["pretrain", "--samples", str(samples), "--edges", str(edges), "--init", "char", "--batch-size", "4"]
+    assert main([*args, "--epochs", "1", "--grad-accum", "4", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "fewer than one step's --grad-accum=4; lower --grad-accum" in err, err
+    assert not (tmp_path / "o").exists()

@@ -380,3 +380,58 @@ def test_step_feeds_the_encoder_bert_replacements_and_predicts_the_originals():
     np.testing.assert_array_equal(inputs.numpy()[mask], expected[mask])
     np.testing.assert_array_equal(inputs.numpy()[~mask], original[~mask])
     assert {REPLACE_WITH_MASK, KEEP_TOKEN} <= set(codes[mask].tolist()) and (codes[mask] >= 0).any()
+
+
+def _scripted_watch(scores: dict[int, float], seen: dict[str, list]):
+    """A WatchFactory whose evaluation at step s gives ``{"link_mrr": scores[s]}``; ``seen`` records the
+    steps evaluated, the steps kept as best and the evaluations restored."""
+    from sipt_lab.training.watch import Watch
+
+    def factory(encoder, tokenizer):
+        return Watch(
+            evaluate=lambda step: seen["evaluated"].append(step) or {"link_mrr": scores[step]},
+            keep_best=seen["kept"].append,
+            restore=lambda records: seen["restored"].extend(record["step"] for record in records),
+        )
+
+    return factory
+
+
+def _seen():
+    return {"evaluated": [], "kept": [], "restored": []}
+
+
+def test_a_run_the_patience_stopped_stays_stopped_when_resumed(tmp_path):
+    sentences, graph, _ = _cliques()
+    scores = {2: 0.5, 4: 0.6, 6: 0.4, 8: 0.3, 10: 0.2, 12: 0.1}
+    config = _config(steps=12, eval_every=2, keep_best="link_mrr", patience=2)
+    first_seen = _seen()
+    first = pretrain(sentences, graph, config, TINY, checkpoint_dir=tmp_path, watch=_scripted_watch(scores, first_seen))
+    assert len(first.history["loss"]) == 8 and first_seen["evaluated"] == [2, 4, 6, 8] and first_seen["kept"] == [2, 4]
+    again_seen = _seen()
+    again = pretrain(sentences, graph, config, TINY, checkpoint_dir=tmp_path, watch=_scripted_watch(scores, again_seen))
+    assert again_seen == {"evaluated": [], "kept": [], "restored": [2, 4, 6, 8]}
+    for name in first.history:
+        np.testing.assert_array_equal(again.history[name], first.history[name])
+    # a larger patience trains on, counting the evaluations already without progress: 3 at step 10
+    patient_seen = _seen()
+    patient = pretrain(
+        sentences, graph, _config(steps=12, eval_every=2, keep_best="link_mrr", patience=3), TINY,
+        checkpoint_dir=tmp_path, watch=_scripted_watch(scores, patient_seen),
+    )  # fmt: skip
+    assert patient_seen["evaluated"] == [10] and patient_seen["kept"] == [] and len(patient.history["loss"]) == 10
+
+
+def test_a_resumed_run_keeps_its_best_so_far(tmp_path):
+    sentences, graph, _ = _cliques()
+    scores = {2: 0.9, 4: 0.5, 6: 0.6, 8: 0.95}
+    seen = _seen()
+    config = _config(steps=4, eval_every=2, keep_best="link_mrr")
+    pretrain(sentences, graph, config, TINY, checkpoint_dir=tmp_path, watch=_scripted_watch(scores, seen))
+    assert seen == {"evaluated": [2, 4], "kept": [2], "restored": []}
+    seen = _seen()
+    pretrain(
+        sentences, graph, _config(steps=8, eval_every=2, keep_best="link_mrr"), TINY,
+        checkpoint_dir=tmp_path, watch=_scripted_watch(scores, seen),
+    )  # fmt: skip
+    assert seen == {"evaluated": [6, 8], "kept": [8], "restored": [2, 4]}  # 0.6 at step 6 is not kept over 0.9

@@ -24,7 +24,8 @@ graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on a
   strength chosen on validation) accuracy and macro-F1.
 
 Files written into the run directory (a new or empty one; an earlier study's is replaced only when
-asked, :func:`sipt_lab.core.outputs.run_output`):
+asked, :func:`sipt_lab.core.outputs.run_output`; an interrupted study keeps its finished seeds, and
+resuming it with the same config trains only the others):
 
 * ``config.json``: the :class:`LcTransferConfig`;
 * ``splits.tsv``: ``id<TAB>pretrain|train|validation|test``;
@@ -42,13 +43,15 @@ asked, :func:`sipt_lab.core.outputs.run_output`):
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from pathlib import Path
 
 import numpy as np
 
 from sipt_lab.core import fileio, outputs
-from sipt_lab.core.config_io import save_config
+from sipt_lab.core.config_io import config_to_dict, field_differences, save_config
+from sipt_lab.core.errors import SiptError
 from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
 from sipt_lab.experiments.study.estimate import estimate_line
 from sipt_lab.experiments.study.gain_stats import power_line, summarise
@@ -82,14 +85,16 @@ def run_lc_transfer(
     config: LcTransferConfig,
     out: str | Path,
     *,
+    resume: bool = False,
     overwrite: bool = False,
     log=None,
     executor: str = "serial",
 ) -> dict:
     r"""Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
-    study's with ``overwrite``, under :func:`sipt_lab.core.outputs.run_output`); returns the summary.
-    Every input check runs before any training. Each seed is one cell of :func:`~sipt_lab.grid.run_grid`
-    under ``out/cells``, run by ``executor``.
+    study's with ``overwrite``, or with ``resume`` when its config is ``config``, under
+    :func:`sipt_lab.core.outputs.run_output`); returns the summary. Every input check runs before
+    any training. Each seed is one cell of :func:`~sipt_lab.grid.run_grid` under ``out/cells``, run
+    by ``executor``; a study that fails or is interrupted keeps the seeds it finished.
 
     A toy study: 32 labelled samples, the dial at ``q = 0`` and ``1``, one seed of two steps per arm
     (far too small to conclude anything; it shows the calls and the files):
@@ -125,8 +130,16 @@ def run_lc_transfer(
         log(power_line(config.pilot_sd, config.seeds))
     log(estimate_line(config, [texts[i] for i in pretraining_nodes(splits, config.protocol)], source))
     with outputs.run_output(
-        out, "study lc-transfer", finished="summary.json", overwrite=overwrite, resumable=False, log=log
+        out,
+        "study lc-transfer",
+        finished="summary.json",
+        resume=resume,
+        overwrite=overwrite,
+        keep_on_failure=finished_seeds,
+        log=log,
     ) as out_dir:
+        if resume:
+            check_same_study(out_dir, config)
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
@@ -147,6 +160,31 @@ def run_lc_transfer(
         summary = write_summary(out_dir, config, [cell.result for cell in cells], log)
     log(summary["verdict"])
     return summary
+
+
+def finished_seeds(out_dir: Path) -> bool:
+    """Whether the study in ``out_dir`` has a finished seed (a cell's ``result.json``) worth resuming from."""
+    return any((out_dir / CELLS_DIR).glob("*/result.json"))
+
+
+def check_same_study(out_dir: Path, config: LcTransferConfig) -> None:
+    """SiptError naming the fields in which the study saved in ``out_dir`` (its ``config.json``)
+    differs from ``config``: a resumed study is the same study."""
+    saved = out_dir / "config.json"
+    if not saved.is_file():
+        return  # stopped before it wrote anything but cells: the cells' own hashes decide
+    stored = json.loads(fileio.read_text_file(saved, "the study's config file"))
+    current = json.loads(fileio.json_text(config_to_dict(config)))
+    differences = field_differences(stored, current)
+    if differences:
+        names = [
+            f"TrainConfig.{name[6:]}" if name.startswith("train.") else f"LcTransferConfig.{name}"
+            for name in differences
+        ]
+        raise SiptError(
+            f"{out_dir} holds a study of another configuration (differs in {', '.join(names)}); "
+            "resume it with the same settings, or replace it (overwrite) or write elsewhere"
+        )
 
 
 def write_summary(out_dir: Path, config: LcTransferConfig, seed_results: list[dict], log=lambda line: None) -> dict:
