@@ -1,10 +1,11 @@
 """The model card of an exported pre-trained model: ``README.md`` with Hugging Face YAML front matter.
 
-:func:`write_model_card` writes it into a Hugging Face model directory that ``sipt-lab pretrain``
-exported: front matter that the Hub and sentence-transformers read (``base_model``,
-``library_name``, ``pipeline_tag``, ``tags``) and a body stating how the model was made: the
-method, λ_SI and the structure loss, the graph's size and the labels' local consistency over it,
-the SHA-256 of the data files, the steps, and the report's numbers before and after pre-training.
+:func:`write_model_card` writes it into the model directory that ``sipt-lab pretrain`` exported:
+front matter that the Hub and sentence-transformers read (``base_model``, ``library_name``,
+``pipeline_tag``, ``tags``; a character transformer trained from scratch has no base model, and
+sipt-lab's own format is ``library_name: sipt-lab``) and a body stating how the model was made: the method, λ_SI and the
+structure loss, the graph's size and the labels' local consistency over it, the SHA-256 of the data
+files, the steps, the report's numbers before and after pre-training, and how to load it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import re
 from pathlib import Path
 
+from sipt_lab.core import names
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -55,9 +57,11 @@ def data_hashes(job: PretrainJob) -> dict[str, str]:
 
 
 def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library: str = "sentence-transformers") -> str:
-    """The card's text (see the module docstring) for the model of ``job`` with its ``report``."""
-    base = base_model(job.init)
-    sentence = library == "sentence-transformers"
+    """The card's text (see the module docstring) for the model of ``job`` with its ``report``;
+    ``library``: the export's format, ``sentence-transformers``, ``transformers`` or ``sipt-lab``
+    (a character transformer's)."""
+    sentence, scratch = library == "sentence-transformers", job.init == names.CHAR_INIT
+    base = f"a {job.encoder} character transformer" if scratch else base_model(job.init)
     tags = [
         "sipt",
         "sipt-lab",
@@ -67,7 +71,7 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
     ]
     front = [
         "---",
-        f"base_model: {json.dumps(base)}",
+        *([] if scratch else [f"base_model: {json.dumps(base)}"]),
         f"library_name: {library}",
         f"pipeline_tag: {'sentence-similarity' if sentence else 'feature-extraction'}",
         "tags:",
@@ -92,11 +96,15 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
     if "local_consistency" in report:
         rows.append(("local consistency of the labels over the graph", f"{report['local_consistency']:.3f}"))
     rows += [(f"SHA-256 of {name}", f"`{digest}`") for name, digest in data_hashes(job).items()]
+    made = (
+        f"This model is {base} (sipt-lab's `{job.encoder}` size) pre-trained from scratch with sipt-lab"
+        if scratch
+        else f"This model is [{base}]({_link(base)}) further pre-trained with sipt-lab"
+    )
     body = [
         f"# {base} + SIPT",
         "",
-        f"This model is [{base}]({_link(base)}) further pre-trained with "
-        "sipt-lab on a graph over its samples: structure-inducing pre-training (SIPT), a "
+        f"{made} on a graph over its samples: structure-inducing pre-training (SIPT), a "
         "masked-language-model loss plus a loss that pulls samples linked in the graph together in the "
         "embedding space.",
         "",
@@ -117,25 +125,40 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
             for key, label in CARD_METRICS.items()
             if key in report["before"] and key in report["after"]
         ]
-    if sentence:
-        body += [
-            "",
-            "## Usage",
-            "",
-            "```python",
-            "from sentence_transformers import SentenceTransformer",
-            "",
-            'model = SentenceTransformer("path/to/this/directory")',
-            'embeddings = model.encode(["a sample", "another sample"])',
-            "```",
-        ]
+    if library in USAGE:
+        body += ["", "## Usage", "", "```python", *USAGE[library], "```"]
     return "\n".join(front + [""] + body) + "\n"
 
 
+#: How to load an export, by its format (a plain ``transformers`` directory loads as usual).
+USAGE = {
+    "sentence-transformers": [
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        'model = SentenceTransformer("path/to/this/directory")',
+        'embeddings = model.encode(["a sample", "another sample"])',
+    ],
+    "sipt-lab": [
+        "from sipt_lab.models import load_pretrained",
+        "from sipt_lab.training import embed",
+        "",
+        'encoder, tokenizer = load_pretrained("path/to/this/directory")',
+        'embeddings = embed(encoder, tokenizer, ["a sample", "another sample"])',
+    ],
+}
+
+
 def write_model_card(directory: str | Path, job: PretrainJob, report: dict, graph: PretrainingGraph) -> Path:
-    """Write :func:`model_card` into the exported model ``directory`` as ``README.md``."""
+    """Write :func:`model_card` into the exported model ``directory`` as ``README.md`` (its format
+    told by its files: ``modules.json`` sentence-transformers, ``encoder.pt`` sipt-lab's own)."""
     directory = Path(directory)
-    library = "sentence-transformers" if (directory / "modules.json").is_file() else "transformers"
+    library = (
+        "sentence-transformers"
+        if (directory / "modules.json").is_file()
+        else "sipt-lab"
+        if (directory / "encoder.pt").is_file()
+        else "transformers"
+    )
     path = directory / "README.md"
     write_text_atomic(path, model_card(job, report, graph, library))
     return path

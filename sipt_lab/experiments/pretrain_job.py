@@ -54,7 +54,7 @@ from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.models import encoder_preset, encoder_source
-from sipt_lab.models.sources import CheckpointInit, model_loader
+from sipt_lab.models.sources import model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
@@ -215,8 +215,7 @@ def run_pretraining(
                     f"on {phase['tokens']:,} tokens (most frequent token: {phase['majority_accuracy']:.3f})"
                 )
             result.encoder.save(out_dir / "model", result.tokenizer)
-            if isinstance(source, CheckpointInit):  # a Hugging Face directory: the Hub reads its card
-                write_model_card(out_dir / "model", job, report, graph)
+            write_model_card(out_dir / "model", job, report, graph)
             outputs.record_tree(out_dir, "model")
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)

@@ -78,10 +78,10 @@ def test_overwrite_removes_only_the_files_sipt_lab_wrote_and_says_which(files, t
 def test_a_file_of_the_user_inside_model_is_never_deleted(files, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(pretrain(files, out)) == 0
-    (out / "model" / "README.md").write_text("my notes on this model")
+    (out / "model" / "my_notes.txt").write_text("my notes on this model")
     before = tree(out)
     for flag in ("--overwrite", "--resume"):
-        assert "model/README.md" in error(capsys, pretrain(files, out, flag))
+        assert "model/my_notes.txt" in error(capsys, pretrain(files, out, flag))
     assert tree(out) == before
 
 

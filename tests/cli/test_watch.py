@@ -260,3 +260,22 @@ def test_an_extended_run_keeps_its_earlier_evaluations_and_best(tmp_path):
     best = max(rows, key=lambda row: float(row["link_mrr"]))
     assert report["evaluation"]["best"]["step"] == int(best["step"])
     assert int((out / "best" / "step.txt").read_text()) == int(best["step"])
+
+
+def test_a_char_export_gets_a_card_that_loads_it(tmp_path):
+    """pretrain --init char: model/README.md says it was trained from scratch (no base model), in
+    sipt-lab's format, with the data's hashes, and its usage code loads the export."""
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "run"
+    assert main(pretrain_args(inputs, out)) == 0
+    text = (out / "model" / "README.md").read_text()
+    meta = front_matter(text)
+    assert "base_model" not in meta and meta["library_name"] == "sipt-lab"
+    assert "# a paper-small character transformer + SIPT" in text and "pre-trained from scratch" in text
+    assert "SHA-256 of samples" in text and "| LOO 3-NN AUROC |" in text
+    usage = text.split("```python\n")[1].split("```")[0].replace("path/to/this/directory", str(out / "model"))
+    scope: dict = {}
+    exec(usage, scope)
+    assert scope["embeddings"].shape[0] == 2
+    owned = json.loads((out / ".sipt-lab-files.json").read_text())["files"]
+    assert "model/README.md" in owned
