@@ -205,8 +205,8 @@ def _format(value, column: str) -> str:
         return "—"
     if column in {"nodes", "n_nodes", "steps", "n_seeds", "seeds", "n_heldout", "batch_size", "passes"}:
         return f"{value:,.0f}"
-    if column.endswith("_p"):
-        return f"{value:.2f}"
+    if column.endswith("_p") or column == "p_value":
+        return f"{value:.2f}" if value >= 0.01 else f"{value:.1e}"
     return f"{value:+.3f}" if column.startswith("rre") else f"{value:.3f}"
 
 

@@ -1,5 +1,6 @@
 """Full fine-tuning, ``sipt-lab finetune`` and ``sipt-lab domain run`` on tiny models and slices."""
 
+import csv
 import dataclasses
 import json
 
@@ -216,6 +217,18 @@ def test_domain_run_end_to_end_on_a_small_wiki_slice(tmp_path):
     methods = {(c["method"], c["baseline"]) for c in summary["comparisons"]}
     assert ("sipt[random]", "lm") in methods and ("sipt[mentions]", "off-the-shelf") in methods
     assert (tmp_path / "run" / "comparison.csv").is_file()
+    with open(tmp_path / "run" / "arms.csv", newline="") as handle:
+        arms = {row["arm"]: row for row in csv.DictReader(handle)}
+    assert set(arms) == set(summary["arms"])
+    against_lm = {(c["method"], c["task"]): c for c in summary["comparisons"] if c["baseline"] == "lm"}
+    for name, row in arms.items():
+        entry = summary["arms"][name]
+        assert float(row["probe_accuracy_mean"]) == entry["probe.accuracy"]["mean"]
+        assert row["lc"] == ("" if entry.get("local_consistency") is None else repr(entry["local_consistency"]))
+        found = against_lm.get((name, "wiki:category (full)"))
+        assert row["rre_full_mean"] == ("" if found is None else repr(found["rre_mean"]))
+    assert arms["sipt[mentions]"]["lambda"] == "0.1" and arms["lm"]["rre_probe_mean"] == ""
+    assert all(row["rre_full_mean"] and row["rre_probe_mean"] for name, row in arms.items() if name != "lm")
     # pre-training sees neither the text nor the links of a validation or test article
     view = domain_view("wiki", "category", 60, 0)
     assert not np.isin(view.pretraining_samples, view.splits.held_out).any()

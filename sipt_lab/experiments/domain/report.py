@@ -3,7 +3,9 @@ with LM-only and off-the-shelf, and SIPT's gain against LC as a figure."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 from pathlib import Path
 
 import numpy as np
@@ -182,6 +184,38 @@ def format_domain_summary(summary: dict) -> str:
         lines.append(f"| {name} | " + " | ".join(lcs + cells) + " |")
     lines += ["", format_comparison_table([Comparison(**c) for c in summary["comparisons"]])]
     return "\n".join(lines)
+
+
+def arms_csv(summary: dict) -> str:
+    """``arms.csv`` of a domain run: one row per arm of ``summary``: ``arm``; ``lambda`` (its λ_SI,
+    the seeds' values joined by ``/`` where they differ); ``lc`` and ``lc_all_splits`` (the task's
+    local consistency over the arm's graph, empty without one); each score as
+    ``<evaluation>_<metric>_mean`` / ``_sd`` (in [0, 1]); and per evaluation the relative error
+    reduction against LM-only, ``rre_<evaluation>_mean`` / ``_sd`` / ``_p`` (the paired t-test's p;
+    empty for LM-only itself)."""
+    arms = summary["arms"]
+    metrics = sorted({key for entry in arms.values() for key in entry if "." in key})
+    parts = sorted({c["task"].rsplit("(", 1)[-1].rstrip(")") for c in summary["comparisons"]})
+    against_lm = {
+        (c["method"], c["task"].rsplit("(", 1)[-1].rstrip(")")): c
+        for c in summary["comparisons"]
+        if c["baseline"] == BASELINE_ARM
+    }
+    columns = ["arm", "lambda", "lc", "lc_all_splits"]
+    columns += [f"{m.replace('.', '_')}_{stat}" for m in metrics for stat in ("mean", "sd")]
+    columns += [f"rre_{part}_{stat}" for part in parts for stat in ("mean", "sd", "p")]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for name, entry in arms.items():
+        row = [name, "/".join(f"{value:g}" for value in dict.fromkeys(entry.get("lambda_si", [])))]
+        row += [entry.get(key) for key in ("local_consistency", "local_consistency_all_splits")]
+        row += [entry[m][stat] if m in entry else None for m in metrics for stat in ("mean", "sd")]
+        for part in parts:
+            found = against_lm.get((name, part))
+            row += [found[key] if found else None for key in ("rre_mean", "rre_sd", "p_value")]
+        writer.writerow(["" if value is None else value for value in row])
+    return buffer.getvalue()
 
 
 def _arm_name(row: dict) -> str:

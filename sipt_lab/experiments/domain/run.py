@@ -51,13 +51,16 @@ from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.evaluation.comparison import Comparison, write_comparison_csv
 from sipt_lab.experiments.domain.domain_arms import domain_cell, pretrain_arm, train_teacher
 from sipt_lab.experiments.domain.domain_cells import RESULT_KEYS, ConceptCell, DomainCell
-from sipt_lab.experiments.domain.report import finetune_history, plot_rre_vs_lc, summarize_domain
+from sipt_lab.experiments.domain.report import arms_csv, finetune_history, plot_rre_vs_lc, summarize_domain
 from sipt_lab.experiments.domain.teachers import TEACHERS_DIR, is_stored, load_teacher, stored_teachers
 from sipt_lab.experiments.finetune_job import HISTORY_CSV, history_csv
 from sipt_lab.grid import as_cells, run_grid, unfinished
 from sipt_lab.grid.model_store import STORE_KEYS, drop_damaged, stored_digest
 from sipt_lab.training.methods import Teacher
 from sipt_lab.training.trainer import resolve_device
+
+#: The per-arm table of a domain run, in its output directory.
+ARMS_CSV = "arms.csv"
 
 
 def run_domain(
@@ -66,7 +69,8 @@ def run_domain(
     """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
     seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``
     (``preset``: the name of the budget the cells were made from, recorded for ``domain table``),
-    ``comparison.csv`` and, when arms were fine-tuned, ``history.csv`` (their fine-tuning
+    ``comparison.csv``, ``arms.csv`` (one row per arm, :func:`~sipt_lab.experiments.domain.report.arms_csv`)
+    and, when arms were fine-tuned, ``history.csv`` (their fine-tuning
     histories, :func:`~sipt_lab.experiments.domain.report.finetune_history`); returns the summary.
     Every cell is hashed once.
 
@@ -125,5 +129,6 @@ def run_domain(
     if history:
         write_text_atomic(out / HISTORY_CSV, history_csv(history))
     write_comparison_csv(out / "comparison.csv", [Comparison(**c) for c in summary["comparisons"]])
+    write_text_atomic(out / ARMS_CSV, arms_csv(summary))
     plot_rre_vs_lc(summary, out / "rre_vs_lc")
     return summary
