@@ -183,7 +183,7 @@ def check_same_study(out_dir: Path, config: LcTransferConfig) -> None:
         ]
         raise SiptError(
             f"{out_dir} holds a study of another configuration (differs in {', '.join(names)}); "
-            "resume it with the same settings, or replace it (overwrite) or write elsewhere"
+            "resume it with the same settings, or pass --overwrite to replace it, or another --out"
         )
 
 
