@@ -41,6 +41,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 #: Shared ranges: seeds and counts that must be at least one.
 SEED = integer(0)
+#: What Ctrl-C leaves of a run made of resumable grid cells (``interrupt_hint``).
+GRID_INTERRUPT_HINT = "its finished cells are kept: run the same command again to resume"
 POSITIVE_INT = integer(1)
 FRACTION = number(0.0, 1.0)
 POSITIVE = number(0.0, low_open=True)

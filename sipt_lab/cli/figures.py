@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
 from sipt_lab.cli.simulate import add_preset_flags
 from sipt_lab.core.options import add_config_arguments, config_from_args, options_of, record_field_flags
 from sipt_lab.experiments.paper.figure_options import FigureOptions
@@ -74,7 +74,7 @@ def register(subparsers) -> None:
     record_field_flags(  # of each experiment
         parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "SimulateJob.batched": "--batched"}
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupt_hint=GRID_INTERRUPT_HINT)
 
 
 def run(args: argparse.Namespace) -> int:

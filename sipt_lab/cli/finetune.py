@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
 from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS, add_objective_arguments, add_train_arguments, objective_changes
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
@@ -114,6 +114,7 @@ def register(subparsers) -> None:
     )
     run.set_defaults(
         func=run_domain,
+        interrupt_hint=GRID_INTERRUPT_HINT,
         memory_hint="pass --grad-accum K to split each pre-training step's batch into K micro-batches, "
         "or run under torchrun on more GPUs",
     )

@@ -11,7 +11,7 @@ message names, is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
 to make a step smaller) where it sets one. A failing file operation (a
 read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
-command's ``interrupt_hint`` (how to continue) where it sets one. Usage errors of argparse itself
+command's ``interrupt_hint`` (what it kept and how to continue) where it sets one. Usage errors of argparse itself
 are one line as well (:class:`~sipt_lab.cli.arguments.OneLineParser`).
 """
 
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        hint = getattr(args, "interrupt_hint", "run the same command again to resume")
-        print(f"sipt-lab: interrupted; finished results are kept, {hint}", file=sys.stderr)
+        hint = getattr(args, "interrupt_hint", "run the same command again")
+        print(f"sipt-lab: interrupted; {hint}", file=sys.stderr)
         return 130
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
 from sipt_lab.cli.simulate import parse_loss_params
 from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
@@ -81,7 +81,7 @@ def register(subparsers) -> None:
     parser.set_defaults(
         func=run_pretrain,
         memory_hint=PRETRAIN_MEMORY_HINT,
-        interrupt_hint="pass --resume to the same command to continue from the last checkpoint",
+        interrupt_hint="its last checkpoint is kept: pass --resume to the same command to continue from it",
     )
 
     sweep = subparsers.add_parser(
@@ -97,7 +97,7 @@ def register(subparsers) -> None:
     add_training_arguments(sweep)
     add_config_arguments(sweep, LambdaSweep, ("lambdas", "validation", "metric"))
     record_field_flags(sweep, {"TrainConfig.lambda_si": "--lambdas"})
-    sweep.set_defaults(func=run_lambda_sweep, memory_hint=PRETRAIN_MEMORY_HINT)
+    sweep.set_defaults(func=run_lambda_sweep, memory_hint=PRETRAIN_MEMORY_HINT, interrupt_hint=GRID_INTERRUPT_HINT)
 
     embed = subparsers.add_parser(
         "embed",

@@ -6,6 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
 from sipt_lab.core.names import LOSS_PARAMETERS, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
@@ -71,7 +72,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     record_field_flags(parser, {"SimulationConfig.methods": "--methods"})  # checked again once resolved
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupt_hint=GRID_INTERRUPT_HINT)
 
 
 def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -> None:

@@ -150,7 +150,7 @@ def register(subparsers) -> None:
     run.set_defaults(
         func=run_lc_transfer,
         memory_hint="lower --batch-size or --max-length",
-        interrupt_hint="pass --resume to the same command to keep its finished seeds and train the others",
+        interrupt_hint="its finished seeds are kept: pass --resume to the same command to train the others",
     )
 
 

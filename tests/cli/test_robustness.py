@@ -370,7 +370,7 @@ def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monke
     monkeypatch.setattr(simulate_module, "run_arms", interrupted_on_seed_1)
     assert main(["simulate", *SMALL, "--steps", "2", "--seeds", "2", "--json", "--out", str(tmp_path)]) == 130
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("sipt-lab: interrupted")
+    assert err == "sipt-lab: interrupted; its finished cells are kept: run the same command again to resume\n"
     assert json.loads((tmp_path / "results.json").read_text())["seeds"] == [0]
     assert not list((tmp_path / "cells").glob("*/lock"))
 
@@ -616,3 +616,14 @@ def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkey
         [*base, "--grad-accum", "3", "--out", str(tmp_path / "b")],
         "--grad-accum must divide the 16 seeds of a step",
     )
+
+
+def test_ctrl_c_in_a_command_that_keeps_nothing_does_not_say_it_keeps_results(capsys, monkeypatch):
+    import sipt_lab.graphs.tsv as tsv
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tsv, "load_graph_tsv", interrupted)
+    assert main(["consistency", "--example"]) == 130
+    assert capsys.readouterr().err == "sipt-lab: interrupted; run the same command again\n"
