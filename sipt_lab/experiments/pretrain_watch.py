@@ -239,9 +239,10 @@ class RunWatch:
         if steps_run < self.config.steps:
             added["stopped_at"] = steps_run
             if log is not None:
+                patience = self.config.patience
                 log(
-                    f"stopped at step {steps_run:,} of {self.config.steps:,}: {self.config.patience} evaluations "
-                    f"in a row without a better {self.config.keep_best}"
+                    f"stopped at step {steps_run:,} of {self.config.steps:,}: {patience} "
+                    f"evaluation{'s' if patience != 1 else ''} in a row without a better {self.config.keep_best}"
                 )
         if self.evaluator is not None:
             summary = self.evaluator.summary(self.config, seconds - self.evaluator.seconds)
