@@ -99,6 +99,12 @@ def finetune_history(rows: list[dict]) -> list[dict]:
     ]
 
 
+def comparison_task(domain: str, task: str, part: str) -> str:
+    """The ``task`` of a domain run's comparison: the domain's task and the evaluation, e.g.
+    ``wiki:category (probe)``."""
+    return f"{domain}:{task} ({part})"
+
+
 def summarize_domain(rows: list[dict], cell: DomainCell, preset: str | None = None) -> dict:
     """Per arm: mean ± sd of each score over seeds, and each seed's scores (``scores``: part ->
     metrics per seed, in ``seeds`` order) and fine-tuning learning rate (``finetune_lr``, None
@@ -145,7 +151,7 @@ def summarize_domain(rows: list[dict], cell: DomainCell, preset: str | None = No
                     compare_errors(
                         [kind.error(b["scores"][part]) for b, _ in pairs],
                         [kind.error(m["scores"][part]) for _, m in pairs],
-                        task=f"{cell.domain}:{cell.task} ({part})",
+                        task=comparison_task(cell.domain, cell.task, part),
                         method=name,
                         baseline=baseline,
                     )
@@ -195,12 +201,8 @@ def arms_csv(summary: dict) -> str:
     empty for LM-only itself)."""
     arms = summary["arms"]
     metrics = sorted({key for entry in arms.values() for key in entry if "." in key})
-    parts = sorted({c["task"].rsplit("(", 1)[-1].rstrip(")") for c in summary["comparisons"]})
-    against_lm = {
-        (c["method"], c["task"].rsplit("(", 1)[-1].rstrip(")")): c
-        for c in summary["comparisons"]
-        if c["baseline"] == BASELINE_ARM
-    }
+    parts = sorted({metric.split(".")[0] for metric in metrics})
+    against_lm = {(c["method"], c["task"]): c for c in summary["comparisons"] if c["baseline"] == BASELINE_ARM}
     columns = ["arm", "lambda", "lc", "lc_all_splits"]
     columns += [f"{m.replace('.', '_')}_{stat}" for m in metrics for stat in ("mean", "sd")]
     columns += [f"rre_{part}_{stat}" for part in parts for stat in ("mean", "sd", "p")]
@@ -212,7 +214,7 @@ def arms_csv(summary: dict) -> str:
         row += [entry.get(key) for key in ("local_consistency", "local_consistency_all_splits")]
         row += [entry[m][stat] if m in entry else None for m in metrics for stat in ("mean", "sd")]
         for part in parts:
-            found = against_lm.get((name, part))
+            found = against_lm.get((name, comparison_task(summary["domain"], summary["task"], part)))
             row += [found[key] if found else None for key in ("rre_mean", "rre_sd", "p_value")]
         writer.writerow(["" if value is None else value for value in row])
     return buffer.getvalue()
