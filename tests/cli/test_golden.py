@@ -41,6 +41,7 @@ from golden_support import (
     GOLDEN_DIR,
     UPDATE_HINT,
     check_golden_json,
+    environment_note,
     normalise,
     read_csv_rows,
     text_mismatch,
@@ -137,7 +138,9 @@ def test_help_text_is_unchanged(parser):
         problems.append(f"golden help files of commands that no longer exist: {', '.join(sorted(stale))}")
     if problems:
         pytest.fail(
-            "--help text differs from its golden files:\n" + "\n".join(problems)[:12000] + f"\n{UPDATE_HINT}",
+            "--help text differs from its golden files:\n"
+            + "\n".join(problems)[:12000]
+            + f"\n{environment_note()}\n{UPDATE_HINT}",
             pytrace=False,
         )
 
@@ -449,3 +452,22 @@ def test_consistency_results(inputs, capsys):
         assert main(["consistency", *argv, "--json"]) == 0
         printed[name] = json.loads(capsys.readouterr().out)
     check_golden_json("results/consistency.json", normalise(printed, {inputs: "<inputs>"}))
+
+
+def test_a_golden_failure_names_the_installed_versions_that_differ(tmp_path, monkeypatch):
+    """The golden files' environment is committed beside them; a mismatch lists what differs from it."""
+    import golden_support
+
+    recorded = dict(line.split("==", 1) for line in golden_support.ENVIRONMENT_FILE.read_text().splitlines())
+    assert {"torch", "numpy", "scikit-learn", "transformers"} <= set(recorded)
+    (tmp_path / "environment.txt").write_text("numpy==0.0.1\nlong-gone==1.0\n")
+    (tmp_path / "result.json").write_text('{"ap": 0.058}\n')
+    monkeypatch.setattr(golden_support, "GOLDEN_DIR", tmp_path)
+    monkeypatch.setattr(golden_support, "ENVIRONMENT_FILE", tmp_path / "environment.txt")
+    with pytest.raises(pytest.fail.Exception) as failure:
+        check_golden_json("result.json", {"ap": 0.057})
+    message = str(failure.value)
+    assert "/ap: 0.057, expected 0.058" in message
+    assert f"numpy {np.__version__}, golden files made with 0.0.1" in message
+    assert "long-gone not installed, golden files made with 1.0" in message
+    assert "not installed when the golden files were made: " in message and f"torch {torch.__version__}" in message

@@ -28,6 +28,11 @@ def _run(argv: list, cwd: Path, timeout: int = 300, **env) -> subprocess.Complet
     return run
 
 
+def running_site_packages() -> list[str]:
+    """The site-packages folders the running interpreter imports from, in its order."""
+    return [path for path in sys.path if Path(path).name in ("site-packages", "dist-packages") and Path(path).is_dir()]
+
+
 def test_the_wheel_carries_the_package_installs_into_a_fresh_venv_and_runs_from_there(tmp_path):
     # build from a copy of what a release ships: the checkout stays clean (no build/, no egg-info)
     source = tmp_path / "source"
@@ -63,12 +68,18 @@ def test_the_wheel_carries_the_package_installs_into_a_fresh_venv_and_runs_from_
     [metadata] = [name for name in names if name.endswith(".dist-info/METADATA")]
     assert f"Version: {sipt_lab.__version__}\n" in zipfile.ZipFile(wheel).read(metadata).decode()
 
-    # a fresh environment; the dependencies (torch, ...) come from this interpreter's site-packages, the
-    # package itself from the wheel alone (its pip too: --without-pip keeps the venv quick)
+    # a fresh environment; the package comes from the wheel alone, the dependencies (torch, pip, ...) from
+    # the site-packages of the environment running this test, wherever they live: a virtual environment's
+    # own, the base interpreter's, a user site (--system-site-packages would give only the base
+    # interpreter's). Named by a .pth file, they come after the fresh environment's own site-packages.
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], tmp_path)
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / "python"
+    fresh_site = Path(
+        _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path).stdout.strip()
+    )
+    (fresh_site / "running_environment.pth").write_text("".join(f"{path}\n" for path in running_site_packages()))
     _run(
         [
             python,

@@ -22,6 +22,11 @@ Floats are then compared with a relative tolerance of :data:`REL_TOL` (and :data
 values at zero), so that float noise from threads or BLAS does not fail a test while a changed
 result does. Everything else (keys, strings, integers, booleans, list lengths) must be equal.
 Differences are listed by their place in the JSON (``/sipt/result.json/after/link_mrr``).
+
+The versions of every installed distribution when the golden files were written are kept beside
+them (:data:`ENVIRONMENT_FILE`, ``name==version`` lines as ``pip freeze`` prints them); a failing
+comparison lists the installed versions that differ from it, so that a difference a library
+release made is told apart from one our change made at a glance.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ UPDATE_HINT = (
     f"if the change is intended, rewrite the golden files with `{UPDATE_ENV}=1 python -m pytest "
     "tests/cli/test_golden.py` and review the diff of tests/golden/"
 )
+
+#: ``name==version`` of every installed distribution when the golden files were last written.
+ENVIRONMENT_FILE = GOLDEN_DIR / "environment.txt"
 
 SIGNIFICANT_DIGITS = 6
 REL_TOL = 1e-4
@@ -199,18 +207,67 @@ def golden_json_text(data) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def installed_versions() -> dict[str, str]:
+    """``{distribution name (normalised as pip does): version}`` of the running environment, sipt-lab aside."""
+    from importlib import metadata
+
+    found = {}
+    for distribution in metadata.distributions():
+        name = re.sub(r"[-_.]+", "-", distribution.metadata["Name"] or "").lower()
+        if name and name != "sipt-lab":
+            found[name] = distribution.version
+    return found
+
+
+def freeze_text(versions: dict[str, str]) -> str:
+    """``versions`` as ``pip freeze`` lines, sorted by name."""
+    return "".join(f"{name}=={version}\n" for name, version in sorted(versions.items()))
+
+
+def environment_differences() -> list[str]:
+    """The installed distributions whose version differs from :data:`ENVIRONMENT_FILE`'s, one line each
+    (``torch 2.13.0+cpu, golden files made with 2.12.0``); empty when none do or the file is missing."""
+    if not ENVIRONMENT_FILE.is_file():
+        return []
+    recorded = dict(
+        line.split("==", 1) for line in ENVIRONMENT_FILE.read_text(encoding="utf-8").splitlines() if "==" in line
+    )
+    installed = installed_versions()
+    lines = [
+        f"{name} {installed.get(name, 'not installed')}, golden files made with {version}"
+        for name, version in sorted(recorded.items())
+        if installed.get(name) != version
+    ]
+    new = sorted(set(installed) - set(recorded))
+    if new:
+        lines.append("not installed when the golden files were made: " + ", ".join(f"{n} {installed[n]}" for n in new))
+    return lines
+
+
+def environment_note() -> str:
+    """What a failure message adds about the versions: the differing ones, or that none differ."""
+    found = environment_differences()
+    if not found:
+        return f"installed versions: as when the golden files were made ({ENVIRONMENT_FILE.name})"
+    return f"installed versions that differ from {ENVIRONMENT_FILE.name} ({len(found)}):\n  " + "\n  ".join(found[:40])
+
+
 def check_golden_json(name: str, data) -> None:
-    """Compare ``data`` (already normalised) with ``tests/golden/<name>`` (or write it when updating)."""
+    """Compare ``data`` (already normalised) with ``tests/golden/<name>`` (or write it, and the
+    environment's versions beside it, when updating)."""
     path = GOLDEN_DIR / name
     if updating():
         _write(path, golden_json_text(data))
+        _write(ENVIRONMENT_FILE, freeze_text(installed_versions()))
         return
     expected = json.loads(_read(path))
     found = differences(json.loads(golden_json_text(data)), expected)
     if found:
         shown = "\n  ".join(found[:40]) + (f"\n  ... and {len(found) - 40} more" if len(found) > 40 else "")
         pytest.fail(
-            f"{name} differs from its golden file in {len(found)} place(s):\n  {shown}\n{UPDATE_HINT}", pytrace=False
+            f"{name} differs from its golden file in {len(found)} place(s):\n  {shown}\n{environment_note()}\n"
+            f"{UPDATE_HINT}",
+            pytrace=False,
         )
 
 
@@ -221,6 +278,7 @@ def text_mismatch(name: str, text: str) -> str | None:
     path = GOLDEN_DIR / name
     if updating():
         _write(path, text)
+        _write(ENVIRONMENT_FILE, freeze_text(installed_versions()))
         return None
     if not path.is_file():
         return (

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-INSTALL = 'pip install "torch==2.13.0" -e ".[test]"'
+INSTALL = 'python3 -m venv .venv && . .venv/bin/activate && pip install "torch==2.13.0" -e ".[test]"'
 TEST = "python -m pytest -q"
 
 
@@ -64,6 +64,14 @@ def test_readme_is_short_and_keeps_the_two_commands():
         "sipt-lab domain run",
     ):
         assert job in text, job
+
+
+def test_ci_builds_a_new_users_environment_and_runs_the_readmes_test_command():
+    """CI installs the way a new user does (a fresh virtual environment, the README's install
+    command) and then runs exactly the README's test command, nothing else."""
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    commands = [line for line in lines if line.strip() and not line.startswith(("#", "set ", 'cd "$(dirname'))]
+    assert commands == [INSTALL, TEST]
 
 
 def test_readme_links_resolve():
