@@ -244,10 +244,11 @@ def place_sentences(
     groups: np.ndarray,
     family: str,
 ) -> Placement:
-    """Draw ``counts[t]`` pre-training sentences on every triangle ``t`` from its pool, then
-    ``heldout_counts[t]`` held-out ones from the pool's sentences left over whose group holds no
-    pre-training sentence (of any triangle), each draw entropy-flat (:func:`entropy_flat_sample`,
-    buckets over the pool's entropy range).
+    """Draw ``counts[t]`` pre-training and then ``heldout_counts[t]`` held-out sentences on every
+    triangle ``t`` from its pool, entropy-flat (:func:`entropy_flat_sample`, buckets over the pool's
+    entropy range), held-out ones from the sentences left over; a triangle whose held-out draw holds
+    a sentence of a group (article) with a pre-training sentence (of any triangle) draws its held-out
+    sentences again, from a stream of its own, among the pool's sentences of the other groups.
 
     ``vertex_topics``: ``(V,)`` from :func:`map_topics_to_vertices`; ``counts``, ``heldout_counts``:
     ``(F,)``; ``groups``: ``(N,)`` group of every corpus sentence
@@ -259,18 +260,27 @@ def place_sentences(
     triangle_pools = [pools.pool(triple) for triple in corners]
     bary = [_renormalised(topics.doc_topic[pool][:, triple]) for pool, triple in zip(triangle_pools, corners)]
     buckets = [entropy_buckets(entropy(b)) for b in bary]
-    first = [entropy_flat_sample(b, int(k), rng) for b, k in zip(buckets, counts)]
+    first, spare = [], []
+    for b, count, heldout_count in zip(buckets, counts, heldout_counts):
+        chosen = entropy_flat_sample(b, int(count), rng)
+        rest = np.setdiff1d(np.arange(b.size), chosen)
+        first.append(chosen)
+        spare.append(rest[entropy_flat_sample(b[rest], int(heldout_count), rng)])
     node_sentences = np.concatenate([pool[chosen] for pool, chosen in zip(triangle_pools, first)])
+    redraw = rng.spawn(1)[0]  # its own stream: the nodes, their order and later draws (noise) stay as drawn
     second = []
-    for t, (pool, b) in enumerate(zip(triangle_pools, buckets)):
+    for t, (pool, b, drawn) in enumerate(zip(triangle_pools, buckets, spare)):
+        if unseen_groups(groups, node_sentences, pool[drawn]).all():
+            second.append(drawn)
+            continue
         rest = np.flatnonzero(unseen_groups(groups, node_sentences, pool))  # the nodes' own groups are seen
-        if rest.size < heldout_counts[t]:
+        if rest.size < drawn.size:
             raise SiptError(
-                f"{family}: triangle {t} needs {heldout_counts[t]} held-out sentences from articles with no sentence "
+                f"{family}: triangle {t} needs {drawn.size} held-out sentences from articles with no sentence "
                 f"on a node, but its topic triple has only {rest.size}; ask for fewer GraphSpec.n_heldout, fewer "
                 f"GraphSpec.n_nodes or GraphSpec.n_topics, or use a bigger GraphSpec.corpus"
             )
-        second.append(rest[entropy_flat_sample(b[rest], int(heldout_counts[t]), rng)])
+        second.append(rest[entropy_flat_sample(b[rest], drawn.size, redraw)])
     pt, ho = _points(triangle_pools, bary, first), _points(triangle_pools, bary, second)
     node_order, heldout_order = rng.permutation(pt[0].size), rng.permutation(ho[0].size)
     pool_sizes = np.array([pool.size for pool in triangle_pools], dtype=np.int64)

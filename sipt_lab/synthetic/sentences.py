@@ -86,7 +86,8 @@ def assign_sentences(
     Every class then draws its nodes' sentences and as many spare ones, uniformly from its topic's
     pool. Held-out sentences come only from groups that hold no node's sentence (of any class): a
     class keeps its spare sentences when all of them qualify (always so when every sentence is its
-    own group), else draws its held-out sentences uniformly among the pool's qualifying ones.
+    own group), else draws its held-out sentences uniformly among the pool's qualifying ones, from a
+    stream of its own, so that the nodes and every later draw of ``rng`` are as without groups.
     Raises :class:`SiptError` (naming the shortfall and the fixes) when no matching exists or a
     class's pool has too few qualifying sentences left.
     """
@@ -120,8 +121,9 @@ def assign_sentences(
         drawn = rng.choice(pools[topic], size=needed[c], replace=False)
         node_sentences[node_classes == c] = drawn[: sizes[c]]
         spares.append(drawn[sizes[c] :])
+    redraw = rng.spawn(1)[0]  # its own stream: the draws after this one (the shuffle, edge noise) stay as they were
     heldout = [
-        _heldout_draw(spare, pools[topic], groups, node_sentences, rng, family=family, min_confidence=min_confidence)
+        _heldout_draw(spare, pools[topic], groups, node_sentences, redraw, family=family, min_confidence=min_confidence)
         for spare, topic in zip(spares, class_topics)
     ]
     heldout_sentences = np.concatenate(heldout).astype(np.int64)

@@ -50,6 +50,11 @@ def test_heldout_sentences_come_from_articles_with_no_sentence_on_a_node():
         dataset = build_cliques(spec, corpus, topics, np.random.default_rng(seed))
         assert len(dataset.heldout_sentences) == 20 and np.bincount(dataset.heldout_labels).max() == 2
         assert not shared_articles(corpus, dataset.sentences, dataset.heldout_sentences)
+        # the articles move only held-out sentences: the nodes and every later draw are as without them
+        plain_corpus = fake_corpus_and_topics(n_topics=20, per_topic=60)[0]
+        rng, plain_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        grouped, plain = build_cliques(spec, corpus, topics, rng), build_cliques(spec, plain_corpus, topics, plain_rng)
+        assert grouped.sentences == plain.sentences and rng.integers(1 << 30) == plain_rng.integers(1 << 30)
 
 
 def test_too_few_sentences_outside_the_nodes_articles_is_a_one_line_error():

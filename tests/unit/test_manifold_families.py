@@ -50,6 +50,8 @@ def test_heldout_sentences_come_from_articles_with_no_sentence_on_a_node(fake):
         data = _build("torus", corpus, topics, seed=seed)
         assert len(data.heldout_sentences) == 10
         assert not shared_articles(corpus, data.sentences, data.heldout_sentences)
+        plain = _build("torus", fake[0], topics, seed=seed)  # the articles move only held-out sentences
+        assert data.sentences == plain.sentences and np.array_equal(data.graph.edges(), plain.graph.edges())
     with pytest.raises(SiptError, match="from articles with no sentence on a node") as error:
         _build("torus", with_articles(corpus, 45), topics)  # one article per triple
     assert "\n" not in str(error.value) and "fewer GraphSpec.n_heldout" in str(error.value)
