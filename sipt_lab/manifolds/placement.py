@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import unseen_groups
 from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.manifolds.tilings import Tiling
 
@@ -239,28 +240,63 @@ def place_sentences(
     counts: np.ndarray,
     heldout_counts: np.ndarray,
     rng: np.random.Generator,
+    *,
+    groups: np.ndarray,
+    family: str,
 ) -> Placement:
     """Draw ``counts[t]`` pre-training and then ``heldout_counts[t]`` held-out sentences on every
-    triangle ``t`` from its pool, entropy-flat (:func:`entropy_flat_sample`, buckets over the
-    pool's entropy range), held-out ones from the sentences left over.
+    triangle ``t`` from its pool, entropy-flat (:func:`entropy_flat_sample`, buckets over the pool's
+    entropy range), held-out ones from the sentences left over; a triangle whose held-out draw holds
+    a sentence of a group (article) with a pre-training sentence (of any triangle) draws its held-out
+    sentences again, from a stream of its own, among the pool's sentences of the other groups.
 
     ``vertex_topics``: ``(V,)`` from :func:`map_topics_to_vertices`; ``counts``, ``heldout_counts``:
-    ``(F,)``. The caller guarantees every pool holds ``counts + heldout_counts`` sentences.
+    ``(F,)``; ``groups``: ``(N,)`` group of every corpus sentence
+    (:func:`~sipt_lab.synthetic.sentences.sentence_groups`). The caller guarantees every pool holds
+    ``counts + heldout_counts`` sentences; raises :class:`SiptError` when a pool has too few left
+    outside the pre-training sentences' groups.
     """
-    parts: dict[str, list] = {"pt": [], "ho": []}
-    pool_sizes = np.zeros(tiling.n_triangles, dtype=np.int64)
-    for t, corners in enumerate(vertex_topics[tiling.triangles]):
-        pool = pools.pool(corners)
-        pool_sizes[t] = pool.size
-        bary = topics.doc_topic[pool][:, corners]
-        bary = bary / bary.sum(axis=1, keepdims=True)
-        buckets = entropy_buckets(entropy(bary))
-        first = entropy_flat_sample(buckets, int(counts[t]), rng)
-        rest = np.setdiff1d(np.arange(pool.size), first)
-        second = rest[entropy_flat_sample(buckets[rest], int(heldout_counts[t]), rng)]
-        for key, chosen in (("pt", first), ("ho", second)):
-            parts[key].append((pool[chosen], np.full(chosen.size, t, dtype=np.int64), bary[chosen]))
-    pt = [np.concatenate(column) for column in zip(*parts["pt"])]
-    ho = [np.concatenate(column) for column in zip(*parts["ho"])]
+    corners = vertex_topics[tiling.triangles]
+    triangle_pools = [pools.pool(triple) for triple in corners]
+    bary = [_renormalised(topics.doc_topic[pool][:, triple]) for pool, triple in zip(triangle_pools, corners)]
+    buckets = [entropy_buckets(entropy(b)) for b in bary]
+    first, spare = [], []
+    for b, count, heldout_count in zip(buckets, counts, heldout_counts):
+        chosen = entropy_flat_sample(b, int(count), rng)
+        rest = np.setdiff1d(np.arange(b.size), chosen)
+        first.append(chosen)
+        spare.append(rest[entropy_flat_sample(b[rest], int(heldout_count), rng)])
+    node_sentences = np.concatenate([pool[chosen] for pool, chosen in zip(triangle_pools, first)])
+    redraw = rng.spawn(1)[0]  # its own stream: the nodes, their order and later draws (noise) stay as drawn
+    second = []
+    for t, (pool, b, drawn) in enumerate(zip(triangle_pools, buckets, spare)):
+        if unseen_groups(groups, node_sentences, pool[drawn]).all():
+            second.append(drawn)
+            continue
+        rest = np.flatnonzero(unseen_groups(groups, node_sentences, pool))  # the nodes' own groups are seen
+        if rest.size < drawn.size:
+            raise SiptError(
+                f"{family}: triangle {t} needs {drawn.size} held-out sentences from articles with no sentence "
+                f"on a node, but its topic triple has only {rest.size}; ask for fewer GraphSpec.n_heldout, fewer "
+                f"GraphSpec.n_nodes or GraphSpec.n_topics, or use a bigger GraphSpec.corpus"
+            )
+        second.append(rest[entropy_flat_sample(b[rest], drawn.size, redraw)])
+    pt, ho = _points(triangle_pools, bary, first), _points(triangle_pools, bary, second)
     node_order, heldout_order = rng.permutation(pt[0].size), rng.permutation(ho[0].size)
+    pool_sizes = np.array([pool.size for pool in triangle_pools], dtype=np.int64)
     return Placement(*(column[node_order] for column in pt), *(column[heldout_order] for column in ho), pool_sizes)
+
+
+def _points(pools: list[np.ndarray], bary: list[np.ndarray], draws: list[np.ndarray]) -> list[np.ndarray]:
+    """The drawn points of every triangle ``t`` (``draws[t]``: positions in ``pools[t]``), concatenated:
+    ``(m,)`` corpus indices, ``(m,)`` triangles and ``(m, 3)`` barycentric coordinates."""
+    return [
+        np.concatenate([pool[d] for pool, d in zip(pools, draws)]),
+        np.concatenate([np.full(d.size, t, dtype=np.int64) for t, d in enumerate(draws)]),
+        np.concatenate([b[d] for b, d in zip(bary, draws)]),
+    ]
+
+
+def _renormalised(probs: np.ndarray) -> np.ndarray:
+    """``(m, 3)`` rows of ``probs`` scaled to sum to one (a sentence's barycentric coordinates)."""
+    return probs / probs.sum(axis=1, keepdims=True)

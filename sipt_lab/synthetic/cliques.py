@@ -2,7 +2,7 @@
 
 As in the paper (Methods, "CLIQUES Graph Setup") and the original code: ``n_classes`` = 10 topics,
 each drawn at random among the topics with enough confident sentences, 50 pre-training nodes and
-20 held-out sentences by default. Unlike the original, the topics get equal shares of the nodes
+20 held-out sentences by default, from articles none of whose sentences is a node. Unlike the original, the topics get equal shares of the nodes
 (sizes differ by at most one; the original's count equalisation kept one sentence too many per
 topic) and the graph is the implicit label-clique graph, so nothing quadratic is stored. Local
 consistency is 1 before noise. Noise is added afterwards by :func:`~sipt_lab.synthetic.build_dataset`.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.corpus import Corpus, sentence_groups
 from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
@@ -44,7 +44,13 @@ def build_cliques(
     """
     n_cliques = max(1, min(n_classes, spec.n_nodes // 2))
     assignment = assign_sentences(
-        topics, balanced_classes(spec.n_nodes, n_cliques, rng), spec.n_heldout, min_confidence, rng, family="cliques"
+        topics,
+        balanced_classes(spec.n_nodes, n_cliques, rng),
+        spec.n_heldout,
+        min_confidence,
+        rng,
+        groups=sentence_groups(corpus),
+        family="cliques",
     )
     return SyntheticDataset(
         family="cliques",

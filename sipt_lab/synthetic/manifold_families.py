@@ -9,7 +9,7 @@ The paper's Methods ("PLANE, MÖBIUS, SPHERE, & TORUS Graphs"), step by step:
 3. the same number of sentences on every triangle (sizes differ by at most one), drawn so their
    entropies are as flat as the pool allows (:func:`~sipt_lab.manifolds.entropy_flat_sample`),
    each at its renormalised top-3 probabilities; the held-out sentences the same way from the
-   sentences left over;
+   sentences left over whose article has no sentence on a node;
 4. an edge iff the geodesic distance on the surface (unit equilateral triangles) is below ``r``,
    never a self-loop (:func:`~sipt_lab.manifolds.radius_graph`).
 
@@ -48,7 +48,7 @@ from functools import partial
 
 import numpy as np
 
-from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.corpus import Corpus, sentence_groups
 from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.manifolds import (
     check_tiling,
@@ -94,7 +94,17 @@ def build_manifold(
     min_count = max(int(min_per_triangle), int((counts + heldout_counts).max()))
     pools = triple_pools(topics, min_top3_mass)
     vertex_topics = map_topics_to_vertices(tiling, pools, min_count, rng, family=surface)
-    placed = place_sentences(tiling, vertex_topics, pools, topics, counts, heldout_counts, rng)
+    placed = place_sentences(
+        tiling,
+        vertex_topics,
+        pools,
+        topics,
+        counts,
+        heldout_counts,
+        rng,
+        groups=sentence_groups(corpus),
+        family=surface,
+    )
     r = radius_for_degree(tiling, spec.n_nodes, mean_degree) if radius is None else float(radius)
     labels = topics.labels[placed.sentences]
     corner_topics = vertex_topics[tiling.triangles]

@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.data.corpus import Corpus
+from sipt_lab.data.corpus import Corpus, sentence_groups
 from sipt_lab.data.topics import TopicAssignment
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.synthetic.dataset import SyntheticDataset
@@ -199,7 +199,9 @@ def build_mechanistic(
         "motif": motif_graph.part,
         "structural": structural_labels(motif_graph.graph, rng),
     }
-    assignment = assign_sentences(topics, structure[label], spec.n_heldout, min_confidence, rng, family=label)
+    assignment = assign_sentences(
+        topics, structure[label], spec.n_heldout, min_confidence, rng, groups=sentence_groups(corpus), family=label
+    )
     return SyntheticDataset(
         family=label,
         sentences=[corpus.sentences[i] for i in assignment.node_sentences],

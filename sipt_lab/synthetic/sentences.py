@@ -6,7 +6,9 @@ original code drew topics with replacement, so two classes could merge) and give
 sentence of its class's topic, drawn at random without replacement among the topic's *confident*
 sentences: those whose most probable topic is that topic with probability ``>= min_confidence``.
 The node's FT label is its sentence's most probable topic, i.e. its class's topic, by construction.
-Held-out sentences are further confident sentences of the same topics, never used in pre-training.
+Held-out sentences are further confident sentences of the same topics, drawn after every node's and
+only from *groups* (:func:`~sipt_lab.data.corpus.sentence_groups`: the default corpus's articles) none of whose sentences
+sits on a node, so a held-out sentence never shares an article with a pre-training sentence.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.corpus import unseen_groups
 from sipt_lab.data.topics import TopicAssignment
 
 
@@ -69,15 +72,24 @@ def assign_sentences(
     min_confidence: float,
     rng: np.random.Generator,
     *,
+    groups: np.ndarray,
     family: str,
 ) -> SentenceAssignment:
     """Match classes to distinct topics and draw confident sentences for nodes and the held-out split.
 
-    ``node_classes``: ``(n,)`` ints ``0..k-1``, every class non-empty. The ``n_heldout`` held-out
-    sentences are split over the classes in proportion to their sizes. Classes are matched largest
-    first, each to a uniformly random unused topic with enough confident sentences; because a
-    larger class's eligible topics are a subset of a smaller one's, this finds a matching whenever
-    one exists. Raises :class:`SiptError` (naming the shortfall and the fixes) when none does.
+    ``node_classes``: ``(n,)`` ints ``0..k-1``, every class non-empty. ``groups``: ``(N,)`` group of
+    every corpus sentence (:func:`~sipt_lab.data.corpus.sentence_groups`). The ``n_heldout`` held-out sentences are split
+    over the classes in proportion to their sizes. Classes are matched largest first, each to a
+    uniformly random unused topic with enough confident sentences; because a larger class's
+    eligible topics are a subset of a smaller one's, this finds a matching whenever one exists.
+
+    Every class then draws its nodes' sentences and as many spare ones, uniformly from its topic's
+    pool. Held-out sentences come only from groups that hold no node's sentence (of any class): a
+    class keeps its spare sentences when all of them qualify (always so when every sentence is its
+    own group), else draws its held-out sentences uniformly among the pool's qualifying ones, from a
+    stream of its own, so that the nodes and every later draw of ``rng`` are as without groups.
+    Raises :class:`SiptError` (naming the shortfall and the fixes) when no matching exists or a
+    class's pool has too few qualifying sentences left.
     """
     node_classes = np.asarray(node_classes, dtype=np.int64)
     sizes = np.bincount(node_classes)
@@ -104,11 +116,16 @@ def assign_sentences(
         unused[class_topics[c]] = False
 
     node_sentences = np.empty(node_classes.size, dtype=np.int64)
-    heldout = []
+    spares = []
     for c, topic in enumerate(class_topics):
         drawn = rng.choice(pools[topic], size=needed[c], replace=False)
         node_sentences[node_classes == c] = drawn[: sizes[c]]
-        heldout.append(drawn[sizes[c] :])
+        spares.append(drawn[sizes[c] :])
+    redraw = rng.spawn(1)[0]  # its own stream: the draws after this one (the shuffle, edge noise) stay as they were
+    heldout = [
+        _heldout_draw(spare, pools[topic], groups, node_sentences, redraw, family=family, min_confidence=min_confidence)
+        for spare, topic in zip(spares, class_topics)
+    ]
     heldout_sentences = np.concatenate(heldout).astype(np.int64)
     heldout_labels = np.repeat(class_topics, heldout_sizes)
     shuffle = rng.permutation(heldout_sentences.size)
@@ -119,6 +136,31 @@ def assign_sentences(
         heldout_sentences=heldout_sentences[shuffle],
         heldout_labels=heldout_labels[shuffle],
     )
+
+
+def _heldout_draw(
+    spare: np.ndarray,
+    pool: np.ndarray,
+    groups: np.ndarray,
+    node_sentences: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    family: str,
+    min_confidence: float,
+) -> np.ndarray:
+    """``(h,)`` held-out corpus indices for one class: its ``(h,)`` ``spare`` draw when every spare
+    sentence's group holds no node sentence, else ``h`` drawn uniformly among such sentences of
+    ``pool`` (its topic's confident sentences, the nodes' own excluded since their groups hold them)."""
+    if unseen_groups(groups, node_sentences, spare).all():
+        return spare
+    eligible = pool[unseen_groups(groups, node_sentences, pool)]
+    if eligible.size < spare.size:
+        raise SiptError(
+            f"{family}: a class needs {spare.size} held-out sentences of top-topic probability >= {min_confidence} "
+            f"from articles with no sentence on a node, but its topic has only {eligible.size}; ask for fewer "
+            f"GraphSpec.n_heldout, fewer GraphSpec.n_nodes or GraphSpec.n_topics, or use a bigger GraphSpec.corpus"
+        )
+    return rng.choice(eligible, size=spare.size, replace=False)
 
 
 def node_table(

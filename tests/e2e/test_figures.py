@@ -25,9 +25,11 @@ from sipt_lab.experiments.paper.figure_options import FigureOptions, experiment_
 from sipt_lab.experiments.paper.figures import FIGURES
 from sipt_lab.experiments.paper.heldout_scale import (
     HELDOUT_SCALE_NODES,
-    HELDOUT_SCALE_PASSES,
+    HELDOUT_SCALE_STEPS,
     heldout_probe,
     heldout_scale_configs,
+    paired_gain_columns,
+    passes_per_sample,
 )
 from sipt_lab.experiments.presets import LOSS_PARAMS
 from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
@@ -253,26 +255,40 @@ def test_corollary2_lc_grows_towards_one(tmp_path):
         assert float(curve[-1]["r"]) < float(curve[0]["r"])
 
 
-def test_heldout_scale_steps_follow_the_passes_rule():
+def test_heldout_scale_trains_equal_steps_at_every_size_unless_asked_for_passes():
     configs = heldout_scale_configs(FigureOptions(seeds=2))
     sizes = [(c.simulation.graph.family, c.simulation.graph.n_nodes, c.simulation.graph.seed) for c in configs]
     assert sizes == [(f, n, s) for f, nodes in HELDOUT_SCALE_NODES.items() for n in nodes for s in (0, 1)]
-    steps = {(c.simulation.graph.family, c.simulation.graph.n_nodes): c.simulation.train.steps for c in configs}
-    assert steps == {
-        ("cliques", 50): 64,
-        ("cliques", 200): 256,
-        ("cliques", 1000): 1280,  # batch 50
-        ("torus", 50): 100,
-        ("torus", 200): 400,
-        ("torus", 500): 1000,
-    }  # batch 32
     for config in configs:
-        train, n = config.simulation.train, config.simulation.graph.n_nodes
-        assert config.passes == HELDOUT_SCALE_PASSES
-        assert HELDOUT_SCALE_PASSES <= train.steps * min(train.batch_size, n) / n < HELDOUT_SCALE_PASSES + 1
-        assert train.seed == config.simulation.graph.seed and config.simulation.graph.n_heldout == 200
-    tiny = heldout_scale_configs(FigureOptions(seeds=1, passes=2.0, scale_nodes=(20, 40)))
+        train, graph = config.simulation.train, config.simulation.graph
+        assert train.steps == HELDOUT_SCALE_STEPS and train.seed == graph.seed and graph.n_heldout == 200
+    passes = {
+        (c.simulation.graph.family, c.simulation.graph.n_nodes): passes_per_sample(
+            c.simulation.train.steps, c.simulation.graph.n_nodes, c.simulation.train.batch_size
+        )
+        for c in configs
+    }
+    assert passes[("cliques", 50)] == HELDOUT_SCALE_STEPS  # batch 50: one pass per step
+    assert passes[("cliques", 1000)] == HELDOUT_SCALE_STEPS * 50 / 1000
+    assert passes[("torus", 300)] == HELDOUT_SCALE_STEPS * 32 / 300
+    equal = heldout_scale_configs(FigureOptions(seeds=1, steps=30, scale_nodes=(20, 40)))
+    assert [c.simulation.train.steps for c in equal] == [30] * 4
+    tiny = heldout_scale_configs(FigureOptions(seeds=1, steps=30, passes=2.0, scale_nodes=(20, 40)))
     assert [c.simulation.train.steps for c in tiny] == [2, 2, 2, 3]  # batch capped at n; ceil(2 * 40 / 32)
+
+
+def test_heldout_scale_gains_are_paired_by_seed():
+    """A gain of 0.1 ± 0.01 on seeds whose levels differ by 0.2: a paired interval excludes 0, an
+    unpaired comparison of the arms' means would not."""
+    lm, noise = (0.5, 0.7, 0.9), (-0.01, 0.0, 0.01)
+    cells = [{"methods": {"lm": {"m": a}, "sipt": {"m": a + 0.1 + e}}} for a, e in zip(lm, noise)]
+    row = paired_gain_columns(cells, ("m",))
+    assert list(row) == ["gain_m_mean", "gain_m_ci_low", "gain_m_ci_high"]
+    half = 4.302653 * 0.01 / math.sqrt(3)  # t(0.975, 2) x sd / sqrt(n)
+    assert [row["gain_m_mean"], row["gain_m_ci_low"], row["gain_m_ci_high"]] == pytest.approx(
+        [0.1, 0.1 - half, 0.1 + half]
+    )
+    assert math.isnan(paired_gain_columns(cells[:1], ("m",))["gain_m_ci_low"])
 
 
 def test_heldout_probe_trains_on_pretraining_samples_and_tests_on_heldout():
@@ -286,7 +302,7 @@ def test_heldout_probe_trains_on_pretraining_samples_and_tests_on_heldout():
 
 
 def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
-    options = FigureOptions(seeds=1, executor="serial", passes=2.0, scale_nodes=(40, 80))
+    options = FigureOptions(seeds=2, executor="serial", steps=3, scale_nodes=(40, 80))
     FIGURES["heldout_scale"](tmp_path, options)
     metrics = ("auroc", "heldout_auroc", "probe_macro_f1")
     rows = assert_written(
@@ -303,18 +319,27 @@ def test_heldout_scale_figure_scores_both_arms_at_every_size(tmp_path):
             "local_consistency_mean",
             "local_consistency_sd",
             *(f"{arm}_{m}_{stat}" for arm in ("lm", "sipt") for m in metrics for stat in ("mean", "sd")),
+            *(f"gain_{m}_{stat}" for m in metrics for stat in ("mean", "ci_low", "ci_high")),
         ],
     )
-    assert [(r["graph"], r["n_nodes"], r["steps"]) for r in rows] == [
-        ("cliques", "40", "2"),
-        ("cliques", "80", "4"),
-        ("torus", "40", "3"),
-        ("torus", "80", "5"),
+    assert [(r["graph"], r["n_nodes"], r["steps"], float(r["passes"])) for r in rows] == [
+        ("cliques", "40", "3", 3.0),
+        ("cliques", "80", "3", 3 * 50 / 80),
+        ("torus", "40", "3", 3 * 32 / 40),
+        ("torus", "80", "3", 3 * 32 / 80),
     ]
     assert all(unit(r[f"{arm}_{m}_mean"]) for r in rows for arm in ("lm", "sipt") for m in metrics)
     _, cells = read_csv(tmp_path / "heldout_scale_cells.csv")
-    assert len(cells) == 4 and all(int(c["metrics.n_heldout"]) == 200 for c in cells)
+    assert len(cells) == 8 and all(int(c["metrics.n_heldout"]) == 200 for c in cells)
     assert all(float(c[f"metrics.methods.{arm}.probe_strength"]) > 0 for c in cells for arm in ("lm", "sipt"))
+    for row in rows:
+        gains = [
+            float(c["metrics.methods.sipt.heldout_auroc"]) - float(c["metrics.methods.lm.heldout_auroc"])
+            for c in cells
+            if (c["metrics.graph"], c["metrics.n_nodes"]) == (row["graph"], row["n_nodes"])
+        ]
+        low, mean, high = (float(row[f"gain_heldout_auroc_{stat}"]) for stat in ("ci_low", "mean", "ci_high"))
+        assert mean == pytest.approx(np.mean(gains)) and low <= mean <= high
 
 
 def test_cli_and_script(tmp_path, capsys, monkeypatch):

@@ -20,3 +20,16 @@ def fake_corpus_and_topics(
     sentences = [f"topic {t} sentence {i}" for i, t in enumerate(owner)]
     sentences += [f"vague sentence {i}" for i in range(n_vague)]
     return Corpus(sentences, None, None, "fake"), TopicAssignment.from_doc_topic(doc_topic)
+
+
+def with_articles(corpus: Corpus, article_size: int) -> Corpus:
+    """``corpus`` with titles: every ``article_size`` consecutive sentences come from one article
+    (``"article A"``), as the default corpus's sentences come from Wikipedia summaries."""
+    titles = [f"article {i // article_size}" for i in range(len(corpus))]
+    return Corpus(list(corpus.sentences), titles, None, corpus.source)
+
+
+def shared_articles(corpus: Corpus, sentences: list[str], heldout_sentences: list[str]) -> set[str]:
+    """The articles (``corpus.titles``) that hold both a pre-training and a held-out sentence."""
+    title = dict(zip(corpus.sentences, corpus.titles))
+    return {title[s] for s in sentences} & {title[s] for s in heldout_sentences}

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from synthetic_fakes import fake_corpus_and_topics
+from synthetic_fakes import fake_corpus_and_topics, shared_articles, with_articles
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.topics import TopicAssignment
@@ -40,6 +40,30 @@ def test_every_sentence_is_confident_and_its_top_topic_is_its_label():
     assert topics.doc_topic[np.concatenate([pt, heldout])].max(axis=1).min() >= 0.8  # no vague sentence
     assert len(set(pt)) == 50 and len(heldout) == 20 and not set(pt) & set(heldout)
     assert set(dataset.heldout_labels) <= set(dataset.labels)
+
+
+def test_heldout_sentences_come_from_articles_with_no_sentence_on_a_node():
+    corpus, topics = fake_corpus_and_topics(n_topics=20, per_topic=60)
+    corpus = with_articles(corpus, 4)  # four sentences of one topic per article
+    for seed in range(3):
+        spec = GraphSpec("cliques", n_nodes=50, n_heldout=20, n_topics=20, seed=seed)
+        dataset = build_cliques(spec, corpus, topics, np.random.default_rng(seed))
+        assert len(dataset.heldout_sentences) == 20 and np.bincount(dataset.heldout_labels).max() == 2
+        assert not shared_articles(corpus, dataset.sentences, dataset.heldout_sentences)
+        # the articles move only held-out sentences: the nodes and every later draw are as without them
+        plain_corpus = fake_corpus_and_topics(n_topics=20, per_topic=60)[0]
+        rng, plain_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        grouped, plain = build_cliques(spec, corpus, topics, rng), build_cliques(spec, plain_corpus, topics, plain_rng)
+        assert grouped.sentences == plain.sentences and rng.integers(1 << 30) == plain_rng.integers(1 << 30)
+
+
+def test_too_few_sentences_outside_the_nodes_articles_is_a_one_line_error():
+    corpus, topics = fake_corpus_and_topics(n_topics=20, per_topic=60)
+    corpus = with_articles(corpus, 60)  # one article per topic: a clique's nodes use its topic's only article
+    spec = GraphSpec("cliques", n_nodes=50, n_heldout=20, n_topics=20)
+    with pytest.raises(SiptError, match="from articles with no sentence on a node") as error:
+        build_cliques(spec, corpus, topics, np.random.default_rng(0))
+    assert "\n" not in str(error.value) and "fewer GraphSpec.n_heldout" in str(error.value)
 
 
 def test_uneven_sizes_differ_by_at_most_one_and_tiny_graphs_keep_two_nodes_per_clique():
@@ -91,7 +115,8 @@ def test_assign_sentences_matches_largest_classes_first():
     topics = TopicAssignment.from_doc_topic(doc_topic)
     classes = np.array([0] * 3 + [1] * 25 + [2] * 4)
     for seed in range(5):
-        result = assign_sentences(topics, classes, 0, 0.9, np.random.default_rng(seed), family="t")
+        rng = np.random.default_rng(seed)
+        result = assign_sentences(topics, classes, 0, 0.9, rng, groups=np.arange(owner.size), family="t")
         assert result.class_topics[1] == 0
         assert len(set(result.class_topics.tolist())) == 3
     assert [pool.size for pool in confident_pools(topics, 0.9)] == [30, 5, 5, 5, 5]

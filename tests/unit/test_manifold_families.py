@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from synthetic_fakes import shared_articles, with_articles
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.corpus import Corpus, load_corpus
@@ -40,6 +41,20 @@ def _build(name: str, corpus, topics, seed: int = 0, **options):
 @pytest.fixture(scope="module")
 def fake():
     return _triple_corpus()
+
+
+def test_heldout_sentences_come_from_articles_with_no_sentence_on_a_node(fake):
+    corpus, topics = fake
+    corpus = with_articles(corpus, 5)  # nine articles per topic triple
+    for seed in range(2):
+        data = _build("torus", corpus, topics, seed=seed)
+        assert len(data.heldout_sentences) == 10
+        assert not shared_articles(corpus, data.sentences, data.heldout_sentences)
+        plain = _build("torus", fake[0], topics, seed=seed)  # the articles move only held-out sentences
+        assert data.sentences == plain.sentences and np.array_equal(data.graph.edges(), plain.graph.edges())
+    with pytest.raises(SiptError, match="from articles with no sentence on a node") as error:
+        _build("torus", with_articles(corpus, 45), topics)  # one article per triple
+    assert "\n" not in str(error.value) and "fewer GraphSpec.n_heldout" in str(error.value)
 
 
 @pytest.mark.parametrize("name", FAMILIES)

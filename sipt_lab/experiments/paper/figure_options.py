@@ -39,13 +39,14 @@ class FigureOptions:
     Attributes:
         seeds: seeds ``0 .. seeds-1`` of every experiment (error bars are sd over seeds).
         executor: where grid cells run (``serial``, ``local``, ``slurm``).
-        steps: pre-training steps per arm; None: each family's default.
+        steps: pre-training steps per arm; None: each family's default (``heldout_scale``:
+            :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_STEPS` at every size).
         n_nodes: pre-training samples per dataset; None: each family's default.
         families: the graph families of ``fig5a`` / ``theorem1``.
         noise_rates: the edge-noise rates of ``fig5b`` / ``theorem1`` (on CLIQUES).
         cells_dir: where grid cells live; None: ``<out_dir>/cells``.
-        passes: ``heldout_scale``'s training budget, passes over each pre-training sample per arm;
-            None: :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_PASSES`.
+        passes: ``heldout_scale``'s training budget as passes over each pre-training sample per arm
+            (steps grow with the size; overrides ``steps``); None: equal steps at every size.
         scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
             :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_NODES`.
         preset: training settings per family (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`:
@@ -63,7 +64,12 @@ class FigureOptions:
 
     seeds: int = option(3, help="seeds 0..K-1 per experiment", metavar="K")
     executor: str = option("local", help=f"where grid cells run: {', '.join(EXECUTORS)}", metavar="NAME")
-    steps: int | None = option(None, help="pre-training steps per arm", metavar="N", default_help="each family's")
+    steps: int | None = option(
+        None,
+        help="pre-training steps per arm",
+        metavar="N",
+        default_help="each family's; heldout_scale: 800 at every size",
+    )
     n_nodes: int | None = option(
         None, help="pre-training samples per dataset", flag="--nodes", metavar="N", default_help="each family's"
     )
@@ -80,14 +86,15 @@ class FigureOptions:
         range=(0.0, None),
         open="low",
         metavar="P",
-        help="heldout_scale: passes over each pre-training sample per arm (steps = P x nodes / batch; default 64)",
+        help="heldout_scale: P passes over each pre-training sample per arm instead of equal steps at every size "
+        "(steps = P x nodes / batch)",
     )
     scale_nodes: tuple[int, ...] | None = option(
         None,
         range=(2, 1_000_000),
         metavar="N",
         help="heldout_scale: pre-training sizes for every family",
-        default_help="CLIQUES 50 200 1000, TORUS 50 200 500",
+        default_help="CLIQUES 50 200 1000, TORUS 50 200 300",
     )
     preset: str = preset_option()
     encoder: str | None = encoder_option()
