@@ -1,17 +1,19 @@
 """The Markdown tables of the README and the results pages, computed from the CSVs in this folder.
 
 One function per table; :func:`markdown_table` looks them up by name. The docs build (``docs/hooks.py``)
-writes each ``<!-- results-table: NAME -->`` with it, and ``tests/test_docs.py`` checks that the
+writes each ``<!-- results-table: NAME -->`` with it, and ``tests/unit/test_docs.py`` checks that the
 README's headline table equals ``markdown_table("headline")``, so no number is typed by hand.
-Standard library only: this file is read by path, not installed.
+The README's results prose sits in ``<!-- results-text: NAME -->`` blocks that
+``python results/tables.py --write README.md`` re-renders, and ``tests/unit/test_docs.py`` checks
+that every block holds what it renders now. Standard library only: this file is read by path, not installed.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
-import statistics
-from collections import defaultdict
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -103,6 +105,65 @@ def families() -> str:
     return _table(["graph", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM", "held-out LM / SIPT"], rows)
 
 
+def _paired(row: dict, metric: str) -> str:
+    """A metric's mean paired SIPT − LM gain over seeds and its 95 % interval (``heldout_scale.csv``)."""
+    low, high = row[f"gain_{metric}_ci_low"], row[f"gain_{metric}_ci_high"]
+    interval = "" if math.isnan(low) else f" [{low:+.3f}, {high:+.3f}]"
+    return f"{row[f'gain_{metric}_mean']:+.3f}{interval}"
+
+
+def heldout_scale() -> str:
+    """Held-out gain vs the size of G_PT: per family and size, the training budget, LOO AUROC, and the
+    held-out 3-NN AUROC and probe macro-F1 of both arms with their paired gains (95 % CI over seeds)."""
+    rows = [
+        [
+            _name(row["graph"]),
+            f"{row['n_nodes']:,.0f}",
+            f"{row['steps']:,.0f}",
+            f"{row['passes']:.3g}",
+            f"{row['lm_auroc_mean']:.3f} / {row['sipt_auroc_mean']:.3f}",
+            _ms(row, "lm_heldout_auroc"),
+            _ms(row, "sipt_heldout_auroc"),
+            _paired(row, "heldout_auroc"),
+            _ms(row, "lm_probe_macro_f1"),
+            _ms(row, "sipt_probe_macro_f1"),
+            _paired(row, "probe_macro_f1"),
+        ]
+        for row in read("results/heldout_scale.csv")
+    ]
+    header = [
+        "graph",
+        "nodes",
+        "steps",
+        "passes per sample",
+        "LOO AUROC LM / SIPT",
+        "held-out AUROC LM",
+        "SIPT",
+        "SIPT − LM [95 % CI]",
+        "probe macro-F1 LM",
+        "SIPT",
+        "SIPT − LM [95 % CI]",
+    ]
+    return _table(header, rows)
+
+
+def heldout_scale_reading() -> str:
+    """What ``heldout_scale.csv`` says per family: the paired held-out AUROC gain at every size and the
+    probe's at the largest, with their intervals and the training budget."""
+    rows = read("results/heldout_scale.csv")
+    parts = []
+    for graph in dict.fromkeys(row["graph"] for row in rows):
+        family = sorted((row for row in rows if row["graph"] == graph), key=lambda row: row["n_nodes"])
+        largest = family[-1]
+        gains = ", ".join(f"{_paired(row, 'heldout_auroc')} at {row['n_nodes']:,.0f} nodes" for row in family)
+        parts.append(
+            f"On {_name(graph)} SIPT − LM in held-out 3-NN AUROC is {gains}; at {largest['n_nodes']:,.0f} nodes the "
+            f"held-out probe's macro-F1 gains {_paired(largest, 'probe_macro_f1')} ({largest['steps']:,.0f} steps, "
+            f"{largest['passes']:.3g} passes per pre-training sample)."
+        )
+    return " ".join(parts) + " Each gain is paired by seed, with a Student-t 95 % interval over the seeds."
+
+
 def noise() -> str:
     """Figure 5b: CLIQUES at each rate of added edges."""
     rows = [
@@ -119,40 +180,145 @@ def noise() -> str:
     return _table(["noise (added edges)", "LC", "paper LM → SIPT", "LM", "SIPT", "SIPT − LM"], rows)
 
 
-def lc_transfer(path: str = "benchmarks/results/lc_transfer_reduced_4seeds.csv") -> str:
-    """An LC-transfer study's CSV at ``path``: per dial level, mean LC over seeds, SIPT's held-out 3-NN
-    AUROC, and its paired gains over LM-only in 3-NN AUROC and in probe macro-F1."""
-    rows = read(path)
-    by_arm = defaultdict(dict)
-    for row in rows:
-        if row["arm"] in ("lm", "init"):
-            by_arm[row["arm"]][(row["seed"], row["metric"])] = row["value"]
-    levels = defaultdict(list)
-    for row in rows:
-        if row["arm"] == "sipt":
-            levels[row["q"]].append(row)
-    out = []
-    for q, cells in sorted(levels.items()):
-        auroc = [cell for cell in cells if cell["metric"] == "knn_auroc"]
-        gains = {
-            metric: [c["value"] - by_arm["lm"][(c["seed"], metric)] for c in cells if c["metric"] == metric]
-            for metric in ("knn_auroc", "probe_macro_f1")
-        }
-        out.append(
+def _summary(path: str) -> dict:
+    """The JSON at ``path`` (under the repository root)."""
+    return json.loads((ROOT / path).read_text(encoding="utf-8"))
+
+
+def _ci(ci) -> str:
+    return "n/a" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _significance(ci) -> str:
+    """Whether a 95 % interval excludes 0, in words."""
+    if ci is None:
+        return "no interval"
+    return "includes 0" if ci[0] <= 0 <= ci[1] else "excludes 0"
+
+
+def _crossing(entry: dict) -> str:
+    if entry["crossover_lc"] is None:
+        return "none in [0, 1]"
+    ci = entry["crossover_ci"]
+    return f"{entry['crossover_lc']:.3f}" + (" (CI unbounded)" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+
+
+def lc_transfer_levels(path: str) -> str:
+    """An LC-transfer study's ``summary.json`` at ``path``: per dial level, the measured LC and SIPT's
+    paired gains in the study's primary metric over LM-only, the init and LM-only given the dial's
+    labels (labels-direct), with 95 % Student-t intervals over replicates."""
+    summary = _summary(path)
+    direct = "gain_over_labels_direct" in summary["levels"][0]
+    header = ["q (dial)", "LC", f"SIPT − LM-only ({summary['metric_name']})", "95 % CI", "SIPT − init"]
+    header += ["SIPT − (LM-only + dial labels)", "95 % CI"] if direct else []
+    rows = []
+    for level in summary["levels"]:
+        row = [f"{level['q']:.2f}", f"{level['lc']:.3f}", f"{level['gain']:+.3f}", _ci(level["gain_ci"])]
+        row.append(f"{level['gain_over_init']:+.3f}")
+        if direct:
+            row += [f"{level['gain_over_labels_direct']:+.3f}", _ci(level["gain_over_labels_direct_ci"])]
+        rows.append(row)
+    return _table(header, rows)
+
+
+def lc_transfer_metrics(path: str) -> str:
+    """An LC-transfer study's ``summary.json`` at ``path``: per metric (the primary first), the slope
+    of the gain against LC with its t-interval, where the line crosses zero with Fieller's interval,
+    the share of replicates whose own line does not cross in [0, 1], the random control's gain and
+    the gain at the top dial level, each with its 95 % interval."""
+    summary = _summary(path)
+    order = [summary["metric"]] + [name for name in summary["metrics"] if name != summary["metric"]]
+    rows = []
+    for name in order:
+        entry = summary["metrics"][name]
+        top = entry["levels"][max(range(len(entry["levels"])), key=lambda i: entry["levels"][i]["q"])]
+        rows.append(
             [
-                f"{q:.2f}",
-                f"{statistics.mean(c['lc'] for c in auroc):.3f}",
-                f"{statistics.mean(c['value'] for c in auroc):.3f}",
-                f"{statistics.mean(gains['knn_auroc']):+.3f}",
-                f"{statistics.mean(gains['probe_macro_f1']):+.3f}",
-                str(len(auroc)),
+                entry["metric_name"] + (" (primary)" if name == summary["metric"] else ""),
+                f"{entry['slope']:+.3f} {_ci(entry['slope_ci'])}",
+                _crossing(entry),
+                f"{entry['crossover_undefined_share']:.0%}",
+                f"{entry['control_gain']:+.3f} {_ci(entry['control_gain_ci'])}",
+                f"{top['gain']:+.3f} {_ci(top['gain_ci'])}",
             ]
         )
-    for arm, name in (("lm", "LM-only"), ("init", "init (MiniLM)")):
-        auroc = [value for (_, metric), value in by_arm[arm].items() if metric == "knn_auroc"]
-        out.append([name, "—", f"{statistics.mean(auroc):.3f}", "—", "—", str(len(auroc))])
-    header = ["q (dial)", "LC", "held-out 3-NN AUROC", "SIPT − LM-only (3-NN AUROC)", "(probe macro-F1)", "seeds"]
-    return _table(header, out)
+    header = ["metric", "slope per unit LC [95 % CI]", "crossover LC [Fieller 95 % CI]", "replicate lines without one"]
+    return _table(header + ["random control (q = 0)", "gain at q = 1"], rows)
+
+
+def _trend(entry: dict) -> str:
+    ci = entry["slope_ci"]
+    if ci is None:
+        return "has no interval at this number of replicates"
+    if ci[0] > 0:
+        return "rises with the graph's LC"
+    return "falls with the graph's LC" if ci[1] < 0 else "shows no trend the replicates can tell from none"
+
+
+def lc_transfer_reading(path: str) -> str:
+    """What an LC-transfer study's ``summary.json`` at ``path`` says, in words and its own numbers:
+    the primary metric's trend, crossover against the encoder's own consistency, the gain at LC 1
+    over LM-only and over the labels-direct baseline, the control per metric, every metric's
+    crossover, the detectable effect and the multiplicity."""
+    s = _summary(path)
+    top = max(s["levels"], key=lambda level: level["q"])
+    crossing = (
+        "does not cross zero for LC in [0, 1]"
+        if s["crossover_lc"] is None
+        else f"crosses zero at LC {s['crossover_lc']:.3f} ("
+        + (
+            "its Fieller interval unbounded"
+            if s["crossover_ci"] is None
+            else f"Fieller 95 % CI [{s['crossover_ci'][0]:.3f}, {s['crossover_ci'][1]:.3f}]"
+        )
+        + f"; {s['crossover_undefined_share']:.0%} of the replicates' own lines do not cross in [0, 1])"
+    )
+    text = (
+        f"On never-seen samples ({s['dataset']}; {s['seeds']} seeds × {len(s['split_seeds'])} split seed(s) = "
+        f"{s['replicates']} replicates), SIPT's gain over LM-only in {s['metric_name']}, the pre-registered metric, "
+        f"{_trend(s)}: slope {s['slope']:+.3f} per unit LC, 95 % CI {_ci(s['slope_ci'])}. Its line {crossing}; the "
+        f"encoder's own {s['k']}-NN consistency over the same pre-training samples is {s['encoder_consistency']:.3f}. "
+        f"At LC {top['lc']:.2f} (q = 1) the gain is {top['gain']:+.3f} {_ci(top['gain_ci'])} "
+        f"({_significance(top['gain_ci'])})"
+    )
+    if "gain_over_labels_direct" in top:
+        text += (
+            f", and over LM-only given the dial's labels directly {top['gain_over_labels_direct']:+.3f} "
+            f"{_ci(top['gain_over_labels_direct_ci'])} ({_significance(top['gain_over_labels_direct_ci'])})"
+        )
+    controls = ", ".join(
+        f"{entry['metric_name']} {entry['control_gain']:+.3f} {_ci(entry['control_gain_ci'])}"
+        for entry in s["metrics"].values()
+    )
+    crossovers = ", ".join(f"{entry['metric_name']} {_crossing(entry)}" for entry in s["metrics"].values())
+    multiplicity = s["multiplicity"]
+    text += (
+        f". The random control (q = 0) gains {controls}. Crossovers by metric: {crossovers}. The replicates detect "
+        f"a gain of {s['mde']:.3f} in the primary metric (paired t-test, power 0.8); the study makes "
+        f"{multiplicity['comparisons']} comparisons ({multiplicity['levels']} levels × {multiplicity['metrics']} "
+        "metrics), whose intervals are not adjusted: only the primary metric's are confirmatory."
+    )
+    return text
+
+
+def table2_reading(path: str = "results/table2_wiki_gpu.csv") -> str:
+    """What Table 2's wiki row at ``path`` says: each evaluation's RRE against LM-only, its p and what
+    its seeds could detect."""
+    parts = []
+    for row in read(path):
+        if row["status"] != "ok":
+            continue
+        verdict = "significant" if row["p_value"] < 0.05 else "not significant"
+        parts.append(
+            f"{row['evaluation']} {100 * row['rre_mean']:+.1f} % ± {100 * row['rre_sd']:.1f} RRE against {row['baseline']} "
+            f"(p = {row['p_value']:.2f}, {verdict}; {row['n_seeds']:.0f} seeds detect only a mean RRE beyond "
+            f"±{100 * row['detectable_rre']:.0f} %)"
+        )
+    return (
+        "SIPT over `mentions`: "
+        + "; ".join(parts)
+        + ". Underpowered: a measured no-difference, not a measured no-effect."
+    )
 
 
 def noise_paper_preset() -> str:
@@ -229,15 +395,91 @@ def csv_table(name: str) -> str:
     return _table(header, body)
 
 
+def headline_reading() -> str:
+    """README: what the headline table, the held-out scale, both LC-transfer studies and Table 2's
+    wiki row say, each number read from its committed file."""
+    fams = read("results/fig5a.csv")
+    gain = {row["graph"]: row["sipt_auroc_mean"] - row["lm_auroc_mean"] for row in fams}
+    high = [row["graph"] for row in fams if row["local_consistency_mean"] >= HIGH_LC]
+    structural = next(row for row in fams if row["graph"] == "structural")
+    noisy = read("results/fig5b.csv")[-1]
+    paper = read("results/fig5b_paper_preset.csv")[-1]
+    scale = {(row["graph"], row["n_nodes"]): row for row in read("results/heldout_scale.csv")}
+    cliques = scale[max(key for key in scale if key[0] == "cliques")]
+    torus = scale[max(key for key in scale if key[0] == "torus")]
+    cpu, gpu = _summary("results/lc_transfer_cpu.summary.json"), _summary("results/lc_transfer_gpu_wiki.summary.json")
+    cpu_top = max(cpu["levels"], key=lambda level: level["q"])
+    gpu_top = max(gpu["levels"], key=lambda level: level["q"])
+    controls = ", ".join(
+        f"{entry['metric_name']} {entry['control_gain']:+.3f} {_ci(entry['control_gain_ci'])}"
+        for name, entry in gpu["metrics"].items()
+        if entry["control_gain_ci"] is not None and not entry["control_gain_ci"][0] <= 0 <= entry["control_gain_ci"][1]
+    )
+    t2 = next(
+        row for row in read("results/table2_wiki_gpu.csv") if row["evaluation"] == "full" and row["status"] == "ok"
+    )
+
+    def crossovers(summary: dict) -> str:
+        return ", ".join(f"{entry['metric_name']} {_crossing(entry)}" for entry in summary["metrics"].values())
+
+    def held_out(row: dict) -> str:
+        return (
+            f"{row['lm_heldout_auroc_mean']:.3f} → {row['sipt_heldout_auroc_mean']:.3f} (paired gain "
+            f"{_paired(row, 'heldout_auroc')}, {row['steps']:,.0f} steps)"
+        )
+
+    return (
+        f"On the pre-training samples (the paper's setting) SIPT beats LM on {sum(gain[g] > 0 for g in high)} of the "
+        f"{len(high)} graphs where the topic task's LC is at least {HIGH_LC} and not on STRUCTURAL (LC "
+        f"{structural['local_consistency_mean']:.2f}, {gain['structural']:+.3f}), as Theorem 1 predicts; on CLIQUES its "
+        f"advantage shrinks with edge noise to {noisy['sipt_auroc_mean'] - noisy['lm_auroc_mean']:+.3f} at "
+        f"{noisy['noise_percent']:.0f} % at sipt-lab's defaults and {paper['sipt_auroc_mean'] - paper['lm_auroc_mean']:+.3f} "
+        f"at the paper's settings. On sentences of articles it never pre-trained on, held-out 3-NN AUROC LM → SIPT is "
+        f"{held_out(cliques)} on CLIQUES at {cliques['n_nodes']:,.0f} nodes and {held_out(torus)} on TORUS at "
+        f"{torus['n_nodes']:,.0f} (`results/heldout_scale.csv`).\n\n"
+        f"**Will SIPT help samples it never saw?** The LC-transfer study (`sipt-lab study lc-transfer`, grouped "
+        f"splits, {cpu['metric_name']} pre-registered) at the CPU scale ({cpu['replicates']} replicates: "
+        f"{cpu['seeds']} seeds × {len(cpu['split_seeds'])} splits, `results/lc_transfer_cpu.summary.json`): slope "
+        f"{cpu['slope']:+.3f} per unit LC {_ci(cpu['slope_ci'])}; at LC 1 the gain over LM-only is {cpu_top['gain']:+.3f} "
+        f"{_ci(cpu_top['gain_ci'])} ({_significance(cpu_top['gain_ci'])}) and over LM-only given the graph's labels "
+        f"directly {cpu_top['gain_over_labels_direct']:+.3f} {_ci(cpu_top['gain_over_labels_direct_ci'])}; the "
+        f"encoder's own 3-NN consistency is {cpu['encoder_consistency']:.3f} and the crossovers are {crossovers(cpu)}. "
+        f"On the full wiki corpus on a GPU ({gpu['replicates']} seeds, one split, before the labels-direct arm; "
+        f"`results/lc_transfer_gpu_wiki.summary.json`): at LC 1 {gpu['metric_name']} {gpu_top['gain']:+.3f} "
+        f"{_ci(gpu_top['gain_ci'])}; crossovers {crossovers(gpu)}, against the encoder's own consistency "
+        f"{gpu['encoder_consistency']:.3f}; the random graph costs {controls}. The crossovers differ by metric, so no "
+        f"single LC threshold is claimed. Table 2's wiki row on one H100 ({t2['n_seeds']:.0f} seeds, "
+        f"`results/table2_wiki_gpu.csv`): SIPT over `mentions` changes the error after full fine-tuning by "
+        f"{100 * t2['rre_mean']:+.1f} % RRE (p = {t2['p_value']:.2f}): not significant and underpowered, as "
+        f"{t2['n_seeds']:.0f} seeds detect only |RRE| above {100 * t2['detectable_rre']:.0f} %."
+    )
+
+
+#: README blocks this file renders: ``<!-- results-text: NAME -->``, the text, ``<!-- /results-text -->``.
+README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)(\n<!-- /results-text -->)", re.S)
+
+
+def render_blocks(text: str) -> str:
+    """``text`` with every :data:`README_BLOCK` holding what its table renders now."""
+    return README_BLOCK.sub(lambda m: m.group(1) + markdown_table(m.group(2)) + m.group(4), text)
+
+
 TABLES = {
     "headline": headline,
     "families": families,
     "noise": noise,
     "noise-paper-preset": noise_paper_preset,
+    "heldout-scale": heldout_scale,
+    "heldout-scale-reading": heldout_scale_reading,
     "verdicts": verdicts,
-    "lc-transfer": lc_transfer,
-    "lc-transfer-gpu-wiki": lambda: lc_transfer("results/lc_transfer_gpu_wiki.csv"),
-    "lc-transfer-cpu": lambda: lc_transfer("results/lc_transfer_cpu.csv"),
+    "lc-transfer-cpu": lambda: lc_transfer_levels("results/lc_transfer_cpu.summary.json"),
+    "lc-transfer-cpu-metrics": lambda: lc_transfer_metrics("results/lc_transfer_cpu.summary.json"),
+    "lc-transfer-cpu-reading": lambda: lc_transfer_reading("results/lc_transfer_cpu.summary.json"),
+    "lc-transfer-gpu-wiki": lambda: lc_transfer_levels("results/lc_transfer_gpu_wiki.summary.json"),
+    "lc-transfer-gpu-wiki-metrics": lambda: lc_transfer_metrics("results/lc_transfer_gpu_wiki.summary.json"),
+    "lc-transfer-gpu-wiki-reading": lambda: lc_transfer_reading("results/lc_transfer_gpu_wiki.summary.json"),
+    "table2-wiki-reading": table2_reading,
+    "headline-reading": headline_reading,
 }
 
 
@@ -251,6 +493,10 @@ def markdown_table(name: str) -> str:
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:2] == ["--write"]:  # re-render the results blocks of the files named
+        for path in sys.argv[2:]:
+            Path(path).write_text(render_blocks(Path(path).read_text(encoding="utf-8")), encoding="utf-8")
+        sys.exit(0)
     unknown = [name for name in sys.argv[1:] if name not in TABLES and not name.startswith("csv:")]
     if unknown:
         sys.exit(f"tables.py: unknown table {unknown[0]!r}; choose from {', '.join(TABLES)} or csv:PATH")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from sipt_lab.cli.arguments import POSITIVE, nonempty
 from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS
@@ -16,6 +17,7 @@ STUDY_FIELDS = (
     "samples",
     "labels",
     "edges",
+    "groups",
     "n_pretrain",
     "n_train",
     "n_validation",
@@ -27,8 +29,7 @@ STUDY_FIELDS = (
     "protocol",
     "k",
     "metric",
-    "split_seed",
-    "bootstrap",
+    "split_seeds",
     "geometry_arm",
     "task",
     "corpus",
@@ -59,10 +60,12 @@ def register(subparsers) -> None:
         description="`study lc-transfer`: does SIPT pre-training help on samples never pre-trained on, and does the "
         "pre-training graph's local consistency (LC) predict when? Pre-trains LM-only and SIPT arms from the same "
         "start over graphs whose LC is set by a dial q (cliques over labels that agree with the task with "
-        "probability q), scores every arm and the untouched init on never-seen samples (3-NN with neighbours from "
-        "the fine-tuning train split, a linear probe), and reports the paired gain per LC level with 95%% CIs, its "
-        "slope against LC with a bootstrap CI, the LC where it crosses zero and the encoder's own neighbourhood "
-        "consistency before pre-training.",
+        "probability q), on grouped splits (no article or --groups group on both sides) over several split seeds, "
+        "scores every arm, the untouched init and the labels-direct baselines (init and LM-only given the dial's "
+        "labels) on never-seen samples (3-NN with neighbours from the fine-tuning train split, a linear probe), and "
+        "reports per metric the paired gain per LC level with Student-t 95%% CIs, its slope against LC (t over the "
+        "replicates' own lines), the LC where it crosses zero (Fieller CI) and the encoder's own neighbourhood "
+        "consistency before pre-training; the verdict is on the pre-registered --metric (3-NN accuracy).",
     )
     actions = parser.add_subparsers(dest="action", metavar="STUDY", required=True)
     run = actions.add_parser("lc-transfer", help="held-out gain of SIPT over LM-only against the graph's LC")
@@ -74,8 +77,8 @@ def register(subparsers) -> None:
         "articles), 5 seeds, fine-tuning too, on CUDA. Flags and --config override it",
     )
     run.option_presets = {name: preset_options(preset) for name, preset in STUDY_PRESETS.items()}
-    add_config_arguments(run, LcTransferConfig, ("task", "corpus", "categories", *STUDY_FIELDS[:3], "natural_graph"))
-    add_config_arguments(run, LcTransferConfig, STUDY_FIELDS[3:8])
+    add_config_arguments(run, LcTransferConfig, ("task", "corpus", "categories", *STUDY_FIELDS[:4], "natural_graph"))
+    add_config_arguments(run, LcTransferConfig, STUDY_FIELDS[4:9])
     run.add_argument(
         "--seeds",
         default="3",
@@ -180,10 +183,12 @@ def lc_transfer_config(args: argparse.Namespace):
         raise SiptError(
             "--seeds auto needs a pilot's variance; pass --pilot SUMMARY.json of an earlier study with at least two seeds, or give --seeds K"
         )
-    if args.seeds != "auto" and not args.seeds.isdigit():
+    if args.seeds != "auto" and not re.fullmatch(r"[0-9]+", args.seeds):
         raise SiptError(f"--seeds takes a number of seeds or auto, got {args.seeds!r}")
     sd = None if args.pilot is None else pilot_sd(args.pilot)
-    seeds = seeds_for_effect(sd, args.target_effect) if args.seeds == "auto" else int(args.seeds)
+    splits = len(args.split_seeds or LcTransferConfig.split_seeds)
+    # auto: the fewest seeds whose replicates (seeds x split seeds) detect the target
+    seeds = -(-seeds_for_effect(sd, args.target_effect) // splits) if args.seeds == "auto" else int(args.seeds)
 
     train = train_config(
         init_kind(args.init),

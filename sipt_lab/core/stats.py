@@ -59,3 +59,44 @@ def seeds_for_effect(sd: float, effect: float, *, alpha: float = 0.05, power: fl
     return next(
         (n for n in range(2, most) if minimum_detectable_effect(sd, n, alpha=alpha, power=power) <= effect), most
     )
+
+
+#: Fewest replicates (seeds) whose spread a confidence interval is computed from: with two, a t-interval
+#: rests on one degree of freedom and a bootstrap on three distinct resamples; neither is reported.
+MIN_REPLICATES_FOR_INTERVAL = 3
+
+
+def interval(values, level: float = 0.95) -> list[float] | None:
+    """The Student-t interval ``[low, high]`` of :func:`mean_ci`, or None with fewer than
+    :data:`MIN_REPLICATES_FOR_INTERVAL` finite values."""
+    known = np.asarray([value for value in values if value is not None], dtype=float)
+    known = known[np.isfinite(known)]
+    if known.size < MIN_REPLICATES_FOR_INTERVAL:
+        return None
+    _, low, high = mean_ci(known, level)
+    return [low, high]
+
+
+def fieller_interval(numerators, denominators, level: float = 0.95) -> tuple[list[float] | None, bool]:
+    """Fieller's confidence set for the ratio of means ``mean(numerators) / mean(denominators)`` of
+    paired replicates (``(n,)`` each, e.g. minus the intercept and the slope of each seed's line:
+    where the mean line crosses zero). Returns ``(interval, bounded)``: ``([low, high], True)`` when
+    the denominator's mean differs from 0 at ``level``; ``(None, False)`` when it does not (the set
+    is then unbounded: the data cannot place the ratio), or with fewer than
+    :data:`MIN_REPLICATES_FOR_INTERVAL` replicates."""
+    from scipy.stats import t
+
+    x, y = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    n = x.size
+    if n < MIN_REPLICATES_FOR_INTERVAL:
+        return None, False
+    covariance = np.cov(np.vstack([x, y]), ddof=1) / n  # of the two means
+    quantile = float(t.ppf(0.5 + level / 2, n - 1)) ** 2
+    mx, my = x.mean(), y.mean()
+    a = my**2 - quantile * covariance[1, 1]
+    if a <= 0:
+        return None, False
+    b = -2 * (mx * my - quantile * covariance[0, 1])
+    c = mx**2 - quantile * covariance[0, 0]
+    root = math.sqrt(max(b * b - 4 * a * c, 0.0))
+    return [(-b - root) / (2 * a), (-b + root) / (2 * a)], True

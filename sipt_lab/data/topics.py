@@ -136,16 +136,30 @@ def fit_topics(
     config: TopicConfig = TopicConfig(),
     *,
     use_cache: bool = True,
+    fit_rows: np.ndarray | None = None,
 ) -> TopicAssignment:
-    """Fit (or load from the cache) LDA topics for every sentence of ``corpus``."""
+    """Fit (or load from the cache) LDA topics for every sentence of ``corpus``.
+
+    ``fit_rows``: ``(m,)`` indices of the only sentences the vocabulary and the model are fitted on
+    (e.g. none of the samples a study keeps unseen); every sentence's topics are then the fitted
+    model's transform of it. None: fitted on every sentence.
+    """
     _validate(corpus, config)
-    path = cache_path(corpus, config)
+    if fit_rows is not None:
+        fit_rows = np.unique(np.asarray(fit_rows, dtype=np.int64))
+        if fit_rows.size < max(config.n_topics, 20) or fit_rows[-1] >= len(corpus):
+            raise SiptError(
+                f"the topic model is fitted on {fit_rows.size} sentences of a corpus of {len(corpus)}; give at least "
+                f"{max(config.n_topics, 20)} indices into the corpus"
+            )
+    path = cache_path(corpus, config, fit_rows)
     if use_cache:
         cached = _load(path, len(corpus), config.n_topics)
         if cached is not None:
             return cached
         use_cache = _cache_usable(path.parent)
-    counts, vocabulary = _count_words(corpus, config)
+    fitted = slice(None) if fit_rows is None else fit_rows
+    counts, vocabulary = _count_words(corpus, config, fitted)
     lda = LatentDirichletAllocation(
         n_components=config.n_topics,
         learning_method="batch",
@@ -157,7 +171,7 @@ def fit_topics(
         verbose=1,
     )
     with _iteration_progress(config.max_iter, f"LDA {config.n_topics} topics"):
-        lda.fit(counts)
+        lda.fit(counts[fitted])
     # Rounded to float32 precision, as stored in the cache, so a fresh fit and a cached load agree
     # to the bit (ties between topics included).
     doc_topic = lda.transform(counts).astype(np.float32).astype(np.float64)
@@ -166,7 +180,7 @@ def fit_topics(
     result = TopicAssignment(
         doc_topic=doc_topic,
         topic_words=[words[np.argsort(-row)[:TOP_WORDS]].tolist() for row in topic_word],
-        quality=topic_quality(counts, doc_topic, topic_word),
+        quality=topic_quality(counts[fitted], doc_topic[fitted], topic_word),
     )
     if use_cache:
         try:
@@ -209,17 +223,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sipt-lab")
 
 
-def cache_path(corpus: Corpus, config: TopicConfig) -> Path:
-    key = json.dumps(
-        {
-            "format": CACHE_FORMAT,
-            "corpus": corpus.content_hash,
-            "config": config_to_dict(config),
-            "numpy": np.__version__,
-            "sklearn": sklearn.__version__,
-        },
-        sort_keys=True,
-    )
+def cache_path(corpus: Corpus, config: TopicConfig, fit_rows: np.ndarray | None = None) -> Path:
+    """Where the fit of ``config`` over ``corpus`` (on its sorted ``fit_rows``, or every sentence) is cached."""
+    fields = {
+        "format": CACHE_FORMAT,
+        "corpus": corpus.content_hash,
+        "config": config_to_dict(config),
+        "numpy": np.__version__,
+        "sklearn": sklearn.__version__,
+    }
+    if fit_rows is not None:
+        fields["fit_rows"] = hashlib.sha256(np.asarray(fit_rows, dtype="<i8").tobytes()).hexdigest()
+    key = json.dumps(fields, sort_keys=True)
     return cache_dir() / "topics" / f"lda-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
 
 
@@ -233,8 +248,10 @@ def _validate(corpus: Corpus, config: TopicConfig) -> None:
     corpus.require(max(config.n_topics, 20), f"a {config.n_topics}-topic model")
 
 
-def _count_words(corpus: Corpus, config: TopicConfig) -> tuple[sp.csr_matrix, list[str]]:
-    min_df = min(config.min_df, max(1, len(corpus) // 100))
+def _count_words(corpus: Corpus, config: TopicConfig, fitted=slice(None)) -> tuple[sp.csr_matrix, list[str]]:
+    """``(n, V)`` word counts of every sentence over the vocabulary of the ``fitted`` ones, and that vocabulary."""
+    fit_sentences = np.asarray(corpus.sentences, dtype=object)[fitted].tolist()
+    min_df = min(config.min_df, max(1, len(fit_sentences) // 100))
     vectorizer = CountVectorizer(
         stop_words="english" if config.stop_words == "english" else None,
         token_pattern=rf"(?u)\b[^\W\d_]{{{config.min_word_length},}}\b",
@@ -243,13 +260,13 @@ def _count_words(corpus: Corpus, config: TopicConfig) -> tuple[sp.csr_matrix, li
         dtype=np.float64,
     )
     try:
-        counts = vectorizer.fit_transform(corpus.sentences)
+        vectorizer.fit(fit_sentences)
     except ValueError:
         raise SiptError(
             f"corpus {corpus.source} leaves no words after stop-word and frequency filtering; "
             "use a bigger corpus of natural-language sentences"
         ) from None
-    return counts.tocsr(), vectorizer.get_feature_names_out().tolist()
+    return vectorizer.transform(corpus.sentences).tocsr(), vectorizer.get_feature_names_out().tolist()
 
 
 @contextlib.contextmanager

@@ -339,13 +339,17 @@ def labelled_errorbars(
     reference: float = 0.0,
     note: str = "",
     levels: Mapping[str, tuple[float, float]] | None = None,
+    marks: Mapping[str, float] | None = None,
 ) -> list[Path]:
     """One marker per point and series, ``series[label] = (x, y, y_sd)`` (one value per name),
     each point annotated with ``names[k]``, and a dashed horizontal line at ``reference``;
-    ``levels[label] = (y, y_sd)``: values that do not depend on x, drawn as dotted lines with a ± sd band."""
+    ``levels[label] = (y, y_sd)``: values that do not depend on x, drawn as dotted lines with a ± sd band;
+    ``marks[label] = x``: vertical dash-dotted lines at those x."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 4.6))
         ax.axhline(reference, color="0.3", linestyle="--", linewidth=1, zorder=1)
+        for label, x in (marks or {}).items():
+            ax.axvline(x, color="0.45", linestyle="-.", linewidth=1.1, label=label, zorder=1)
         for k, (label, (y, sd)) in enumerate((levels or {}).items()):
             color = f"C{(k + len(series)) % 10}"
             ax.axhline(y, color=color, linestyle=":", linewidth=1.2, label=label, zorder=2)

@@ -15,8 +15,7 @@ from hf_fakes import WORDS, write_tiny_bert
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
-from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
-from sipt_lab.experiments.study.gain_stats import summarise
+from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, grouped_splits, pretraining_nodes
 from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
 from sipt_lab.experiments.study.metrics import encoder_consistency
 from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
@@ -40,16 +39,29 @@ def test_dial_lc_rises_with_q_and_lands_near_its_target():
     assert dial_target_lc(np.repeat([0, 1], 50), 0.5) == pytest.approx(0.75)  # q + (1 - q) / C
 
 
-def test_inductive_splits_are_disjoint_and_checked_before_training():
+def test_grouped_splits_are_disjoint_keep_groups_whole_and_are_checked_before_training():
     labels = np.arange(100) % 4
-    splits = inductive_splits(labels, SIZES, np.random.default_rng(0))
+    splits = grouped_splits(labels, np.arange(100), SIZES, np.random.default_rng(0))
     assert {name: len(index) for name, index in splits.items()} == SIZES
     everything = np.concatenate(list(splits.values()))
     assert len(np.unique(everything)) == len(everything)
-    with pytest.raises(SiptError, match="60 are never seen.*need 88"):
-        inductive_splits(labels, {**SIZES, "train": 64}, np.random.default_rng(0))
+    # groups of 5 (say, the sentences of one article): no group on two sides, wherever its cut falls
+    groups = np.arange(200) // 5
+    for seed in range(5):
+        splits = grouped_splits(np.arange(200) % 4, groups, SIZES, np.random.default_rng(seed))
+        sides = [set(groups[index]) for index in splits.values()]
+        assert all(not a & b for a, b in itertools.combinations(sides, 2)), seed
+        assert {name: len(index) for name, index in splits.items()} == SIZES
+    # a task that fixes its pre-training samples: the other splits take none of their groups
+    fixed = np.arange(40)
+    splits = grouped_splits(np.arange(200) % 4, groups, SIZES, np.random.default_rng(0), pretrain=fixed)
+    assert np.array_equal(splits["pretrain"], fixed) and not set(
+        groups[np.concatenate(list(splits.values())[1:])]
+    ) & set(groups[fixed])
+    with pytest.raises(SiptError, match="whole groups only up to train"):
+        grouped_splits(labels, np.arange(100) // 10, {**SIZES, "train": 64}, np.random.default_rng(0))
     with pytest.raises(SiptError, match="one class"):
-        inductive_splits(np.zeros(100, dtype=int), SIZES, np.random.default_rng(0))
+        grouped_splits(np.zeros(100, dtype=int), np.arange(100), SIZES, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize(
@@ -106,36 +118,6 @@ def test_paired_statistics():
     )
 
 
-def test_slope_and_crossover_from_known_gains():
-    """Gains 0.2 * (LC - 0.5) plus seed noise that cancels in the mean: slope 0.2, crossover 0.5, control gain -0.1 at LC 0."""
-    config = LcTransferConfig(init="char", levels=(0.0, 0.5, 1.0), seeds=3, bootstrap=50)
-    rows = []
-    for seed in range(3):
-        rows.append({"arm": "lm", "seed": seed, "metric": "knn_auroc", "value": 0.6, "level": None, "target_lc": None})
-        rows.append(
-            {"arm": "init", "seed": seed, "metric": "knn_auroc", "value": 0.5, "level": None, "target_lc": None}
-        )
-        for level, lc in enumerate((0.0, 0.5, 1.0)):
-            rows.append(
-                {
-                    "arm": "sipt",
-                    "seed": seed,
-                    "metric": "knn_auroc",
-                    "value": 0.6 + 0.2 * (lc - 0.5) + 0.01 * (seed - 1) * (level - 1),
-                    "level": level,
-                    "lc": lc,
-                    "target_lc": lc,
-                }
-            )
-    summary = summarise(rows, config, 0.7)
-    assert summary["slope"] == pytest.approx(0.2)
-    assert summary["crossover_lc"] == pytest.approx(0.5)
-    assert summary["control_gain"] == pytest.approx(-0.1)
-    assert summary["crossover_minus_encoder"] == pytest.approx(0.5 - 0.7)
-    assert summary["slope_ci"][0] < 0.2 < summary["slope_ci"][1]
-    assert "crosses zero at LC 0.500" in summary["verdict"]
-
-
 @pytest.mark.slow
 def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
@@ -148,12 +130,13 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
         n_test=16,
         levels=(0.0, 1.0),
         seeds=2,
-        bootstrap=20,
+        split_seeds=(0, 1),
         pilot_sd=0.05,
     )
     lines = []
     summary = run_lc_transfer(config, tmp_path / "run", log=lines.append)
-    assert lines[0].startswith("with 2 seeds and a paired sd of 0.0500") and lines[-1] == summary["verdict"]
+    assert lines[0].startswith("with 4 replicates (2 seeds x 2 split seeds) and a paired sd of 0.0500")
+    assert lines[-1] == summary["verdict"]
     out = tmp_path / "run"
     for name in ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf"):
         assert (out / name).is_file(), name
@@ -162,25 +145,40 @@ def test_tiny_study_writes_csv_figure_and_summary(tmp_path):
         "slope",
         "slope_ci",
         "crossover_lc",
+        "crossover_ci",
+        "crossover_undefined_share",
         "control_gain",
         "control_gain_ci",
         "encoder_consistency",
         "mde",
         "planned_mde",
         "levels",
+        "metrics",
+        "multiplicity",
+        "by_split",
         "verdict",
     ):
         assert key in written, key
-    assert written["slope"] == pytest.approx(summary["slope"])
+    assert written["slope"] == pytest.approx(summary["slope"]) and written["metric"] == "knn_accuracy"
+    assert set(written["metrics"]) == {"knn_accuracy", "knn_auroc", "probe_accuracy", "probe_macro_f1"}
+    assert written["multiplicity"]["comparisons"] == 2 * 4 and written["replicates"] == 4
+    assert [split["split_seed"] for split in written["by_split"]] == [0, 1]
+    assert {"gain_over_labels_direct", "gain_over_init_labels"} <= set(written["levels"][0])
     rows = list(csv.DictReader((out / "results.csv").open()))
-    # per seed and metric: init, lm and one SIPT per level; tfidf once per metric
-    assert len(rows) == 4 * (2 * (2 + 2) + 1)
-    assert {row["arm"] for row in rows} == {"init", "lm", "sipt", "tfidf"}
+    # per replicate and metric: init, lm, one SIPT per level and the two labels-direct arms per level;
+    # tfidf once per split seed and metric
+    assert len(rows) == 4 * (4 * (2 + 2 * 3) + 2)
+    assert {row["arm"] for row in rows} == {"init", "lm", "sipt", "tfidf", "init+labels", "lm+labels"}
     assert {float(row["lc"]) for row in rows if row["arm"] == "sipt" and row["level"] == "1"} == {1.0}
     with pytest.raises(SiptError, match="--overwrite"):
         run_lc_transfer(config, out, log=lambda _: None)
-    split_of = dict(line.split("\t") for line in (out / "splits.tsv").read_text().splitlines())
-    assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
+    lines = [line.split("\t") for line in (out / "splits.tsv").read_text().splitlines()]
+    for split_seed in ("0", "1"):
+        split_of = {sample: split for seed, sample, split in lines if seed == split_seed}
+        assert list(split_of.values()).count("pretrain") == 40 and len(split_of) == 88
+    assert {s for seed, s, split in lines if seed == "0" and split == "test"} != {
+        s for seed, s, split in lines if seed == "1" and split == "test"
+    }
 
 
 @pytest.mark.slow
@@ -199,7 +197,7 @@ def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
     )
     summary = run_lc_transfer(config, tmp_path / "run", log=lambda _: None)
     assert summary["protocol"] == "transductive" and "pre-trained-on (transductive)" in summary["verdict"]
-    splits = inductive_splits(np.arange(100) % 4, SIZES, np.random.default_rng(0))
+    splits = grouped_splits(np.arange(100) % 4, np.arange(100), SIZES, np.random.default_rng(0))
     assert set(pretraining_nodes(splits, "transductive")) == set(np.concatenate(list(splits.values())))
     assert set(pretraining_nodes(splits, "inductive")) == set(splits["pretrain"])
     with pytest.raises(ConfigError, match="protocol"):
@@ -211,7 +209,7 @@ def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
     [
         (["--levels", "0", "1.5"], "--levels"),
         (["--levels", "0.5"], "one gives no slope"),
-        (["--n-pretrain", "5000"], "never seen"),
+        (["--n-pretrain", "5000"], "whole groups only up to pretrain"),
         (["--seeds", "auto"], "--seeds auto needs a pilot"),
     ],
 )
@@ -258,24 +256,17 @@ def test_seeds_auto_takes_the_fewest_seeds_the_pilot_says_detect_the_target(tmp_
     from sipt_lab.cli.study import lc_transfer_config
 
     (tmp_path / "pilot.json").write_text(json.dumps({"paired_sd": 0.05}))
-    args = build_parser().parse_args(
-        [
-            "study",
-            "lc-transfer",
-            "--init",
-            "char",
-            "--seeds",
-            "auto",
-            "--pilot",
-            str(tmp_path / "pilot.json"),
-            "--target-effect",
-            "0.05",
-            "--out",
-            str(tmp_path / "run"),
-        ]
-    )
+    args_list = [
+        *("study", "lc-transfer", "--init", "char", "--seeds", "auto", "--pilot", str(tmp_path / "pilot.json")),
+        *("--target-effect", "0.05", "--out", str(tmp_path / "run")),
+    ]
+    args = build_parser().parse_args(args_list)
     config = lc_transfer_config(args)
-    assert config.seeds == seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05
+    # the replicates (seeds x the two default split seeds) are what the pilot's sd is divided by
+    assert config.seeds * len(config.split_seeds) >= seeds_for_effect(0.05, 0.05) > 2 and config.pilot_sd == 0.05
+    assert (config.seeds - 1) * len(config.split_seeds) < seeds_for_effect(0.05, 0.05)
+    one_split = lc_transfer_config(build_parser().parse_args([*args_list, "--split-seeds", "7"]))
+    assert one_split.seeds == seeds_for_effect(0.05, 0.05) and one_split.split_seeds == (7,)
 
 
 @pytest.mark.slow
@@ -293,7 +284,7 @@ def topic_study_argv(tmp_path) -> list[str]:
         *("study", "lc-transfer", "--init", "char"),
         *("--samples", str(tmp_path / "s.tsv"), "--labels", str(tmp_path / "l.tsv")),
         *("--n-pretrain", "30", "--n-train", "15", "--n-validation", "6", "--n-test", "9", "--levels", "0", "1"),
-        *("--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32", "--bootstrap", "20"),
+        *("--seeds", "2", "--steps", "1", "--batch-size", "8", "--max-length", "32"),
         *("--device", "cpu"),
     ]
 
@@ -312,7 +303,7 @@ def test_cli_study_with_the_tasks_own_graph(tmp_path, capsys):
     assert own["predicted_gain"] == pytest.approx(summary["intercept"] + summary["slope"] * own["lc"])
     assert "the task's own graph" in capsys.readouterr().out
     rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))
-    assert len([row for row in rows if row["arm"] == "natural"]) == 2 * 4
+    assert len([row for row in rows if row["arm"] == "natural"]) == 2 * 2 * 4  # seeds x split seeds x metrics
     (tmp_path / "e.tsv").write_text("s0\tnobody\n")
     assert main([*argv[:-1], str(tmp_path / "other")]) == 2
     assert "nobody" in capsys.readouterr().err
@@ -322,7 +313,7 @@ def test_arms_are_evaluated_on_the_validation_split_while_they_train(tmp_path):
     """``eval_every``: every trained arm's validation metrics every N steps and at the last step,
     in ``evaluations.csv``; the results (scored on the test split) are those of an unwatched study."""
     common = dict(
-        init="char", n_pretrain=40, n_train=24, n_validation=8, n_test=16, levels=(0.0, 1.0), seeds=1, bootstrap=20
+        init="char", n_pretrain=40, n_train=24, n_validation=8, n_test=16, levels=(0.0, 1.0), seeds=1, split_seeds=(0,)
     )
     train = train_config("char", steps=4, batch_size=8, max_len=32, device="cpu")
     watched = LcTransferConfig(train=dataclasses.replace(train, eval_every=2), **common)
@@ -345,7 +336,7 @@ def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, mon
 
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
     config = LcTransferConfig(
-        init="char", train=train, levels=(0.0, 1.0), seeds=2, bootstrap=20,
+        init="char", train=train, levels=(0.0, 1.0), seeds=2, split_seeds=(0,),
         **{f"n_{name}": size for name, size in SIZES.items()},
     )  # fmt: skip
     whole = tmp_path / "whole"
@@ -367,8 +358,8 @@ def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, mon
     assert len(list((out / "cells").glob("*/result.json"))) == 1 and not (out / "summary.json").exists()
     with pytest.raises(SiptError, match=r"holds an unfinished run; pass --resume"):
         run_lc_transfer(config, out, log=lambda _: None)
-    with pytest.raises(SiptError, match=r"another configuration \(differs in LcTransferConfig.bootstrap\)"):
-        run_lc_transfer(dataclasses.replace(config, bootstrap=30), out, resume=True, log=lambda _: None)
+    with pytest.raises(SiptError, match=r"another configuration \(differs in LcTransferConfig.k\)"):
+        run_lc_transfer(dataclasses.replace(config, k=2), out, resume=True, log=lambda _: None)
 
     trained_arms.clear()
     monkeypatch.setattr(study_arms, "train_arm", original)

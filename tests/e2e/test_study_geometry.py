@@ -36,7 +36,6 @@ def test_the_geometry_arm_adds_its_rows_and_summary_entry_and_leaves_the_rest_al
         seeds=2,
         init="char",
         encoder="paper-small",
-        bootstrap=10,
         train=train_config("char", steps=2, batch_size=4, max_len=16, device="cpu"),
     )
     plain = run_lc_transfer(config, tmp_path / "plain", log=lambda _: None)
@@ -47,7 +46,7 @@ def test_the_geometry_arm_adds_its_rows_and_summary_entry_and_leaves_the_rest_al
     plain_rows = (tmp_path / "plain" / "results.csv").read_text()
     rows = list(csv.DictReader((tmp_path / "geometry" / "results.csv").open()))
     extra = [row for row in rows if row["arm"] == "sipt-normalised"]
-    assert len(extra) == 2 * 4  # per seed, every metric, at the top level only
+    assert len(extra) == 2 * 2 * 4  # per seed and split seed, every metric, at the top level only
     assert {(row["level"], row["q"], row["lc"]) for row in extra} == {("0", "1", "1")}
     # without the arm's rows, results.csv is byte for byte the run's without the arm
     text = (tmp_path / "geometry" / "results.csv").read_text()

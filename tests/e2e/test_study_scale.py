@@ -16,8 +16,9 @@ from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.experiments.study.dial import dial_graph
 from sipt_lab.experiments.study.estimate import arms_per_seed, estimated_seconds
 from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_arms import arm_configs, study_source, study_task, train_arm
+from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
 from sipt_lab.experiments.study.study_config import LcTransferConfig, study_preset
+from sipt_lab.experiments.study.tasks import study_task
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.head_warmups import HeadWarmups
 
@@ -73,32 +74,66 @@ def test_cliques_task_draws_balanced_topic_classes_from_a_corpus(tmp_path):
         init="char",
         train=CHAR,
     )
-    ids, texts, labels, natural = study_task(config)
-    assert len(ids) == len(texts) == labels.size == 180 and natural is None
-    assert np.bincount(labels).tolist() == [18] * 10
-    assert set(texts) <= set(corpus.read_text().splitlines())
-    vocabulary = np.array([topic_of[text.split()[1]] for text in texts])
-    purity = [np.bincount(vocabulary[labels == c]).max() / 18 for c in range(10)]
+    task = study_task(config, 0)
+    assert len(task.ids) == len(task.texts) == task.labels.size == 80 + 150 and task.natural is None
+    assert np.array_equal(task.pretrain, np.arange(80))
+    # balanced on each side: 8 pre-training sentences a class, 1.5 x 10 never-seen candidates a class
+    assert np.bincount(task.labels[:80]).tolist() == [8] * 10 and np.bincount(task.labels[80:]).tolist() == [15] * 10
+    assert set(task.texts) <= set(corpus.read_text().splitlines())
+    vocabulary = np.array([topic_of[text.split()[1]] for text in task.texts])
+    purity = [np.bincount(vocabulary[task.labels == c]).max() / 23 for c in range(10)]
     assert min(purity) >= 0.8  # a class is (mostly) one made-up vocabulary: its LDA topic
+    assert study_task(config, 1).texts != task.texts  # another split seed parts the corpus anew
+
+
+def test_cliques_task_keeps_articles_on_one_side_and_fits_its_topics_without_the_never_seen_side(tmp_path, monkeypatch):
+    """Sentences of one article never sit on both sides, and the topic model that labels them saw
+    only the pre-training side's sentences (the never-seen ones are labelled by its transform)."""
+    from sipt_lab.data import corpus as corpus_module
+    from sipt_lab.data import topics
+    from sipt_lab.data.corpus import Corpus, load_corpus
+
+    path = tmp_path / "corpus.txt"
+    topic_corpus(path)
+    plain = load_corpus(path)
+    titles = [f"article {i // 4}" for i in range(len(plain))]  # four sentences an article
+    monkeypatch.setattr(corpus_module, "load_corpus", lambda path=None: Corpus(plain.sentences, titles, None, "titled"))
+    fitted_on = []
+    original = topics.fit_topics
+    monkeypatch.setattr(topics, "fit_topics", lambda *a, **k: fitted_on.append(k["fit_rows"]) or original(*a, **k))
+    config = LcTransferConfig(
+        task="cliques", n_pretrain=80, n_train=40, n_validation=20, n_test=40, init="char", train=CHAR
+    )
+    task = study_task(config, 0)
+    row_of = {sentence: i for i, sentence in enumerate(plain.sentences)}
+    rows = np.array([row_of[text] for text in task.texts])
+    pretrain, never_seen = rows[task.pretrain], np.delete(rows, task.pretrain)
+    assert not {titles[i] for i in pretrain} & {titles[i] for i in never_seen}
+    assert np.array_equal(task.groups, np.unique(titles, return_inverse=True)[1][rows])
+    [fit_rows] = fitted_on
+    assert set(pretrain) <= set(fit_rows) and not set(never_seen) & set(fit_rows)
+    assert not {titles[i] for i in fit_rows} & {titles[i] for i in never_seen}
 
 
 def test_articles_task_takes_every_category_or_refuses_an_unknown_one():
     config = LcTransferConfig(categories=("all",), init="char", train=CHAR)
-    _, _, labels, _ = study_task(config)
-    assert labels.size == 9033 and labels.max() == 10
+    task = study_task(config, 0)
+    assert task.labels.size == 9033 and task.labels.max() == 10 and np.array_equal(task.groups, np.arange(9033))
     with pytest.raises(SiptError, match="unknown article categories \\['Sport'\\]"):
-        study_task(LcTransferConfig(categories=("Sport", "History"), init="char", train=CHAR))
+        study_task(LcTransferConfig(categories=("Sport", "History"), init="char", train=CHAR), 0)
 
 
 def test_presets_set_the_scale_and_fields_override_them():
     cpu = study_preset("cpu")
-    assert (cpu.task, cpu.n_pretrain, cpu.n_train + cpu.n_validation + cpu.n_test, cpu.seeds) == (
+    assert (cpu.task, cpu.n_pretrain, cpu.n_train + cpu.n_validation + cpu.n_test, cpu.seeds, cpu.split_seeds) == (
         "cliques",
-        1000,
-        1000,
+        640,
+        640,
         5,
+        (0, 1),
     )
-    assert len(cpu.levels) == 5 and cpu.init == "minilm" and cpu.train.max_len == 48 and cpu.train.steps == 60
+    assert len(cpu.levels) == 5 and cpu.init == "minilm" and cpu.train.max_len == 40 and cpu.train.steps == 24
+    assert cpu.metric == "knn_accuracy"
     wiki = study_preset("gpu-wiki", seeds=2)
     assert wiki.seeds == 2 and wiki.n_test == 900 and wiki.finetune_epochs == 2 and wiki.train.device == "cuda"
     with pytest.raises(ConfigError, match="'huge' is unknown"):
@@ -108,7 +143,14 @@ def test_presets_set_the_scale_and_fields_override_them():
 def test_cli_preset_under_flags(capsys):
     assert main(["study", "lc-transfer", "--preset", "cpu", "--steps", "7", "--print-config"]) == 0
     printed = capsys.readouterr().out
-    for line in ('task = "cliques"', "n-pretrain = 1000", "steps = 7", "max-length = 48", 'seeds = "5"'):
+    for line in (
+        'task = "cliques"',
+        "n-pretrain = 640",
+        "steps = 7",
+        "max-length = 40",
+        'seeds = "5"',
+        "split-seeds = [0, 1]",
+    ):
         assert line in printed.splitlines(), line
 
 
@@ -120,14 +162,15 @@ def test_estimate_counts_every_step_and_embedded_sample():
         n_test=50,
         levels=(0.0, 0.5, 1.0),
         seeds=2,
+        split_seeds=(0, 3),
         finetune_epochs=2,
         init="char",
         train=train_config("char", steps=10, batch_size=8, head_warmup=5),
     )
     assert arms_per_seed(config) == 4  # LM-only + 3 levels
-    # per seed: (4 arms x 10 steps + 5 warm-up + 5 fine-tunings x 2 passes x 5 batches) steps, and
-    # (5 scorings x 100 never-seen + 100 pre-training) embedded samples
-    assert estimated_seconds(config, 1.0, 0.01) == pytest.approx(2 * ((40 + 5 + 50) * 1.0 + 600 * 0.01))
+    # per replicate (2 seeds x 2 split seeds): (4 arms x 10 steps + 5 warm-up + 5 fine-tunings x 2 passes x
+    # 5 batches) steps, and (5 scorings x 100 never-seen + 2 x 100 pre-training) embedded samples
+    assert estimated_seconds(config, 1.0, 0.01) == pytest.approx(4 * ((40 + 5 + 50) * 1.0 + 700 * 0.01))
 
 
 def test_finetuning_is_a_metric_of_every_arm(tmp_path):
@@ -143,7 +186,6 @@ def test_finetuning_is_a_metric_of_every_arm(tmp_path):
         n_test=16,
         levels=(0.0, 1.0),
         seeds=1,
-        bootstrap=10,
         finetune_epochs=1,
         metric="finetune_macro_f1",
     )
@@ -152,7 +194,12 @@ def test_finetuning_is_a_metric_of_every_arm(tmp_path):
     assert lines[0].startswith("estimated time: ") and "ms per training step" in lines[0]
     rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))
     tuned = {(row["arm"], row["level"]) for row in rows if row["metric"] == "finetune_macro_f1"}
-    assert tuned == {("init", ""), ("lm", ""), ("sipt", "0"), ("sipt", "1")}
+    assert tuned == {
+        ("init", ""),
+        ("lm", ""),
+        ("sipt", "0"),
+        ("sipt", "1"),
+    }  # the labels-direct arms are not fine-tuned
     assert all(0 <= float(row["value"]) <= 1 for row in rows if row["metric"].startswith("finetune_"))
     assert summary["metric"] == "finetune_macro_f1" and len(summary["levels"]) == 2
 
@@ -173,7 +220,8 @@ def test_the_articles_own_graph_is_built_over_the_pretraining_articles_only(name
     from sipt_lab.experiments.study.study_arms import study_inputs
 
     config = LcTransferConfig(natural_graph=name, n_pretrain=400, n_train=100, init="char", train=CHAR)
-    ids, _, _, splits, natural = study_inputs(config)
+    task, splits, natural = study_inputs(config, 0)
+    ids = task.ids
     pt = pretraining_nodes(splits, "inductive")
     assert natural.n_nodes == 400 and natural.n_edges > 0
     articles = subset(load_wiki(), np.array([int(ids[i].removeprefix("article")) for i in pt]))

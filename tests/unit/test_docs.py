@@ -81,6 +81,59 @@ def test_readme_links_resolve():
             assert (ROOT / target).exists(), f"README links to a missing file: {target}"
 
 
+def test_readme_results_prose_is_what_the_committed_results_render(tables):
+    """Every ``results-text`` block of the README holds what ``results/tables.py`` renders from the
+    committed files now (``python results/tables.py --write README.md`` rewrites them)."""
+    text = README.read_text(encoding="utf-8")
+    blocks = tables.README_BLOCK.findall(text)
+    assert [name for _, name, _, _ in blocks] == ["headline-reading"]
+    assert tables.render_blocks(text) == text, (
+        "README's results prose is stale: run `python results/tables.py --write README.md`"
+    )
+
+
+#: A decimal number in prose (not part of a version, a path or a longer number).
+PROSE_NUMBER = re.compile(r"(?<![\w.])[-−+]?(\d+\.\d+)(?![\d.])")
+#: What is not prose: fenced and inline code, comments, rendered blocks, table rows.
+NOT_PROSE = re.compile(
+    r"```.*?```|`[^`\n]*`|<!--.*?-->|<!-- results-text:.*?<!-- /results-text -->|^\|.*$", re.S | re.M
+)
+
+
+def committed_numbers() -> set[str]:
+    """Every number of the committed result files (``results/``, ``benchmarks/results/``) as prose
+    could print it: 1 to 4 decimals, as it is, its magnitude, and as a percentage."""
+    known = set()
+    files = [
+        *(ROOT / "results").rglob("*.csv"),
+        *(ROOT / "results").rglob("*.json"),
+        *(ROOT / "benchmarks" / "results").rglob("*"),
+    ]
+    for path in files:
+        if not path.is_file():
+            continue
+        for match in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?", path.read_text(encoding="utf-8", errors="ignore")):
+            value = float(match)
+            for shown in (value, abs(value), 100 * value, 100 * abs(value)):
+                known.update(f"{shown:.{digits}f}" for digits in range(1, 5))
+    return known
+
+
+def test_every_number_in_readme_and_docs_prose_comes_from_a_committed_result():
+    """Claims follow the data: a decimal number the README or a docs page states in prose is one of
+    the committed results' (tables and the README's results prose are rendered from them)."""
+    known = committed_numbers()
+    unknown = []
+    for path in [README, *sorted((ROOT / "docs").rglob("*.md"))]:
+        prose = NOT_PROSE.sub(" ", path.read_text(encoding="utf-8"))
+        unknown += [
+            f"{path.relative_to(ROOT)}: {number}"
+            for number in PROSE_NUMBER.findall(prose)
+            if float(number) != 0 and number not in known
+        ]
+    assert not unknown, f"prose numbers no committed result holds (render them from results/): {unknown}"
+
+
 def test_readme_headline_table_matches_the_results_csvs(tables):
     readme = markdown_table(README.read_text(encoding="utf-8"), "## Headline results")
     generated = markdown_table("## Headline results\n" + tables.markdown_table("headline"), "## Headline results")

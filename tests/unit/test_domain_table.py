@@ -85,12 +85,16 @@ def test_rre_and_p_against_both_baselines_are_the_hand_computed_ones(runs):
     assert token["rre_mean"] == pytest.approx(0.25) and token["rre_sd"] == pytest.approx(0.05)
     assert token["p_value"] == pytest.approx(t_test_df2([0.10, 0.09, 0.04])) and token["p_value"] < 0.1
     assert token["mark"] == "↑"
+    # what 3 seeds at that sd detect: (t_0.975,2 + t_0.8,2) * 0.05 / sqrt(3)
+    assert token["detectable_rre"] == pytest.approx((4.302653 + 1.060660) * 0.05 / 3**0.5, rel=1e-5)
     sample = rows[("go", "full", "per-sample")]
     rre = [(0.28 - 0.30) / 0.28, (0.26 - 0.21) / 0.26, (0.24 - 0.16) / 0.24]
     assert sample["baseline"] == "multitask" and sample["rre_mean"] == pytest.approx(sum(rre) / 3)
     assert sample["p_value"] == pytest.approx(t_test_df2([-0.02, 0.05, 0.08])) and sample["mark"] == "∼"
     # abstracts: one seed (no test) and no per-sample baseline in the paper
-    assert rows[("mag", "probe", "per-token")]["mark"] == "n/a"
+    assert rows[("mag", "probe", "per-token")]["mark"] == "n/a" and math.isnan(
+        rows[("mag", "probe", "per-token")]["detectable_rre"]
+    )
     assert rows[("mag", "probe", "per-token")]["rre_mean"] == pytest.approx(0.2)
     assert rows[("mag", "probe", "per-sample")]["status"] == "no baseline"
 

@@ -35,26 +35,49 @@ def dial_target_lc(labels: np.ndarray, q: float) -> float:
     return float(np.sum((weights * winners).sum(axis=1) / winners.sum(axis=1)))
 
 
-def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Disjoint random index arrays ``{"pretrain", "train", "validation", "test"}`` of the given sizes
-    over ``(n,)`` labels; the last three are never pre-trained on. SiptError (before any training)
-    when the task has one class, too few samples, or a split's classes do not let the metrics run."""
-    labels = np.asarray(labels)
+def grouped_splits(
+    labels: np.ndarray,
+    groups: np.ndarray,
+    sizes: dict[str, int],
+    rng: np.random.Generator,
+    pretrain: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Disjoint index arrays ``{"pretrain", "train", "validation", "test"}`` of the given sizes over
+    ``(n,)`` labels, no group of the ``(n,)`` ``groups`` in two of them; the last three are never
+    pre-trained on. Groups come in random order and each fills the split being filled; where a group
+    holds more than that split still needs, the split takes what it needs and the rest of the group
+    goes to no split. ``pretrain``: the pre-training indices when the task fixes them (then only the
+    samples outside their groups are split). SiptError (before any training) when the task has one
+    class, too few samples in whole groups, or a split's classes do not let the metrics run."""
+    labels, groups = np.asarray(labels), np.unique(np.asarray(groups), return_inverse=True)[1]
     classes = np.unique(labels)
     if classes.size < 2:
         raise SiptError(
             f"the task has one class ({classes[0] if classes.size else 'none'}); a study needs labels of at least two classes"
         )
-    never_seen = sizes["train"] + sizes["validation"] + sizes["test"]
-    available = labels.size - sizes["pretrain"]
-    if available < never_seen:
-        raise SiptError(
-            f"the task has {labels.size} samples: after {sizes['pretrain']} pre-training samples {max(available, 0)} are never "
-            f"seen, but the train/validation/test splits need {never_seen}; lower the split sizes or give more samples"
-        )
-    order = rng.permutation(labels.size)
-    bounds = np.cumsum([sizes[name] for name in SPLIT_NAMES])
-    splits = dict(zip(SPLIT_NAMES, np.split(order, bounds)[:-1], strict=True))
+    group_rank = rng.permutation(groups.max() + 1)
+    candidates = np.arange(labels.size)
+    splits: dict[str, np.ndarray] = {}
+    names = list(SPLIT_NAMES)
+    if pretrain is not None:
+        splits["pretrain"] = np.asarray(pretrain, dtype=np.int64)
+        candidates = candidates[~np.isin(groups, groups[splits["pretrain"]])]
+        names.remove("pretrain")
+    order = rng.permutation(candidates)
+    order = order[np.argsort(group_rank[groups[order]], kind="stable")]  # whole groups, in random order
+    position = 0
+    for name in names:
+        taken = order[position : position + sizes[name]]
+        if taken.size < sizes[name]:
+            needed = sum(sizes[other] for other in names)
+            raise SiptError(
+                f"the task's {labels.size} samples in {groups.max() + 1} groups fill {', '.join(names)} with whole "
+                f"groups only up to {name} (the splits need {needed}); lower the split sizes or give more samples"
+            )
+        splits[name] = taken
+        position += taken.size
+        while position < order.size and groups[order[position]] == groups[taken[-1]]:
+            position += 1  # the rest of a group cut at the split's end goes to no split
     for name in ("pretrain", "train"):
         if np.unique(labels[splits[name]]).size < 2:
             raise SiptError(f"the {name} split holds one class only; make it larger")
@@ -63,7 +86,7 @@ def inductive_splits(labels: np.ndarray, sizes: dict[str, int], rng: np.random.G
         raise SiptError(
             f"test classes {missing.tolist()} never occur in the fine-tuning train split; make LcTransferConfig.n_train larger"
         )
-    return splits
+    return {name: splits[name] for name in SPLIT_NAMES}
 
 
 def pretraining_nodes(splits: dict[str, np.ndarray], protocol: str) -> np.ndarray:
@@ -74,6 +97,6 @@ def pretraining_nodes(splits: dict[str, np.ndarray], protocol: str) -> np.ndarra
     return np.concatenate([splits[name] for name in SPLIT_NAMES])
 
 
-def splits_tsv(ids, splits: dict[str, np.ndarray]) -> str:
-    """``id<TAB>split`` lines of every sample in a split (the ``splits.tsv`` format)."""
-    return "".join(f"{ids[i]}\t{name}\n" for name in SPLIT_NAMES for i in splits[name])
+def splits_tsv(split_seed: int, ids, splits: dict[str, np.ndarray]) -> str:
+    """``split_seed<TAB>id<TAB>split`` lines of every sample in a split of ``split_seed`` (the ``splits.tsv`` format)."""
+    return "".join(f"{split_seed}\t{ids[i]}\t{name}\n" for name in SPLIT_NAMES for i in splits[name])

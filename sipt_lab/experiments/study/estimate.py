@@ -23,25 +23,28 @@ def arms_per_seed(config: LcTransferConfig) -> int:
 
 def estimated_seconds(config: LcTransferConfig, step_seconds: float, sample_seconds: float) -> float:
     """Wall seconds of ``config``'s study at ``step_seconds`` per training step (pre-training, head
-    warm-up and fine-tuning steps alike) and ``sample_seconds`` per embedded sample: per seed, every
-    trained arm's steps and the never-seen samples it embeds (the init's too), one head warm-up, the
-    init's pre-training embeddings, and the fine-tuning passes of every arm and the init."""
+    warm-up and fine-tuning steps alike) and ``sample_seconds`` per embedded sample: per replicate
+    (seed x split seed), every trained arm's steps and the never-seen samples it embeds (the init's
+    too), one head warm-up, the init's and LM-only's pre-training embeddings (the labels-direct
+    arms), and the fine-tuning passes of every arm and the init."""
     never_seen = config.n_train + config.n_validation + config.n_test
     arms = arms_per_seed(config)
     finetune_steps = config.finetune_epochs * -(-config.n_train // config.train.batch_size)
-    per_seed = (arms * config.train.steps + config.train.head_warmup + (arms + 1) * finetune_steps) * step_seconds + (
-        (arms + 1) * never_seen + config.n_pretrain
-    ) * sample_seconds
-    return config.seeds * per_seed
+    per_replicate = (
+        arms * config.train.steps + config.train.head_warmup + (arms + 1) * finetune_steps
+    ) * step_seconds + ((arms + 1) * never_seen + 2 * config.n_pretrain) * sample_seconds
+    return config.seeds * len(config.split_seeds) * per_replicate
 
 
 def measure_throughput(config: LcTransferConfig, texts: list[str], source) -> tuple[float, float]:
     """``(seconds per training step, seconds per embedded sample)`` of a short SIPT run of
-    ``config.train`` on up to ``TIMED_SAMPLES`` of ``texts`` (its dial graph at the top level)."""
+    ``config.train`` on up to ``TIMED_SAMPLES`` of ``texts``, taken evenly through them (its dial
+    graph at the top level)."""
     from sipt_lab.experiments.study.dial import dial_graph
     from sipt_lab.training import embed, pretrain
 
-    sample = texts[: max(TIMED_SAMPLES, config.train.batch_size)]
+    n = max(TIMED_SAMPLES, config.train.batch_size)
+    sample = texts[:: max(1, len(texts) // n)][:n]  # spread over the texts: they may come ordered by class
     labels = np.arange(len(sample)) % 2
     graph = dial_graph(labels, 1.0, np.random.default_rng(0))
     timing = []
@@ -60,7 +63,8 @@ def estimate_line(config: LcTransferConfig, texts: list[str], source) -> str:
     step, sample = measure_throughput(config, texts, source)
     seconds = estimated_seconds(config, max(step, 0.0), sample)
     return (
-        f"estimated time: {seconds / 60:.1f} min ({config.seeds} seeds x {arms_per_seed(config)} trained arms of "
+        f"estimated time: {seconds / 60:.1f} min ({config.seeds} seeds x {len(config.split_seeds)} split seeds x "
+        f"{arms_per_seed(config)} trained arms of "
         f"{config.train.steps} steps; measured {step * 1e3:.0f} ms per training step and "
         f"{sample * 1e3:.1f} ms per embedded sample on device {config.train.device})"
     )

@@ -4,40 +4,47 @@ Theorem 1 speaks of the pre-trained nodes; a user wants to know whether pre-trai
 graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on any labelled task
 (texts + integer labels) with a dial for the pre-training graph's local consistency:
 
-* **The LC dial** (:func:`dial_graph`): cliques over labels that agree with the task label with
-  probability ``q`` (:func:`sipt_lab.experiments.paper.theory.correlated_labels`), else uniform. ``q = 0`` is the
-  negative control (a random clique graph), ``q = 1`` the task's own label cliques. In the large
-  clique limit its LC is :func:`dial_target_lc` (``q + (1 - q) / C`` for balanced classes); the LC
-  reported is the one *measured* on the graph over the pre-training nodes.
-* **Inductive splits** (:func:`inductive_splits`): pre-training nodes, then fine-tuning train /
-  validation / test drawn from the samples never pre-trained on; written as ``splits.tsv``. The
-  ``transductive`` protocol pre-trains on every split's samples instead (the paper's setting),
-  and says so in the summary and the verdict.
-* **Arms**, per seed, same steps, data order and seed: ``init`` (the encoder as initialised, no
-  training), ``lm`` (λ_SI = 0; the graph is not read, so one run serves every level), ``sipt`` (the
-  init kind's default λ_SI, one run per level), plus the reference row ``tfidf`` (word TF-IDF fitted
-  on the pre-training texts, no training). Both trained arms build the encoder under the same seed
-  from the same texts, and a new MLM head's frozen-encoder warm-up is deterministic from the seed,
-  so they start from the same weights.
-* **Metrics on the never-seen test split** (:func:`heldout_metrics`): ``k``-NN accuracy and macro
-  AUROC with neighbours from the fine-tuning train split, and a linear probe (fitted on train,
-  strength chosen on validation) accuracy and macro-F1.
+* **The LC dial** (:func:`~sipt_lab.experiments.study.dial.dial_graph`): cliques over labels that
+  agree with the task label with probability ``q``, else uniform. ``q = 0`` is the negative control
+  (a random clique graph), ``q = 1`` the task's own label cliques. In the large clique limit its LC
+  is :func:`~sipt_lab.experiments.study.dial.dial_target_lc`; the LC reported is the one *measured*
+  on the graph over the pre-training nodes.
+* **Grouped inductive splits** (:func:`~sipt_lab.experiments.study.dial.grouped_splits`), one set
+  per split seed: pre-training nodes, then fine-tuning train / validation / test drawn from the
+  samples never pre-trained on, no group (the article of a sentence, ``--groups`` for own data) on
+  two sides; written as ``splits.tsv``. The cliques task's topic model is fitted on the pre-training
+  side only (:func:`~sipt_lab.experiments.study.tasks.cliques_task`). The ``transductive`` protocol
+  pre-trains on every split's samples instead (the paper's setting), and says so.
+* **Arms**, per replicate (split seed x seed), same steps, data order and seed: ``init`` (the
+  encoder as initialised, no training), ``lm`` (λ_SI = 0; the graph is not read, so one run serves
+  every level), ``sipt`` (the init kind's default λ_SI, one run per level), the labels-direct arms
+  ``init+labels`` and ``lm+labels`` per level (no training: those encoders with the pre-training
+  samples and their dial labels added to the k-NN references and the probe's training data, what a
+  user who holds the graph's labels could do without SIPT), plus the reference row ``tfidf`` (word
+  TF-IDF fitted on the pre-training texts, no training) per split seed.
+* **Metrics on the never-seen test split** (:func:`~sipt_lab.experiments.study.metrics.heldout_metrics`):
+  ``k``-NN accuracy (the pre-registered primary metric: Theorem 1 bounds nearest-neighbour
+  accuracy) and macro AUROC with neighbours from the fine-tuning train split, and a linear probe
+  (fitted on train, strength chosen on validation) accuracy and macro-F1; with fine-tuning, its
+  accuracy and macro-F1.
 
 Files written into the run directory (a new or empty one; an earlier study's is replaced only when
-asked, :func:`sipt_lab.core.outputs.run_output`; an interrupted study keeps its finished seeds, and
-resuming it with the same config trains only the others):
+asked, :func:`sipt_lab.core.outputs.run_output`; an interrupted study keeps its finished replicates,
+and resuming it with the same config trains only the others):
 
 * ``config.json``: the :class:`LcTransferConfig`;
-* ``splits.tsv``: ``id<TAB>pretrain|train|validation|test``;
-* ``results.csv``: one row per LC level × arm × seed × metric, columns ``level`` (index into the
-  grid; empty for arms that do not depend on it: ``init``, ``lm``, ``tfidf``), ``q``, ``target_lc``,
-  ``lc`` (measured over the pre-training nodes for that seed's graph), ``arm``, ``seed`` (empty
-  for ``tfidf``), ``metric``, ``value`` (in ``[0, 1]``);
-* ``cells/``: the grid of seeds (one :func:`~sipt_lab.experiments.study.study_arms.study_seed` cell per seed);
-* ``summary.json``: :func:`~sipt_lab.experiments.study.gain_stats.summarise`'s fields (``slope``, ``slope_ci``, ``crossover_lc``,
-  ``control_gain``, ``encoder_consistency``, ``crossover_minus_encoder``, per-level paired gains,
-  ``mde``, ``verdict``);
-* ``gain_vs_lc.png`` / ``.pdf``: the paired gain SIPT − LM-only against measured LC, 95 % CIs.
+* ``splits.tsv``: ``split_seed<TAB>id<TAB>pretrain|train|validation|test``;
+* ``results.csv``: one row per LC level x arm x replicate x metric, columns ``level`` (index into
+  the grid; empty for arms that do not depend on it: ``init``, ``lm``, ``tfidf``), ``q``,
+  ``target_lc``, ``lc`` (measured over the pre-training nodes for that replicate's graph), ``arm``,
+  ``split_seed``, ``seed`` (empty for ``tfidf``), ``metric``, ``value`` (in ``[0, 1]``);
+* ``cells/``: the grid of replicates (one :func:`~sipt_lab.experiments.study.study_arms.study_seed` cell each);
+* ``summary.json``: :func:`~sipt_lab.experiments.study.gain_stats.summarise`'s fields (the primary
+  metric's ``slope``, ``slope_ci``, ``crossover_lc``, ``crossover_ci``, ``crossover_undefined_share``,
+  per-level gains over LM-only, the init and the labels-direct arms, ``control_gain``, ``mde``, the
+  spread over split seeds; every metric's under ``metrics``; ``encoder_consistency``,
+  ``multiplicity``, ``warnings``, ``verdict``);
+* ``gain_vs_lc.png`` / ``.pdf``: the paired gains against measured LC with their intervals.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +60,10 @@ import numpy as np
 from sipt_lab.core import fileio, outputs
 from sipt_lab.core.config_io import config_to_dict, field_differences, save_config
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.stats import MIN_REPLICATES_FOR_INTERVAL
 from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
 from sipt_lab.experiments.study.estimate import estimate_line
-from sipt_lab.experiments.study.gain_stats import power_line, summarise
+from sipt_lab.experiments.study.gain_stats import plural, power_line, summarise
 from sipt_lab.experiments.study.metrics import tfidf_vectors
 from sipt_lab.experiments.study.study_arms import (
     SEED_KEYS,
@@ -74,8 +83,8 @@ logger = logging.getLogger(__name__)
 #: The arms' validation metrics during training, when ``TrainConfig.eval_every`` is set: one row
 #: per arm x seed x level x step x metric.
 TRACE_FILE = "evaluations.csv"
-RESULT_COLUMNS = ("level", "q", "target_lc", "lc", "arm", "seed", "metric", "value")
-TRACE_COLUMNS = ("arm", "level", "seed", "step", "metric", "value")
+RESULT_COLUMNS = ("level", "q", "target_lc", "lc", "arm", "split_seed", "seed", "metric", "value")
+TRACE_COLUMNS = ("arm", "level", "split_seed", "seed", "step", "metric", "value")
 RUN_FILES = ("config.json", "splits.tsv", "results.csv", "summary.json", "gain_vs_lc.png", "gain_vs_lc.pdf")
 #: The study's grid root inside its run directory.
 CELLS_DIR = "cells"
@@ -111,11 +120,11 @@ def run_lc_transfer(
     >>> _ = (tmp / "labels.tsv").write_text("".join(f"s{i}\t{y}\n" for i, y in enumerate(labels)))
     >>> config = LcTransferConfig(samples=str(tmp / "samples.tsv"), labels=str(tmp / "labels.tsv"), n_pretrain=12,
     ...                           n_train=8, n_validation=4, n_test=8, levels=(0.0, 1.0), seeds=1, init="char",
-    ...                           encoder="paper-small", bootstrap=10,
+    ...                           encoder="paper-small", split_seeds=(0,),
     ...                           train=train_config("char", steps=2, batch_size=4, max_len=16, device="cpu"))
     >>> summary = run_lc_transfer(config, tmp / "study", log=lambda line: None)
-    >>> summary["metric"], summary["seeds"], summary["protocol"], len(summary["levels"])
-    ('knn_auroc', 1, 'inductive', 2)
+    >>> summary["metric"], summary["replicates"], summary["protocol"], len(summary["levels"]), summary["slope_ci"]
+    ('knn_accuracy', 1, 'inductive', 2, None)
     >>> sorted(path.name for path in (tmp / "study").iterdir())
     ['.sipt-lab-files.json', 'cells', 'config.json', 'gain_vs_lc.pdf', 'gain_vs_lc.png', 'results.csv', 'splits.tsv', 'summary.json']
 
@@ -124,11 +133,12 @@ def run_lc_transfer(
     log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     outputs.check_output_dir(out)
     check_executor(executor)
-    ids, texts, labels, splits, _ = study_inputs(config)
+    inputs = {split_seed: study_inputs(config, split_seed) for split_seed in config.split_seeds}
     source = study_source(config)  # a missing checkpoint is refused before anything is written
     if config.pilot_sd is not None:
-        log(power_line(config.pilot_sd, config.seeds))
-    log(estimate_line(config, [texts[i] for i in pretraining_nodes(splits, config.protocol)], source))
+        log(power_line(config.pilot_sd, config.seeds, len(config.split_seeds)))
+    task, splits, _ = inputs[config.split_seeds[0]]
+    log(estimate_line(config, [task.texts[i] for i in pretraining_nodes(splits, config.protocol)], source))
     with outputs.run_output(
         out,
         "study lc-transfer",
@@ -142,11 +152,18 @@ def run_lc_transfer(
             check_same_study(out_dir, config)
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
-        fileio.write_text_atomic(out_dir / "splits.tsv", splits_tsv(ids, splits))
+        fileio.write_text_atomic(
+            out_dir / "splits.tsv",
+            "".join(splits_tsv(split_seed, task.ids, splits) for split_seed, (task, splits, _) in inputs.items()),
+        )
         try:
             cells = run_grid(
                 functools.partial(study_seed),
-                [StudySeed(config, seed) for seed in range(config.seeds)],
+                [
+                    StudySeed(config, split_seed, seed)
+                    for split_seed in config.split_seeds
+                    for seed in range(config.seeds)
+                ],
                 out_dir / CELLS_DIR,
                 executor=executor,
                 required_keys=SEED_KEYS,
@@ -188,14 +205,15 @@ def check_same_study(out_dir: Path, config: LcTransferConfig) -> None:
 
 
 def write_summary(out_dir: Path, config: LcTransferConfig, seed_results: list[dict], log=lambda line: None) -> dict:
-    """``results.csv``, ``summary.json`` and the gain figure in ``out_dir`` from the seeds'
-    :func:`~sipt_lab.experiments.study.study_arms.study_seed` results (seeds ``0..len-1``, in order)
-    and the TF-IDF reference row; logs one line per seed and level; returns the summary."""
-    _, texts, labels, splits, _ = study_inputs(config)
-    score = Scorer(config, texts, labels, splits)
-    pt_texts = [texts[i] for i in pretraining_nodes(splits, config.protocol)]
+    """``results.csv``, ``summary.json`` and the gain figure in ``out_dir`` from the replicates'
+    :func:`~sipt_lab.experiments.study.study_arms.study_seed` results and each split seed's TF-IDF
+    reference row; logs one line per replicate and level; returns the summary."""
     rows: list[dict] = []
-    row_recorder(rows)("tfidf", None, score(tfidf_vectors(pt_texts, score.texts)))
+    for split_seed in sorted({row["split_seed"] for result in seed_results for row in result["rows"]}):
+        task, splits, _ = study_inputs(config, split_seed)
+        score = Scorer(config, task.texts, task.labels, splits)
+        pt_texts = [task.texts[i] for i in pretraining_nodes(splits, config.protocol)]
+        row_recorder(rows, split_seed, None)("tfidf", score(tfidf_vectors(pt_texts, score.texts)))
     for result in seed_results:
         rows += result["rows"]
     for line in level_lines(rows, config.metric):
@@ -215,20 +233,38 @@ def results_csv(rows: list[dict], columns: tuple[str, ...] = RESULT_COLUMNS) -> 
 
 
 def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
-    """``<stem>.png`` / ``.pdf``: per-level mean gain against measured LC with 95 % CI bars."""
+    """``<stem>.png`` / ``.pdf``: per-level mean gain in the primary metric against measured LC, over
+    LM-only and over LM-only given the dial's labels, with 95 % interval bars (none under three
+    replicates), and the encoder's own consistency as a vertical line; the title names the dataset,
+    the metric and the replicates."""
     from sipt_lab.viz.plots import labelled_errorbars
 
     levels = summary["levels"]
-    half = [(lv["gain_ci"][1] - lv["gain_ci"][0]) / 2 for lv in levels]
-    note = f"encoder's own consistency {summary['encoder_consistency']:.3f}; crossover LC " + (
-        "none in [0, 1]" if summary["crossover_lc"] is None else f"{summary['crossover_lc']:.3f}"
-    )
+    lcs = [lv["lc"] for lv in levels]
+
+    def half(key: str) -> list[float]:
+        return [math.nan if lv[f"{key}_ci"] is None else (lv[f"{key}_ci"][1] - lv[f"{key}_ci"][0]) / 2 for lv in levels]
+
+    series = {"SIPT - LM-only": (lcs, [lv["gain"] for lv in levels], half("gain"))}
+    if "gain_over_labels_direct" in levels[0]:
+        series["SIPT - (LM-only + the dial's labels)"] = (
+            lcs,
+            [lv["gain_over_labels_direct"] for lv in levels],
+            half("gain_over_labels_direct"),
+        )
+    crossover = summary["crossover_lc"]
+    note = f"line crosses zero at LC {'none in [0, 1]' if crossover is None else format(crossover, '.3f')}"
+    if summary["crossover_ci"] is not None:
+        note += f" (Fieller 95% CI [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}])"
+    bars = "95% CI" if summary["replicates"] >= MIN_REPLICATES_FOR_INTERVAL else "no interval: too few replicates"
     return labelled_errorbars(
         stem,
-        {"SIPT - LM-only": ([lv["lc"] for lv in levels], [lv["gain"] for lv in levels], half)},
+        series,
         [f"q={lv['q']:g}" for lv in levels],
-        xlabel="LC of the pre-training graph (measured)",
-        ylabel=f"gain in {summary['metric']} (95% CI)",
-        title="Held-out gain vs LC",
+        xlabel="LC of the pre-training graph over the pre-training samples (measured)",
+        ylabel=f"gain in {summary['metric_name']} ({bars})",
+        title=f"{summary['dataset']}: held-out gain vs LC\n{plural(summary['seeds'], 'seed')} x "
+        f"{plural(len(summary['split_seeds']), 'split')}, never-seen test samples",
         note=note,
+        marks={f"encoder's own {summary['k']}-NN consistency": summary["encoder_consistency"]},
     )

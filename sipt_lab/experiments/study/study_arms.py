@@ -1,5 +1,5 @@
-"""One seed of the study as a grid cell (:class:`StudySeed`, :func:`study_seed`): the seed's arms
-trained and scored on the never-seen samples, each arm from the same start."""
+"""One replicate of the study as a grid cell (:class:`StudySeed`, :func:`study_seed`): a seed's arms
+on one split seed's splits, trained and scored on the never-seen samples, each arm from the same start."""
 
 from __future__ import annotations
 
@@ -8,80 +8,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, inductive_splits, pretraining_nodes
+from sipt_lab.experiments.study.dial import dial_groups, dial_target_lc, grouped_splits, pretraining_nodes
 from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
-from sipt_lab.experiments.study.study_config import (
-    ALL_CATEGORIES,
-    CLIQUES_TOPICS,
-    GEOMETRY_ARMS,
-    LcTransferConfig,
-)
+from sipt_lab.experiments.study.study_config import GEOMETRY_ARMS, LcTransferConfig
+from sipt_lab.experiments.study.tasks import StudyTask, article_graph, study_task
 from sipt_lab.graphs.graph import PretrainingGraph
-
-
-def study_task(config: LcTransferConfig) -> tuple[list[str], list[str], np.ndarray, PretrainingGraph | None]:
-    """``(ids, texts, labels (n,) ints 0..C-1, the task's own graph or None)`` of the study's task:
-    the config's files, or the built-in ``config.task`` (:data:`STUDY_TASKS`)."""
-    if config.samples is not None:
-        from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
-
-        samples = read_samples(config.samples)
-        natural = None if config.edges is None else read_sample_graph(config.edges, samples)
-        return list(samples.ids), list(samples.texts), read_sample_labels(config.labels, samples)[0], natural
-    ids, texts, labels = BUILT_IN_TASKS[config.task](config)
-    return ids, texts, np.unique(labels, return_inverse=True)[1], None
-
-
-def article_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
-    """Vital-article summaries of ``config.categories`` labelled by category."""
-    from sipt_lab.data.corpus import default_articles
-
-    articles = default_articles()
-    known = sorted({a["topic"] for a in articles} - {UNCATEGORIZED})
-    wanted = known if config.categories == ALL_CATEGORIES else list(config.categories)
-    unknown = sorted(set(wanted) - set(known))
-    if unknown:
-        raise SiptError(f"unknown article categories {unknown}; choose among {known} or 'all'")
-    chosen = [(i, a) for i, a in enumerate(articles) if a["topic"] in wanted]
-    ids = [f"{ARTICLE_ID}{i}" for i, _ in chosen]
-    return ids, [a["extract"] for _, a in chosen], [a["topic"] for _, a in chosen]
-
-
-def article_graph(name: str, article_ids: list[str]) -> PretrainingGraph:
-    """The wiki domain's graph ``name`` (:data:`ARTICLE_GRAPHS`) over the articles ``article_ids``
-    (ids of :func:`article_task`, node ``i`` is ``article_ids[i]``) and nothing else: TF-IDF is fitted
-    on their texts only."""
-    from sipt_lab.domains import subset
-    from sipt_lab.domains.wiki import load_wiki, mentions_graph, tfidf_knn_graph
-
-    articles = subset(load_wiki(), np.array([int(i.removeprefix(ARTICLE_ID)) for i in article_ids]))
-    return {"mentions": mentions_graph, "tfidf-knn": tfidf_knn_graph}[name](articles)
-
-
-def cliques_task(config: LcTransferConfig) -> tuple[list[str], list[str], list]:
-    """Every split's sentences as the CLIQUES family draws them from ``config.corpus`` (seeded by
-    ``config.split_seed``), labelled by their top topic."""
-    from sipt_lab.synthetic import build_dataset
-    from sipt_lab.synthetic.graph_spec import GraphSpec
-
-    spec = GraphSpec(
-        family="cliques",
-        n_nodes=sum(config.sizes.values()),
-        n_heldout=0,
-        n_topics=CLIQUES_TOPICS,
-        corpus=config.corpus,
-        seed=config.split_seed,
-    )
-    dataset = build_dataset(spec)
-    return [f"sentence{i}" for i in range(len(dataset.sentences))], dataset.sentences, list(dataset.labels)
-
-
-#: Built-in tasks (:data:`STUDY_TASKS`): name -> ``config -> (ids, texts, raw labels)``.
-BUILT_IN_TASKS = {"articles": article_task, "cliques": cliques_task}
-#: The default corpus's category of articles without one.
-UNCATEGORIZED = "Uncategorized"
-#: Prefix of an article's id in the articles task (its index in the corpus follows).
-ARTICLE_ID = "article"
 
 
 def arm_configs(config: LcTransferConfig, seed: int) -> dict[str, object]:
@@ -152,9 +83,10 @@ def study_source(config: LcTransferConfig):
 
 @dataclass(frozen=True)
 class StudySeed:
-    """One cell of a study's grid: every trained arm of ``seed``."""
+    """One cell of a study's grid: every trained arm of ``seed`` on the splits of ``split_seed``."""
 
     study: LcTransferConfig
+    split_seed: int
     seed: int
 
 
@@ -162,15 +94,18 @@ class StudySeed:
 SEED_KEYS = ("rows", "encoder_consistency")
 
 
-def study_inputs(config: LcTransferConfig):
-    """``(ids, texts, labels, splits, natural)``: the task, its splits and the task's own graph over
-    the pre-training nodes (None without one), the same in every process; SiptError when that graph
-    links no two pre-training samples."""
-    ids, texts, labels, natural = study_task(config)
-    splits = inductive_splits(labels, config.sizes, np.random.default_rng(config.split_seed))
+def study_inputs(
+    config: LcTransferConfig, split_seed: int
+) -> tuple[StudyTask, dict[str, np.ndarray], PretrainingGraph | None]:
+    """``(task, splits, natural)``: the task of ``split_seed``, its grouped splits and the task's own
+    graph over the pre-training nodes (None without one), the same in every process; SiptError when
+    that graph links no two pre-training samples."""
+    task = study_task(config, split_seed)
+    splits = grouped_splits(task.labels, task.groups, config.sizes, np.random.default_rng(split_seed), task.pretrain)
     pt = pretraining_nodes(splits, config.protocol)
+    natural = task.natural
     if config.natural_graph is not None:
-        natural = article_graph(config.natural_graph, [ids[i] for i in pt])
+        natural = article_graph(config.natural_graph, [task.ids[i] for i in pt])
     elif natural is not None:
         natural = natural.subgraph(pt)
     if natural is not None and natural.n_edges == 0:
@@ -178,7 +113,7 @@ def study_inputs(config: LcTransferConfig):
             f"{config.edges or config.natural_graph} links no two pre-training samples; give a graph over the samples, "
             "or more pre-training samples"
         )
-    return ids, texts, labels, splits, natural
+    return task, splits, natural
 
 
 class Scorer:
@@ -192,15 +127,30 @@ class Scorer:
     def __call__(self, vectors: np.ndarray) -> dict[str, float]:
         return heldout_metrics(vectors, self.labels, *self.positions, self.k)
 
-    def encoder(self, encoder, tokenizer, config: LcTransferConfig, seed: int) -> dict[str, float]:
+    def encoder(self, encoder, tokenizer, config: LcTransferConfig, seed: int) -> tuple[dict[str, float], np.ndarray]:
         """The metrics of ``encoder``'s vectors and, with ``config.finetune_epochs``, those of
-        fine-tuning a copy of it (:func:`finetune_metrics`)."""
+        fine-tuning a copy of it (:func:`finetune_metrics`); and the ``(n, H)`` vectors."""
         from sipt_lab.training import embed
 
-        metrics = self(embed(encoder, tokenizer, self.texts, device=config.train.device))
+        vectors = embed(encoder, tokenizer, self.texts, device=config.train.device)
+        metrics = self(vectors)
         if config.finetune_epochs:
             metrics |= finetune_metrics(encoder, tokenizer, self, config, seed)
-        return metrics
+        return metrics, vectors
+
+    def with_references(self, vectors: np.ndarray, extra: np.ndarray, extra_labels: np.ndarray) -> dict[str, float]:
+        """The metrics of ``(n, H)`` ``vectors`` with ``(m, H)`` ``extra`` vectors and their ``(m,)``
+        labels added to the k-NN references and the probe's training data (the labels-direct arms)."""
+        train, validation, test = self.positions
+        added = len(self.labels) + np.arange(len(extra_labels))
+        return heldout_metrics(
+            np.vstack([vectors, extra]),
+            np.concatenate([self.labels, extra_labels]),
+            np.concatenate([train, added]),
+            validation,
+            test,
+            self.k,
+        )
 
     def validation(self, vectors: np.ndarray) -> dict[str, float]:
         """The same metrics on the validation rows (the probe's strength chosen on them too)."""
@@ -235,70 +185,95 @@ def finetune_metrics(encoder, tokenizer, score: Scorer, config: LcTransferConfig
 
 def study_seed(cell: StudySeed) -> dict:
     """The cell function: train and score the ``init``, ``lm``, ``sipt`` (one per dial level), the
-    geometry arm (``config.geometry_arm``) and ``natural`` arms of one seed; ``{"rows": [...], "encoder_consistency": float}``.
-    The trained arms share one new-head warm-up (:class:`~sipt_lab.training.head_warmups.HeadWarmups`)."""
+    geometry arm (``config.geometry_arm``), ``natural`` and per-sample arms of one seed on one split
+    seed's splits, and per level the labels-direct arms ``init+labels`` and ``lm+labels`` (the
+    encoder's vectors of the pre-training samples and their dial labels added to the references);
+    ``{"rows": [...], "encoder_consistency": float, "trace": [...]}``. The trained arms share one
+    new-head warm-up (:class:`~sipt_lab.training.head_warmups.HeadWarmups`)."""
     import torch
 
-    from sipt_lab.experiments.pretrain_job import initial_embeddings
     from sipt_lab.graphs.consistency import local_consistency
+    from sipt_lab.training import embed
     from sipt_lab.training.head_warmups import HeadWarmups
 
     config, seed = cell.study, cell.seed
-    ids, texts, labels, splits, natural = study_inputs(config)
+    task, splits, natural = study_inputs(config, cell.split_seed)
     source = study_source(config)
     pt = pretraining_nodes(splits, config.protocol)
-    pt_texts, pt_labels = [texts[i] for i in pt], labels[pt]
-    score = Scorer(config, texts, labels, splits)
+    pt_texts, pt_labels = [task.texts[i] for i in pt], task.labels[pt]
+    score = Scorer(config, task.texts, task.labels, splits)
     rows: list[dict] = []
     trace: list[dict] = []
-    record = row_recorder(rows)
+    record = row_recorder(rows, cell.split_seed, seed)
     targets = [dial_target_lc(pt_labels, q) for q in config.levels]
     warmups = HeadWarmups()
+    groups = [
+        dial_groups(pt_labels, q, np.random.default_rng([cell.split_seed, seed, level]))
+        for level, q in enumerate(config.levels)
+    ]
+    graphs = [PretrainingGraph.from_groups(labels) for labels in groups]
+    lcs = [float(local_consistency(graph, pt_labels)) for graph in graphs]
 
-    def trained(name: str, graph: PretrainingGraph, train, level=None, method=None) -> dict[str, float]:
-        watch = validation_watch(score, train, trace, arm=name, seed=seed, level=level)
-        result = train_arm(pt_texts, graph, train, source, watch, warmups, method)
-        return score.encoder(result.encoder, result.tokenizer, config, seed)
+    def trained(name: str, graph: PretrainingGraph, train, level=None, method=None):
+        watch = validation_watch(score, train, trace, arm=name, split_seed=cell.split_seed, seed=seed, level=level)
+        return train_arm(pt_texts, graph, train, source, watch, warmups, method)
+
+    def with_labels(name: str, encoder, tokenizer, vectors: np.ndarray) -> None:
+        pt_vectors = embed(encoder, tokenizer, pt_texts, device=config.train.device)
+        for level, q in enumerate(config.levels):
+            metrics = score.with_references(vectors, pt_vectors, groups[level])
+            record(f"{name}+labels", metrics, level, q, targets[level], lcs[level])
+        return pt_vectors
 
     trains = arm_configs(config, seed)
     tokenizer = source.tokenizer(pt_texts, config.train.max_len)
-    init_pt = initial_embeddings(pt_texts, trains["lm"], source, tokenizer)
-    own = encoder_consistency(init_pt, pt_labels, config.k)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         init_encoder, _ = source.encoder(tokenizer)
-    record("init", seed, score.encoder(init_encoder, tokenizer, config, seed))
-    graphs = [
-        dial_graph(pt_labels, q, np.random.default_rng([config.split_seed, seed, level]))
-        for level, q in enumerate(config.levels)
-    ]
-    lcs = [float(local_consistency(graph, pt_labels)) for graph in graphs]
-    record("lm", seed, trained("lm", graphs[-1], trains["lm"]))
+    metrics, vectors = score.encoder(init_encoder, tokenizer, config, seed)
+    record("init", metrics)
+    own = encoder_consistency(with_labels("init", init_encoder, tokenizer, vectors), pt_labels, config.k)
+    lm = trained("lm", graphs[-1], trains["lm"])
+    metrics, vectors = score.encoder(lm.encoder, lm.tokenizer, config, seed)
+    record("lm", metrics)
+    with_labels("lm", lm.encoder, lm.tokenizer, vectors)
     for level, q in enumerate(config.levels):
-        metrics = trained("sipt", graphs[level], trains["sipt"], level)
-        record("sipt", seed, metrics, level, q, targets[level], lcs[level])
+        result = trained("sipt", graphs[level], trains["sipt"], level)
+        record(
+            "sipt",
+            score.encoder(result.encoder, result.tokenizer, config, seed)[0],
+            level,
+            q,
+            targets[level],
+            lcs[level],
+        )
     if config.geometry_arm:
         arm, train = geometry_config(trains["sipt"], source.normalizes)
         top = int(np.argmax(config.levels))
-        record(arm, seed, trained(arm, graphs[top], train, top), top, config.levels[top], targets[top], lcs[top])
+        result = trained(arm, graphs[top], train, top)
+        metrics = score.encoder(result.encoder, result.tokenizer, config, seed)[0]
+        record(arm, metrics, top, config.levels[top], targets[top], lcs[top])
     if natural is not None:
         lc = float(local_consistency(natural, pt_labels))
-        record("natural", seed, trained("natural", natural, trains["sipt"]), lc=lc)
+        result = trained("natural", natural, trains["sipt"])
+        record("natural", score.encoder(result.encoder, result.tokenizer, config, seed)[0], lc=lc)
     if config.per_sample_arm is not None:
         from sipt_lab.experiments.per_sample_labels import method_labels
         from sipt_lab.training.methods import method_recipe, method_train_config
 
         arm = config.per_sample_arm
         train = method_train_config(arm, trains["sipt"])
-        recipe = method_recipe(arm, labels=method_labels(arm, train, ids, pt))
-        record(arm, seed, trained(arm, graphs[-1], train, method=recipe))
+        recipe = method_recipe(arm, labels=method_labels(arm, train, task.ids, pt))
+        result = trained(arm, graphs[-1], train, method=recipe)
+        record(arm, score.encoder(result.encoder, result.tokenizer, config, seed)[0])
     return {"rows": rows, "encoder_consistency": own, "trace": trace}
 
 
-def row_recorder(rows: list[dict]):
-    """``record(arm, seed, metrics, level=None, q=None, target=None, lc=None)``: one row per metric into ``rows``."""
+def row_recorder(rows: list[dict], split_seed: int | None, seed: int | None):
+    """``record(arm, metrics, level=None, q=None, target=None, lc=None)``: one row per metric of
+    ``split_seed`` and ``seed`` (None for the TF-IDF reference's seed) into ``rows``."""
 
-    def record(arm: str, seed, metrics: dict, level=None, q=None, target=None, lc=None) -> None:
+    def record(arm: str, metrics: dict, level=None, q=None, target=None, lc=None) -> None:
         rows.extend(
             {
                 "level": level,
@@ -306,6 +281,7 @@ def row_recorder(rows: list[dict]):
                 "target_lc": target,
                 "lc": lc,
                 "arm": arm,
+                "split_seed": split_seed,
                 "seed": seed,
                 "metric": metric,
                 "value": value,
@@ -317,9 +293,9 @@ def row_recorder(rows: list[dict]):
 
 
 def level_lines(rows: list[dict], metric: str) -> list[str]:
-    """One line per seed and dial level: the level's measured LC and SIPT's ``metric``."""
+    """One line per replicate and dial level: the level's measured LC and SIPT's ``metric``."""
     return [
-        f"seed {row['seed']} q={row['q']:g} (LC {row['lc']:.3f}): {metric} SIPT {row['value']:.3f}"
+        f"split {row['split_seed']} seed {row['seed']} q={row['q']:g} (LC {row['lc']:.3f}): {metric} SIPT {row['value']:.3f}"
         for row in rows
         if row["arm"] == "sipt" and row["metric"] == metric
     ]

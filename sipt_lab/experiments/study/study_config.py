@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
@@ -34,19 +35,21 @@ STUDY_TRAIN = {"steps": 100, "batch_size": 16, "max_len": 64}
 CLIQUES_TOPICS = 20
 #: Named scales of the study (:func:`study_preset`; ``sipt-lab study lc-transfer --preset NAME``):
 #: LcTransferConfig fields, and under ``train`` the TrainConfig fields over :data:`STUDY_TRAIN` and
-#: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 1,000 pre-training and 1,000
-#: never-seen sentences, 5 levels x 5 seeds, MiniLM, about one pass over the pre-training sentences
-#: per arm (what 2 cores train in 30 minutes); ``gpu-wiki``: every categorised vital article
-#: (9,033, 11 classes; 900 never-seen test articles), 5 seeds, fine-tuning as a third metric.
+#: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 640 pre-training and 640
+#: never-seen sentences (320 / 80 / 240), 5 levels x 5 seeds x 2 split seeds, MiniLM at 40 tokens,
+#: 0.6 passes over the pre-training sentences per arm (what 2 cores train in 35 minutes);
+#: ``gpu-wiki``: every categorised vital article (9,033, 11 classes; 900 never-seen test articles),
+#: 5 seeds x 2 split seeds, fine-tuning as a further metric.
 STUDY_PRESETS: dict[str, dict] = {
     "cpu": {
         "task": "cliques",
-        "n_pretrain": 1000,
-        "n_train": 500,
-        "n_validation": 100,
-        "n_test": 400,
+        "n_pretrain": 640,
+        "n_train": 320,
+        "n_validation": 80,
+        "n_test": 240,
         "seeds": 5,
-        "train": {"steps": 60, "batch_size": 16, "max_len": 48, "head_warmup": 50},
+        "split_seeds": (0, 1),
+        "train": {"steps": 24, "batch_size": 16, "max_len": 40, "head_warmup": 12},
     },
     "gpu-wiki": {
         "task": "articles",
@@ -91,9 +94,15 @@ class LcTransferConfig:
             SIPT arm's (the LM-only arm sets 0). None: the init kind's defaults
             (:func:`sipt_lab.training.defaults.train_config`) with ``steps=100, batch_size=16, max_len=64``.
         k: neighbours of the k-NN metric and of the init's own k-NN graph.
-        metric: the :data:`STUDY_METRICS` entry the summary's gains and slope are computed on.
-        split_seed: seed of the splits and of the dial's graphs.
-        bootstrap: bootstrap resamples (over seeds) of the slope's CI.
+        metric: the pre-registered :data:`STUDY_METRICS` entry of the verdict and the summary's top
+            level (default: k-NN accuracy, the quantity Theorem 1 bounds); every metric measured is
+            summarised under ``metrics``.
+        split_seeds: seeds of the splits (and of the topic model of the cliques task, fitted on the
+            pre-training side only) and of the dial's graphs; every seed runs on every split, and a
+            replicate is one ``(split seed, seed)``.
+        groups: ``id<TAB>group`` of every sample of ``samples`` (e.g. the document a sentence comes
+            from): splits keep each group on one side, so no group spans pre-training and the
+            never-seen splits. None: each sample is its own group (the built-in tasks group by article).
         pilot_sd: sd of the paired gains over seeds measured by a pilot (an earlier study's
             ``paired_sd``): the run states the effect its seeds can detect before training.
         protocol: ``inductive`` (the fine-tuning splits are never pre-trained on) or
@@ -176,9 +185,24 @@ class LcTransferConfig:
     encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
     train: TrainConfig | None = None
     k: int = option(3, help="neighbours of the k-NN metric", range=(1, None))
-    metric: str = option("knn_auroc", choices=STUDY_METRICS, help="metric of the gains and the slope")
-    split_seed: int = option(0, help="seed of the splits and the dial's graphs", range=(0, None))
-    bootstrap: int = option(2000, help="bootstrap resamples of the slope's CI", range=(1, None), metavar="B")
+    metric: str = option(
+        "knn_accuracy",
+        choices=STUDY_METRICS,
+        help="the pre-registered metric of the verdict (every metric is summarised)",
+    )
+    split_seeds: tuple[int, ...] = option(
+        (0, 1),
+        range=(0, None),
+        metavar="S",
+        help="seeds of the splits and the dial's graphs: every seed runs on every split",
+    )
+    groups: str | None = option(
+        None,
+        nonempty=True,
+        metavar="G.tsv",
+        help="id<TAB>group of every sample of --samples: no group spans pre-training and the never-seen splits "
+        "(default: each sample its own group)",
+    )
     pilot_sd: float | None = option(None, help="sd of a pilot's paired gains over seeds", range=(0.0, None))
     protocol: str = option(
         "inductive",
@@ -211,12 +235,22 @@ class LcTransferConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(float(q) for q in self.levels))
+        object.__setattr__(self, "split_seeds", tuple(int(seed) for seed in self.split_seeds))
         object.__setattr__(self, "categories", tuple(self.categories))
         validate(self)
         if len(set(self.levels)) < 2:
             raise ConfigError(
                 "LcTransferConfig.levels",
                 f"needs at least two distinct levels (one gives no slope), got {list(self.levels)}",
+            )
+        if len(set(self.split_seeds)) != len(self.split_seeds):
+            raise ConfigError(
+                "LcTransferConfig.split_seeds",
+                f"are the same split twice: {list(self.split_seeds)}; give distinct seeds",
+            )
+        if self.groups is not None and self.samples is None:
+            raise ConfigError(
+                "LcTransferConfig.groups", "groups the samples of a samples file; the built-in tasks group by article"
             )
         if (self.samples is None) != (self.labels is None):
             raise ConfigError(
@@ -248,6 +282,15 @@ class LcTransferConfig:
             )
 
     @property
+    def dataset(self) -> str:
+        """The task's data in words, for titles and verdicts."""
+        if self.samples is not None:
+            return Path(self.samples).name
+        if self.task == "cliques":
+            return "CLIQUES sentences of " + ("the embedded corpus" if self.corpus is None else Path(self.corpus).name)
+        return "vital-article summaries"
+
+    @property
     def sizes(self) -> dict[str, int]:
         """Split name -> number of samples."""
         return {
@@ -256,6 +299,22 @@ class LcTransferConfig:
             "validation": self.n_validation,
             "test": self.n_test,
         }
+
+
+#: Each metric in words, ``{k}`` standing for the number of neighbours.
+METRIC_WORDS = {
+    "knn_accuracy": "{k}-NN accuracy",
+    "knn_auroc": "{k}-NN macro AUROC",
+    "probe_accuracy": "linear-probe accuracy",
+    "probe_macro_f1": "linear-probe macro-F1",
+    "finetune_accuracy": "fine-tuned accuracy",
+    "finetune_macro_f1": "fine-tuned macro-F1",
+}
+
+
+def metric_words(metric: str, k: int = 3) -> str:
+    """``metric`` (a :data:`STUDY_METRICS` name) in words."""
+    return METRIC_WORDS[metric].format(k=k)
 
 
 def study_preset(name: str, **fields) -> LcTransferConfig:
