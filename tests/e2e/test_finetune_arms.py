@@ -211,7 +211,7 @@ def test_study_fine_tunes_each_arm_from_its_own_weights(monkeypatch):
         levels=(0.0, 1.0),
         finetune_epochs=1,
     )
-    rows = study_seed(StudySeed(config, 0))["rows"]
+    rows = study_seed(StudySeed(config, 0, 0))["rows"]
     assert {row["metric"] for row in rows} >= {"finetune_accuracy", "finetune_macro_f1"}
     assert len(trained) == 3 and len(starts) == 4  # init, then lm and one SIPT per level
     for state, start in zip(trained, starts[1:]):
