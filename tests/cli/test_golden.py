@@ -462,6 +462,7 @@ def test_a_golden_failure_names_the_installed_versions_that_differ(tmp_path, mon
     assert {"torch", "numpy", "scikit-learn", "transformers"} <= set(recorded)
     (tmp_path / "environment.txt").write_text("numpy==0.0.1\nlong-gone==1.0\n")
     (tmp_path / "result.json").write_text('{"ap": 0.058}\n')
+    monkeypatch.delenv(golden_support.UPDATE_ENV, raising=False)  # compare even in a run that rewrites
     monkeypatch.setattr(golden_support, "GOLDEN_DIR", tmp_path)
     monkeypatch.setattr(golden_support, "ENVIRONMENT_FILE", tmp_path / "environment.txt")
     with pytest.raises(pytest.fail.Exception) as failure:

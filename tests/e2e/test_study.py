@@ -368,3 +368,28 @@ def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, mon
     assert len(trained_arms) == 3 and len(set(trained_arms)) == 1 and trained_arms[0] != train.seed
     assert (out / "results.csv").read_text() == (whole / "results.csv").read_text()
     assert json.loads((out / "summary.json").read_text()) == json.loads((whole / "summary.json").read_text())
+
+
+def test_own_data_groups_never_span_pretraining_and_the_never_seen_splits(tmp_path, capsys):
+    """``--groups``: samples of one group (say, the sentences of one document) stay on one side."""
+    from sipt_lab.experiments.study.study_arms import study_inputs
+
+    labels = np.arange(120) % 3
+    (tmp_path / "s.tsv").write_text("".join(f"s{i}\tsome text {i}\n" for i in range(120)))
+    (tmp_path / "l.tsv").write_text("".join(f"s{i}\tt{y}\n" for i, y in enumerate(labels)))
+    (tmp_path / "g.tsv").write_text("".join(f"s{i}\tdocument{i // 6}\n" for i in range(120)))
+    files = {"samples": str(tmp_path / "s.tsv"), "labels": str(tmp_path / "l.tsv"), "groups": str(tmp_path / "g.tsv")}
+    config = LcTransferConfig(init="char", **files, **{f"n_{name}": size for name, size in SIZES.items()})
+    for split_seed in (0, 1):
+        task, splits, _ = study_inputs(config, split_seed)
+        sides = [set(task.groups[index]) for index in splits.values()]
+        assert all(not a & b for a, b in itertools.combinations(sides, 2))
+    (tmp_path / "g.tsv").write_text("".join(f"s{i}\tdocument{i // 6}\n" for i in range(119)))
+    argv = ["study", "lc-transfer", "--init", "char", "--out", str(tmp_path / "run")]
+    for name, path in files.items():
+        argv += [f"--{name}", path]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "g.tsv" in err and "s119" in err and len(err.splitlines()) == 1
+    with pytest.raises(ConfigError, match="groups"):
+        LcTransferConfig(init="char", groups=files["groups"])
