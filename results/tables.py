@@ -255,6 +255,32 @@ def _trend(entry: dict) -> str:
     return "falls with the graph's LC" if ci[1] < 0 else "shows no trend the replicates can tell from none"
 
 
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _answer(s: dict, top: dict) -> str:
+    """The study's answer at LC 1 in one sentence, from the primary metric's intervals."""
+    ci = top["gain_ci"]
+    if ci is None:
+        answer = "With too few replicates for an interval, the study answers nothing yet"
+    elif ci[0] > 0:
+        answer = "SIPT helps never-seen samples over a graph consistent with the task"
+    elif ci[1] < 0:
+        answer = "SIPT costs never-seen samples even over the task's own cliques"
+    else:
+        answer = (
+            f"At this scale SIPT does not measurably help never-seen samples even over the task's own cliques "
+            f"(a measured no: the replicates detect {s['mde']:.3f})"
+        )
+    direct = top.get("gain_over_labels_direct_ci")
+    if "gain_over_labels_direct" not in top:
+        answer += " (this run has no labels-direct arm: whether the graph's labels used directly do as well is open)"
+    elif direct is not None and direct[1] < 0:
+        answer += ", and a user who holds the graph's labels does better using them directly"
+    return answer + "."
+
+
 def lc_transfer_reading(path: str) -> str:
     """What an LC-transfer study's ``summary.json`` at ``path`` says, in words and its own numbers:
     the primary metric's trend, crossover against the encoder's own consistency, the gain at LC 1
@@ -274,8 +300,8 @@ def lc_transfer_reading(path: str) -> str:
         + f"; {s['crossover_undefined_share']:.0%} of the replicates' own lines do not cross in [0, 1])"
     )
     text = (
-        f"On never-seen samples ({s['dataset']}; {s['seeds']} seeds × {len(s['split_seeds'])} split seed(s) = "
-        f"{s['replicates']} replicates), SIPT's gain over LM-only in {s['metric_name']}, the pre-registered metric, "
+        f"On never-seen samples ({s['dataset']}; {_count(s['seeds'], 'seed')} × {_count(len(s['split_seeds']), 'split seed')} "
+        f"= {s['replicates']} replicates), SIPT's gain over LM-only in {s['metric_name']}, the pre-registered metric, "
         f"{_trend(s)}: slope {s['slope']:+.3f} per unit LC, 95 % CI {_ci(s['slope_ci'])}. Its line {crossing}; the "
         f"encoder's own {s['k']}-NN consistency over the same pre-training samples is {s['encoder_consistency']:.3f}. "
         f"At LC {top['lc']:.2f} (q = 1) the gain is {top['gain']:+.3f} {_ci(top['gain_ci'])} "
@@ -292,8 +318,9 @@ def lc_transfer_reading(path: str) -> str:
     )
     crossovers = ", ".join(f"{entry['metric_name']} {_crossing(entry)}" for entry in s["metrics"].values())
     multiplicity = s["multiplicity"]
+    text += ". " + _answer(s, top)
     text += (
-        f". The random control (q = 0) gains {controls}. Crossovers by metric: {crossovers}. The replicates detect "
+        f" The random control (q = 0) gains {controls}. Crossovers by metric: {crossovers}. The replicates detect "
         f"a gain of {s['mde']:.3f} in the primary metric (paired t-test, power 0.8); the study makes "
         f"{multiplicity['comparisons']} comparisons ({multiplicity['levels']} levels × {multiplicity['metrics']} "
         "metrics), whose intervals are not adjusted: only the primary metric's are confirmatory."

@@ -18,7 +18,7 @@ from sipt_lab.experiments.study.estimate import arms_per_seed, estimated_seconds
 from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
 from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
 from sipt_lab.experiments.study.study_config import LcTransferConfig, study_preset
-from sipt_lab.experiments.study.tasks import study_task
+from sipt_lab.experiments.study.study_tasks import study_task
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.head_warmups import HeadWarmups
 

@@ -13,7 +13,7 @@ graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on a
   per split seed: pre-training nodes, then fine-tuning train / validation / test drawn from the
   samples never pre-trained on, no group (the article of a sentence, ``--groups`` for own data) on
   two sides; written as ``splits.tsv``. The cliques task's topic model is fitted on the pre-training
-  side only (:func:`~sipt_lab.experiments.study.tasks.cliques_task`). The ``transductive`` protocol
+  side only (:func:`~sipt_lab.experiments.study.study_tasks.cliques_task`). The ``transductive`` protocol
   pre-trains on every split's samples instead (the paper's setting), and says so.
 * **Arms**, per replicate (split seed x seed), same steps, data order and seed: ``init`` (the
   encoder as initialised, no training), ``lm`` (λ_SI = 0; the graph is not read, so one run serves
@@ -253,9 +253,13 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
             half("gain_over_labels_direct"),
         )
     crossover = summary["crossover_lc"]
-    note = f"line crosses zero at LC {'none in [0, 1]' if crossover is None else format(crossover, '.3f')}"
+    note = (
+        "the line does not cross zero in [0, 1]"
+        if crossover is None
+        else f"the line crosses zero at LC {crossover:.3f}"
+    )
     if summary["crossover_ci"] is not None:
-        note += f" (Fieller 95% CI [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}])"
+        note += f"; Fieller 95% CI of its zero [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}]"
     bars = "95% CI" if summary["replicates"] >= MIN_REPLICATES_FOR_INTERVAL else "no interval: too few replicates"
     return labelled_errorbars(
         stem,
