@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import re
+import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -487,8 +488,16 @@ README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)(\n<!-- /
 
 
 def render_blocks(text: str) -> str:
-    """``text`` with every :data:`README_BLOCK` holding what its table renders now."""
-    return README_BLOCK.sub(lambda m: m.group(1) + markdown_table(m.group(2)) + m.group(4), text)
+    """``text`` with every :data:`README_BLOCK` holding what its table renders now, each paragraph
+    wrapped at 100 columns as the README's own prose is."""
+
+    def wrapped(name: str) -> str:
+        return "\n\n".join(
+            textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)
+            for paragraph in markdown_table(name).split("\n\n")
+        )
+
+    return README_BLOCK.sub(lambda m: m.group(1) + wrapped(m.group(2)) + m.group(4), text)
 
 
 TABLES = {
