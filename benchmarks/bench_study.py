@@ -77,7 +77,8 @@ def main() -> None:
             primary = " (primary)" if name == summary["metric"] else ""
             print(
                 f"\n{metric_words(name, config.k)}{primary}: slope {entry['slope']:+.4f} {format_ci(entry['slope_ci'])}, "
-                f"crossover {entry['crossover_lc']} {entry['crossover_ci']}, "
+                f"crossover {'none in [0, 1]' if entry['crossover_lc'] is None else format(entry['crossover_lc'], '.3f')} "
+                f"(Fieller {'unbounded' if entry['crossover_ci'] is None else format_ci(entry['crossover_ci'])}), "
                 f"{entry['crossover_undefined_share']:.0%} of replicate lines without one, detectable {entry['mde']:.4f}"
             )
             print("| q | LC (measured) | SIPT - LM-only | 95% CI | SIPT - init | SIPT - (LM-only + labels) | 95% CI |")
