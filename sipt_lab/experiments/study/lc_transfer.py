@@ -184,7 +184,7 @@ def finished_seeds(out_dir: Path) -> bool:
     return any((out_dir / CELLS_DIR).glob("*/result.json"))
 
 
-def check_same_study(out_dir: Path, config: LcTransferConfig) -> None:
+def check_same_study(out_dir: Path, config) -> None:
     """SiptError naming the fields in which the study saved in ``out_dir`` (its ``config.json``)
     differs from ``config``: a resumed study is the same study."""
     saved = out_dir / "config.json"
@@ -195,7 +195,7 @@ def check_same_study(out_dir: Path, config: LcTransferConfig) -> None:
     differences = field_differences(stored, current)
     if differences:
         names = [
-            f"TrainConfig.{name[6:]}" if name.startswith("train.") else f"LcTransferConfig.{name}"
+            f"TrainConfig.{name[6:]}" if name.startswith("train.") else f"{type(config).__name__}.{name}"
             for name in differences
         ]
         raise SiptError(
