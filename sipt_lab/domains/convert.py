@@ -24,6 +24,7 @@ import numpy as np
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import atomic_writer
+from sipt_lab.core.outputs import check_new_files
 from sipt_lab.core.progress import progress_bar
 
 #: Header words of an interaction list's first line (STRING's ``protein1 protein2 combined_score``).
@@ -106,16 +107,18 @@ class StringConversion:
 
 
 def convert_string(
-    links: list[str | Path], fastas: list[str | Path], out: str | Path, min_score: int = 0
+    links: list[str | Path], fastas: list[str | Path], out: str | Path, min_score: int = 0, *, overwrite: bool = False
 ) -> StringConversion:
     """``out/sequences.fasta`` and ``out/interactions.tsv`` from STRING-id interaction lists and
     STRING's FASTA files, in three streamed passes: the interacting ids, the FASTA records of those
     ids (an empty sequence counts as none), then the interactions whose both ids have a sequence.
     Interactions with a score below ``min_score`` (STRING's ``combined_score``, 0-1000) are left out.
-    SiptError for a missing file, a malformed line, or nothing to write."""
+    Existing output files are replaced only with ``overwrite``, an input never. SiptError for a
+    missing file, a malformed line, or nothing to write."""
     links, fastas, out = [Path(p) for p in links], [Path(p) for p in fastas], Path(out)
     if not links or not fastas:
         raise SiptError("convert STRING data: pass at least one interaction list and one FASTA file")
+    check_new_files([out / "sequences.fasta", out / "interactions.tsv"], [*links, *fastas], overwrite=overwrite)
     wanted = {name for path in links for pair in _links(path, min_score) for name in pair}
     written, repeated = set(), 0
     with atomic_writer(out / "sequences.fasta", "w") as handle:
@@ -193,7 +196,9 @@ def _read_processed(path: Path) -> tuple[dict, dict]:
     return tensors, {key: np.asarray(value) for key, value in slices.items()}
 
 
-def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -> BioConversion:
+def convert_pyg_bio(
+    processed: str | Path, out: str | Path, name: str = "ppi", *, overwrite: bool = False
+) -> BioConversion:
     """The networks domain's files in ``out`` from Hu et al.'s processed bio graphs ``processed``.
 
     Per graph ``g`` (numbered from 1): its nodes in ``NAME_graph_indicator.txt`` (Hu et al.'s nodes
@@ -202,8 +207,12 @@ def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -
     columns) in ``NAME_edge_attributes.txt``; ``go_pretrain.tsv`` lists the columns set in its
     ``go_target_pretrain`` (named ``pretrain-K``), ``go_finetune.tsv`` those of
     ``go_target_downstream`` (``downstream-K``), every graph listed (an empty set is a negative for
-    every term). SiptError for a file that is not such a dataset."""
+    every term). Existing output files are replaced only with ``overwrite``. SiptError for a file
+    that is not such a dataset."""
     processed, out = Path(processed), Path(out)
+    files = ("A", "graph_indicator", "edge_attributes", "go_pretrain", "go_finetune")
+    paths = [out / f"{name}_{stem}.txt" for stem in files[:3]] + [out / f"{stem}.tsv" for stem in files[3:]]
+    check_new_files(paths, [processed], overwrite=overwrite)
     tensors, slices = _read_processed(processed)
     edge_index, edge_types = tensors["edge_index"].numpy(), tensors["edge_attr"][:, :BIO_EDGE_TYPES].numpy()
     pretrain, downstream = tensors["go_target_pretrain"].numpy(), tensors["go_target_downstream"].numpy()
@@ -211,8 +220,6 @@ def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -
     term_bounds = {"pretrain": slices["go_target_pretrain"], "downstream": slices["go_target_downstream"]}
     term_columns = ((pretrain, term_bounds["pretrain"]), (downstream, term_bounds["downstream"]))
     n_graphs = len(node_bounds) - 1
-    files = ("A", "graph_indicator", "edge_attributes", "go_pretrain", "go_finetune")
-    paths = [out / f"{name}_{stem}.txt" for stem in files[:3]] + [out / f"{stem}.tsv" for stem in files[3:]]
     with (
         atomic_writer(paths[0], "w") as adjacency,
         atomic_writer(paths[1], "w") as indicator,
