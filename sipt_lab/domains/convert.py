@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import atomic_writer
+from sipt_lab.core.fileio import atomic_writer, stream_text_lines
 from sipt_lab.core.outputs import check_new_files
 from sipt_lab.core.progress import progress_bar
 
@@ -35,14 +34,7 @@ BIO_EDGE_TYPES = 7
 
 def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of the text file ``path`` (``.gz`` allowed), streamed with a progress bar."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            yield from enumerate(progress_bar(handle, desc=path.name, unit=" lines"), start=1)
-    except FileNotFoundError:
-        raise SiptError(f"{what} {path} does not exist; check the path") from None
-    except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise SiptError(f"cannot read {what} {path} ({error}); check that it is intact") from None
+    return stream_text_lines(path, what, lambda handle: progress_bar(handle, desc=path.name, unit=" lines"))
 
 
 def _taxon(path: Path) -> str | None:

@@ -36,6 +36,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import is_comment
 from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, is_string, nulls, to_numpy
 from sipt_lab.graphs.tsv import header_end
 
@@ -216,7 +217,7 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
 
     def invalid(row) -> str:
         text = (row.text or "").strip()
-        if not text or text.startswith("#"):
+        if not text or is_comment(text):
             return "skip"
         bad.append(text)
         return "error"

@@ -55,7 +55,7 @@ def test_string_links_and_fasta_become_sequences_and_interactions(tmp_path, caps
     assert main(argv) == 0 and "3 proteins in sequences.fasta, 3 interactions" in capsys.readouterr().out
     (tmp_path / "bad.txt").write_text("9606.ENSP1 9606.ENSP2 900\n9606.ENSP1\n")
     argv[argv.index("--links") + 1] = str(tmp_path / "bad.txt")
-    assert main(argv) == 2
+    assert main([*argv, "--overwrite"]) == 2
     assert "bad.txt line 2 is not 'protein1 protein2 [score]'" in capsys.readouterr().err
 
 
