@@ -57,7 +57,11 @@ def register(subparsers) -> None:
     string.add_argument("--links", nargs="+", required=True, type=nonempty, metavar="FILE", help="interaction lists")
     string.add_argument("--fasta", nargs="+", required=True, type=nonempty, metavar="FILE", help="STRING FASTA files")
     string.add_argument(
-        "--min-score", type=int, default=0, metavar="S", help="drop interactions scored below S (0-1000; default 0)"
+        "--min-score",
+        type=integer(0, 1000),
+        default=0,
+        metavar="S",
+        help="drop interactions scored below S (0-1000; default 0)",
     )
     string.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the proteins data directory")
     add_overwrite_flag(string)

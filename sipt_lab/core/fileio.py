@@ -107,7 +107,7 @@ def read_text_file(path: str | Path, what: str) -> str:
     """The UTF-8 text of ``path`` (gunzipped when it ends in ``.gz``) without a leading byte-order
     mark; ``what`` (e.g. ``"labels file"``) names the file in the one-line SiptError raised when it
     is missing, a directory, unreadable, corrupt or not UTF-8."""
-    with _reading(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+    with reading_errors(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
         data = handle.read()
     try:
         text = data.decode("utf-8")
@@ -117,7 +117,7 @@ def read_text_file(path: str | Path, what: str) -> str:
 
 
 @contextlib.contextmanager
-def _reading(path: str | Path, what: str):
+def reading_errors(path: str | Path, what: str):
     """Turn the errors of reading ``path`` into one-line SiptErrors naming it as ``what``."""
     try:
         yield
@@ -162,7 +162,7 @@ def stream_text_lines(path: str | Path, what: str, wrap: Callable[[Iterable[byte
     """``(line number, line)`` of the text file ``path``, read lazily by the rules of
     :func:`read_text_lines` (``.gz`` allowed, byte-order mark dropped, lines split on ``\n`` and
     ``\r\n`` only); ``wrap`` wraps the raw lines (a progress bar). The same one-line SiptErrors."""
-    with _reading(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+    with reading_errors(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
         for number, raw in enumerate(wrap(handle), start=1):
             try:
                 line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")

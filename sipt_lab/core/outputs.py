@@ -18,22 +18,18 @@ import json
 import logging
 import os
 import shutil
-import socket
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.locks import RUN_LOCK, holds_files, is_lock, locked_dir, make_dir
 
 logger = logging.getLogger(__name__)
 
 #: Name of the file in which a build records the files it wrote (see :func:`claim_output_dir`).
 MANIFEST = ".sipt-lab-files.json"
 
-
-#: Name of the lock file of a run's output directory (see :func:`hold_lock`).
-RUN_LOCK = ".sipt-lab.lock"
 
 #: Folder of a run directory where ``--overwrite`` keeps the earlier run until the new one has
 #: something to put in its place (see :func:`run_output`).
@@ -125,17 +121,6 @@ def check_new_files(
             f"{option}: {list_for_message(existing)} exist(s) already in {paths[0].parent}; "
             f"pass --overwrite to replace them, or another {option}"
         )
-
-
-def make_dir(path: Path, option: str = "--out") -> None:
-    """``path.mkdir(parents=True, exist_ok=True)``; a one-line SiptError naming ``option`` when the
-    system refuses (a read-only or special file system, a full disk)."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise SiptError(
-            f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to"
-        ) from None
 
 
 def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
@@ -303,26 +288,6 @@ def run_output(
                 shutil.rmtree(out / REPLACED_DIR)
 
 
-@contextlib.contextmanager
-def locked_dir(out: Path, option: str = "--out") -> Iterator[Path]:
-    """``out`` created if missing and locked (:func:`hold_lock`, a live holder refused) for the
-    block; afterwards, a directory the block created and left empty is removed again."""
-    created = not out.exists()
-    make_dir(out, option)
-    try:
-        with hold_lock(out, RUN_LOCK, wait=False, option=option):
-            yield out
-    finally:
-        if created:
-            with contextlib.suppress(OSError):  # not empty: the run (or someone) wrote there
-                out.rmdir()
-
-
-def holds_files(directory: Path) -> bool:
-    """Whether ``directory`` holds anything besides a run lock (and its temporary file)."""
-    return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
-
-
 def _claim_run(
     out: Path,
     command: str,
@@ -338,13 +303,14 @@ def _claim_run(
     ``overwrite`` move the earlier run's files (and manifest) into :data:`REPLACED_DIR` and return
     their paths (relative to ``out``), else return []."""
     ours = owned_files(out)
-    foreign = foreign_files(out, out)
     if ours and manifest_command(out) != command:
         raise SiptError(
             f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
             f"not of a {command} run; pass another {option}"
         )
     if not ours:
+        # its top level only: a directory of other files (``/``, a home) is refused without a walk
+        foreign = sorted(p.name for p in out.iterdir() if p.name != MANIFEST and not is_lock(p.name))
         if foreign:
             raise SiptError(
                 f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
@@ -385,71 +351,6 @@ def _move_tree(source: Path, target: Path, names: list[str]) -> None:
     ):
         with contextlib.suppress(OSError):  # not empty: it holds a file sipt-lab did not write
             (source / folder).rmdir()
-
-
-@contextlib.contextmanager
-def hold_lock(
-    directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str = "--out", poll_seconds: float = 1.0
-) -> Iterator[bool]:
-    """Hold ``directory/name`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
-
-    The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
-    process is dead on this host is stale and taken over; a live one is waited for (``wait``) or is
-    a SiptError naming ``option`` and the holder's process id.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    lock = directory / name
-    owner = {"pid": os.getpid(), "host": socket.gethostname()}
-    tmp = directory / f".{name}.{owner['pid']}.tmp"
-    tmp.write_text(json.dumps(owner), encoding="utf-8")
-    waited = False
-    try:
-        while True:
-            try:
-                os.link(tmp, lock)
-                break
-            except FileExistsError:
-                holder = _lock_holder(lock)
-                if holder is not None and holder["host"] == owner["host"] and not _alive(holder["pid"]):
-                    lock.unlink(missing_ok=True)  # stale: its process was killed
-                    continue
-                if not wait:
-                    who = "another process" if holder is None else f"process {holder['pid']} on {holder['host']}"
-                    raise SiptError(
-                        f"{option} {directory} is in use by {who} (lock {lock}); wait for that run "
-                        f"to finish or pass another {option}"
-                    ) from None
-                waited = True
-                time.sleep(poll_seconds)
-    finally:
-        tmp.unlink(missing_ok=True)
-    try:
-        yield waited
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _lock_holder(lock: Path) -> dict | None:
-    """The ``{"pid", "host"}`` in a lock file, or None when it vanished or is unreadable."""
-    try:
-        holder = json.loads(lock.read_text(encoding="utf-8"))
-        return {"pid": int(holder["pid"]), "host": str(holder["host"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _manifest_files(manifest: Path, nested: bool = False) -> list[str]:

@@ -112,6 +112,12 @@ def convert_string(
         raise SiptError("convert STRING data: pass at least one interaction list and one FASTA file")
     check_new_files([out / "sequences.fasta", out / "interactions.tsv"], [*links, *fastas], overwrite=overwrite)
     wanted = {name for path in links for pair in _links(path, min_score) for name in pair}
+    if not wanted:
+        scored = f" scored at least {min_score}" if min_score else ""
+        raise SiptError(
+            f"the interaction lists hold no interaction{scored}; pass STRING links or interactome files"
+            + (", or a lower --min-score (0-1000)" if min_score else "")
+        )
     written, repeated = set(), 0
     with atomic_writer(out / "sequences.fasta", "w") as handle:
         for path in fastas:
@@ -185,7 +191,39 @@ def _read_processed(path: Path) -> tuple[dict, dict]:
             f"{path} has no {', '.join(missing)}; pass Hu et al.'s supervised bio graphs "
             "(dataset/supervised/processed/geometric_data_processed.pt)"
         )
-    return tensors, {key: np.asarray(value) for key, value in slices.items()}
+    slices = {key: np.asarray(value) for key, value in slices.items() if key in needed}
+    problem = _bio_problem(tensors, slices)
+    if problem:
+        raise SiptError(f"{path} is not Hu et al.'s bio dataset ({problem}); pass their geometric_data_processed.pt")
+    return tensors, slices
+
+
+def _bio_problem(tensors: dict, slices: dict) -> str | None:
+    """What in a processed file's tensors and slices differs from Hu et al.'s layout, or None:
+    ``edge_index`` ``(2, E)`` integers, ``edge_attr`` ``(E, >= 7)``, and per key a slice vector
+    ``(graphs + 1,)`` of integers that rises from 0 to the key's number of rows."""
+    edge_index, edge_attr = tensors["edge_index"], tensors["edge_attr"]
+    if edge_index.dim() != 2 or edge_index.shape[0] != 2 or edge_index.is_floating_point():
+        return f"edge_index has shape {tuple(edge_index.shape)}, not (2, E) integers"
+    if edge_attr.dim() != 2 or edge_attr.shape[0] != edge_index.shape[1] or edge_attr.shape[1] < BIO_EDGE_TYPES:
+        return (
+            f"edge_attr has shape {tuple(edge_attr.shape)}, not ({edge_index.shape[1]}, >= {BIO_EDGE_TYPES}): "
+            f"the first {BIO_EDGE_TYPES} columns are the interaction types"
+        )
+    lengths = {len(bounds) for bounds in slices.values()}
+    for key, bounds in slices.items():
+        rows = tensors[key].shape[1] if key == "edge_index" else (tensors[key].shape[0] if tensors[key].dim() else 0)
+        if (
+            bounds.ndim != 1
+            or len(lengths) != 1
+            or not np.issubdtype(bounds.dtype, np.integer)
+            or bounds.size < 1
+            or bounds[0] != 0
+            or bounds[-1] != rows
+            or (np.diff(bounds) < 0).any()
+        ):
+            return f"the slices of {key} do not cut its {rows} rows into the same graphs as the other keys"
+    return None
 
 
 def convert_pyg_bio(

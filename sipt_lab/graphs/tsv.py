@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import is_comment, read_text_lines, shorten, write_text_atomic
+from sipt_lab.core.fileio import is_comment, read_text_lines, reading_errors, shorten, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
@@ -162,7 +162,7 @@ def header_end(path, what: str, delimiter: str = "\t") -> int:
     its header line by :func:`is_header` (fields split on ``delimiter``, or as the in-memory reader
     splits them when it is a tab); 0 when its first data line is not a header."""
     offset = 0
-    with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+    with reading_errors(path, f"{what} file"), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
         for raw in handle:
             line = raw.removeprefix(codecs.BOM_UTF8) if offset == 0 else raw
             offset += len(raw)

@@ -191,3 +191,26 @@ def test_wiki_descriptions_become_per_sample_labels_of_every_described_article(t
     assert terms.terms[terms.matrix[[film]].indices[0]] == "film"
     assert main(["data", "convert", "wiki-descriptions", "--min-count", "0", "--out", str(out)]) == 2
     assert "--min-count must be >= 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["three-types", "short-slices", "flat-edge-index", "not-a-pickle"])
+def test_a_malformed_processed_file_is_one_line(tmp_path, capsys, damage):
+    path = tmp_path / "x.pt"
+    graphs = bio_graphs(2)
+    if damage == "three-types":
+        for graph in graphs:
+            graph.edge_attr = graph.edge_attr[:, :3]
+    write_bio_processed(path, graphs)
+    if damage in ("short-slices", "flat-edge-index"):
+        data, slices = torch.load(path, weights_only=False)
+        if damage == "short-slices":
+            slices["x"] = slices["x"][:-1]
+        else:
+            data.edge_index = data.edge_index[0]
+        torch.save((data, slices), path)
+    if damage == "not-a-pickle":
+        path.write_bytes(b"PK\x03\x04 truncated zip")
+    assert main(["data", "convert", "pyg-bio", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sipt-lab: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
