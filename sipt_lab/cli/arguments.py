@@ -30,12 +30,20 @@ __all__ = [
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors raise a :class:`SiptError` naming the problem and
-    ``--help`` (so the CLI prints them as one line, exit status 2, like every other bad input)."""
+    ``--help`` (so the CLI prints them as one line, exit status 2, like every other bad input).
+    Abbreviated flags are refused (``--epoch`` is not ``--epochs``): an abbreviation would slip past
+    the checks that name whole flags (``--steps`` excludes ``--epochs``) and change meaning when a
+    flag is added. Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
 
     def error(self, message: str):  # argparse's hook
         flag = re.match(r"argument ([^:/ ]+)(?:/\S+)?: (.*)", message, re.S)
         if flag:  # "argument --lr: must be ..." -> "--lr must be ...", as library errors name flags
             message = f"{flag[1]} {flag[2]}"
+        elif message.startswith("unrecognized arguments"):
+            message += " (flags are written in full: abbreviations are refused)"
         raise SiptError(f"{' '.join(message.split())} (see {self.prog} --help)")
 
 

@@ -98,8 +98,6 @@ def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
     """The engine asked for, or the one the files need; checks the flags that go with it."""
     from sipt_lab.graphs.edge_tables import is_parquet
 
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise SiptError(f"--chunk-size must be a positive number of edges, got {args.chunk_size}; pass e.g. 4000000")
     # A directory of edges is Parquet parts; a directory given as labels stays an error of the TSV reader.
     text_tsv = not (
         is_parquet(edges_file)

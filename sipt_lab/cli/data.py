@@ -57,9 +57,14 @@ def register(subparsers) -> None:
     string.add_argument("--links", nargs="+", required=True, type=nonempty, metavar="FILE", help="interaction lists")
     string.add_argument("--fasta", nargs="+", required=True, type=nonempty, metavar="FILE", help="STRING FASTA files")
     string.add_argument(
-        "--min-score", type=int, default=0, metavar="S", help="drop interactions scored below S (0-1000; default 0)"
+        "--min-score",
+        type=integer(0, 1000),
+        default=0,
+        metavar="S",
+        help="drop interactions scored below S (0-1000; default 0)",
     )
     string.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the proteins data directory")
+    add_overwrite_flag(string)
     string.set_defaults(func=run_convert_string)
     bio = convert.add_parser(
         "pyg-bio",
@@ -71,6 +76,7 @@ def register(subparsers) -> None:
     )
     bio.add_argument("processed", type=nonempty, metavar="FILE", help="geometric_data_processed.pt")
     bio.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="the networks data directory")
+    add_overwrite_flag(bio)
     bio.set_defaults(func=run_convert_bio)
     heads = convert.add_parser(
         "wiki-descriptions",
@@ -89,7 +95,13 @@ def register(subparsers) -> None:
         help="keep heads shared by at least N articles (default 5)",
     )
     heads.add_argument("--out", required=True, type=nonempty, metavar="FILE", help="the labels file to write")
+    add_overwrite_flag(heads)
     heads.set_defaults(func=run_convert_wiki_descriptions)
+
+
+def add_overwrite_flag(parser: argparse.ArgumentParser) -> None:
+    """``--overwrite`` of a converter: without it, a file it would write that exists is refused."""
+    parser.add_argument("--overwrite", action="store_true", help="replace output files that exist already")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -121,7 +133,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 def run_convert_string(args: argparse.Namespace) -> int:
     from sipt_lab.domains.convert import convert_string
 
-    done = convert_string(args.links, args.fasta, args.out, args.min_score)
+    done = convert_string(args.links, args.fasta, args.out, args.min_score, overwrite=args.overwrite)
     print(
         f"{args.out}: {done.proteins:,} proteins in sequences.fasta, {done.interactions:,} interactions in "
         f"interactions.tsv; left out {done.without_sequence:,} proteins without a sequence ({done.dropped:,} "
@@ -133,7 +145,7 @@ def run_convert_string(args: argparse.Namespace) -> int:
 def run_convert_bio(args: argparse.Namespace) -> int:
     from sipt_lab.domains.convert import convert_pyg_bio
 
-    done = convert_pyg_bio(args.processed, args.out)
+    done = convert_pyg_bio(args.processed, args.out, overwrite=args.overwrite)
     print(
         f"{args.out}: {done.graphs:,} graphs, {done.nodes:,} nodes, {done.edges:,} directed edges with 7 "
         f"interaction types; {done.pretrain_terms:,} pre-training and {done.finetune_terms:,} fine-tuning GO columns"
@@ -144,7 +156,7 @@ def run_convert_bio(args: argparse.Namespace) -> int:
 def run_convert_wiki_descriptions(args: argparse.Namespace) -> int:
     from sipt_lab.domains.wiki import write_description_labels
 
-    labels = write_description_labels(args.out, args.min_count)
+    labels = write_description_labels(args.out, args.min_count, overwrite=args.overwrite)
     print(
         f"{args.out}: {len(labels):,} wiki articles labelled with {len(set(labels.values())):,} description heads "
         f"(each shared by at least {args.min_count} articles); pass --pt-labels {args.out} --allow-missing"

@@ -175,7 +175,10 @@ def run_domain_list(args: argparse.Namespace) -> int:
 
 
 def run_domain(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from sipt_lab.core import outputs
+    from sipt_lab.core.config_io import config_hash
     from sipt_lab.experiments.domain.domain_cells import domain_run_cells
     from sipt_lab.experiments.domain.report import format_domain_summary
     from sipt_lab.experiments.domain.run import run_domain
@@ -187,7 +190,9 @@ def run_domain(args: argparse.Namespace) -> int:
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
         outputs.check_output_dir(args.out)
         with outputs.locked_dir(Path(args.out)) as out:
-            outputs.prepare_grid_dir(out)
+            # the settings name the run: more seeds or another executor resume it
+            settings = config_hash(dataclasses.replace(config, seeds=1, executor="serial"))
+            outputs.prepare_grid_dir(out, "domain run", settings)
             summary = run_domain(cells, out, executor=config.executor, preset=config.preset)
     else:  # a torchrun process other than rank 0: rank 0 writes and reports
         run_domain(cells, Path(args.out), executor=config.executor)

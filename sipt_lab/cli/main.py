@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from sipt_lab import __version__
@@ -58,6 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``sipt-lab`` with ``argv`` (None: ``sys.argv[1:]``); returns the exit status. A reader
+    that closes the pipe early (``sipt-lab ... | head -2``) ends the command quietly, status 141
+    (a shell's for SIGPIPE), as it would end a shell tool."""
+    try:
+        status = run_command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
+        return status
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 141
+
+
+def run_command(argv: list[str] | None) -> int:
+    """:func:`main` without its handling of a closed pipe."""
     parser = build_parser()
     try:
         args = parse_arguments(parser, argv)  # a --config file's options first

@@ -79,7 +79,7 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = _command_of(parser, argv)
     if command is not None:
-        early = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+        early = argparse.ArgumentParser(add_help=False, exit_on_error=False, allow_abbrev=False)
         early.add_argument("--config")
         early.add_argument("--print-config", action="store_true")
         early.add_argument("--preset")
@@ -88,9 +88,11 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
         except argparse.ArgumentError:  # e.g. --config without a file: the command's parser says so
             given = argparse.Namespace(config=None, print_config=False, preset=None)
         presets = getattr(command, "option_presets", {})
+        from_file = read_config_file(given.config) if given.config else {}
+        preset = given.preset or _flat(from_file, f"config file {given.config}").get("preset")  # a flag beats the file
         sources = [
-            *([(presets[given.preset], f"preset {given.preset}")] if given.preset in presets else []),
-            *([(read_config_file(given.config), f"config file {given.config}")] if given.config else []),
+            *([(presets[preset], f"preset {preset}")] if isinstance(preset, str) and preset in presets else []),
+            *([(from_file, f"config file {given.config}")] if given.config else []),
         ]
         for values, where in sources:  # the preset, then the file over it, then the flags over both
             replaced = apply_options(command, values, where)

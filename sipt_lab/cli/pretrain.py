@@ -81,7 +81,8 @@ def register(subparsers) -> None:
     parser.set_defaults(
         func=run_pretrain,
         memory_hint=PRETRAIN_MEMORY_HINT,
-        interrupt_hint="its last checkpoint is kept: pass --resume to the same command to continue from it",
+        interrupt_hint="a checkpoint it wrote is kept (pass --resume to the same command to continue from it); "
+        "stopped before its first one, it leaves --out as it was",
     )
 
     sweep = subparsers.add_parser(

@@ -1,5 +1,7 @@
 """Atomic file writes (a result file is either complete or absent, never half-written), strict JSON
-(NaN as null), reading a user's text files, and values cut for messages. Output directories (the
+(NaN as null), reading a user's text files (the one reader every file the project reads goes
+through: UTF-8, ``.gz`` allowed, a byte-order mark dropped, lines split on ``\n`` and ``\r\n`` only,
+``#`` comments by one rule), and values cut for messages. Output directories (the
 rule every writing command follows) live in :mod:`sipt_lab.core.outputs`."""
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 import math
 import os
 import tempfile
+import zlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -103,22 +107,65 @@ def read_text_file(path: str | Path, what: str) -> str:
     """The UTF-8 text of ``path`` (gunzipped when it ends in ``.gz``) without a leading byte-order
     mark; ``what`` (e.g. ``"labels file"``) names the file in the one-line SiptError raised when it
     is missing, a directory, unreadable, corrupt or not UTF-8."""
-    opener = gzip.open if str(path).endswith(".gz") else open
+    with reading_errors(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+        data = handle.read()
     try:
-        with opener(path, "rb") as handle:
-            data = handle.read()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, what, data.count(b"\n", 0, error.start) + 1) from None
+    return text.removeprefix("\ufeff")
+
+
+@contextlib.contextmanager
+def reading_errors(path: str | Path, what: str):
+    """Turn the errors of reading ``path`` into one-line SiptErrors naming it as ``what``."""
+    try:
+        yield
     except FileNotFoundError:
         raise SiptError(f"{what} {path} does not exist; check the path") from None
     except IsADirectoryError:
         raise SiptError(f"{what} {path} is a directory; pass a file") from None
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:  # zlib.error: corrupt compressed data
         raise SiptError(
             f"cannot read {what} {path} ({getattr(error, 'strerror', None) or error}); "
             "check its permissions and that it is intact"
         ) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise SiptError(f"{what} {path} is not UTF-8 text (bad byte on line {line}); re-encode it as UTF-8") from None
-    return text.removeprefix("\ufeff")
+
+
+def _not_utf8(path: str | Path, what: str, line: int) -> SiptError:
+    return SiptError(f"{what} {path} is not UTF-8 text (bad byte on line {line}); re-encode it as UTF-8")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, split on ``\n`` with a ``\r`` before it dropped (CRLF files), and no
+    empty last line for a final line break. Never ``str.splitlines``, which also splits on U+2028,
+    form feed, NEL and ``\x1c``-``\x1e`` (characters a text or JSON string may hold), shifting every
+    later line; the streamed engines' Arrow reader does not split on them either."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_text_lines(path: str | Path, what: str) -> list[str]:
+    """:func:`split_lines` of :func:`read_text_file`: the lines of a user's text file."""
+    return split_lines(read_text_file(path, what))
+
+
+def is_comment(line: str) -> bool:
+    """Whether ``line`` of a tab-separated file (samples, labels, edges, splits) is a comment: its
+    first non-blank character is ``#``. Every reader and engine skips the same lines."""
+    return line.lstrip().startswith("#")
+
+
+def stream_text_lines(path: str | Path, what: str, wrap: Callable[[Iterable[bytes]], Iterable[bytes]] = iter):
+    """``(line number, line)`` of the text file ``path``, read lazily by the rules of
+    :func:`read_text_lines` (``.gz`` allowed, byte-order mark dropped, lines split on ``\n`` and
+    ``\r\n`` only); ``wrap`` wraps the raw lines (a progress bar). The same one-line SiptErrors."""
+    with reading_errors(path, what), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+        for number, raw in enumerate(wrap(handle), start=1):
+            try:
+                line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
+            except UnicodeDecodeError:
+                raise _not_utf8(path, what, number) from None
+            yield number, line.removeprefix("\ufeff") if number == 1 else line

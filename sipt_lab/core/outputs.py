@@ -4,8 +4,9 @@ two processes out of one output.
 
 The one rule for a command that writes a run into a directory (:func:`run_output`): a new or empty
 directory is taken; one holding a run of the same command (its :data:`MANIFEST` lists the files it
-wrote) needs ``--resume`` (where resuming makes sense) or ``--overwrite``, which removes only the
-listed files and says which; anything else is refused. The directory is locked while the run
+wrote) needs ``--resume`` (where resuming makes sense) or ``--overwrite``, which replaces only the
+listed files, says which, and keeps them aside until the new run has something to put in their
+place; anything else is refused. The directory is locked while the run
 writes, and a run that fails before it has anything worth keeping leaves nothing behind. Commands
 whose run is a resumable grid of cells take a directory with :func:`prepare_grid_dir`.
 """
@@ -16,13 +17,13 @@ import contextlib
 import json
 import logging
 import os
-import socket
-import time
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.core.locks import RUN_LOCK, holds_files, is_lock, locked_dir, make_dir
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +31,9 @@ logger = logging.getLogger(__name__)
 MANIFEST = ".sipt-lab-files.json"
 
 
-#: Name of the lock file of a run's output directory (see :func:`hold_lock`).
-RUN_LOCK = ".sipt-lab.lock"
+#: Folder of a run directory where ``--overwrite`` keeps the earlier run until the new one has
+#: something to put in its place (see :func:`run_output`).
+REPLACED_DIR = ".sipt-lab-replaced"
 
 
 def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_only: bool = False) -> Path:
@@ -70,29 +72,55 @@ def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
     return out
 
 
-def prepare_grid_dir(path: str | Path | None, option: str = "--out", marker: str = "cells") -> Path:
-    """:func:`prepare_output_dir` for a command whose run is a resumable grid of cells under
-    ``path/marker``: an existing directory must be empty or hold such a run (its ``marker`` folder),
-    so a directory of other files is refused rather than written into."""
+def prepare_grid_dir(path: str | Path | None, command: str, run_key: str | None = None, option: str = "--out") -> Path:
+    """:func:`prepare_output_dir` for ``command`` (e.g. ``"simulate"``), whose run is a resumable
+    grid of cells: the directory must be new, empty, or hold a run of the same
+    command (its :data:`MANIFEST` names it) made with the same settings (``run_key``, a hash of
+    them; None: any). A directory of other files, another command's output or a run of other
+    settings is refused rather than written into, so a finished run is never replaced by another.
+    """
     out = check_output_dir(path, option)
-    if out.is_dir() and holds_files(out) and not (out / marker).is_dir():
-        raise SiptError(
-            f"{option} {out} holds files and no earlier run of this command (no {marker}/); "
-            f"pass a new or empty directory, or the {option} of the run to resume"
-        )
+    if out.is_dir() and holds_files(out):
+        owner, key = manifest_command(out), _manifest_value(out, "run")
+        if owner is None:
+            shown = list_for_message(sorted(p.name for p in out.iterdir() if p.name != RUN_LOCK))
+            raise SiptError(
+                f"{option} {out} holds files ({shown}) and no {command} run sipt-lab recorded there; "
+                f"pass a new or empty directory, or the {option} of a {command} run to resume"
+            )
+        if owner != command:
+            raise SiptError(
+                f"{option} {out} holds the output of {owner}, not of a {command} run; pass another {option}"
+            )
+        if run_key is not None and key is not None and key != run_key:
+            raise SiptError(
+                f"{option} {out} holds a {command} run of other settings; pass another {option}, or that "
+                "run's settings to resume it"
+            )
     make_dir(out, option)
+    if manifest_command(out) is None or (run_key is not None and _manifest_value(out, "run") is None):
+        write_json_atomic(out / MANIFEST, {"command": command, "run": run_key, "files": owned_files(out)})
     return out
 
 
-def make_dir(path: Path, option: str = "--out") -> None:
-    """``path.mkdir(parents=True, exist_ok=True)``; a one-line SiptError naming ``option`` when the
-    system refuses (a read-only or special file system, a full disk)."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
+def check_new_files(
+    paths: list[Path], inputs: list[str | Path] = (), *, overwrite: bool = False, option: str = "--out"
+) -> None:
+    """Refuse, before any work, to write the files ``paths`` of a command that writes named files
+    (a converter): one that is one of its ``inputs`` is always refused (the command would replace
+    what it reads), one that exists only without ``overwrite``. One-line SiptErrors naming ``option``."""
+    for path in paths:
+        check_output_dir(path.parent, option)
+        if path.is_dir():
+            raise SiptError(f"{option}: {path} is a directory; move it away or pass another {option}")
+        if path.exists() and any(Path(source).exists() and os.path.samefile(path, source) for source in inputs):
+            raise SiptError(f"{option}: {path} is also an input of this command; pass another {option}")
+    existing = [path.name for path in paths if path.exists()]
+    if existing and not overwrite:
         raise SiptError(
-            f"{option} {path} cannot be created ({error.strerror or error}); pass a directory you can write to"
-        ) from None
+            f"{option}: {list_for_message(existing)} exist(s) already in {paths[0].parent}; "
+            f"pass --overwrite to replace them, or another {option}"
+        )
 
 
 def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
@@ -123,18 +151,22 @@ def record_files(out_dir: str | Path, names: list[str]) -> None:
     out_dir = Path(out_dir)
     owned = set(_manifest_files(out_dir / MANIFEST, nested=True))
     if not set(names) <= owned:
-        write_json_atomic(
-            out_dir / MANIFEST, {"command": manifest_command(out_dir), "files": sorted(owned | set(names))}
-        )
+        manifest = {"command": manifest_command(out_dir), "run": _manifest_value(out_dir, "run")}
+        write_json_atomic(out_dir / MANIFEST, {**manifest, "files": sorted(owned | set(names))})
 
 
 def manifest_command(out_dir: str | Path) -> str | None:
     """The command whose run ``out_dir``'s :data:`MANIFEST` describes (None: a build's plain list, or none)."""
+    return _manifest_value(out_dir, "command")
+
+
+def _manifest_value(out_dir: str | Path, key: str) -> str | None:
+    """The string ``key`` of a run's :data:`MANIFEST` in ``out_dir``; None when it has none."""
     try:
         data = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data.get("command") if isinstance(data, dict) and isinstance(data.get("command"), str) else None
+    return data.get(key) if isinstance(data, dict) and isinstance(data.get(key), str) else None
 
 
 def record_tree(out_dir: str | Path, subdir: str) -> None:
@@ -234,7 +266,7 @@ def run_output(
         yield out
         return
     with locked_dir(out, option):
-        _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
+        replaced = _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
         if manifest_command(out) is None:
             write_json_atomic(out / MANIFEST, {"command": command, "files": []})
         before = set(owned_files(out))
@@ -243,27 +275,17 @@ def run_output(
         except BaseException:
             if keep_on_failure is None or not keep_on_failure(out):
                 remove_owned(out, keep=before)
+                if replaced:  # the new run has nothing to put in the old one's place: put it back
+                    _move_tree(out / REPLACED_DIR, out, replaced)
+                    (out / REPLACED_DIR).rmdir()
+                    log(
+                        f"--overwrite: the run stopped before it had anything to keep; the earlier run in {out} is back"
+                    )
+                    replaced = []
             raise
-
-
-@contextlib.contextmanager
-def locked_dir(out: Path, option: str = "--out") -> Iterator[Path]:
-    """``out`` created if missing and locked (:func:`hold_lock`, a live holder refused) for the
-    block; afterwards, a directory the block created and left empty is removed again."""
-    created = not out.exists()
-    make_dir(out, option)
-    try:
-        with hold_lock(out, RUN_LOCK, wait=False, option=option):
-            yield out
-    finally:
-        if created:
-            with contextlib.suppress(OSError):  # not empty: the run (or someone) wrote there
-                out.rmdir()
-
-
-def holds_files(directory: Path) -> bool:
-    """Whether ``directory`` holds anything besides a run lock (and its temporary file)."""
-    return any(p.name != RUN_LOCK and not p.name.startswith(f".{RUN_LOCK}.") for p in directory.iterdir())
+        finally:
+            if replaced:
+                shutil.rmtree(out / REPLACED_DIR)
 
 
 def _claim_run(
@@ -276,24 +298,26 @@ def _claim_run(
     replaced_dirs: tuple[str, ...],
     option: str,
     log: Callable[[str], None],
-) -> None:
+) -> list[str]:
     """Refuse ``out`` unless it is free for a run of ``command`` (see :func:`run_output`); with
-    ``overwrite`` remove the earlier run's files."""
+    ``overwrite`` move the earlier run's files (and manifest) into :data:`REPLACED_DIR` and return
+    their paths (relative to ``out``), else return []."""
     ours = owned_files(out)
-    foreign = foreign_files(out, out)
     if ours and manifest_command(out) != command:
         raise SiptError(
             f"{option} {out} holds the output of {manifest_command(out) or 'another sipt-lab command'}, "
             f"not of a {command} run; pass another {option}"
         )
     if not ours:
+        # its top level only: a directory of other files (``/``, a home) is refused without a walk
+        foreign = sorted(p.name for p in out.iterdir() if p.name != MANIFEST and not is_lock(p.name))
         if foreign:
             raise SiptError(
                 f"{option} {out} holds files sipt-lab did not write ({list_for_message(foreign)}); "
                 "pass a new or empty directory (--overwrite removes only files sipt-lab wrote)"
             )
         (out / MANIFEST).unlink(missing_ok=True)
-        return
+        return []
     in_replaced = [name for folder in replaced_dirs for name in foreign_files(out / folder, out)]
     if in_replaced and (resume or overwrite):
         raise SiptError(
@@ -301,11 +325,14 @@ def _claim_run(
             f"({list_for_message(in_replaced)}); move them out of {out}"
         )
     if overwrite:
-        removed = remove_owned(out)
-        log(f"--overwrite: removed {len(removed)} file(s) sipt-lab wrote in {out}: {list_for_message(removed, 6)}")
-        return
+        _move_tree(out, out / REPLACED_DIR, [*ours, MANIFEST])
+        log(
+            f"--overwrite: replacing {len(ours)} file(s) sipt-lab wrote in {out} ({list_for_message(ours, 6)}); "
+            "they are kept aside until the new run finishes or writes a checkpoint, and put back if it stops before"
+        )
+        return [*ours, MANIFEST]
     if resume:
-        return
+        return []
     state = "a finished run" if (out / finished).is_file() else "an unfinished run"
     choices = (
         "pass --resume to continue it, --overwrite to replace it" if resumable else "pass --overwrite to replace it"
@@ -313,69 +340,17 @@ def _claim_run(
     raise SiptError(f"{option} {out} holds {state}; {choices}, or another {option}")
 
 
-@contextlib.contextmanager
-def hold_lock(
-    directory: Path, name: str = RUN_LOCK, *, wait: bool, option: str = "--out", poll_seconds: float = 1.0
-) -> Iterator[bool]:
-    """Hold ``directory/name`` (``{"pid", "host"}``) for the block; yields whether it had to wait.
-
-    The lock is created atomically (a complete temporary file hard-linked into place). A lock whose
-    process is dead on this host is stale and taken over; a live one is waited for (``wait``) or is
-    a SiptError naming ``option`` and the holder's process id.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    lock = directory / name
-    owner = {"pid": os.getpid(), "host": socket.gethostname()}
-    tmp = directory / f".{name}.{owner['pid']}.tmp"
-    tmp.write_text(json.dumps(owner), encoding="utf-8")
-    waited = False
-    try:
-        while True:
-            try:
-                os.link(tmp, lock)
-                break
-            except FileExistsError:
-                holder = _lock_holder(lock)
-                if holder is not None and holder["host"] == owner["host"] and not _alive(holder["pid"]):
-                    lock.unlink(missing_ok=True)  # stale: its process was killed
-                    continue
-                if not wait:
-                    who = "another process" if holder is None else f"process {holder['pid']} on {holder['host']}"
-                    raise SiptError(
-                        f"{option} {directory} is in use by {who} (lock {lock}); wait for that run "
-                        f"to finish or pass another {option}"
-                    ) from None
-                waited = True
-                time.sleep(poll_seconds)
-    finally:
-        tmp.unlink(missing_ok=True)
-    try:
-        yield waited
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _lock_holder(lock: Path) -> dict | None:
-    """The ``{"pid", "host"}`` in a lock file, or None when it vanished or is unreadable."""
-    try:
-        holder = json.loads(lock.read_text(encoding="utf-8"))
-        return {"pid": int(holder["pid"]), "host": str(holder["host"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+def _move_tree(source: Path, target: Path, names: list[str]) -> None:
+    """Move the files ``names`` (paths relative to ``source``) to the same paths under ``target``
+    (renames: one file system), then remove the folders of ``source`` that leaves empty."""
+    for name in names:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).rename(target / name)
+    for folder in sorted(
+        {Path(name).parent for name in names if Path(name).parent != Path(".")}, key=lambda p: -len(p.parts)
+    ):
+        with contextlib.suppress(OSError):  # not empty: it holds a file sipt-lab did not write
+            (source / folder).rmdir()
 
 
 def _manifest_files(manifest: Path, nested: bool = False) -> list[str]:

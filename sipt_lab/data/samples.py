@@ -2,8 +2,9 @@
 
 Samples files come in three formats, chosen by the name (a trailing ``.gz`` is decompressed):
 
-* ``.tsv``: ``id<TAB>text`` per line (an ``id<TAB>text`` header line is skipped; the text is
-  everything after the first tab);
+* ``.tsv``: ``id<TAB>text`` per line (the text is everything after the first tab; a header line
+  such as ``ID<TAB>Text`` is skipped by the rule every TSV reader uses,
+  :func:`~sipt_lab.graphs.tsv.is_header`, and so are ``#`` comment lines);
 * ``.jsonl`` / ``.json``: JSON Lines, each an object with string-able ``"id"`` and string ``"text"``;
 * anything else: plain text, one sample per line, whose id is its 1-based line number.
 
@@ -11,7 +12,9 @@ Ids are strings everywhere (``"01"`` and ``"1"`` are two samples) and hold no ta
 (they are written one per line into ``ids.tsv`` files); inside the library sample ``i`` is node ``i``
 of the graph, in file order. Edges reuse ``sipt-lab consistency``'s TSV (``u<TAB>v`` per line);
 labels its ``node<TAB>label`` TSV; both through the same readers, which skip the same header
-line. Readers strip a UTF-8 byte-order mark and accept CRLF line ends.
+line. Every file is read by :func:`~sipt_lab.core.fileio.read_text_lines`: a UTF-8 byte-order mark
+dropped, lines split on ``\n`` and ``\r\n`` only. An id may not start with ``#``, which an edges or
+labels file reads as a comment.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file, shorten
+from sipt_lab.core.fileio import is_comment, read_text_lines, shorten
 from sipt_lab.graphs.arrays import factorize
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.graphs.tsv import read_edges_tsv, read_labels_tsv
+from sipt_lab.graphs.tsv import is_header, read_edges_tsv, read_labels_tsv
 
 SAMPLE_FORMATS = ("tsv", "jsonl", "txt")
 
@@ -66,7 +69,7 @@ def sample_format(path: str | Path) -> str:
 def read_samples(path: str | Path) -> Samples:
     """Read a samples file; bad content is a :class:`SiptError` naming the file and line."""
     path = Path(path)
-    lines = read_text_file(path, "samples file").splitlines()
+    lines = read_text_lines(path, "samples file")
     records = _PARSERS[sample_format(path)](path, lines)
     if not records:
         raise SiptError(f"samples file {path} holds no samples; put one sample per line")
@@ -74,6 +77,11 @@ def read_samples(path: str | Path) -> Samples:
     for lineno, sample_id, text in records:
         if not sample_id:
             raise SiptError(f"samples file {path} line {lineno}: empty id; give every sample an id")
+        if sample_id.startswith("#"):
+            raise SiptError(
+                f"samples file {path} line {lineno}: id {shorten(sample_id)} starts with '#', which edges and "
+                "labels files read as a comment; rename the id"
+            )
         if any(char in sample_id for char in "\t\n\r"):
             raise SiptError(
                 f"samples file {path} line {lineno}: id {shorten(sample_id)} holds a tab or line break; "
@@ -152,14 +160,14 @@ def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
 def _parse_tsv(path: Path, lines: list[str]) -> list[tuple[int, str, str]]:
     records = []
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip() or is_comment(line):
             continue
         if "\t" not in line:
             raise SiptError(
                 f"samples file {path} line {lineno} has no tab; a .tsv holds id<TAB>text (or use a .txt for one text per line)"
             )
         sample_id, text = line.split("\t", 1)
-        if lineno == 1 and (sample_id.strip(), text.strip()) == ("id", "text"):
+        if not records and is_header(f"{sample_id}\t{text}", "samples"):
             continue
         records.append((lineno, sample_id.strip(), text.strip()))
     return records

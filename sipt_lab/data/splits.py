@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file, shorten, write_text_atomic
+from sipt_lab.core.fileio import is_comment, read_text_file, shorten, split_lines, write_text_atomic
 from sipt_lab.data.tasks import Task, check_train_labels
 from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.tsv import is_header
 
 SPLIT_NAMES = ("train", "validation", "test")
 
@@ -66,16 +67,19 @@ def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
     index = {sample_id: i for i, sample_id in enumerate(sample_ids)}
     split_of: dict[str, tuple[str, int]] = {}  # id -> (split, line number)
     members: dict[str, list[int]] = {name: [] for name in SPLIT_NAMES}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip() or raw.startswith("#"):
+    first = True
+    for lineno, raw in enumerate(split_lines(text), start=1):
+        if not raw.strip() or is_comment(raw):
             continue
+        if first and is_header(raw, "splits"):
+            first = False
+            continue
+        first = False
         fields = raw.split("\t")
         if len(fields) != 2:
             raise SiptError(f"{path}: line {lineno}: expected id<TAB>split, got {shorten(raw)}")
         sample_id, split = fields[0].strip(), fields[1].strip()
         if split not in members:
-            if lineno == 1 and split == "split":  # an id<TAB>split header line
-                continue
             raise SiptError(
                 f"{path}: line {lineno}: unknown split {shorten(split)}; use one of {', '.join(SPLIT_NAMES)}"
             )

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import atomic_writer
+from sipt_lab.core.fileio import atomic_writer, stream_text_lines
+from sipt_lab.core.outputs import check_new_files
 from sipt_lab.core.progress import progress_bar
 
 #: Header words of an interaction list's first line (STRING's ``protein1 protein2 combined_score``).
@@ -34,14 +34,7 @@ BIO_EDGE_TYPES = 7
 
 def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of the text file ``path`` (``.gz`` allowed), streamed with a progress bar."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            yield from enumerate(progress_bar(handle, desc=path.name, unit=" lines"), start=1)
-    except FileNotFoundError:
-        raise SiptError(f"{what} {path} does not exist; check the path") from None
-    except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise SiptError(f"cannot read {what} {path} ({error}); check that it is intact") from None
+    return stream_text_lines(path, what, lambda handle: progress_bar(handle, desc=path.name, unit=" lines"))
 
 
 def _taxon(path: Path) -> str | None:
@@ -106,17 +99,25 @@ class StringConversion:
 
 
 def convert_string(
-    links: list[str | Path], fastas: list[str | Path], out: str | Path, min_score: int = 0
+    links: list[str | Path], fastas: list[str | Path], out: str | Path, min_score: int = 0, *, overwrite: bool = False
 ) -> StringConversion:
     """``out/sequences.fasta`` and ``out/interactions.tsv`` from STRING-id interaction lists and
     STRING's FASTA files, in three streamed passes: the interacting ids, the FASTA records of those
     ids (an empty sequence counts as none), then the interactions whose both ids have a sequence.
     Interactions with a score below ``min_score`` (STRING's ``combined_score``, 0-1000) are left out.
-    SiptError for a missing file, a malformed line, or nothing to write."""
+    Existing output files are replaced only with ``overwrite``, an input never. SiptError for a
+    missing file, a malformed line, or nothing to write."""
     links, fastas, out = [Path(p) for p in links], [Path(p) for p in fastas], Path(out)
     if not links or not fastas:
         raise SiptError("convert STRING data: pass at least one interaction list and one FASTA file")
+    check_new_files([out / "sequences.fasta", out / "interactions.tsv"], [*links, *fastas], overwrite=overwrite)
     wanted = {name for path in links for pair in _links(path, min_score) for name in pair}
+    if not wanted:
+        scored = f" scored at least {min_score}" if min_score else ""
+        raise SiptError(
+            f"the interaction lists hold no interaction{scored}; pass STRING links or interactome files"
+            + (", or a lower --min-score (0-1000)" if min_score else "")
+        )
     written, repeated = set(), 0
     with atomic_writer(out / "sequences.fasta", "w") as handle:
         for path in fastas:
@@ -190,10 +191,44 @@ def _read_processed(path: Path) -> tuple[dict, dict]:
             f"{path} has no {', '.join(missing)}; pass Hu et al.'s supervised bio graphs "
             "(dataset/supervised/processed/geometric_data_processed.pt)"
         )
-    return tensors, {key: np.asarray(value) for key, value in slices.items()}
+    slices = {key: np.asarray(value) for key, value in slices.items() if key in needed}
+    problem = _bio_problem(tensors, slices)
+    if problem:
+        raise SiptError(f"{path} is not Hu et al.'s bio dataset ({problem}); pass their geometric_data_processed.pt")
+    return tensors, slices
 
 
-def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -> BioConversion:
+def _bio_problem(tensors: dict, slices: dict) -> str | None:
+    """What in a processed file's tensors and slices differs from Hu et al.'s layout, or None:
+    ``edge_index`` ``(2, E)`` integers, ``edge_attr`` ``(E, >= 7)``, and per key a slice vector
+    ``(graphs + 1,)`` of integers that rises from 0 to the key's number of rows."""
+    edge_index, edge_attr = tensors["edge_index"], tensors["edge_attr"]
+    if edge_index.dim() != 2 or edge_index.shape[0] != 2 or edge_index.is_floating_point():
+        return f"edge_index has shape {tuple(edge_index.shape)}, not (2, E) integers"
+    if edge_attr.dim() != 2 or edge_attr.shape[0] != edge_index.shape[1] or edge_attr.shape[1] < BIO_EDGE_TYPES:
+        return (
+            f"edge_attr has shape {tuple(edge_attr.shape)}, not ({edge_index.shape[1]}, >= {BIO_EDGE_TYPES}): "
+            f"the first {BIO_EDGE_TYPES} columns are the interaction types"
+        )
+    lengths = {len(bounds) for bounds in slices.values()}
+    for key, bounds in slices.items():
+        rows = tensors[key].shape[1] if key == "edge_index" else (tensors[key].shape[0] if tensors[key].dim() else 0)
+        if (
+            bounds.ndim != 1
+            or len(lengths) != 1
+            or not np.issubdtype(bounds.dtype, np.integer)
+            or bounds.size < 1
+            or bounds[0] != 0
+            or bounds[-1] != rows
+            or (np.diff(bounds) < 0).any()
+        ):
+            return f"the slices of {key} do not cut its {rows} rows into the same graphs as the other keys"
+    return None
+
+
+def convert_pyg_bio(
+    processed: str | Path, out: str | Path, name: str = "ppi", *, overwrite: bool = False
+) -> BioConversion:
     """The networks domain's files in ``out`` from Hu et al.'s processed bio graphs ``processed``.
 
     Per graph ``g`` (numbered from 1): its nodes in ``NAME_graph_indicator.txt`` (Hu et al.'s nodes
@@ -202,8 +237,12 @@ def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -
     columns) in ``NAME_edge_attributes.txt``; ``go_pretrain.tsv`` lists the columns set in its
     ``go_target_pretrain`` (named ``pretrain-K``), ``go_finetune.tsv`` those of
     ``go_target_downstream`` (``downstream-K``), every graph listed (an empty set is a negative for
-    every term). SiptError for a file that is not such a dataset."""
+    every term). Existing output files are replaced only with ``overwrite``. SiptError for a file
+    that is not such a dataset."""
     processed, out = Path(processed), Path(out)
+    files = ("A", "graph_indicator", "edge_attributes", "go_pretrain", "go_finetune")
+    paths = [out / f"{name}_{stem}.txt" for stem in files[:3]] + [out / f"{stem}.tsv" for stem in files[3:]]
+    check_new_files(paths, [processed], overwrite=overwrite)
     tensors, slices = _read_processed(processed)
     edge_index, edge_types = tensors["edge_index"].numpy(), tensors["edge_attr"][:, :BIO_EDGE_TYPES].numpy()
     pretrain, downstream = tensors["go_target_pretrain"].numpy(), tensors["go_target_downstream"].numpy()
@@ -211,8 +250,6 @@ def convert_pyg_bio(processed: str | Path, out: str | Path, name: str = "ppi") -
     term_bounds = {"pretrain": slices["go_target_pretrain"], "downstream": slices["go_target_downstream"]}
     term_columns = ((pretrain, term_bounds["pretrain"]), (downstream, term_bounds["downstream"]))
     n_graphs = len(node_bounds) - 1
-    files = ("A", "graph_indicator", "edge_attributes", "go_pretrain", "go_finetune")
-    paths = [out / f"{name}_{stem}.txt" for stem in files[:3]] + [out / f"{stem}.tsv" for stem in files[3:]]
     with (
         atomic_writer(paths[0], "w") as adjacency,
         atomic_writer(paths[1], "w") as indicator,

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file
+from sipt_lab.core.fileio import read_text_file, read_text_lines
 from sipt_lab.domains.task_loaders import read_scibert_task, read_tape_task, text_lines
 from sipt_lab.graphs.graph import PretrainingGraph
 
@@ -274,8 +274,8 @@ def _row_codes(path: Path, noun: str, rows: int, unit: str) -> tuple[list[str], 
     ``path`` does not exist. SiptError when its line count is not ``rows``."""
     if not path.is_file():
         return ([""] if unit == "node" else []), np.zeros(rows, dtype=np.int64)
-    text = read_text_file(path, f"{unit} {noun} file")
-    raw = [",".join(part.strip() for part in line.split(",")) for line in text.splitlines() if line.strip()]
+    lines = read_text_lines(path, f"{unit} {noun} file")
+    raw = [",".join(part.strip() for part in line.split(",")) for line in lines if line.strip()]
     if len(raw) != rows:
         raise SiptError(f"{path} has {len(raw)} {noun}s for {rows} {unit}s; give one {noun} a {unit}")
     names, codes = np.unique(np.array(raw, dtype=str), return_inverse=True)

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file
+from sipt_lab.core.fileio import read_text_file, read_text_lines, split_lines
 from sipt_lab.data.contacts import contact_map, coordinate_contacts
 
 
 def text_lines(path, what: str):
     """``(line number, line)`` for the non-blank lines of ``path``, right-stripped."""
-    for number, line in enumerate(read_text_file(path, what).splitlines(), start=1):
+    for number, line in enumerate(read_text_lines(path, what), start=1):
         if line.strip():
             yield number, line.rstrip()
 
@@ -136,7 +136,7 @@ def _tape_records(path: Path, task: str) -> list:
     text = read_text_file(path, f"TAPE {task} file")
     try:
         records = (
-            [json.loads(line) for line in text.splitlines() if line.strip()]
+            [json.loads(line) for line in split_lines(text) if line.strip()]
             if path.suffix == ".jsonl"
             else json.loads(text)
         )

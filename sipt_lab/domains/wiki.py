@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import ahocorasick
 import networkx as nx
@@ -41,6 +42,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_text_atomic
+from sipt_lab.core.outputs import check_new_files
 from sipt_lab.data.corpus import default_articles
 from sipt_lab.data.tasks import Task
 from sipt_lab.domains.base import Domain, DomainData
@@ -325,9 +327,11 @@ def description_heads(descriptions: list[str], language: str = "en") -> list[str
     return [h[:-1] if h and h.endswith("s") and h[:-1] in known else h for h in heads]
 
 
-def write_description_labels(path, min_count: int = 5) -> dict[str, str]:
+def write_description_labels(path, min_count: int = 5, *, overwrite: bool = False) -> dict[str, str]:
     """Write the default corpus's :func:`description_labels` to ``path`` as ``id<TAB>label`` lines,
-    the layout of ``TrainConfig.pt_labels`` (``--pt-labels``), in article order; returns them."""
+    the layout of ``TrainConfig.pt_labels`` (``--pt-labels``), in article order; returns them. An
+    existing ``path`` is replaced only with ``overwrite``."""
+    check_new_files([Path(path)], overwrite=overwrite)
     data = load_wiki()
     labels = description_labels(data, min_count)
     write_text_atomic(path, "".join(f"{i}\t{labels[i]}\n" for i in data.ids if i in labels))

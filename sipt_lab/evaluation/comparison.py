@@ -84,6 +84,8 @@ def compare_errors(baseline_errors, model_errors, *, task: str, method: str, bas
     )
 
 
+#: What a table shows for a spread or a test one seed cannot give (never ``nan``).
+ONE_SEED = "n/a (one seed)"
 _HEADER = ("task", "method", "baseline", "seeds", "baseline error", "model error", "RRE", "p")
 
 
@@ -99,7 +101,7 @@ def format_comparison_table(comparisons: list[Comparison]) -> str:
             f"{c.baseline_error:.3f}",
             f"{c.model_error:.3f}",
             _rre_cell(c),
-            f"{c.p_value:.3g}",
+            ONE_SEED if c.n_seeds == 1 else "n/a (no variation)" if math.isnan(c.p_value) else f"{c.p_value:.3g}",
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -108,7 +110,7 @@ def format_comparison_table(comparisons: list[Comparison]) -> str:
 def _rre_cell(c: Comparison) -> str:
     if math.isnan(c.rre_mean):
         return "undefined (baseline error 0)" if c.baseline_error == 0 or math.isnan(c.baseline_error) else "undefined"
-    return f"{c.rre_mean:+.3f} ± {c.rre_sd:.3f}"
+    return f"{c.rre_mean:+.3f} ± {ONE_SEED if math.isnan(c.rre_sd) else f'{c.rre_sd:.3f}'}"
 
 
 def write_comparison_csv(path: str | Path, comparisons: list[Comparison]) -> None:

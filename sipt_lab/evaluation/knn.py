@@ -17,6 +17,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import shorten
 
 _BLOCK = 1024  # query rows per distance block: memory O(_BLOCK * n)
 
@@ -101,7 +102,9 @@ def macro_ovr_auroc(labels: np.ndarray, probabilities: np.ndarray, classes: np.n
     present = np.unique(labels)
     if len(present) < 2:
         raise SiptError(
-            f"AUROC needs at least two classes among the evaluated samples, got {len(present)}; evaluate more samples"
+            f"AUROC needs samples of at least two classes, but all {labels.size} evaluated sample(s) have the "
+            f"label {shorten(present[0] if present.size else None)}; give labels of at least two classes (or, when "
+            "the labels have them, evaluate more samples)"
         )
     columns = np.searchsorted(classes, present)
     if np.any(columns >= len(classes)) or np.any(classes[columns.clip(max=len(classes) - 1)] != present):

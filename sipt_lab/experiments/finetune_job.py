@@ -21,7 +21,7 @@ import numpy as np
 from sipt_lab.core import names, outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.core.fileio import read_text_file, write_json_atomic, write_text_atomic
+from sipt_lab.core.fileio import read_text_lines, write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
@@ -253,7 +253,7 @@ def pretrained_indices(path: str, ids: list[str]) -> np.ndarray:
     """``(k,)`` sorted indices into ``ids`` of the samples a file lists in its first column
     (tab-separated; ids that are not samples, such as a header, are skipped); SiptError when it
     names none of them."""
-    listed = {line.split("\t", 1)[0].strip() for line in read_text_file(path, "pre-training samples file").splitlines()}
+    listed = {line.split("\t", 1)[0].strip() for line in read_text_lines(path, "pre-training samples file")}
     found = np.array(sorted(i for i, sample in enumerate(ids) if sample in listed), dtype=np.int64)
     if not found.size:
         raise SiptError(

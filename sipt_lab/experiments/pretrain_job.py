@@ -127,6 +127,11 @@ def run_pretraining(
     graph = read_sample_graph(job.edges, samples)
     if graph.n_edges == 0:
         raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+    if main and (graph.dropped_self_loops or graph.dropped_duplicates):
+        log(
+            f"{job.edges}: dropped {graph.dropped_self_loops:,} self-loop(s) and {graph.dropped_duplicates:,} "
+            f"repeated edge(s); {graph.n_edges:,} distinct edges remain"
+        )
     labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
     per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
@@ -185,6 +190,8 @@ def run_pretraining(
             report = {
                 "n_samples": len(samples),
                 "n_edges": graph.n_edges,
+                "dropped_self_loops": graph.dropped_self_loops,
+                "dropped_duplicates": graph.dropped_duplicates,
                 "seconds": seconds,
                 "notes": result.notes,
                 "warnings": history_warnings(result.history, job.train),

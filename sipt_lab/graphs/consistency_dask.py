@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import socket
 from contextlib import contextmanager
 
 import numpy as np
@@ -46,6 +48,8 @@ from sipt_lab.graphs.edge_tables import (
 
 #: Seconds to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT_S = 10
+#: Largest first frame a Dask scheduler's handshake starts with, in bytes (it is a few hundred).
+MAX_HANDSHAKE_BYTES = 1 << 20
 
 
 def _empty(**dtypes) -> pd.DataFrame:
@@ -124,12 +128,13 @@ def dask_client(scheduler: str | None, workers: int, timeout: float):
                 threads_per_worker=1,
                 processes=False,
                 dashboard_address=None,
-                silence_logs=logging.ERROR,
+                silence_logs=logging.CRITICAL,  # a task's error is raised here, one line, not logged
             ) as cluster,
             Client(cluster) as client,
         ):
             yield client
         return
+    check_scheduler_answers(scheduler, timeout)
     try:
         client = Client(scheduler, timeout=timeout)
     except (OSError, TimeoutError, ValueError, TypeError) as error:
@@ -140,6 +145,34 @@ def dask_client(scheduler: str | None, workers: int, timeout: float):
         ) from None
     with client:
         yield client
+
+
+def check_scheduler_answers(scheduler: str, timeout: float) -> None:
+    """A one-line SiptError when something other than a Dask scheduler listens at the TCP address
+    ``scheduler`` (``tcp://host:port`` or ``host:port``): a scheduler sends its handshake first, a
+    frame of a few hundred bytes whose length leads it, while an HTTP server sends nothing (the
+    client would wait past ``timeout`` seconds) and other servers send bytes the client reads as a
+    length of exabytes. Other protocols, and addresses nothing listens at, are left to the client."""
+    address = scheduler.removeprefix("tcp://")
+    host, _, port = address.rpartition(":")
+    if "://" in address or not re.fullmatch(r"[0-9]{1,5}", port):
+        return
+    try:
+        with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            head = b""
+            while len(head) < 8 and (part := conn.recv(8 - len(head))):
+                head += part
+    except TimeoutError:
+        head = None
+    except OSError:
+        return  # refused or unreachable: the client says so
+    if head is None or len(head) < 8 or int.from_bytes(head, "little") > MAX_HANDSHAKE_BYTES:
+        what = "sends nothing within the timeout (an HTTP server?)" if head is None else "answers in another protocol"
+        raise SiptError(
+            f"the server at {scheduler} {what}, not as a Dask scheduler; check the address and port "
+            "(a scheduler listens on 8786 unless told otherwise)"
+        )
 
 
 def _edge_frame(dd, edges, chunk: int, columns):

@@ -12,6 +12,8 @@ from sipt_lab.core.options import option, validate
 ENGINES = ("memory", "stream", "dask")
 #: Seconds to wait for an unreachable Dask scheduler.
 SCHEDULER_TIMEOUT = 10.0
+#: Most edges per chunk: Arrow slices by a C long, and a chunk of 100 bytes an edge must fit in memory.
+MAX_CHUNK_EDGES = 1 << 31
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class ConsistencyJob:
     )
     chunk_size: int | None = option(
         None,
+        range=(1, MAX_CHUNK_EDGES),
         metavar="EDGES",
         help="edges per chunk of the stream engine (default: 2097152), and about per Dask "
         "partition of a text file; memory grows with it",
@@ -73,6 +76,8 @@ class ConsistencyJob:
     )
     scheduler_timeout: float = option(
         SCHEDULER_TIMEOUT,
+        range=(0.0, None),
+        open="low",
         metavar="SECONDS",
         default_help=f"{SCHEDULER_TIMEOUT:g}",
         help="give up on an unreachable --scheduler after this long",

@@ -24,6 +24,7 @@ table of the ``n`` labelled ids is rebuilt per chunk, so chunks should not be mu
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, is_string, nulls, to_numpy
+from sipt_lab.core.fileio import is_comment
+from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, int_keys, is_string, to_numpy
+from sipt_lab.graphs.consistency_job import MAX_CHUNK_EDGES
 from sipt_lab.graphs.tsv import header_end
 
 #: Bytes per text line assumed when estimating a text file's number of edges (gzip: ×4).
@@ -45,8 +48,6 @@ TEXT_BYTES_PER_EDGE = 12
 MIN_BLOCK_BYTES, MAX_BLOCK_BYTES = 1 << 16, 1 << 26
 #: Rows per block when reading a labels file.
 LABEL_BLOCK_ROWS = 1 << 20
-_MAX_INT_DIGITS = 18
-_POW10 = 10 ** np.arange(1, _MAX_INT_DIGITS + 1, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,15 @@ def column_batches(path, what: str, columns, rows: int) -> Iterator[pa.RecordBat
 
 def check_chunk_edges(chunk_edges) -> int:
     """``chunk_edges`` as an int if it is a positive whole number, else a one-line SiptError."""
-    if isinstance(chunk_edges, bool) or not isinstance(chunk_edges, (int, np.integer)) or chunk_edges < 1:
-        raise SiptError(f"the chunk size must be a positive number of edges, got {chunk_edges!r}; pass e.g. 2000000")
+    if (
+        isinstance(chunk_edges, bool)
+        or not isinstance(chunk_edges, (int, np.integer))
+        or not 1 <= chunk_edges <= MAX_CHUNK_EDGES
+    ):
+        raise SiptError(
+            f"the chunk size must be a number of edges from 1 to {MAX_CHUNK_EDGES:,}, got {chunk_edges!r}; "
+            "pass e.g. 2000000"
+        )
     return int(chunk_edges)
 
 
@@ -178,32 +186,6 @@ def is_parquet(path) -> bool:
     return path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
 
 
-def int_keys(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """``(ints, valid)``: ``(m,)`` int64 values of integer ids and ``(m,)`` bool, False where an id
-    is null or a string that is not a canonical decimal integer of at most 18 digits (its int is 0)."""
-    values = as_arrow(values)
-    if pa.types.is_integer(values.type):
-        valid = np.ones(len(values), bool) if values.null_count == 0 else ~nulls(values)
-        if values.type == pa.uint64():  # past int64: no labelled node can have that id
-            valid &= fill_bool(pc.less_equal(values, pa.scalar(np.iinfo(np.int64).max, pa.uint64())))
-        ints = to_numpy(pc.cast(values.fill_null(0), pa.int64(), safe=False))
-        return np.where(valid, ints, 0), valid
-    if not is_string(values.type):
-        return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
-    try:
-        parsed = pc.cast(values, pa.int64())
-        valid = ~nulls(parsed)
-    except pa.ArrowInvalid:  # some ids are not integers: parse those that are
-        valid = fill_bool(pc.match_substring_regex(values, rf"^-?[0-9]{{1,{_MAX_INT_DIGITS}}}$"))
-        parsed = pc.cast(pc.if_else(pa.array(valid), values, "0"), pa.int64())
-    ints = to_numpy(parsed.fill_null(0))
-    magnitude = np.abs(ints)
-    digits = np.searchsorted(_POW10, magnitude, side="right") + 1
-    lengths = to_numpy(pc.binary_length(values).fill_null(0)).astype(np.int64)
-    valid &= (lengths == digits + (ints < 0)) & (magnitude < _POW10[-1])
-    return np.where(valid, ints, 0), valid
-
-
 # ---------------------------------------------------------------------- internals
 _TEXT_SCHEMA = pa.schema([("u", pa.string()), ("v", pa.string())])
 
@@ -216,10 +198,13 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
 
     def invalid(row) -> str:
         text = (row.text or "").strip()
-        if not text or text.startswith("#"):
+        if not text or is_comment(text):
             return "skip"
         bad.append(text)
         return "error"
+
+    invalid.undecodable = bad  # a row that is not UTF-8 never reaches it: see _undecodable_row
+    _quiet_undecodable_rows()
 
     parse = pacsv.ParseOptions(
         delimiter="," if csv else "\t", quote_char='"' if csv else False, invalid_row_handler=invalid
@@ -244,6 +229,8 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
             if batch.num_rows:
                 yield _clean_text_batch(batch, name)
     except (pa.ArrowInvalid, UnicodeDecodeError, EOFError, OSError) as error:
+        if None in bad[:1] or isinstance(error, UnicodeDecodeError) or "UTF8" in str(error):
+            raise SiptError(f"{what} file {name} is not UTF-8 text; re-encode it as UTF-8") from None
         if bad:
             sep = "comma" if csv else "tab"
             raise SiptError(
@@ -251,9 +238,27 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
                 f"two fields with one {sep} (the streamed reader does not split on spaces)"
             ) from None
         raise SiptError(
-            f"cannot read {what} file {name} ({str(error).splitlines()[0][:160]}); check that it is "
+            f"cannot read {what} file {name} ({ascii(str(error).splitlines()[0][:160])[1:-1]}); check that it is "
             "intact text with two fields per line"
         ) from None
+
+
+def _quiet_undecodable_rows() -> None:
+    """Install :func:`_undecodable_row` as ``sys.unraisablehook`` (once; others' go to the hook it replaced)."""
+    if sys.unraisablehook is not _undecodable_row:
+        _undecodable_row.previous = sys.unraisablehook
+        sys.unraisablehook = _undecodable_row
+
+
+def _undecodable_row(unraisable) -> None:
+    """Arrow decodes an invalid row as UTF-8 before it calls a reader's handler and prints the
+    ``UnicodeDecodeError`` ("Exception ignored ..."): record it as a ``None`` row for the reader,
+    whose one-line error says the file is not UTF-8, and print nothing."""
+    rows = getattr(unraisable.object, "undecodable", None)
+    if isinstance(unraisable.exc_value, UnicodeDecodeError) and rows is not None:
+        rows.append(None)
+        return
+    _undecodable_row.previous(unraisable)
 
 
 def _delimiter(path) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file, shorten, write_text_atomic
+from sipt_lab.core.fileio import is_comment, read_text_lines, reading_errors, shorten, write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 
 
@@ -109,12 +109,11 @@ def write_labels_tsv(path, labels, node_names=None) -> None:
 
 def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
     """Non-comment, non-blank ``(line number, stripped line)`` pairs and the number skipped."""
-    text = read_text_file(path, f"{what} file")
     lines = []
     skipped = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(read_text_lines(path, f"{what} file"), start=1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or is_comment(line):
             skipped += 1
         else:
             lines.append((lineno, line))
@@ -138,11 +137,13 @@ HEADER_NAMES = {
         {"label", "labels", "class", "category", "target", "y"},
     ),
     "edges": ({"u", "source", "src", "from", "node1", "id1"}, {"v", "target", "dst", "to", "node2", "id2"}),
+    "samples": ({"id", "node", "sample", "sample_id", "node_id", "name"}, {"text", "texts", "sentence", "sequence"}),
+    "splits": ({"id", "node", "sample", "sample_id", "node_id", "name"}, {"split", "set", "fold"}),
 }
 
 
 def is_header(line: str, what: str, delimiter: str | None = None) -> bool:
-    """Whether ``line``, the first data line of a ``what`` (``labels`` / ``edges``) file, is its
+    """Whether ``line``, the first data line of a ``what`` (``labels`` / ``edges`` / ``samples``) file, is its
     header: two fields, split on ``delimiter`` (None: on tabs, or on spaces in a line without a
     tab; ``","``: CSV, whose fields may be quoted), that are one name of each set of
     :data:`HEADER_NAMES` in any case."""
@@ -161,12 +162,12 @@ def header_end(path, what: str, delimiter: str = "\t") -> int:
     its header line by :func:`is_header` (fields split on ``delimiter``, or as the in-memory reader
     splits them when it is a tab); 0 when its first data line is not a header."""
     offset = 0
-    with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+    with reading_errors(path, f"{what} file"), (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
         for raw in handle:
             line = raw.removeprefix(codecs.BOM_UTF8) if offset == 0 else raw
             offset += len(raw)
             line = line.decode("utf-8", "replace").strip()
-            if line and not line.startswith("#"):
+            if line and not is_comment(line):
                 return offset if is_header(line, what, None if delimiter == "\t" else delimiter) else 0
     return 0
 

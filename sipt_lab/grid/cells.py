@@ -29,10 +29,10 @@ from typing import Any, Literal
 from sipt_lab.core.config_io import config_hash, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.core.outputs import hold_lock
+from sipt_lab.core.locks import hold_lock
 
 CellFn = Callable[[Any], dict]
-#: Name of a cell's lock file (see :func:`sipt_lab.core.outputs.hold_lock`).
+#: Name of a cell's lock file (see :func:`sipt_lab.core.locks.hold_lock`).
 CELL_LOCK = "lock"
 
 

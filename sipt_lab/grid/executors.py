@@ -16,6 +16,7 @@ import functools
 import inspect
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -126,10 +127,9 @@ def _slurm(
     concurrently running jobs; ``cluster`` is None (Slurm when ``srun`` exists) or ``"local"``
     (subprocesses on this machine, all started at once).
     """
-    try:
-        import submitit
-    except ImportError:
-        raise SiptError('the slurm executor needs submitit; run: pip install "sipt-lab[slurm]"') from None
+    check_slurm(cluster)
+    import submitit
+
     if not cells:
         return
     executor = submitit.AutoExecutor(folder=root / "_submitit", cluster=cluster)
@@ -157,4 +157,21 @@ def check_executor(executor: str, options: dict[str, Any] | None = None) -> None
     if unknown:
         raise SiptError(
             f"executor {executor!r} takes no option(s) {', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}"
+        )
+    if executor == "slurm":
+        check_slurm((options or {}).get("cluster"))
+
+
+def check_slurm(cluster: str | None) -> None:
+    """SiptError when the slurm executor cannot run: submitit is missing, or Slurm is (submitit
+    quietly runs the jobs on this machine when ``srun`` is missing, which only ``cluster="local"``
+    asks for)."""
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        raise SiptError('the slurm executor needs submitit; run: pip install "sipt-lab[slurm]"') from None
+    if cluster is None and shutil.which("srun") is None:
+        raise SiptError(
+            "--executor slurm needs Slurm, and this machine has no srun on its PATH; run from a Slurm "
+            "login node, or pass --executor local to run the cells here"
         )

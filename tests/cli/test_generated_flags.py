@@ -33,9 +33,9 @@ CLI_ONLY = {
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
     # input files and where the converted layout goes: a format conversion, not a run with a config
-    "sipt-lab data convert string": {"--links", "--fasta", "--min-score", "--out"},
-    "sipt-lab data convert pyg-bio": {"FILE", "--out"},
-    "sipt-lab data convert wiki-descriptions": {"--min-count", "--out"},
+    "sipt-lab data convert string": {"--links", "--fasta", "--min-score", "--out", "--overwrite"},
+    "sipt-lab data convert pyg-bio": {"FILE", "--out", "--overwrite"},
+    "sipt-lab data convert wiki-descriptions": {"--min-count", "--out", "--overwrite"},
 }
 #: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
 CONFIG_FILE_FLAGS = {"--config", "--print-config"}

@@ -71,7 +71,7 @@ def test_overwrite_removes_only_the_files_sipt_lab_wrote_and_says_which(files, t
     capsys.readouterr()
     assert main(pretrain(files, out, "--overwrite")) == 0
     said = capsys.readouterr().out
-    assert f"--overwrite: removed {len(owned)} file(s) sipt-lab wrote" in said
+    assert f"--overwrite: replacing {len(owned)} file(s) sipt-lab wrote" in said
     assert (out / "notes.txt").read_text() == "mine" and (out / "result.json").is_file()
 
 

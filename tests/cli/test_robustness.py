@@ -26,7 +26,8 @@ from test_simulate import SMALL
 from sipt_lab.cli.main import main
 from sipt_lab.core.config_io import config_hash
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.outputs import MANIFEST, _alive, claim_output_dir, prepare_output_dir, write_manifest
+from sipt_lab.core.locks import _alive
+from sipt_lab.core.outputs import MANIFEST, claim_output_dir, prepare_output_dir, write_manifest
 from sipt_lab.data import topics as topics_module
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.data.topics import TopicConfig, cache_path, fit_topics

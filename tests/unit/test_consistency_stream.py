@@ -309,7 +309,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     files = ["--edges", str(edges), "--labels", str(labels_file)]
     cases = {
         "has no column 'a', 'b' (its columns: u, v)": [*files, "--edge-columns", "a,b"],
-        "--chunk-size must be a positive number": [*files, "--chunk-size", "0"],
+        "--chunk-size must be in [1, ": [*files, "--chunk-size", "0"],
         "--engine memory reads TSV files only": [*files, "--engine", "memory"],
         "--scheduler applies to --engine dask": [*files, "--scheduler", "tcp://127.0.0.1:9"],
         "two column names": [*files, "--edge-columns", "u"],

@@ -55,7 +55,7 @@ def test_string_links_and_fasta_become_sequences_and_interactions(tmp_path, caps
     assert main(argv) == 0 and "3 proteins in sequences.fasta, 3 interactions" in capsys.readouterr().out
     (tmp_path / "bad.txt").write_text("9606.ENSP1 9606.ENSP2 900\n9606.ENSP1\n")
     argv[argv.index("--links") + 1] = str(tmp_path / "bad.txt")
-    assert main(argv) == 2
+    assert main([*argv, "--overwrite"]) == 2
     assert "bad.txt line 2 is not 'protein1 protein2 [score]'" in capsys.readouterr().err
 
 
@@ -191,3 +191,26 @@ def test_wiki_descriptions_become_per_sample_labels_of_every_described_article(t
     assert terms.terms[terms.matrix[[film]].indices[0]] == "film"
     assert main(["data", "convert", "wiki-descriptions", "--min-count", "0", "--out", str(out)]) == 2
     assert "--min-count must be >= 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["three-types", "short-slices", "flat-edge-index", "not-a-pickle"])
+def test_a_malformed_processed_file_is_one_line(tmp_path, capsys, damage):
+    path = tmp_path / "x.pt"
+    graphs = bio_graphs(2)
+    if damage == "three-types":
+        for graph in graphs:
+            graph.edge_attr = graph.edge_attr[:, :3]
+    write_bio_processed(path, graphs)
+    if damage in ("short-slices", "flat-edge-index"):
+        data, slices = torch.load(path, weights_only=False)
+        if damage == "short-slices":
+            slices["x"] = slices["x"][:-1]
+        else:
+            data.edge_index = data.edge_index[0]
+        torch.save((data, slices), path)
+    if damage == "not-a-pickle":
+        path.write_bytes(b"PK\x03\x04 truncated zip")
+    assert main(["data", "convert", "pyg-bio", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sipt-lab: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()

@@ -64,7 +64,7 @@ def test_content_hash_follows_content(tmp_path):
     [
         ("missing.txt", None, "does not exist"),
         ("empty.txt", b"", "holds no sentences"),
-        ("latin1.txt", "caf\xe9 au lait here\n".encode("latin-1"), "is not UTF-8 (bad byte at line 1)"),
+        ("latin1.txt", "caf\xe9 au lait here\n".encode("latin-1"), "is not UTF-8 text (bad byte on line 1)"),
         ("bad.jsonl", b'{"text": "fine words here ok"}\n{oops\n', "line 2 is not valid JSON"),
         ("notext.jsonl", b'{"title": "x"}\n', 'has no string "text" field'),
     ],

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import read_text_file
+from sipt_lab.core.fileio import read_text_file, shorten
+from sipt_lab.data.tasks import TASK_KINDS
 from sipt_lab.grid.results_table import flatten
 
 SUMMARY_JSON = "summary.json"
@@ -63,6 +64,11 @@ def read_summary(run: str | Path) -> dict:
     """``run/summary.json`` of a finished ``domain run``; a one-line SiptError when ``run`` is not a
     directory, holds no summary, or holds one from before per-seed scores were kept."""
     run = Path(run)
+    if run.is_file():
+        raise SiptError(
+            f"{run} is a file, not a run directory; pass the output directory of `sipt-lab domain run` "
+            f"(the folder that holds {SUMMARY_JSON})"
+        )
     if not run.is_dir():
         raise SiptError(f"run directory {run} does not exist; pass the output directory of `sipt-lab domain run`")
     path = run / SUMMARY_JSON
@@ -81,12 +87,51 @@ def read_summary(run: str | Path) -> dict:
         raise SiptError(
             f"{path} is not the summary of a domain run; pass the output directory of `sipt-lab domain run`"
         )
-    if "setting" not in summary or any("scores" not in entry for entry in summary["arms"].values()):
+    if "setting" not in summary or (
+        isinstance(summary["arms"], dict)
+        and any(isinstance(entry, dict) and "scores" not in entry for entry in summary["arms"].values())
+    ):
         raise SiptError(
             f"{path} was written by an older sipt-lab, without per-seed scores; run its `sipt-lab domain run` "
             "command again (finished cells are reused) to rewrite it"
         )
+    problem = summary_problem(summary)
+    if problem:
+        raise SiptError(
+            f"{path} is damaged ({problem}); run its `sipt-lab domain run` command again (finished cells are "
+            "reused) to rewrite it"
+        )
     return summary
+
+
+def summary_problem(summary: dict) -> str | None:
+    """What makes a domain run's summary unreadable by the reports (a field of the wrong type, an
+    unknown task kind, per-seed lists that do not match the seeds), or None."""
+    for key in ("domain", "task", "kind", "primary"):
+        if not isinstance(summary.get(key), str):
+            return f"{key} is not a string"
+    if summary["kind"] not in TASK_KINDS:
+        return f"unknown task kind {shorten(summary['kind'])}"
+    if not isinstance(summary["setting"], dict):
+        return "setting is not a mapping"
+    if not isinstance(summary["arms"], dict) or not summary["arms"]:
+        return "arms is not a mapping of arms"
+    for name, entry in summary["arms"].items():
+        seeds = entry.get("seeds") if isinstance(entry, dict) else None
+        if not isinstance(seeds, list) or not seeds:
+            return f"arm {shorten(name)} has no list of seeds"
+        scores = entry["scores"]
+        if not isinstance(scores, dict) or not all(
+            isinstance(per_seed, list)
+            and len(per_seed) == len(seeds)
+            and all(metrics is None or isinstance(metrics, dict) for metrics in per_seed)
+            for per_seed in scores.values()
+        ):
+            return f"the scores of arm {shorten(name)} are not one mapping of metrics per seed"
+        rates = entry.get("finetune_lr")
+        if rates is not None and not (isinstance(rates, list) and len(rates) == len(seeds)):
+            return f"the finetune_lr of arm {shorten(name)} is not one value per seed"
+    return None
 
 
 def merge_runs(runs: list[str | Path]) -> list[TaskRuns]:

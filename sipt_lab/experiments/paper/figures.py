@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.outputs import prepare_output_dir
+from sipt_lab.core.outputs import prepare_grid_dir, prepare_output_dir
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF
 from sipt_lab.experiments.paper.corollary_cells import (
     COROLLARY2_N,
@@ -352,7 +352,7 @@ def make_figures(names: Sequence[str] | None, out_dir: str | Path, options: Figu
     if unknown:
         raise SiptError(f"unknown figure(s) {', '.join(unknown)}; choose from: {', '.join(FIGURES)}")
     check_options(options)
-    out = prepare_output_dir(out_dir)
+    out = prepare_grid_dir(out_dir, "figures")
     if options.cells_dir is not None:
         prepare_output_dir(options.cells_dir, "cells directory")
     written = {}

@@ -67,7 +67,7 @@ def simulate(
     >>> summary["local_consistency"], sorted(summary["methods"]), len(summary["methods"]["sipt"]["auroc"])
     (1.0, ['lm', 'sipt'], 1)
     >>> sorted(path.name for path in (tmp / "run").iterdir())
-    ['cells', 'config.json', 'results.json']
+    ['.sipt-lab-files.json', 'cells', 'config.json', 'results.json']
 
     ```
     """
@@ -75,7 +75,10 @@ def simulate(
     check_seeds(n_seeds, config.graph.seed)
     check_executor(executor)
     cells = as_cells([with_seed(config, config.graph.seed + i) for i in range(n_seeds)])
-    out = prepare_grid_dir(Path("runs") / f"simulate-{cells[0].hash}" if out_dir is None else out_dir)
+    # the first seed's cell names the run: more seeds resume it, other settings are another run
+    out = prepare_grid_dir(
+        Path("runs") / f"simulate-{cells[0].hash}" if out_dir is None else out_dir, "simulate", cells[0].hash
+    )
     if executor != "serial":
         prepare_topics(config.graph)
     logger.info("%d seed(s) x %d methods on %s; results in %s", n_seeds, len(config.methods), config.graph.family, out)

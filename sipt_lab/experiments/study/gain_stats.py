@@ -312,8 +312,13 @@ def plural(count: int, noun: str) -> str:
 
 
 def format_ci(ci: list[float] | None) -> str:
-    """``[+0.012, +0.020]``, or ``n/a`` where no interval is reported."""
-    return "n/a" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    """``[+0.012, +0.020]``, or ``n/a`` where no interval is reported; an interval of no width (the
+    replicates agree to the digits shown: a spread they do not show, not certainty) says so."""
+    if ci is None:
+        return "n/a"
+    low, high = f"{ci[0]:+.3f}", f"{ci[1]:+.3f}"
+    warning = " (warning: the replicates show no spread; add seeds before trusting it)" if low == high else ""
+    return f"[{low}, {high}]{warning}"
 
 
 def verdict(summary: dict) -> str:

@@ -171,8 +171,9 @@ class LcTransferConfig:
         metavar="N",
         help="never-seen fine-tuning train samples: the k-NN references and probe data",
     )
-    n_validation: int = option(100, help="never-seen validation samples", range=(1, None), metavar="N")
-    n_test: int = option(300, help="never-seen test samples", range=(1, None), metavar="N")
+    # two at least: a split of one sample holds one class, and AUROC needs two
+    n_validation: int = option(100, help="never-seen validation samples", range=(2, None), metavar="N")
+    n_test: int = option(300, help="never-seen test samples", range=(2, None), metavar="N")
     levels: tuple[float, ...] = option(
         (0.0, 0.25, 0.5, 0.75, 1.0),
         range=(0.0, 1.0),
