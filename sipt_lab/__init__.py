@@ -12,6 +12,8 @@ builds these configs from its flags and calls these functions):
 | ``embed`` | ``embed_samples`` | a model and a samples file |
 | ``finetune`` | ``run_finetuning`` | ``FinetuneJob`` with a ``FinetuneConfig`` |
 | ``study lc-transfer`` | ``run_lc_transfer`` | ``LcTransferConfig`` |
+| ``study atlas`` | ``run_atlas`` | ``AtlasConfig`` (``atlas_preset``) |
+| ``advise`` | ``advise`` | ``AdviseConfig`` |
 
 Errors a user can fix raise ``SiptError``; an invalid config field raises its subclass
 ``ConfigError``, whose message starts with the field (``TrainConfig.steps``).
@@ -63,6 +65,12 @@ _EXPORTS = {
     # study lc-transfer
     "LcTransferConfig": "sipt_lab.experiments.study.study_config",
     "run_lc_transfer": "sipt_lab.experiments.study.lc_transfer",
+    # study atlas, advise
+    "AtlasConfig": "sipt_lab.experiments.study.atlas_config",
+    "atlas_preset": "sipt_lab.experiments.study.atlas_config",
+    "run_atlas": "sipt_lab.experiments.study.atlas",
+    "AdviseConfig": "sipt_lab.experiments.advise",
+    "advise": "sipt_lab.experiments.advise",
     # errors
     "ConfigError": "sipt_lab.core.errors",
     "SiptError": "sipt_lab.core.errors",

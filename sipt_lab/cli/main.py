@@ -28,7 +28,7 @@ from sipt_lab.cli.option_files import add_config_file_arguments, parse_arguments
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
-COMMAND_MODULES = ("consistency", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
+COMMAND_MODULES = ("consistency", "advise", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
 #: Commands that save their resolved options as ``config.toml`` in the run directory they write.
 RUN_COMMANDS = (
     "pretrain",
@@ -37,6 +37,7 @@ RUN_COMMANDS = (
     "simulate",
     "figures",
     "study lc-transfer",
+    "study atlas",
     "domain run",
     "domain table",
     "domain curves",

@@ -133,34 +133,41 @@ def register(subparsers) -> None:
         ),
     )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
-    run.add_argument(
+    add_run_arguments(run, run_lc_transfer, "study", "seeds", "with the same settings")
+    register_atlas(actions)
+
+
+def add_run_arguments(parser, func, run: str, units: str, resumed: str) -> None:
+    """``--out``, ``--resume`` and ``--overwrite`` of a study whose finished ``units`` (seeds, arms)
+    are kept, and the command's ``func`` with its hints; ``resumed``: what a resumed ``run`` may change."""
+    parser.add_argument(
         "--out",
         type=nonempty,
         required=True,
         metavar="DIR",
-        help="output directory (new or empty; an earlier study's with --resume or --overwrite)",
+        help=f"output directory (new or empty; an earlier {run}'s with --resume or --overwrite)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue the study in --out with the same settings: its finished seeds are kept, the others trained",
+        help=f"continue the {run} in --out {resumed}: its finished {units} are kept, the others trained",
     )
-    run.add_argument(
+    parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the study in --out, removing only the files sipt-lab wrote there",
+        help=f"replace the {run} in --out, removing only the files sipt-lab wrote there",
     )
-    run.set_defaults(
-        func=run_lc_transfer,
+    parser.set_defaults(
+        func=func,
         memory_hint="lower --batch-size or --max-length",
-        interrupt_hint="its finished seeds are kept: pass --resume to the same command to train the others",
+        interrupt_hint=f"its finished {units} are kept: pass --resume to the same command to train the others",
     )
 
 
-def preset_options(preset: dict) -> dict:
-    """A :data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS` entry by config-file key
-    (its flags without the dashes), as ``--preset`` applies it."""
-    fields = [(LcTransferConfig, name, value) for name, value in preset.items() if name != "train"]
+def preset_options(preset: dict, cls: type = LcTransferConfig) -> dict:
+    """A preset (:data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS` entry, or ``cls``'s
+    presets) by config-file key (its flags without the dashes), as ``--preset`` applies it."""
+    fields = [(cls, name, value) for name, value in preset.items() if name != "train"]
     fields += [(TrainConfig, name, value) for name, value in preset.get("train", {}).items()]
     options = {
         flag_of(cls, name).removeprefix("--"): list(value) if isinstance(value, tuple) else value
@@ -203,4 +210,81 @@ def run_lc_transfer(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.study.lc_transfer import run_lc_transfer as run_study
 
     run_study(lc_transfer_config(args), args.out, resume=args.resume, overwrite=args.overwrite, log=print)
+    return 0
+
+
+#: AtlasConfig fields set by flags of the same name.
+ATLAS_FIELDS = (
+    "languages",
+    "tasks",
+    "graphs",
+    "dial_tasks",
+    "dial_levels",
+    "n_pretrain",
+    "n_never_seen",
+    "split_seeds",
+    "seeds",
+    "init",
+    "pooling",
+    "k",
+    "metric",
+)
+#: TrainConfig fields of the atlas's flags.
+ATLAS_TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "head_warmup")
+
+
+def register_atlas(actions) -> None:
+    """``sipt-lab study atlas``: SIPT's held-out gain over natural (graph, task) pairs and its predictor."""
+    from sipt_lab.experiments.study.atlas_config import ATLAS_PRESETS, ATLAS_TRAIN, AtlasConfig
+
+    atlas = actions.add_parser(
+        "atlas",
+        help="SIPT's held-out gain over natural (graph, task) pairs, and the predictor `advise` uses",
+        description="`study atlas`: pre-trains LM-only and one SIPT arm per natural graph (mentions, k-NN "
+        "graphs, the init's own neighbourhoods, a random control; none built from a task's labels) over vital "
+        "articles in English and French, scores every arm on never-seen articles under every task (category, "
+        "description head nouns), and fits the gain over LM-only on the graph's LC and the init's own "
+        "consistency, validated leave-one-pair-out; writes atlas.csv, fit.json and atlas.png.",
+    )
+    atlas.add_argument(
+        "--preset", choices=list(ATLAS_PRESETS), help="a named scale: cpu (2 cores, about an hour) or gpu-wiki (CUDA)"
+    )
+    atlas.option_presets = {name: preset_options(preset, AtlasConfig) for name, preset in ATLAS_PRESETS.items()}
+    add_config_arguments(atlas, AtlasConfig, ATLAS_FIELDS)
+    add_config_arguments(
+        atlas,
+        TrainConfig,
+        ATLAS_TRAIN_FIELDS,
+        defaults={"lr": None, "lambda_si": None, **ATLAS_TRAIN},
+        default_help={name: "the init kind's" for name in ("lr", "lambda_si")},
+        argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
+    )
+    add_config_arguments(atlas, TrainConfig, ("precision", "device"))
+    add_run_arguments(
+        atlas,
+        run_atlas,
+        "atlas",
+        "arms",
+        "(it may grow by languages, graphs, dial tasks and seeds; the rest unchanged)",
+    )
+
+
+def run_atlas(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.study.atlas import run_atlas as run
+    from sipt_lab.experiments.study.atlas_config import AtlasConfig
+    from sipt_lab.training.defaults import init_kind, train_config
+
+    train = train_config(
+        init_kind(args.init),
+        device=args.device,
+        precision=args.precision,
+        **{name: getattr(args, name) for name in ATLAS_TRAIN_FIELDS},
+    )
+    run(
+        config_from_args(args, AtlasConfig, ATLAS_FIELDS, train=train),
+        args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        log=print,
+    )
     return 0

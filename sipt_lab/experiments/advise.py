@@ -11,6 +11,7 @@ a predicted held-out gain of SIPT over LM-only with a 90 % prediction interval a
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ import numpy as np
 from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.options import option, validate
+
+logger = logging.getLogger(__name__)
 
 #: The atlas's fitted predictor (``results/lc_atlas_fit.json``, shipped with the package).
 ATLAS_FIT = Path(__file__).with_name("lc_atlas_fit.json")
@@ -52,11 +55,17 @@ class AdviseConfig:
     init: str = option("minilm", help="minilm or a Hugging Face directory", nonempty=True)
     pooling: str | None = option(None, choices=names.POOLINGS, help="pooling of a Hugging Face init (default: its own)")
     max_len: int | None = option(
-        None, range=(1, None), metavar="T", help="tokens per sample when embedding (default: the atlas's)"
+        None,
+        range=(1, None),
+        metavar="T",
+        flag="--max-length",
+        help="tokens per sample when embedding (default: the atlas's)",
     )
     k: int = option(3, range=(1, None), help="neighbours of the encoder's own consistency")
-    device: str = option("auto", choices=names.DEVICES, help="where the init embeds: auto, cpu or cuda")
-    fit: str | None = option(None, nonempty=True, metavar="FIT.json", help="a predictor from `study atlas` (default: the shipped one)")
+    device: str = option("auto", help="where the init embeds: auto (CUDA when present), cpu or cuda", nonempty=True)
+    fit: str | None = option(
+        None, nonempty=True, metavar="FIT.json", help="a predictor from `study atlas` (default: the shipped one)"
+    )
 
     def __post_init__(self) -> None:
         validate(self)
@@ -70,14 +79,18 @@ def load_fit(path: str | Path | None = None) -> dict:
     try:
         fit = json.loads(read_text_file(path, "the atlas's fit"))
     except json.JSONDecodeError as error:
-        raise SiptError(f"{path} is not JSON ({error.msg}); pass the fit.json that `sipt-lab study atlas` wrote") from None
+        raise SiptError(
+            f"{path} is not JSON ({error.msg}); pass the fit.json that `sipt-lab study atlas` wrote"
+        ) from None
     needed = {"features", "coefficients", "xtx_inverse", "residual_sd", "dof", "ranges", "level"}
     if not isinstance(fit, dict) or not needed <= set(fit):
-        raise SiptError(f"{path} is not a predictor fit (it lacks {sorted(needed - set(fit or {}))}); pass a study atlas fit.json")
+        raise SiptError(
+            f"{path} is not a predictor fit (it lacks {sorted(needed - set(fit or {}))}); pass a study atlas fit.json"
+        )
     return fit
 
 
-def advise(config: AdviseConfig | None = None, *, log=lambda line: None, **fields) -> dict:
+def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
     """The advice of the module docstring on ``config``'s data (or an :class:`AdviseConfig` of
     ``fields``: ``advise(samples=..., edges=..., labels=...)``): a JSON-ready dict with ``lc`` and
     ``lc_ci`` (95 % t-interval over the labelled samples with a labelled neighbour),
@@ -90,19 +103,22 @@ def advise(config: AdviseConfig | None = None, *, log=lambda line: None, **field
     from sipt_lab.graphs.consistency import local_consistency_per_node
 
     config = AdviseConfig(**fields) if config is None else config
+    log = logger.info if log is None else log
     fit = load_fit(config.fit)
     samples = read_samples(config.samples)
     graph = read_sample_graph(config.edges, samples)
     nodes, labels = read_labelled_subset(config.labels, samples)
     if np.unique(labels).size < 2:
         raise SiptError(f"{config.labels} gives one class only; label samples of at least two classes")
-    log(f"read {len(samples)} samples, {graph.n_edges} edges, {nodes.size} labelled in {np.unique(labels).size} classes")
     per_node = local_consistency_per_node(graph.subgraph(nodes), labels)
     connected = per_node[np.isfinite(per_node)]
     if connected.size == 0:
         raise SiptError(
             f"{config.edges} links no two labelled samples, so LC is undefined; label samples that the graph links"
         )
+    log(
+        f"read {len(samples)} samples, {graph.n_edges} edges, {nodes.size} labelled in {np.unique(labels).size} classes"
+    )
     lc, lc_low, lc_high = mean_ci(connected)
     log(f"LC {lc:.3f} over the {connected.size} labelled samples with a labelled neighbour")
     vectors = embed_labelled(config, [samples.texts[i] for i in nodes], fit)
@@ -113,7 +129,9 @@ def advise(config: AdviseConfig | None = None, *, log=lambda line: None, **field
     warnings = outside_range(fit, lc=lc, encoder_consistency=own)
     atlas_n = fit.get("labelled_range")
     if atlas_n and not atlas_n[0] / 2 <= nodes.size <= atlas_n[1] * 2:
-        warnings.append(f"{nodes.size} labelled samples, far from the atlas's {atlas_n[0]:.0f}-{atlas_n[1]:.0f} per pair")
+        warnings.append(
+            f"{nodes.size} labelled samples, far from the atlas's {atlas_n[0]:.0f}-{atlas_n[1]:.0f} per pair"
+        )
     return {
         "samples": len(samples),
         "edges": graph.n_edges,
@@ -170,7 +188,11 @@ def advice_lines(report: dict) -> list[str]:
     lines = [
         f"samples {report['samples']}, edges {report['edges']}, labelled {report['labelled']} in {report['classes']} classes",
         f"LC of the labels over the graph: {report['lc']:.3f}"
-        + ("" if ci is None else f" (95% CI [{ci[0]:.3f}, {ci[1]:.3f}] over {report['labelled_with_neighbour']} samples)"),
+        + (
+            ""
+            if ci is None
+            else f" (95% CI [{ci[0]:.3f}, {ci[1]:.3f}] over {report['labelled_with_neighbour']} samples)"
+        ),
         f"init's own {report['init']} 3-NN consistency: {report['encoder_consistency']:.3f}",
         f"predicted gain of SIPT over LM-only on new samples: {report['predicted_gain']:+.3f} "
         f"({report['level']:.0%} prediction interval [{report['prediction_interval'][0]:+.3f}, {report['prediction_interval'][1]:+.3f}])",

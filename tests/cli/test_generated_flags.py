@@ -28,6 +28,10 @@ CLI_ONLY = {
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
     "sipt-lab study lc-transfer": {"--preset", "--pilot", "--target-effect", "--out", "--resume", "--overwrite"},
+    # the atlas: a named scale and where its arms go
+    "sipt-lab study atlas": {"--preset", "--out", "--resume", "--overwrite"},
+    # how the advice prints
+    "sipt-lab advise": {"--json"},
     "sipt-lab graph build": {"--out", "--quiet"},
     "sipt-lab consistency": {"--json"},
     # a dataset name and where to put it: a download, not a run with a config

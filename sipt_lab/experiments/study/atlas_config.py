@@ -30,16 +30,23 @@ ATLAS_GRAPHS = (
     "init-knn-3",
     "random",
 )
+#: Fewest pairs of an atlas: the predictor's three coefficients and two degrees of freedom, with
+#: one pair more to leave out.
+MIN_PAIRS = 6
 #: The atlas's training length and batch over the init kind's defaults.
 ATLAS_TRAIN = {"steps": 12, "batch_size": 16, "max_len": 32, "head_warmup": 6}
 #: Named scales (``sipt-lab study atlas --preset NAME``): AtlasConfig fields, ``train`` the
 #: TrainConfig fields over :data:`ATLAS_TRAIN` and the init kind's defaults. ``cpu``: what 2 cores
-#: run in about an hour: four graphs (one of mentions, two k-NN, the random control; ``mentions``
-#: itself is sparse among 1,200 articles drawn from 10,000, so most labelled articles have no
-#: labelled neighbour) and the dial at ``q = 1``; ``gpu-wiki``: every graph and both dial levels at
-#: the ``gpu-wiki`` LC-transfer study's size on CUDA.
+#: run in about an hour: the English articles, four graphs (one of mentions, two k-NN, the random
+#: control; ``mentions`` itself is sparse among 1,200 articles drawn from 10,000, so most labelled
+#: articles have no labelled neighbour) and the dial at ``q = 1``; ``gpu-wiki``: both languages,
+#: every graph and both dial levels at the ``gpu-wiki`` LC-transfer study's size on CUDA.
 ATLAS_PRESETS: dict[str, dict] = {
-    "cpu": {"graphs": ("co-mentions", "tfidf-knn-3", "description-knn-5", "random"), "dial_levels": (1.0,)},
+    "cpu": {
+        "languages": ("en",),
+        "graphs": ("co-mentions", "tfidf-knn-3", "description-knn-5", "random"),
+        "dial_levels": (1.0,),
+    },
     "gpu-wiki": {
         "n_pretrain": 6000,
         "n_never_seen": 900,
@@ -109,8 +116,16 @@ class AtlasConfig:
                     f"{entry!r} is not LANG:TASK of the atlas's languages {list(self.languages)} and tasks "
                     f"{list(self.tasks)}",
                 )
+        pairs = len(self.languages) * len(self.tasks) * len(self.graphs) + len(self.dial_tasks) * len(self.dial_levels)
+        if pairs < MIN_PAIRS:
+            raise ConfigError(
+                "AtlasConfig.graphs",
+                f"with the tasks, languages and dial give {pairs} pairs; the predictor needs at least {MIN_PAIRS}",
+            )
         if self.init == "char":
-            raise ConfigError("AtlasConfig.init", "the atlas needs a pre-trained init (minilm or a Hugging Face directory)")
+            raise ConfigError(
+                "AtlasConfig.init", "the atlas needs a pre-trained init (minilm or a Hugging Face directory)"
+            )
         if self.train is None:
             from sipt_lab.training.defaults import init_kind, train_config
 

@@ -107,7 +107,9 @@ class AtlasDraw:
         return positions, labels[positions]
 
 
-def draw_articles(language: str, tasks: tuple[str, ...], n_pretrain: int, n_never_seen: int, split_seed: int) -> AtlasDraw:
+def draw_articles(
+    language: str, tasks: tuple[str, ...], n_pretrain: int, n_never_seen: int, split_seed: int
+) -> AtlasDraw:
     """The :class:`AtlasDraw` of ``split_seed``: ``n_pretrain`` articles at random, then per task
     ``n_never_seen`` of the others that it labels; SiptError when the corpus has too few."""
     articles = language_articles(language)
@@ -148,7 +150,9 @@ def knn_edges(features, k: int) -> PretrainingGraph:
 
     m = features.shape[0]
     _, neighbours = (
-        NearestNeighbors(n_neighbors=min(k + 1, m), metric="cosine", algorithm="brute").fit(features).kneighbors(features)
+        NearestNeighbors(n_neighbors=min(k + 1, m), metric="cosine", algorithm="brute")
+        .fit(features)
+        .kneighbors(features)
     )
     return PretrainingGraph.from_edges(np.repeat(np.arange(m), neighbours.shape[1]), neighbours.ravel(), m)
 

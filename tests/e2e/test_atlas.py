@@ -1,0 +1,276 @@
+"""The natural-graph atlas and `sipt-lab advise`, end to end on a tiny random BERT."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from hf_fakes import WORDS
+
+from sipt_lab.cli.main import main
+from sipt_lab.core.errors import SiptError
+from sipt_lab.experiments.advise import AdviseConfig, advise, load_fit
+from sipt_lab.experiments.gain_predictor import fit_gain
+from sipt_lab.graphs.consistency import local_consistency
+
+
+def atlas_flags(tiny_bert, out, *extra):
+    return [
+        "study",
+        "atlas",
+        "--languages",
+        "en",
+        "--tasks",
+        "category",
+        "head-20",
+        "--graphs",
+        "tfidf-knn-3",
+        "random",
+        "co-mentions",
+        "--dial-tasks",
+        "en:category",
+        "--dial-levels",
+        "1",
+        "--n-pretrain",
+        "200",
+        "--n-never-seen",
+        "30",
+        "--split-seeds",
+        "0",
+        "1",
+        "2",
+        "--init",
+        str(tiny_bert),
+        "--steps",
+        "1",
+        "--batch-size",
+        "4",
+        "--max-length",
+        "12",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_atlas_writes_its_table_fit_and_figure_and_resumes_without_training(tiny_bert, tmp_path, capsys):
+    out = tmp_path / "atlas"
+    assert main(atlas_flags(tiny_bert, out)) == 0
+    printed = capsys.readouterr().out
+    assert "leave-one-pair-out over" in printed
+    with (out / "atlas.csv").open() as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 7  # 2 tasks x 3 graphs + the dial
+    assert {(row["task"], row["graph"], row["kind"]) for row in table} >= {
+        ("category", "tfidf-knn-3", "natural"),
+        ("head-20", "random", "natural"),
+        ("category", "dial q=1", "dial"),
+    }
+    dial = next(row for row in table if row["kind"] == "dial")
+    assert float(dial["lc"]) == 1.0  # the task's own label cliques
+    for row in table:
+        assert row["n_pretrain"] == "200" and row["steps"] == "1" and row["split_seeds"] == "0 1 2"
+        assert 0.0 <= float(row["encoder_consistency"]) <= 1.0
+        assert float(row["gain_low"]) <= float(row["gain"]) <= float(row["gain_high"])
+    fit = json.loads((out / "fit.json").read_text())
+    assert fit["pairs"] == 7 and fit["features"] == ["lc", "encoder_consistency"]
+    assert set(fit["validation"]) >= {"sign_accuracy", "mae", "coverage", "decided"}
+    assert (out / "atlas.png").stat().st_size > 0
+    cells = sorted(path.name for path in (out / "cells").iterdir())
+    assert len(cells) == 18  # 3 draws x (init, LM-only, 3 graphs, the dial)
+    before = (out / "atlas.csv").read_text()
+    assert main(atlas_flags(tiny_bert, out, "--resume")) == 0
+    assert (out / "atlas.csv").read_text() == before  # nothing retrained, the same table
+    # one more graph keeps every finished arm: only its three cells are trained
+    grown = atlas_flags(tiny_bert, out, "--resume")
+    grown.insert(grown.index("co-mentions") + 1, "description-knn-5")
+    assert main(grown) == 0
+    assert len(list((out / "cells").iterdir())) == 21
+    with (out / "atlas.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 9
+    # an arm trained otherwise is not resumed into the same atlas
+    longer = atlas_flags(tiny_bert, out, "--resume")
+    longer[longer.index("--steps") + 1] = "2"
+    capsys.readouterr()
+    assert main(longer) == 2
+    assert "--steps" in capsys.readouterr().err
+
+
+def test_a_grown_atlas_reuses_the_finished_arms(tiny_bert, tmp_path):
+    from sipt_lab.experiments.study.atlas import atlas_arms
+    from sipt_lab.experiments.study.atlas_config import AtlasConfig
+    from sipt_lab.grid.cells import Cell
+    from sipt_lab.training.defaults import train_config
+
+    train = train_config("checkpoint", steps=1, batch_size=4, max_len=12, device="cpu")
+    small = AtlasConfig(graphs=("tfidf-knn-3", "random"), init=str(tiny_bert), train=train)
+    grown = AtlasConfig(
+        graphs=("tfidf-knn-3", "random", "co-mentions"), languages=("en", "fr"), init=str(tiny_bert), train=train
+    )
+    kept = {Cell.of(cell).hash for cell in atlas_arms(small)}
+    assert kept <= {Cell.of(cell).hash for cell in atlas_arms(grown)}
+
+
+def test_atlas_config_refuses_what_cannot_make_an_atlas():
+    from sipt_lab.core.errors import ConfigError
+    from sipt_lab.experiments.study.atlas_config import AtlasConfig
+
+    with pytest.raises(ConfigError, match="dial_tasks"):
+        AtlasConfig(dial_tasks=("de:category",))
+    with pytest.raises(ConfigError, match="needs at least 6"):
+        AtlasConfig(languages=("en",), tasks=("category",), graphs=("random",), dial_tasks=())
+    with pytest.raises(ConfigError, match="pre-trained init"):
+        AtlasConfig(init="char")
+
+
+# ---------------------------------------------------------------------- advise
+def two_topics(tmp_path, n=60, seed=0):
+    """Samples of two weakly separated topics (shared words, one topic word each), their labels
+    (two thirds labelled) and a consistent and a random graph over them."""
+    rng = np.random.default_rng(seed)
+    words = list(WORDS)
+    topic_words = {0: ["his", "her"], 1: ["one", "two"]}
+    labels = np.arange(n) % 2
+    texts = [" ".join([*rng.choice(words, 5), rng.choice(topic_words[y])]) for y in labels]
+    (tmp_path / "samples.tsv").write_text("".join(f"s{i}\t{t}\n" for i, t in enumerate(texts)))
+    labelled = [i for i in range(n) if i % 3]
+    (tmp_path / "labels.tsv").write_text("".join(f"s{i}\t{'AB'[labels[i]]}\n" for i in labelled))
+    same = [(i, j) for i in range(n) for j in range(i + 1, n) if labels[i] == labels[j] and rng.random() < 0.2]
+    (tmp_path / "consistent.tsv").write_text("".join(f"s{i}\ts{j}\n" for i, j in same))
+    pairs = rng.integers(0, n, size=(len(same), 2))
+    (tmp_path / "random.tsv").write_text("".join(f"s{i}\ts{j}\n" for i, j in pairs if i != j))
+    return labels, labelled
+
+
+@pytest.fixture()
+def rising_fit(tmp_path):
+    """A fit whose gain is half of LC minus the encoder's consistency, tightly."""
+    rng = np.random.default_rng(0)
+    lc, own = rng.permutation(np.linspace(0, 1, 40)), rng.permutation(np.linspace(0, 1, 40))
+    rows = [{"lc": a, "encoder_consistency": b, "gain": 0.5 * (a - b) + rng.normal(0, 0.002)} for a, b in zip(lc, own)]
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(fit_gain(rows) | {"labelled_range": [10, 100], "max_len": 16}))
+    return path
+
+
+def test_advise_says_a_consistent_graph_helps_and_a_random_one_does_not(tiny_bert, tmp_path, rising_fit):
+    labels, labelled = two_topics(tmp_path)
+    common = dict(
+        samples=str(tmp_path / "samples.tsv"),
+        labels=str(tmp_path / "labels.tsv"),
+        init=str(tiny_bert),
+        fit=str(rising_fit),
+        device="cpu",
+    )
+    good = advise(edges=str(tmp_path / "consistent.tsv"), **common)
+    bad = advise(AdviseConfig(edges=str(tmp_path / "random.tsv"), **common))
+    assert good["lc"] == 1.0 and good["labelled"] == len(labelled) == 40
+    assert good["verdict"] == "expected to help", good
+    assert bad["verdict"] != "expected to help", bad
+    assert bad["lc"] < good["lc"]
+    assert good["encoder_consistency"] == bad["encoder_consistency"]  # the same labelled samples, embedded once each
+    assert bad["lc_ci"][0] <= bad["lc"] <= bad["lc_ci"][1]
+    assert not good["warnings"]
+
+
+def test_advise_lc_is_over_the_labelled_subset(tiny_bert, tmp_path, rising_fit):
+    labels, labelled = two_topics(tmp_path)
+    report = advise(
+        samples=str(tmp_path / "samples.tsv"),
+        edges=str(tmp_path / "random.tsv"),
+        labels=str(tmp_path / "labels.tsv"),
+        init=str(tiny_bert),
+        fit=str(rising_fit),
+        device="cpu",
+    )
+    from sipt_lab.data.samples import read_sample_graph, read_samples
+
+    samples = read_samples(tmp_path / "samples.tsv")
+    graph = read_sample_graph(tmp_path / "random.tsv", samples).subgraph(np.array(labelled))
+    assert report["lc"] == pytest.approx(local_consistency(graph, labels[labelled]))
+
+
+def advise_flags(tmp_path, tiny_bert, fit, edges="consistent.tsv", labels="labels.tsv"):
+    return [
+        "advise",
+        "--samples",
+        str(tmp_path / "samples.tsv"),
+        "--edges",
+        str(tmp_path / edges),
+        "--labels",
+        str(tmp_path / labels),
+        "--init",
+        str(tiny_bert),
+        *(["--fit", str(fit)] if fit else []),
+        "--device",
+        "cpu",
+    ]
+
+
+def test_advise_cli_prints_a_verdict_and_json(tiny_bert, tmp_path, rising_fit, capsys):
+    two_topics(tmp_path)
+    flags = advise_flags(tmp_path, tiny_bert, rising_fit)
+    assert main(flags) == 0
+    out = capsys.readouterr().out
+    assert "verdict: expected to help" in out and "LC of the labels over the graph: 1.000" in out
+    assert main([*flags, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "expected to help" and len(report["prediction_interval"]) == 2
+
+
+def test_advise_warns_outside_the_atlas(tiny_bert, tmp_path, capsys):
+    two_topics(tmp_path)
+    rng = np.random.default_rng(1)
+    rows = [
+        {"lc": a, "encoder_consistency": b, "gain": 0.1 * a + rng.normal(0, 0.01)}
+        for a, b in zip(rng.uniform(0.2, 0.4, 10), rng.uniform(0.3, 0.5, 10))
+    ]
+    (tmp_path / "narrow.json").write_text(json.dumps(fit_gain(rows) | {"max_len": 16}))
+    assert main(advise_flags(tmp_path, tiny_bert, tmp_path / "narrow.json")) == 0
+    assert "warning: lc 1.000 outside the atlas's" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("unknown-id", "names id 'nobody'"),
+        ("one-class", "gives one class only"),
+        ("no-link", "links no two labelled samples"),
+        ("bad-fit", "is not JSON"),
+        ("missing", "does not exist"),
+    ],
+)
+def test_advise_bad_input_is_one_line_exit_2(tiny_bert, tmp_path, capsys, change, message):
+    two_topics(tmp_path)
+    labels, edges, fit = tmp_path / "labels.tsv", "consistent.tsv", None
+    if change == "unknown-id":
+        labels.write_text(labels.read_text() + "nobody\tA\n")
+    elif change == "one-class":
+        labels.write_text("s1\tA\ns2\tA\n")
+    elif change == "no-link":
+        (tmp_path / edges).write_text("s0\ts3\n")  # both unlabelled
+    elif change == "bad-fit":
+        fit = tmp_path / "fit.json"
+        fit.write_text("{not json")
+    elif change == "missing":
+        edges = "nothing.tsv"
+    assert main(advise_flags(tmp_path, tiny_bert, fit, edges)) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_shipped_fit_is_the_committed_atlas_fit():
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / "results" / "lc_atlas_fit.json"
+    assert load_fit() == json.loads(committed.read_text())
+
+
+def test_load_fit_refuses_what_is_not_a_fit(tmp_path):
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(SiptError, match="is not a predictor fit"):
+        load_fit(tmp_path / "other.json")
