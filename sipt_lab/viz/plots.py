@@ -366,8 +366,8 @@ def labelled_errorbar_panels(
     note: str = "",
     reference: float = 0.0,
 ) -> list[Path]:
-    """:func:`labelled_errorbars` side by side, one panel per ``(xlabel, series)`` of ``panels``,
-    sharing the y axis, the point names and the ``reference`` line; ``note`` under the figure."""
+    """:func:`labelled_errorbars` side by side, one panel per ``(xlabel, series)`` of ``panels`` (shared
+    y axis, point names and ``reference`` line), ``note`` under the figure."""
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2 * len(panels), 6.2), sharey=True, squeeze=False)
         for ax, (xlabel, series) in zip(axes[0], panels):

@@ -40,18 +40,12 @@ import numpy as np
 from sipt_lab.core import outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.experiments.study.atlas_config import AtlasConfig
-from sipt_lab.experiments.study.atlas_pairs import (
-    GRAPH_BUILDERS,
-    AtlasDraw,
-    draw_articles,
-    never_seen_positions,
-)
+from sipt_lab.experiments.study.atlas_pairs import GRAPH_BUILDERS, AtlasDraw, atlas_draw, never_seen_positions
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.training import TrainConfig
 
 logger = logging.getLogger(__name__)
 
-RESULT_COLUMNS = ("language", "task", "arm", "split_seed", "seed", "metric", "value")
 RUN_FILES = ("config.json", "results.csv", "atlas.csv", "fit.json", "atlas.png", "atlas.pdf")
 CELLS_DIR = "cells"
 #: Keys of an :func:`atlas_arm` result; a stored result without them is recomputed.
@@ -101,31 +95,31 @@ def atlas_arms(config: AtlasConfig) -> list[AtlasArm]:
     ]
 
 
-def atlas_draw(config: AtlasConfig | AtlasArm, language: str, split_seed: int) -> AtlasDraw:
-    """:func:`~sipt_lab.experiments.study.atlas_pairs.draw_articles` of the config (once per process)."""
-    return _draw(language, config.tasks, config.n_pretrain, config.n_never_seen, split_seed)
-
-
-_draw = functools.lru_cache(maxsize=4)(draw_articles)
-
-
 def init_vectors(config: AtlasConfig | AtlasArm, language: str, split_seed: int) -> np.ndarray:
     """``(m, H)`` the init's embedding of the pre-training articles (once per process and draw)."""
-    key = (config.init, config.pooling, config.train.max_len, config.train.device)
-    return _init_vectors(key, language, config.tasks, config.n_pretrain, config.n_never_seen, split_seed)
-
-
-@functools.lru_cache(maxsize=4)
-def _init_vectors(key: tuple, language: str, *draw: object) -> np.ndarray:
-    from sipt_lab.models import encoder_source
     from sipt_lab.training import embed
 
-    init, pooling, max_len, device = key
-    texts = [_draw(language, *draw).articles.texts[i] for i in _draw(language, *draw).pretrain]
-    source = encoder_source(init, None, pooling)
-    tokenizer = source.tokenizer(texts, max_len)
-    encoder, _ = source.encoder(tokenizer)
-    return embed(encoder, tokenizer, texts, device=device)
+    train = config.train
+    key = (
+        config.init,
+        config.pooling,
+        train.max_len,
+        train.device,
+        language,
+        split_seed,
+        config.tasks,
+        config.n_pretrain,
+    )
+    if key not in _INIT_VECTORS:
+        draw = atlas_draw(config, language, split_seed)
+        texts = [draw.articles.texts[i] for i in draw.pretrain]
+        encoder, tokenizer = init_encoder(config, texts, seed=0)
+        _INIT_VECTORS[key] = embed(encoder, tokenizer, texts, device=train.device)
+    return _INIT_VECTORS[key]
+
+
+#: :func:`init_vectors` of this process, by init and draw.
+_INIT_VECTORS: dict[tuple, np.ndarray] = {}
 
 
 def atlas_source(config: AtlasConfig | AtlasArm):

@@ -134,6 +134,15 @@ def draw_articles(
     return AtlasDraw(articles, pretrain, never_seen)
 
 
+def atlas_draw(config, language: str, split_seed: int) -> AtlasDraw:
+    """:func:`draw_articles` of ``config`` (an atlas config or one of its cells: its ``tasks``,
+    ``n_pretrain`` and ``n_never_seen``), once per process."""
+    return _draw(language, config.tasks, config.n_pretrain, config.n_never_seen, split_seed)
+
+
+_draw = lru_cache(maxsize=4)(draw_articles)
+
+
 def never_seen_positions(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(references, validation, test)`` positions into a task's ``(t,)`` never-seen labels by
     :data:`NEVER_SEEN_SHARES`, test rows of a class no reference has dropped."""

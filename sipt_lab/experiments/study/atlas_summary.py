@@ -12,10 +12,11 @@ import numpy as np
 from sipt_lab.core import fileio
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.stats import interval, mean_sd
-from sipt_lab.experiments.study.atlas import RESULT_COLUMNS, AtlasArm, atlas_draw
 from sipt_lab.experiments.study.atlas_config import MIN_PAIRS, AtlasConfig
-from sipt_lab.experiments.study.atlas_pairs import CORPUS_NAME, GRAPH_K, never_seen_positions
+from sipt_lab.experiments.study.atlas_pairs import CORPUS_NAME, GRAPH_K, atlas_draw, never_seen_positions
 
+#: Columns of ``results.csv``: one row per language, task, arm, split seed, seed and metric.
+RESULT_COLUMNS = ("language", "task", "arm", "split_seed", "seed", "metric", "value")
 #: Columns of ``atlas.csv``: what produced the pair, its LC and the encoder's, and SIPT's gain over
 #: LM-only and over the init in the primary metric (mean, 95 % t-interval over replicates), then
 #: the gain over LM-only in every other metric.
@@ -97,7 +98,7 @@ def check_same_atlas(out_dir: Path, config: AtlasConfig) -> None:
         )
 
 
-def write_atlas(out_dir: Path, config: AtlasConfig, arms: list[tuple[AtlasArm, dict]], log=lambda line: None) -> dict:
+def write_atlas(out_dir: Path, config: AtlasConfig, arms: list[tuple], log=lambda line: None) -> dict:
     """``results.csv``, ``atlas.csv``, ``fit.json`` and the figure in ``out_dir`` from the arms'
     ``(cell, result)``; logs one line per pair; returns the fit with its validation."""
     from sipt_lab.experiments.gain_predictor import fit_gain, leave_one_pair_out
@@ -167,7 +168,7 @@ def validation_line(fit: dict) -> str:
     )
 
 
-def atlas_table(config: AtlasConfig, arms: list[tuple[AtlasArm, dict]]) -> list[dict]:
+def atlas_table(config: AtlasConfig, arms: list[tuple]) -> list[dict]:
     """One row per (language, task, SIPT arm) with :data:`ATLAS_COLUMNS`: means over the replicates
     of the LC, the encoder's consistency and the paired gains (95 % t-intervals, none under 3)."""
     values: dict[tuple, float] = {}
