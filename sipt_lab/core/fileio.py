@@ -1,5 +1,5 @@
 """Atomic file writes (a result file is either complete or absent, never half-written), strict JSON
-(NaN as null), reading a user's text files, and values cut for messages. Output directories (the
+(NaN as null), reading a user's text files, values cut for messages, and where the cache lies. Output directories (the
 rule every writing command follows) live in :mod:`sipt_lab.core.outputs`."""
 
 from __future__ import annotations
@@ -17,6 +17,13 @@ from sipt_lab.core.errors import SiptError
 
 #: Longest value an error message quotes whole (see :func:`shorten`).
 SHOWN_CHARS = 60
+#: The environment variable that moves sipt-lab's cache (topic fits, fitted MLM heads).
+CACHE_ENV = "SIPT_LAB_CACHE"
+
+
+def cache_dir() -> Path:
+    """``$SIPT_LAB_CACHE`` if set, else ``~/.cache/sipt-lab``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sipt-lab")
 
 
 def shorten(value: Any, limit: int = SHOWN_CHARS) -> str:
