@@ -239,3 +239,19 @@ def test_mkdocs_build_strict(tmp_path):
     assert "local_consistency" in (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     headline = (site / "results" / "index.html").read_text(encoding="utf-8")
     assert "results-table" not in headline and "0.629 ± 0.073" in headline
+
+
+def test_scale_dask_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    """docs/scale.md's Dask section: its Python block writes the files, its first command reads them."""
+    pytest.importorskip("distributed")
+    import shlex
+
+    from sipt_lab.cli.main import main
+
+    section = (ROOT / "docs" / "scale.md").read_text().split("## On a cluster, with Dask")[1].split("\n## ")[0]
+    python = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    command = re.search(r"```bash\n(.*?)\n", section, re.S).group(1).split("#")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(python, "docs/scale.md", "exec"), {})
+    assert main(shlex.split(command)[1:]) == 0
+    assert "local consistency" in capsys.readouterr().out
