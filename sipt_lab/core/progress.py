@@ -64,14 +64,15 @@ def progress_bar(iterable: Iterable | None = None, **kwargs: Any) -> tqdm:
 
 
 @contextlib.contextmanager
-def phase(logger: logging.Logger, name: str, sizes: str = "", *, announce: bool = True) -> Iterator[None]:
+def phase(logger: logging.Logger, name: str, sizes: str = "", *, announce: bool = True) -> Iterator[list[str]]:
     """A phase of a command: logged at INFO as it starts (``announce``; the progress of a phase
-    that has no steps to count), and at DEBUG as it ends with ``sizes`` and its seconds."""
+    that has no steps to count), and at DEBUG as it ends with ``sizes``, what the block appended to
+    the list it gets (sizes known only at the end) and its seconds."""
     if announce:
         logger.info(f"{name}{f' ({sizes})' if sizes else ''}...")
-    began = time.perf_counter()
-    yield
-    logger.debug(f"{name}: {sizes + ', ' if sizes else ''}{time.perf_counter() - began:.2f} s")
+    began, found = time.perf_counter(), []
+    yield found
+    logger.debug(f"{name}: {', '.join([*filter(None, [sizes]), *found])} in {time.perf_counter() - began:.2f} s")
 
 
 class _Formatter(logging.Formatter):

@@ -125,13 +125,13 @@ def run_pretraining(
     log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     main = launched_rank() == 0
     outputs.check_output_dir(out)
-    began = time.perf_counter()
-    samples = read_samples(job.samples)
-    graph = read_sample_graph(job.edges, samples)
-    if graph.n_edges == 0:
-        raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
-    labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
-    logger.debug(f"reading: {len(samples)} samples, {graph.n_edges} edges in {time.perf_counter() - began:.2f} s")
+    with phase(logger, "reading the samples and the graph") as sizes:
+        samples = read_samples(job.samples)
+        graph = read_sample_graph(job.edges, samples)
+        if graph.n_edges == 0:
+            raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+        labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+        sizes.append(f"{len(samples):,} samples, {graph.n_edges:,} edges")
     per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
     source = job_source(job)
