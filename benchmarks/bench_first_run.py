@@ -1,7 +1,9 @@
 """A new user's first ``sipt-lab pretrain`` from MiniLM, beside ``SentenceTransformer.fit`` on the same pairs.
 
 Each row is one command as a user runs it, in a fresh process, timed from start to exit (imports,
-loading the checkpoint, tokenising, the head warm-up when it runs, training, writing the model):
+loading the checkpoint, tokenising, the head warm-up when it runs, training, writing the model), in
+wall seconds and in CPU seconds (its threads summed: on a shared machine the steadier figure; on an
+idle one with both cores busy, the wall time is about half of it):
 
 * ``sipt-lab pretrain --samples S --edges E --out DIR`` with every default (MiniLM, one pass over
   the samples, batch 32), with an empty cache (the first run: it fits the new MLM head, 100 steps)
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -79,11 +82,16 @@ def write_articles(n: int, directory: Path, seed: int = 0) -> tuple[Path, Path, 
     return samples, edges, pairs
 
 
-def timed(command: list[str], env: dict) -> float:
-    """Wall seconds of ``command`` in a fresh process (it must succeed)."""
+def timed(command: list[str], env: dict) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, its threads summed) of ``command`` in a fresh
+    process (it must succeed). On a shared machine the CPU seconds are the steadier figure: other
+    tenants stretch the wall time, not the work."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -101,18 +109,18 @@ def main() -> None:
             pretrain += ["--edges", str(edges), "--overwrite"]
             if index == 0:
                 seconds = timed([*pretrain, "--out", str(Path(tmp) / f"first{n}")], env)
-                rows.append(("sipt-lab pretrain, first run (fits the head)", n, n_edges, seconds))
+                rows.append(("sipt-lab pretrain, first run (fits the head)", n, n_edges, *seconds))
             else:
                 timed([*pretrain, "--steps", "1", "--out", str(Path(tmp) / f"warm{n}")], env)
             seconds = timed([*pretrain, "--out", str(Path(tmp) / f"cached{n}")], env)
-            rows.append(("sipt-lab pretrain, head cached", n, n_edges, seconds))
+            rows.append(("sipt-lab pretrain, head cached", n, n_edges, *seconds))
             st = [sys.executable, "-c", ST_FIT, minilm, str(pairs), str(Path(tmp) / f"st{n}")]
-            rows.append((f"SentenceTransformer.fit, MNRL, {n_pairs} pairs", n, n_edges, timed(st, env)))
+            rows.append((f"SentenceTransformer.fit, MNRL, {n_pairs:,} pairs", n, n_edges, *timed(st, env)))
     load = os.getloadavg()[0]
-    print(f"{os.cpu_count()} CPU cores, load average {load:.1f} at the end; every row a fresh process, wall seconds")
-    print(f"{'command':<48} {'samples':>8} {'edges':>7} {'seconds':>8}")
-    for name, n, n_edges, seconds in rows:
-        print(f"{name:<48} {n:>8,} {n_edges:>7,} {seconds:>8.1f}")
+    print(f"{os.cpu_count()} CPU cores, load average {load:.1f} at the end; every row a fresh process")
+    print(f"{'command':<48} {'samples':>8} {'edges':>7} {'wall s':>8} {'CPU s':>8}")
+    for name, n, n_edges, wall, cpu in rows:
+        print(f"{name:<48} {n:>8,} {n_edges:>7,} {wall:>8.1f} {cpu:>8.1f}")
 
 
 if __name__ == "__main__":
