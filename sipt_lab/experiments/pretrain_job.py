@@ -125,7 +125,7 @@ def run_pretraining(
     log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     main = launched_rank() == 0
     outputs.check_output_dir(out)
-    with phase(logger, "reading the samples and the graph") as sizes:
+    with phase(logger, "reading the samples and the graph", announce=False) as sizes:
         samples = read_samples(job.samples)
         graph = read_sample_graph(job.edges, samples)
         if graph.n_edges == 0:
