@@ -11,19 +11,26 @@
 * ``<!-- results-table: NAME -->`` is replaced by the Markdown table ``NAME`` of
   ``results/tables.py``, computed from the CSVs committed under ``results/`` (the README's headline
   table is checked against the same function by ``tests/unit/test_docs.py``).
+* The site's figures (``figures/NAME.png``, :func:`site_figures`): the PNGs committed under
+  ``results/``, and Figure 5a and 5b drawn at build time from ``results/fig5a.csv`` and
+  ``fig5b.csv`` by the functions ``sipt-lab figures`` draws them with.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib.util
 import os
 import re
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HELP_WIDTH = "100"  # argparse wraps help to $COLUMNS: fixed so the page does not depend on the terminal
 TABLE_MARKER = re.compile(r"<!-- results-table: ([\w.:/-]+) -->")
+#: The site folder of the figures; a page links ``../figures/NAME.png`` (one level down) or ``figures/NAME.png``.
+FIGURE_DIR = "figures"
 
 
 def _subcommands(parser: argparse.ArgumentParser):
@@ -156,3 +163,46 @@ def _generated_sections(markdown: str) -> str:
         if marker in markdown:
             markdown = markdown.replace(marker, make())
     return markdown
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    """A committed results CSV, numbers as floats (a figure's table as ``sipt-lab figures`` wrote it)."""
+
+    def value(cell: str):
+        try:
+            return float(cell)
+        except ValueError:
+            return cell
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [{key: value(cell) for key, cell in row.items()} for row in csv.DictReader(handle)]
+
+
+def site_figures(out: Path) -> list[Path]:
+    """The PNGs the site shows: those committed under ``results/``, and Figure 5a and 5b drawn into
+    ``out`` from ``results/fig5a.csv`` and ``results/fig5b.csv``."""
+    from sipt_lab.viz.figure5_plots import draw_fig5a, draw_fig5b
+
+    drawn = [
+        draw(_csv_rows(ROOT / "results" / f"{name}.csv"), out / name)
+        for name, draw in (("fig5a", draw_fig5a), ("fig5b", draw_fig5b))
+    ]
+    return sorted((ROOT / "results").glob("*.png")) + [
+        path for paths in drawn for path in paths if path.suffix == ".png"
+    ]
+
+
+#: Where the figures drawn for a build lie until the build has copied them (removed after it).
+_drawn = tempfile.TemporaryDirectory(prefix="sipt-lab-docs-figures-")
+
+
+def on_files(files, config):
+    from mkdocs.structure.files import File
+
+    for path in site_figures(Path(_drawn.name)):
+        files.append(File.generated(config, f"{FIGURE_DIR}/{path.name}", abs_src_path=str(path)))
+    return files
+
+
+def on_shutdown():
+    _drawn.cleanup()

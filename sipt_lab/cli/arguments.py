@@ -56,11 +56,20 @@ FRACTION = number(0.0, 1.0)
 POSITIVE = number(0.0, low_open=True)
 
 
-def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
-    """``-v`` / ``-q`` of ``sipt-lab`` itself (before the subcommand); :func:`setup_logging` reads them."""
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug messages too")
+def add_logging_arguments(parser: argparse.ArgumentParser, subcommand: bool = False) -> None:
+    """``-v`` / ``-q`` (:func:`setup_logging` reads them): of ``sipt-lab`` itself, and with
+    ``subcommand`` the same flags after a subcommand's name, which leave the values given before it
+    alone when absent (argparse copies a subparser's defaults over its parent's). A subcommand with
+    a ``--quiet`` of its own keeps it, and gets ``-q`` only."""
+    default = argparse.SUPPRESS if subcommand else False
+    parser.add_argument("-v", "--verbose", action="store_true", default=default, help="debug messages too")
+    quiet = ("-q",) if "--quiet" in parser._option_string_actions else ("-q", "--quiet")
     parser.add_argument(
-        "-q", "--quiet", dest="log_quiet", action="store_true", help="warnings and errors only, no progress bars"
+        *quiet,
+        dest="log_quiet",
+        action="store_true",
+        default=default,
+        help="warnings and errors only, no progress bars",
     )
 
 

@@ -24,7 +24,7 @@ import sys
 
 from sipt_lab import __version__
 from sipt_lab.cli.arguments import OneLineParser, add_logging_arguments, setup_logging
-from sipt_lab.cli.option_files import add_config_file_arguments, parse_arguments
+from sipt_lab.cli.option_files import add_config_file_arguments, command_parsers, parse_arguments
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         importlib.import_module(f"sipt_lab.cli.{name}").register(subparsers)
     add_config_file_arguments(parser, RUN_COMMANDS)  # --config and --print-config on every command
+    for _, command in command_parsers(parser):  # -v / -q after the command's name too
+        add_logging_arguments(command, subcommand=True)
     return parser
 
 

@@ -36,8 +36,9 @@ else:  # the same parser, before it joined the standard library
 
 #: The file in which a run directory keeps the options of the command that made it.
 CONFIG_NAME = "config.toml"
-#: Destinations of the options no config file sets or shows (``--help`` and these two).
-FILE_OPTIONS = ("help", "config", "print_config")
+#: Destinations of the options no config file sets or shows (``--help``, these two, and ``-v`` /
+#: ``-q``, which are about the terminal, not the run).
+FILE_OPTIONS = ("help", "config", "print_config", "verbose", "log_quiet")
 #: Options that steer one invocation rather than define the run: not saved in ``config.toml``.
 NOT_SAVED = ("resume", "overwrite")
 

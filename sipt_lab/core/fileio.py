@@ -1,7 +1,7 @@
 """Atomic file writes (a result file is either complete or absent, never half-written), strict JSON
 (NaN as null), reading a user's text files (the one reader every file the project reads goes
 through: UTF-8, ``.gz`` allowed, a byte-order mark dropped, lines split on ``\n`` and ``\r\n`` only,
-``#`` comments by one rule), and values cut for messages. Output directories (the
+``#`` comments by one rule), values cut for messages, and where the cache lies. Output directories (the
 rule every writing command follows) live in :mod:`sipt_lab.core.outputs`."""
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ from sipt_lab.core.errors import SiptError
 
 #: Longest value an error message quotes whole (see :func:`shorten`).
 SHOWN_CHARS = 60
+#: The environment variable that moves sipt-lab's cache (topic fits, fitted MLM heads).
+CACHE_ENV = "SIPT_LAB_CACHE"
+
+
+def cache_dir() -> Path:
+    """``$SIPT_LAB_CACHE`` if set, else ``~/.cache/sipt-lab``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sipt-lab")
 
 
 def shorten(value: Any, limit: int = SHOWN_CHARS) -> str:

@@ -19,10 +19,12 @@ DEBUG, ``-q``: WARNING); its handler writes through ``tqdm.write``, as
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -59,6 +61,18 @@ def progress_bar(iterable: Iterable | None = None, **kwargs: Any) -> tqdm:
     disable = bool(kwargs.pop("disable", False)) or not bars_enabled()
     disable = disable or (_worker and kwargs.get("position") is None)
     return tqdm(iterable, disable=disable, **kwargs)
+
+
+@contextlib.contextmanager
+def phase(logger: logging.Logger, name: str, sizes: str = "", *, announce: bool = True) -> Iterator[list[str]]:
+    """A phase of a command: logged at INFO as it starts (``announce``; the progress of a phase
+    that has no steps to count), and at DEBUG as it ends with ``sizes``, what the block appended to
+    the list it gets (sizes known only at the end) and its seconds."""
+    if announce:
+        logger.info(f"{name}{f' ({sizes})' if sizes else ''}...")
+    began, found = time.perf_counter(), []
+    yield found
+    logger.debug(f"{name}: {', '.join([*filter(None, [sizes]), *found])} in {time.perf_counter() - began:.2f} s")
 
 
 class _Formatter(logging.Formatter):

@@ -21,6 +21,12 @@ def mean_sd(values: Iterable[float | None]) -> tuple[float, float]:
     return float(known.mean()), float(known.std(ddof=1)) if known.size > 1 else math.nan
 
 
+def spread_phrase(seeds: int) -> str:
+    """What a figure of ``seeds`` seeds shows, for its title: ``"mean ± sd over 3 seeds"``; ``"one
+    seed, no spread"`` for one (its sd is undefined, so no band or bar is drawn)."""
+    return "one seed, no spread" if seeds == 1 else f"mean ± sd over {seeds} seeds"
+
+
 def format_mean_sd(values: Iterable[float | None] | None, digits: int = 3) -> str:
     """``"0.512 ± 0.038"``; ``"0.512"`` for one value, ``"-"`` for none (or None)."""
     mean, sd = mean_sd(() if values is None else values)

@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import logging
-import os
 import re
 import tempfile
 import zipfile
@@ -37,13 +36,12 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import write_bytes_atomic
+from sipt_lab.core.fileio import CACHE_ENV, cache_dir, write_bytes_atomic
 from sipt_lab.core.progress import progress_bar
 from sipt_lab.data.corpus import Corpus
 
 logger = logging.getLogger(__name__)
 
-CACHE_ENV = "SIPT_LAB_CACHE"
 TOP_WORDS = 10
 CACHE_FORMAT = 2  # bump when the cached arrays change meaning (2: float32-rounded fits, stable top-3)
 
@@ -216,11 +214,6 @@ def topic_quality(counts: sp.csr_matrix, doc_topic: np.ndarray, topic_word: np.n
             npmi = np.where(p_ij > 0, np.log(p_ij / (marginal[i] * marginal[j])) / -np.log(p_ij), -1.0)
         scores.append(npmi.mean())
     return {"npmi_coherence": float(np.mean(scores)), "perplexity": perplexity, "n_words": float(counts.shape[1])}
-
-
-def cache_dir() -> Path:
-    """``$SIPT_LAB_CACHE`` if set, else ``~/.cache/sipt-lab``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sipt-lab")
 
 
 def cache_path(corpus: Corpus, config: TopicConfig, fit_rows: np.ndarray | None = None) -> Path:

@@ -1,8 +1,9 @@
 """The model card of an exported pre-trained model: ``README.md`` with Hugging Face YAML front matter.
 
 :func:`write_model_card` writes it into the model directory that ``sipt-lab pretrain`` exported:
-front matter that the Hub and sentence-transformers read (``base_model``, ``library_name``,
-``pipeline_tag``, ``tags``; a character transformer trained from scratch has no base model, and
+front matter that the Hub and sentence-transformers read (``base_model``, ``license``: the init's
+own, ``datasets``: the data files' names, ``library_name``, ``pipeline_tag``, ``tags``; a character
+transformer trained from scratch has no base model and no license, and
 sipt-lab's own format is ``library_name: sipt-lab``) and a body stating how the model was made: the method, λ_SI and the
 structure loss, the graph's size and the labels' local consistency over it, the SHA-256 of the data
 files, the steps, the report's numbers before and after pre-training, and how to load it.
@@ -15,10 +16,13 @@ import json
 import re
 from pathlib import Path
 
+import yaml
+
 from sipt_lab.core import names
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint
 
 #: Hub ids of the named checkpoints (:data:`sipt_lab.models.hf_checkpoints.NAMED_CHECKPOINTS`).
 HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -56,11 +60,38 @@ def data_hashes(job: PretrainJob) -> dict[str, str]:
     return {name: file_sha256(path) for name, path in files.items() if path}
 
 
-def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library: str = "sentence-transformers") -> str:
+def init_license(init: str) -> str | None:
+    """The ``license`` of the init's own model card (its ``README.md`` front matter), None when it
+    has none (a character transformer trained from scratch, a directory without a card)."""
+    if init == names.CHAR_INIT:
+        return None
+    directory = named_checkpoint(init) if init in NAMED_CHECKPOINTS else Path(init)
+    try:
+        text = (directory / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    front = re.match(r"---\n(.*?)\n---", text, re.S)
+    try:
+        fields = yaml.safe_load(front.group(1)) if front else None
+    except yaml.YAMLError:
+        return None
+    value = fields.get("license") if isinstance(fields, dict) else None
+    return str(value) if value else None
+
+
+def model_card(
+    job: PretrainJob,
+    report: dict,
+    graph: PretrainingGraph,
+    library: str = "sentence-transformers",
+    kept_at: int | None = None,
+) -> str:
     """The card's text (see the module docstring) for the model of ``job`` with its ``report``;
     ``library``: the export's format, ``sentence-transformers``, ``transformers`` or ``sipt-lab``
-    (a character transformer's)."""
+    (a character transformer's); ``kept_at``: the step of a model kept as the best of its run
+    (``best/``) rather than the final one."""
     sentence, scratch = library == "sentence-transformers", job.init == names.CHAR_INIT
+    license_id = init_license(job.init)
     base = f"a {job.encoder} character transformer" if scratch else base_model(job.init)
     tags = [
         "sipt",
@@ -72,6 +103,9 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
     front = [
         "---",
         *([] if scratch else [f"base_model: {json.dumps(base)}"]),
+        *([] if license_id is None else [f"license: {json.dumps(license_id)}"]),
+        "datasets:",
+        *(f"- {json.dumps(Path(path).name)}" for path in (job.samples, job.edges, job.labels) if path),
         f"library_name: {library}",
         f"pipeline_tag: {'sentence-similarity' if sentence else 'feature-extraction'}",
         "tags:",
@@ -93,6 +127,8 @@ def model_card(job: PretrainJob, report: dict, graph: PretrainingGraph, library:
         ("pre-training graph", f"{graph.n_nodes:,} samples, {graph.n_edges:,} edges"),
         ("steps", f"{steps:,} (batch {train.batch_size} × {train.grad_accum}, lr {train.lr:g}, {train.schedule})"),
     ]
+    if kept_at is not None:
+        rows.append(("kept", f"the best {train.keep_best} of the run's evaluations, at step {kept_at:,}"))
     if "local_consistency" in report:
         rows.append(("local consistency of the labels over the graph", f"{report['local_consistency']:.3f}"))
     rows += [(f"SHA-256 of {name}", f"`{digest}`") for name, digest in data_hashes(job).items()]
@@ -148,7 +184,9 @@ USAGE = {
 }
 
 
-def write_model_card(directory: str | Path, job: PretrainJob, report: dict, graph: PretrainingGraph) -> Path:
+def write_model_card(
+    directory: str | Path, job: PretrainJob, report: dict, graph: PretrainingGraph, kept_at: int | None = None
+) -> Path:
     """Write :func:`model_card` into the exported model ``directory`` as ``README.md`` (its format
     told by its files: ``modules.json`` sentence-transformers, ``encoder.pt`` sipt-lab's own)."""
     directory = Path(directory)
@@ -160,7 +198,7 @@ def write_model_card(directory: str | Path, job: PretrainJob, report: dict, grap
         else "transformers"
     )
     path = directory / "README.md"
-    write_text_atomic(path, model_card(job, report, graph, library))
+    write_text_atomic(path, model_card(job, report, graph, library, kept_at))
     return path
 
 

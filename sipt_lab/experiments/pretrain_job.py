@@ -9,7 +9,7 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``model/``: the encoder (a Hugging Face + sentence-transformers directory for Hugging Face inits,
   sipt-lab's own format for ``char``); for the MLSM family, after its final phase (the method's
   ``final_phase``: an MLM encoder of the teacher's vocabulary, reported as ``final_phase``);
-* ``history.csv``: step, loss terms, lr;
+* ``history.csv``: step (1 for the first, as in TensorBoard), loss terms, lr;
 * ``tensorboard/`` (``report_to`` ``tensorboard``, the default), ``evaluations.csv`` and ``best/``
   when the run evaluates and keeps its best model (:mod:`~sipt_lab.experiments.pretrain_watch`);
   ``model/README.md``, a model card, for Hugging Face inits (:mod:`~sipt_lab.experiments.model_card`);
@@ -43,13 +43,14 @@ import torch
 from sipt_lab.core import outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic, write_text_atomic
+from sipt_lab.core.fileio import cache_dir, write_bytes_atomic, write_json_atomic, write_text_atomic
+from sipt_lab.core.progress import phase
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
 from sipt_lab.experiments.configs import PretrainJob
 from sipt_lab.experiments.model_card import write_model_card
 from sipt_lab.experiments.per_sample_labels import method_labels
-from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch
+from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWatch, check_watch, kept_step
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
@@ -58,9 +59,10 @@ from sipt_lab.models.sources import model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
+from sipt_lab.training.head_warmups import HEAD_CACHE, HeadWarmups
 from sipt_lab.training.methods import Teacher, get_method, method_recipe
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
-from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry
+from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry, epoch_remainder_note
 
 logger = logging.getLogger(__name__)
 
@@ -123,16 +125,18 @@ def run_pretraining(
     log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     main = launched_rank() == 0
     outputs.check_output_dir(out)
-    samples = read_samples(job.samples)
-    graph = read_sample_graph(job.edges, samples)
-    if graph.n_edges == 0:
-        raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+    with phase(logger, "reading the samples and the graph", announce=False) as sizes:
+        samples = read_samples(job.samples)
+        graph = read_sample_graph(job.edges, samples)
+        if graph.n_edges == 0:
+            raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
+        labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+        sizes.append(f"{len(samples):,} samples, {graph.n_edges:,} edges")
     if main and (graph.dropped_self_loops or graph.dropped_duplicates):
         log(
             f"{job.edges}: dropped {graph.dropped_self_loops:,} self-loop(s) and {graph.dropped_duplicates:,} "
             f"repeated edge(s); {graph.n_edges:,} distinct edges remain"
         )
-    labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
     per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
     source = job_source(job)
@@ -145,6 +149,9 @@ def run_pretraining(
                 f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} a run takes; lower it",
             )
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, steps=steps))
+    unseen = epoch_remainder_note(len(samples), job.train.batch_size)
+    if unseen and main:
+        log(f"note: {unseen}")
     device = resolve_device(job.train.device)
     autocast_dtype(job.train.precision, device)
     texts = list(samples.texts)
@@ -165,7 +172,8 @@ def run_pretraining(
         if labels is not None:
             report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
             report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
-            before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
+            with phase(logger, "evaluating the encoder as initialised", f"{len(report_nodes):,} samples"):
+                before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
         if place.is_main:
             outputs.record_files(out_dir, list(RUN_FILES))
             save_config(job, out_dir / "config.json")
@@ -182,6 +190,8 @@ def run_pretraining(
                 checkpoint_dir=out_dir,
                 method=recipe,
                 watch=watching,
+                head_warmups=HeadWarmups(cache_dir() / HEAD_CACHE),
+                estimate_embedded=0 if labels is None else len(report_nodes),
             )
             seconds = time.perf_counter() - start
             if place.is_main:
@@ -193,14 +203,15 @@ def run_pretraining(
                 "dropped_self_loops": graph.dropped_self_loops,
                 "dropped_duplicates": graph.dropped_duplicates,
                 "seconds": seconds,
-                "notes": result.notes,
+                "notes": ([unseen] if unseen else []) + result.notes,
                 "warnings": history_warnings(result.history, job.train),
                 "final": {name: float(values[-1]) for name, values in result.history.items()},
             }
             if extended_from is not None:
                 report["extended_from_steps"] = extended_from
             if labels is not None:
-                after_vectors = embed(result.encoder, result.tokenizer, report_texts)
+                with phase(logger, "evaluating the pre-trained encoder", f"{len(report_nodes):,} samples"):
+                    after_vectors = embed(result.encoder, result.tokenizer, report_texts)
                 after = evaluate_embeddings(after_vectors, report_graph, labels[report_nodes])
                 report |= {
                     "local_consistency": float(local_consistency(graph, labels)),
@@ -216,13 +227,17 @@ def run_pretraining(
             final_phase = None if job.method is None else get_method(job.method).final_phase
             if final_phase is not None:  # MLSM's concept -> vocabulary layer, folded into the saved model
                 report["final_phase"] = final_phase(result.encoder, result.tokenizer, texts, job.train.seed)
-                phase = report["final_phase"]
+                fitted = report["final_phase"]
                 log(
-                    f"final phase (concept -> vocabulary layer): masked-token accuracy {phase['fit_accuracy']:.3f} "
-                    f"on {phase['tokens']:,} tokens (most frequent token: {phase['majority_accuracy']:.3f})"
+                    f"final phase (concept -> vocabulary layer): masked-token accuracy {fitted['fit_accuracy']:.3f} "
+                    f"on {fitted['tokens']:,} tokens (most frequent token: {fitted['majority_accuracy']:.3f})"
                 )
-            result.encoder.save(out_dir / "model", result.tokenizer)
-            write_model_card(out_dir / "model", job, report, graph)
+            with phase(logger, "exporting the model", str(out_dir / "model")):
+                result.encoder.save(out_dir / "model", result.tokenizer)
+                write_model_card(out_dir / "model", job, report, graph)
+                if (kept_at := kept_step(out_dir)) is not None:
+                    write_model_card(out_dir / BEST_DIR, job, report, graph, kept_at)
+                    outputs.record_tree(out_dir, BEST_DIR)
             outputs.record_tree(out_dir, "model")
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)
@@ -374,13 +389,14 @@ def _report_before(
 
 
 def _history_csv(history: dict[str, np.ndarray]) -> str:
+    """One row per optimiser step, ``step`` counted from 1 (as TensorBoard and ``evaluations.csv``)."""
     names = list(history)
     rows = zip(*(history[name].tolist() for name in names))
     return (
         "step,"
         + ",".join(names)
         + "\n"
-        + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows))
+        + "".join(f"{step}," + ",".join(f"{v:.6g}" for v in row) + "\n" for step, row in enumerate(rows, start=1))
     )
 
 

@@ -42,6 +42,8 @@ LINK_QUERIES = 1000
 K = 3
 #: Where the TensorBoard event files go, and the evaluations' CSV file, in a run directory.
 TENSORBOARD_DIR = "tensorboard"
+#: The file in ``best/`` that holds the step of the model kept there.
+BEST_STEP_FILE = "step.txt"
 EVALUATIONS_CSV = "evaluations.csv"
 BEST_DIR = "best"
 
@@ -185,10 +187,16 @@ def best_saver(out_dir: Path, encoder, tokenizer):
 
     def keep(step: int) -> None:
         encoder.save(out_dir / BEST_DIR, tokenizer)
-        write_text_atomic(out_dir / BEST_DIR / "step.txt", f"{step}\n")
+        write_text_atomic(out_dir / BEST_DIR / BEST_STEP_FILE, f"{step}\n")
         outputs.record_tree(out_dir, BEST_DIR)
 
     return keep
+
+
+def kept_step(out_dir: Path) -> int | None:
+    """The step of the model kept in ``out_dir/best``, None when the run kept none."""
+    path = out_dir / BEST_DIR / BEST_STEP_FILE
+    return int(path.read_text()) if path.is_file() else None
 
 
 class RunWatch:

@@ -9,7 +9,7 @@ and pooling config choose the default, including its final L2 normalisation.
 
 :meth:`HFEncoder.save` writes a directory that ``transformers.AutoModel`` /
 ``AutoTokenizer.from_pretrained`` and ``sentence_transformers.SentenceTransformer`` load as it is,
-with the same pooling. Nothing is ever downloaded: the hub is switched off before
+with the same pooling, in the layout of the checkpoint it came from. Nothing is ever downloaded: the hub is switched off before
 ``transformers`` is imported, and a path that is not a local directory is an error.
 """
 
@@ -41,6 +41,8 @@ from sipt_lab.models.hf_checkpoints import (
     read_pipeline,
 )
 
+#: Where an export keeps the trained masked-LM model when the init was a bare encoder (:meth:`HFEncoder.save`).
+MASKED_LM_DIR = "masked_lm"
 #: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
 #: plain Hugging Face model (a fresh model's [CLS] state is nearly the same for every input).
 DEFAULT_POOLING = "mean"
@@ -111,11 +113,18 @@ class HFEncoder(nn.Module):
     attention mask hides). ``embed`` returns the pooled vector; :meth:`output_embeddings` applies the
     checkpoint's final normalisation when it has one (``normalize``: the trainer's ``L_SI`` then
     trains the normalised vector too). ``fresh_head``: the MLM head was created at load time
-    (:meth:`new_head_parameters` are its own tensors, which a head warm-up fits).
+    (:meth:`new_head_parameters` are its own tensors, which a head warm-up fits); ``checkpoint``:
+    the directory the model was loaded from (:meth:`save` takes the tensors it did not train from it).
     """
 
     def __init__(
-        self, model: nn.Module, pooling: str, pad_id: int, normalize: bool = False, fresh_head: bool = False
+        self,
+        model: nn.Module,
+        pooling: str,
+        pad_id: int,
+        normalize: bool = False,
+        fresh_head: bool = False,
+        checkpoint: Path | None = None,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -125,6 +134,7 @@ class HFEncoder(nn.Module):
         self.pad_id = pad_id
         self.normalize = normalize
         self.fresh_head = fresh_head
+        self.checkpoint = checkpoint
         self.hidden_size = int(model.config.hidden_size)
         heads = [name for name, _ in model.named_children() if name != model.base_model_prefix]
         # One head module maps states to logits (BERT's ``cls``, RoBERTa's and ESM's ``lm_head``):
@@ -239,11 +249,16 @@ class HFEncoder(nn.Module):
         return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
     def save(self, directory: str | Path, tokenizer: HFTokenizer) -> Path:
-        """Write a Hugging Face + sentence-transformers directory, replacing ``directory`` whole.
+        """Write a Hugging Face + sentence-transformers directory, replacing ``directory`` whole, in
+        the layout of the checkpoint the model came from, so that what loaded it without a missing
+        or unexpected weight loads the export so too.
 
-        Files: the model (``config.json``, safetensors, MLM head included), the tokenizer,
-        ``modules.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json`` (max_seq_length =
-        the tokenizer's max_len) and, when normalising, ``2_Normalize/``.
+        Files: the model (``config.json``, safetensors), the tokenizer, ``modules.json``,
+        ``1_Pooling/config.json``, ``sentence_bert_config.json`` (max_seq_length = the tokenizer's
+        max_len) and, when normalising, ``2_Normalize/``. A checkpoint with an MLM head is saved as
+        the masked-LM model it was. One without (a sentence-transformers directory) is saved as the
+        bare encoder it was, with its own tensors that training does not touch (BERT's pooler), and
+        the trained masked-LM model, head included, goes to :data:`MASKED_LM_DIR` beside it.
         """
         target = Path(directory)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -251,7 +266,12 @@ class HFEncoder(nn.Module):
         try:
             os.chmod(staging, default_dir_mode())  # mkdtemp's 0o700 would outlive the rename into place
             with _quiet_transformers():
-                self.model.save_pretrained(staging)
+                if self.fresh_head and self.checkpoint is not None:
+                    self._bare_encoder().save_pretrained(staging)
+                    self.model.save_pretrained(staging / MASKED_LM_DIR)
+                    tokenizer.backend.save_pretrained(staging / MASKED_LM_DIR)
+                else:
+                    self.model.save_pretrained(staging)
                 tokenizer.backend.save_pretrained(staging)
             modules = [
                 {"idx": 0, "name": "0", "path": "", "type": ST_TRANSFORMER},
@@ -284,6 +304,16 @@ class HFEncoder(nn.Module):
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return target
+
+    def _bare_encoder(self) -> nn.Module:
+        """The trained encoder as the bare model class of its checkpoint (``AutoModel``: BERT's
+        ``BertModel``, pooler included), the tensors it did not train (the pooler) the checkpoint's."""
+        from transformers import AutoModel
+
+        bare = AutoModel.from_pretrained(self.checkpoint).to(next(self.model.parameters()).device)
+        bare.resize_token_embeddings(self.model.get_input_embeddings().weight.shape[0], mean_resizing=False)
+        bare.load_state_dict(self.model.base_model.state_dict(), strict=False)  # all but the pooler
+        return bare
 
 
 def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokenizer:
@@ -348,7 +378,8 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
             f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}"
         )
     chosen = pooling or pipeline.pooling or DEFAULT_POOLING
-    return HFEncoder(model, chosen, pad_id, normalize=pipeline.normalize, fresh_head=bool(head_missing)), notes
+    encoder = HFEncoder(model, chosen, pad_id, pipeline.normalize, fresh_head=bool(head_missing), checkpoint=path)
+    return encoder, notes
 
 
 @contextlib.contextmanager

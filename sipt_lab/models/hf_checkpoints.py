@@ -6,6 +6,8 @@ Reads files only; loading a checkpoint into a model is :mod:`sipt_lab.models.hf`
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.metadata
 import json
 from dataclasses import dataclass
@@ -91,6 +93,25 @@ def check_checkpoint_dir(path: str | Path) -> Path:
             f"checkpoint {path} has no tokenizer files; save the tokenizer into it with tokenizer.save_pretrained"
         )
     return path
+
+
+def checkpoint_digest(path: str | Path) -> str:
+    """SHA-256 over checkpoint ``path``'s ``config.json`` and weight files (names and contents): what
+    identifies an init's weights wherever the directory lies. Hashed once per process while the
+    files keep their sizes and modification times."""
+    files = [Path(path) / name for name in ("config.json", *WEIGHT_FILES) if (Path(path) / name).is_file()]
+    return _files_digest(tuple((str(file), file.stat().st_size, file.stat().st_mtime_ns) for file in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _files_digest(files: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode() + b"\x00")
+        with open(name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def is_untrained(path: str | Path) -> bool:

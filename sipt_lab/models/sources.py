@@ -24,7 +24,7 @@ from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
-from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint, read_pipeline
+from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, checkpoint_digest, named_checkpoint, read_pipeline
 from sipt_lab.models.subword import TokenizerConfig, build_tokenizer
 from sipt_lab.models.tokenizer import Tokenizer
 
@@ -95,7 +95,7 @@ class CheckpointInit:
         return load_hf_encoder(self.path, tokenizer.pad_id, self.pooling)
 
     def describe(self) -> dict:
-        return {"init": self.path, "pooling": self.pooling}
+        return {"init": self.path, "pooling": self.pooling, "sha256": checkpoint_digest(self.path)}
 
     @property
     def normalizes(self) -> bool:

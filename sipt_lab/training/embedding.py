@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from sipt_lab.core.progress import progress_bar
 from sipt_lab.models import Tokenizer, evaluating
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
@@ -37,8 +38,9 @@ def embed_inputs(encoder: nn.Module, inputs, batch_size: int = 256) -> np.ndarra
     vectors = getattr(encoder, "output_embeddings", encoder.embed)
     order = np.argsort(inputs.lengths, kind="stable")
     out = np.empty((len(order), encoder.hidden_size), dtype=np.float32)
+    batches = range(0, len(order), batch_size)
     with evaluating(encoder), torch.inference_mode():
-        for start in range(0, len(order), batch_size):
+        for start in progress_bar(batches, desc="embedding", unit="batch", leave=False, disable=len(batches) < 2):
             rows = order[start : start + batch_size]
             out[rows] = vectors(inputs.batch(rows)).float().cpu().numpy()
     return out

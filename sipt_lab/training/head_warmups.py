@@ -4,17 +4,28 @@ An init without an MLM head of its own (MiniLM) gets a fresh head fitted with th
 before training (:func:`~sipt_lab.training.loop.fit_heads`). The fit reads the batches' seeds and
 masks, which do not depend on the graph or on λ_SI (:mod:`sipt_lab.training.sampler`), so the arms
 of a study that differ only in those fit the same head: the first run fits it, the others copy it.
+Given a directory (``pretrain`` gives the cache's ``heads/``), the heads are kept there too, so a
+later process that starts the same way (the same init weights, by their SHA-256, the same warm-up
+settings and samples) loads the head instead of fitting it again, with the same result.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from sipt_lab.core.fileio import atomic_writer
+
+logger = logging.getLogger(__name__)
+
+#: The cache's subdirectory (:func:`~sipt_lab.core.fileio.cache_dir`) where ``pretrain`` keeps fitted heads.
+HEAD_CACHE = "heads"
 #: TrainConfig fields a head warm-up reads: its batches' seeds and masks, its optimiser, and where
 #: and in which precision it runs.
 HEAD_WARMUP_FIELDS = (
@@ -34,33 +45,42 @@ HEAD_WARMUP_FIELDS = (
 
 def head_warmup_key(config, described: dict, texts: Sequence) -> str:
     """What determines a warm-up's head: ``config``'s :data:`HEAD_WARMUP_FIELDS`, the init's
-    description and the pre-training samples (by digest)."""
+    description (a checkpoint's includes its weights' SHA-256) and the pre-training samples (by digest)."""
     digest = hashlib.sha256("\x00".join(map(str, texts)).encode()).hexdigest()
     fields = {name: getattr(config, name) for name in HEAD_WARMUP_FIELDS}
-    return json.dumps([fields, described, digest], sort_keys=True, default=str)
+    return json.dumps([fields, described, digest, torch.__version__], sort_keys=True, default=str)
 
 
 class HeadWarmups:
-    """Heads fitted by earlier runs of this process, by :func:`head_warmup_key`.
+    """Heads fitted by earlier runs of this process, by :func:`head_warmup_key`, and with
+    ``directory`` by earlier processes (one file per key; an unreadable or damaged one is fitted
+    again and replaced, an unwritable directory only logged).
 
     A run whose key is here copies the head and the random state its fit left behind (the fit's
     dropout draws), so it trains exactly as if it had fitted the head itself.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, directory: str | Path | None = None) -> None:
         self._fitted: dict[str, tuple[list[torch.Tensor], list[torch.Tensor], str]] = {}
+        self.directory = None if directory is None else Path(directory)
 
     def __len__(self) -> int:
         return len(self._fitted)
 
+    def has(self, key: str, cuda_devices: list) -> bool:
+        """Whether a head fitted under ``key`` is at hand (in this process or in the directory)."""
+        return self._lookup(key, cuda_devices) is not None
+
     def warm_up(self, key: str, head: list[nn.Parameter], fit: Callable[[], str], cuda_devices: list) -> str:
         """Fit ``head`` (the new head's parameters) with ``fit`` (which returns the log note) or copy
         the head fitted under ``key``; returns the note."""
-        if key not in self._fitted:
+        found = self._lookup(key, cuda_devices)
+        if found is None:
             note = fit()
-            self._fitted[key] = ([p.detach().clone() for p in head], _random_state(cuda_devices), note)
+            self._fitted[key] = ([p.detach().cpu().clone() for p in head], _random_state(cuda_devices), note)
+            self._store(key)
             return note
-        values, state, note = self._fitted[key]
+        values, state, note = found
         with torch.no_grad():
             for parameter, value in zip(head, values, strict=True):
                 parameter.copy_(value)
@@ -68,6 +88,38 @@ class HeadWarmups:
         for device, device_state in zip(cuda_devices, state[1:], strict=True):
             torch.cuda.set_rng_state(device_state, device)
         return f"{note} (the head an earlier run with the same start fitted)"
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"head-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pt"
+
+    def _lookup(self, key: str, cuda_devices: list):
+        if key not in self._fitted and self.directory is not None:
+            try:
+                saved = torch.load(self._path(key), map_location="cpu", weights_only=True)
+            except FileNotFoundError:
+                return None
+            except Exception as error:  # a damaged entry is a miss: fitted again and replaced
+                logger.debug("head cache entry %s unreadable (%s); fitting the head", self._path(key), error)
+                return None
+            if saved.get("key") != key or len(saved["random_state"]) != 1 + len(cuda_devices):
+                return None
+            self._fitted[key] = (saved["head"], saved["random_state"], saved["note"])
+            logger.debug("head warm-up: loaded the fitted head from %s", self._path(key))
+        return self._fitted.get(key)
+
+    def _store(self, key: str) -> None:
+        if self.directory is None:
+            return
+        values, state, note = self._fitted[key]
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_writer(path) as handle:
+                torch.save({"key": key, "head": values, "random_state": state, "note": note}, handle)
+        except OSError as error:
+            logger.warning(f"could not keep the fitted head in {path} ({error.strerror}); the next run fits it again")
+        else:
+            logger.debug("head warm-up: kept the fitted head in %s", path)
 
 
 def _random_state(cuda_devices: list) -> list[torch.Tensor]:

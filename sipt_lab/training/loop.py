@@ -113,6 +113,7 @@ def train(
         watch.restore(evaluations)
     stopped = start if evaluations and _exhausted(config, stale) else None
     clock, clocked, evaluation_seconds = time.perf_counter(), start, 0.0
+    began = clock
     with progress_bar(
         total=config.steps,
         initial=start,
@@ -166,6 +167,16 @@ def train(
                 checkpoint.save(step, optimizer, scaler, histories, done, evaluations)
             if stopped is not None:
                 break
+    logger.debug(
+        "training: steps %d..%d, %d runs, batch %d x %d, %d evaluations, in %.1f s",
+        start + 1,
+        stopped or config.steps,
+        len(names),
+        config.batch_size,
+        config.grad_accum,
+        len(evaluations),
+        time.perf_counter() - began,
+    )
     if stopped is not None:
         logger.info("stopped at step %d: %d evaluations without a better %s", stopped, stale, config.keep_best)
         histories = [history[:stopped] for history in histories]
@@ -203,28 +214,42 @@ def draw_workers() -> int:
     return max(0, min(DRAW_WORKERS, (os.cpu_count() or 1) - 1))
 
 
-def fit_heads(heads: list[nn.Parameter], step: Step, sampler: BatchSampler, config: TrainConfig, what: str) -> str:
+def fit_heads(
+    heads: list[nn.Parameter],
+    step: Step,
+    sampler: BatchSampler,
+    config: TrainConfig,
+    what: str,
+    log: Callable[[int, dict[str, float]], None] | None = None,
+) -> str:
     """Fit new ``heads`` (an init's missing MLM head, an objective's own head) for
     ``config.head_warmup`` steps at the constant ``config.head_lr`` with every other parameter of
     ``step`` frozen, on the sampler's first batches (their seeds' masks: the same for every λ, so LM
-    and SIPT arms start from the same state). ``step`` computes the heads' loss of a batch (one
-    run). Returns a note for the log naming ``what`` was fitted."""
+    and SIPT arms start from the same state), with a progress bar. ``step`` computes the heads' loss
+    of a batch (one run); ``log`` receives each warm-up step's loss as ``head_warmup/loss`` at steps
+    1.. (a Watch's log: its own tag, apart from the training steps). Returns a note for the log
+    naming ``what`` was fitted."""
     head_ids = {id(p) for p in heads}
     frozen = [p for p in step.parameters() if p.requires_grad and id(p) not in head_ids]
     for parameter in frozen:
         parameter.requires_grad_(False)
     optimizer = make_optimizer(heads, config.head_lr, config.weight_decay, fused=False)
     scaler = torch.amp.GradScaler(enabled=False)
+    began, losses = time.perf_counter(), []
     try:
         step.train()
-        losses = [
-            float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]) for k in range(config.head_warmup)
-        ]
+        for k in progress_bar(range(config.head_warmup), desc=f"{what} warm-up", unit="step"):
+            losses.append(float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]))
+            if log is not None:
+                log(k + 1, {"head_warmup/loss": losses[-1]})
     finally:
         for parameter in frozen:
             parameter.requires_grad_(True)
     steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
     terms = " + ".join(step.names[0][1:-1])
+    logger.debug(
+        "head warm-up: %s, %s of %d seeds in %.1f s", what, steps, config.batch_size, time.perf_counter() - began
+    )
     return f"{what} fitted for {steps} with the encoder frozen: {terms} loss {losses[0]:.3g} -> {losses[-1]:.3g}"
 
 

@@ -364,6 +364,21 @@ def split_batch(config: TrainConfig, micro_batches: int) -> TrainConfig:
     return replace(config, batch_size=effective // micro_batches, grad_accum=micro_batches)
 
 
+def epoch_remainder_note(n_samples: int, batch_size: int) -> str | None:
+    """What an epoch leaves out when ``batch_size`` does not divide ``n_samples`` (the sampler
+    draws ``n // batch_size`` whole batches of each epoch's shuffle), as a note for the run's log;
+    None when every sample is seen each epoch."""
+    left_out = n_samples % batch_size if batch_size < n_samples else 0
+    if not left_out:
+        return None
+    return (
+        f"an epoch is {n_samples // batch_size:,} batch{'es' if n_samples // batch_size > 1 else ''} of "
+        f"{batch_size}: {left_out} of the {n_samples:,} samples "
+        f"(a different {left_out} each epoch) are left out of each pass; a batch size that divides "
+        f"{n_samples:,} sees every sample every epoch"
+    )
+
+
 def steps_for_epochs(epochs: float, n_samples: int, batch_size: int, grad_accum: int = 1) -> int:
     """Optimiser steps of ``grad_accum`` micro-batches that make ``epochs`` passes over
     ``n_samples`` seeds (an epoch is ``n // batch_size`` micro-batches, the sampler drops the last

@@ -26,6 +26,8 @@ import copy
 import dataclasses
 import functools
 import json
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +51,11 @@ from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, local_device, resolve_device
 from sipt_lab.training.stacked_step import StackedStep
 from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
+from sipt_lab.training.time_estimate import estimate_line
 from sipt_lab.training.train_config import TrainConfig, check_structure_geometry, si_normalizes
 from sipt_lab.training.watch import WatchFactory
+
+logger = logging.getLogger(__name__)
 
 #: TrainConfig fields that may differ between the runs of one batched training.
 PER_RUN_FIELDS = ("seed", "lambda_si")
@@ -93,6 +98,7 @@ def pretrain(
     method: Recipe | None = None,
     watch: WatchFactory | None = None,
     head_warmups: HeadWarmups | None = None,
+    estimate_embedded: int | None = None,
 ) -> PretrainResult:
     """Pre-train an encoder on ``texts`` (node ``i`` of ``graph`` is ``texts[i]``); ``texts`` are the
     samples the source's tokenizer featurises (:func:`~sipt_lab.training.inputs.encoder_inputs`):
@@ -113,7 +119,9 @@ def pretrain(
     :class:`~sipt_lab.training.watch.Watch` (evaluations, best model, logged scalars).
     ``head_warmups`` keeps the heads fitted by the new-head warm-up: a run that starts as an earlier
     one did (:func:`~sipt_lab.training.head_warmups.head_warmup_key`) copies its head instead of
-    fitting it again, with the same result.
+    fitting it again, with the same result. With ``estimate_embedded`` (samples its caller embeds
+    besides training, e.g. for a report), a run that starts afresh logs its estimated time before
+    its first step (:mod:`~sipt_lab.training.time_estimate`).
     """
     recipe = method or GraphRecipe()
     source = recipe.encoder_source(CharInit(encoder) if isinstance(encoder, EncoderConfig) else encoder or CharInit())
@@ -127,8 +135,11 @@ def pretrain(
             f"batch_size {config.batch_size} is smaller than the {place.world} processes; give each at least one sample"
         )
     amp_dtype = autocast_dtype(config.precision, device, small=isinstance(source, CharInit))
+    began = time.perf_counter()
     tokenizer = source.tokenizer(list(texts), config.max_len)
     inputs = encoder_inputs(tokenizer, list(texts), device)
+    tokens = int(np.sum(inputs.lengths))
+    logger.debug(f"tokenising: {len(texts)} samples, {tokens:,} tokens in {time.perf_counter() - began:.1f} s")
     ids = inputs.ids.numpy() if isinstance(inputs, TokenRows) else None  # recipes that build their own rows read them
     plan = recipe.plan(RunData(list(texts), graph, tokenizer, ids, inputs.lengths, config, device, source))
     described = source.describe() if method is None else {**source.describe(), "method": recipe.describe()}
@@ -154,37 +165,47 @@ def pretrain(
     )
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(config.seed)
+        began = time.perf_counter()
         model, notes = source.encoder(tokenizer)
         model = model.to(device)
+        size = sum(parameter.numel() for parameter in model.parameters())
+        logger.debug(f"loading the encoder: {size:,} parameters on {device} in {time.perf_counter() - began:.1f} s")
         if place.rank:  # identical init everywhere; dropout differs by process
             torch.manual_seed(config.seed * 7919 + place.rank)
         step = ModelStep(model, loss).to(device)
         optimizer = make_optimizer(step.parameters(), config.lr, config.weight_decay, fused=device.type == "cuda")
+        watching = None if watch is None else watch(model, tokenizer)
+        log = None if watching is None or not place.is_main else watching.log
+        mlm = [
+            (1.0, objective) for _, objective in plan.objectives if objective.needs_mlm and not objective.needs_pairs
+        ]
+        mlm_warmup = bool(config.head_warmup and getattr(model, "fresh_head", False) and mlm)
+        head_key = head_warmup_key(config, described, texts)
+        # an objective's own head (LinkBERT's relation head, a per-sample baseline's) is new too:
+        # at a warm start's small rate it would barely leave its initial loss, and its term with it
+        headed = [(1.0, objective) for _, objective in plan.objectives if list(objective.parameters())]
 
         def warm_up() -> None:
-            mlm = [
-                (1.0, objective)
-                for _, objective in plan.objectives
-                if objective.needs_mlm and not objective.needs_pairs
-            ]
-            if config.head_warmup and getattr(model, "fresh_head", False) and mlm:
+            if mlm_warmup:
                 head_step = ModelStep(model, RunLoss(inputs, None, mlm, device, amp_dtype))
                 heads = model.new_head_parameters()
-                fit = functools.partial(fit_heads, heads, head_step, plan.sampler, config, "new MLM head")
+                fit = functools.partial(fit_heads, heads, head_step, plan.sampler, config, "new MLM head", log)
                 if head_warmups is None:
                     notes.append(fit())
                 else:
-                    key = head_warmup_key(config, described, texts)
-                    notes.append(head_warmups.warm_up(key, heads, fit, cuda_devices))
-            # an objective's own head (LinkBERT's relation head, a per-sample baseline's) is new too:
-            # at a warm start's small rate it would barely leave its initial loss, and its term with it
-            headed = [(1.0, objective) for _, objective in plan.objectives if list(objective.parameters())]
+                    notes.append(head_warmups.warm_up(head_key, heads, fit, cuda_devices))
             if config.head_warmup and headed:
                 normalize = si_normalizes(config, source.normalizes)
                 head_step = ModelStep(model, RunLoss(inputs, None, headed, device, amp_dtype, normalize=normalize))
                 heads = [parameter for _, objective in headed for parameter in objective.parameters()]
                 what = f"new {' and '.join(objective.name for _, objective in headed)} head"
-                notes.append(fit_heads(heads, head_step, plan.sampler, config, what))
+                notes.append(fit_heads(heads, head_step, plan.sampler, config, what, log))
+
+        if estimate_embedded is not None and place.is_main and (checkpoint is None or not checkpoint.exists()):
+            fitted = mlm_warmup and (head_warmups is None or not head_warmups.has(head_key, cuda_devices))
+            warmup_steps = config.head_warmup * (int(fitted) + int(bool(headed)))
+            first = plan.sampler.batch(0)
+            logger.info(estimate_line(model, inputs, device, config, first, warmup_steps, estimate_embedded))
 
         (history,) = train(
             step,
@@ -194,7 +215,7 @@ def pretrain(
             place=place,
             checkpoint=checkpoint,
             warm_up=warm_up,
-            watch=None if watch is None else watch(model, tokenizer),
+            watch=watching,
         )
     model.eval()
     return PretrainResult(

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 
 from sipt_lab.viz.style import ARM_COLOURS, MARKERS, STYLE, as_floats, dedup_legend, plt, qualitative_colours, save
 
@@ -270,6 +272,15 @@ def scatter_panels(
         return save(fig, stem)
 
 
+def _count_coinciding(ax, x: np.ndarray, y: np.ndarray, within: float = 0.005) -> None:
+    """Write ``×k`` beside every place where ``k > 1`` points fall within ``within`` of each other."""
+    places, counts = np.unique(np.round(np.column_stack([x, y]) / within).astype(np.int64), axis=0, return_counts=True)
+    for (px, py), count in zip(places[counts > 1] * within, counts[counts > 1]):
+        ax.annotate(
+            f"×{count}", (px, py), xytext=(-7, -13), textcoords="offset points", ha="right", fontsize=8, color="0.2"
+        )
+
+
 def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
     x, y = as_floats(panel.x), as_floats(panel.y)
     groups = list(panel.groups) if panel.groups is not None else [""] * len(x)
@@ -279,30 +290,27 @@ def _scatter(fig, ax, panel: ScatterPanel, lims: tuple[float, float]) -> None:
     group_names, shape_names = list(dict.fromkeys(groups)), list(dict.fromkeys(shapes))
     cmap = qualitative_colours(len(group_names))
     ax.plot(lims, lims, color="0.3", linestyle="--", linewidth=1, label="y = x", zorder=1)
-    points = None
     for s, shape in enumerate(shape_names):
         for g, group in enumerate(group_names):
             keep = finite & np.array([a == group and b == shape for a, b in zip(groups, shapes)])
             if not keep.any():
                 continue
-            kwargs = (
-                {"c": values[keep], "cmap": "viridis", "vmin": 0, "vmax": 1}
-                if values is not None
-                else {"color": cmap(g % cmap.N)}
-            )
-            points = ax.scatter(
+            colour = plt.get_cmap("viridis")(values[keep]) if values is not None else [cmap(g % cmap.N)]
+            # hollow markers, each shape smaller than the one before: points that coincide (many runs
+            # sit at LC = 1, accuracy = 1) stay visible inside one another instead of hiding
+            ax.scatter(
                 x[keep],
                 y[keep],
                 marker=MARKERS[s % len(MARKERS)],
-                s=34,
-                alpha=0.85,
-                edgecolors="white",
-                linewidths=0.4,
-                zorder=3,
-                **kwargs,
+                s=70 / (1 + s),
+                facecolors="none",
+                edgecolors=colour,
+                linewidths=1.2,
+                zorder=3 + s,
             )
-    if values is not None and points is not None:
-        fig.colorbar(points, ax=ax, label=panel.value_label)
+    _count_coinciding(ax, x[finite], y[finite])
+    if values is not None:
+        fig.colorbar(ScalarMappable(Normalize(0, 1), "viridis"), ax=ax, label=panel.value_label)
     handles = [ax.get_legend_handles_labels()[0][0]]
     handles += [
         plt.Line2D([], [], ls="", marker="o", color=cmap(g % cmap.N), label=group)

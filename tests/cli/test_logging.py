@@ -67,6 +67,11 @@ def test_a_commands_own_quiet_is_the_global_one(tmp_path):
         (["-v", "embed", "--model", "m", "--samples", "s", "--out", "o"], logging.DEBUG),
         (["graph", "build", "--graph", "cliques", "--quiet", "--out", "o"], logging.WARNING),
         (["-v", "graph", "build", "--graph", "cliques", "--quiet", "--out", "o"], logging.WARNING),
+        (["embed", "-v", "--model", "m", "--samples", "s", "--out", "o"], logging.DEBUG),  # after the command too
+        (["embed", "--model", "m", "--samples", "s", "--out", "o", "--quiet"], logging.WARNING),
+        (["-v", "embed", "--model", "m", "--samples", "s", "--out", "o"], logging.DEBUG),
+        (["-v", "consistency", "-q", "--example"], logging.WARNING),
+        (["pretrain", "-q", "--samples", "s", "--edges", "e", "--out", "o"], logging.WARNING),
     ]:
         setup_logging(parser.parse_args(argv))
         assert ROOT.level == level, argv
@@ -125,3 +130,38 @@ def test_only_rank_0_logs_info_and_shows_bars_under_two_gloo_processes(tmp_path)
     assert "sipt-lab: error: error of rank 0" in err[0]
     assert "info of rank 1" not in err[1] and "ranked-bar" not in err[1]
     assert "sipt-lab: error: error of rank 1" in err[1]  # errors: every rank
+
+
+def test_v_after_the_command_runs_it_with_debug_logs(capsys):
+    assert main(["consistency", "-v", "--example"]) == 0
+    assert ROOT.level == logging.DEBUG
+    assert "local consistency" in capsys.readouterr().out
+
+
+def test_tensorboard_steps_are_history_steps_and_the_head_warmup_is_logged(
+    clique_files, tiny_st, tmp_path, monkeypatch
+):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.setenv("SIPT_LAB_CACHE", str(tmp_path / "cache"))
+    argv = [
+        "pretrain",
+        "--init",
+        str(tiny_st),
+        "--steps",
+        "4",
+        "--batch-size",
+        "8",
+        "--head-warmup",
+        "3",
+        "--device",
+        "cpu",
+    ]
+    files = ["--samples", str(clique_files / "samples.tsv"), "--edges", str(clique_files / "edges.tsv")]
+    assert main([*argv, *files, "--out", str(tmp_path / "run")]) == 0
+    history = (tmp_path / "run" / "history.csv").read_text().splitlines()[1:]
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("loss/loss")] == [int(row.split(",")[0]) for row in history] == [1, 2, 3, 4]
+    assert [e.step for e in events.Scalars("head_warmup/loss")] == [1, 2, 3]

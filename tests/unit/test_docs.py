@@ -239,3 +239,37 @@ def test_mkdocs_build_strict(tmp_path):
     assert "local_consistency" in (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     headline = (site / "results" / "index.html").read_text(encoding="utf-8")
     assert "results-table" not in headline and "0.629 ± 0.073" in headline
+    figures = {path.name for path in (site / "figures").glob("*.png")}
+    assert {"fig5a.png", "fig5b.png", "lc_transfer_cpu.png", "lc_transfer_gpu_wiki.png"} <= figures
+    for page, shown in [
+        ("results/paper", {"fig5a.png", "fig5b.png"}),
+        ("results/domains", {"lc_transfer_cpu.png", "lc_transfer_gpu_wiki.png"}),
+        ("guides/figures", {"fig5a.png", "fig5b.png"}),
+        ("guides/finetune", {"lc_transfer_cpu.png"}),
+    ]:
+        html = (site / page / "index.html").read_text(encoding="utf-8")
+        assert shown <= set(re.findall(r'<img[^>]*src="\.\./\.\./figures/([\w.]+)"', html)), page
+
+
+def test_docs_have_their_own_extra():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(requirement.startswith("mkdocs-material") for requirement in extras["docs"])
+    assert 'pip install -e ".[docs]"' in README.read_text(encoding="utf-8")
+
+
+def test_scale_dask_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    """docs/scale.md's Dask section: its Python block writes the files, its first command reads them."""
+    pytest.importorskip("distributed")
+    import shlex
+
+    from sipt_lab.cli.main import main
+
+    section = (ROOT / "docs" / "scale.md").read_text().split("## On a cluster, with Dask")[1].split("\n## ")[0]
+    python = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    command = re.search(r"```bash\n(.*?)\n", section, re.S).group(1).split("#")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(python, "docs/scale.md", "exec"), {})
+    assert main(shlex.split(command)[1:]) == 0
+    assert "local consistency" in capsys.readouterr().out

@@ -23,7 +23,7 @@ import numpy as np
 from sipt_lab.core import outputs
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import read_text_file
-from sipt_lab.core.stats import mean_sd
+from sipt_lab.core.stats import mean_sd, spread_phrase
 from sipt_lab.experiments.domain.domain_runs import TaskRuns, find_arm, merge_runs, sipt_arms
 from sipt_lab.experiments.domain.report_options import DomainCurvesConfig
 from sipt_lab.experiments.domain.table2 import DEFAULT_BASELINES, TABLE2_BASELINES
@@ -147,7 +147,8 @@ def run_domain_curves(
         line_panels(
             out_dir / "curves",
             [panels],
-            title=f"Fine-tuning {config.split} score against fine-tuning step (mean ± sd over seeds)",
+            title=f"{', '.join(sorted({row['domain'] for row in rows}))}: fine-tuning {config.split} score against step "
+            f"({spread_phrase(max(int(row['n_seeds']) for row in rows))})",
             xticks=False,
         )
         write_results_csv(rows, out_dir / "curves.csv", CURVE_COLUMNS)

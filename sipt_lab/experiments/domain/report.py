@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.config_io import config_to_dict
-from sipt_lab.core.stats import mean_sd
+from sipt_lab.core.stats import mean_sd, spread_phrase
 from sipt_lab.data.tasks import get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table
 from sipt_lab.experiments.domain.domain_cells import BASELINE_ARM, CONCEPT_METHODS, DomainCell
@@ -50,7 +50,8 @@ def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:
         [g.removeprefix("sipt[").removesuffix("]").split(",")[0] for g in graphs],
         xlabel=f"local consistency of {summary['task']} over G_PT (pre-training nodes)",
         ylabel="relative error reduction vs LM-only",
-        title=f"SIPT on {summary['domain']}: gain vs LC",
+        title=f"SIPT on {summary['domain']}: relative error reduction in {summary['task']} over LM-only vs LC "
+        f"({spread_phrase(max(len(summary['arms'][g]['seeds']) for g in graphs))})",
         note="Theorem 1: the gain should grow with LC and vanish near chance LC"
         + ("; intra-sample methods (dotted) read no graph" if levels else ""),
         levels=levels,

@@ -43,18 +43,26 @@ from sipt_lab.synthetic import GraphSpec, SyntheticDataset, build_dataset
 # --- the shared Figure 5 grid ----------------------------------------------------------------------
 
 
-def figure5_configs(options: FigureOptions) -> list[SimulationConfig]:
-    """The shared grid: every family at noise 0, CLIQUES at every noise rate; seeds vary fastest."""
-    conditions = [(family, 0.0) for family in options.families]
-    conditions += [("cliques", float(rate)) for rate in options.noise_rates]
+#: The parts of the shared grid: every family at noise 0 (``fig5a``), CLIQUES at every noise rate (``fig5b``).
+GRID_PARTS = ("families", "noise")
+
+
+def figure5_configs(options: FigureOptions, parts: Sequence[str] = GRID_PARTS) -> list[SimulationConfig]:
+    """The shared grid, or the ``parts`` of it (:data:`GRID_PARTS`) a figure reads: every family at
+    noise 0, CLIQUES at every noise rate; seeds vary fastest."""
+    conditions = [(family, 0.0) for family in options.families] if "families" in parts else []
+    conditions += [("cliques", float(rate)) for rate in options.noise_rates] if "noise" in parts else []
     conditions = list(dict.fromkeys(conditions))
     return [experiment_config(f, options, seed=s, noise=p) for f, p in conditions for s in range(options.seeds)]
 
 
-def run_figure5_grid(out_dir: str | Path, options: FigureOptions) -> list[CellResult]:
-    """Run (or load) the shared grid and write its tidy table ``<out_dir>/fig5_cells.csv``."""
+def run_figure5_grid(
+    out_dir: str | Path, options: FigureOptions, parts: Sequence[str] = GRID_PARTS
+) -> list[CellResult]:
+    """Run (or load) the shared grid's ``parts`` (:func:`figure5_configs`: a figure runs only the cells
+    it reads) and write their tidy table ``<out_dir>/fig5_cells.csv``."""
     check_options(options)
-    cells = as_cells(figure5_configs(options))
+    cells = as_cells(figure5_configs(options, parts))
     prepare_grid_topics([cell.config.graph for cell in cells], options)
     try:
         if options.batched:

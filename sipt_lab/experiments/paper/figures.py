@@ -19,6 +19,7 @@ import numpy as np
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.outputs import prepare_grid_dir, prepare_output_dir
+from sipt_lab.core.stats import spread_phrase
 from sipt_lab.evaluation.embedding_topology import KNN_NEIGHBOURS, LONG_BAR_FRACTION, RIPS_CUTOFF
 from sipt_lab.experiments.paper.corollary_cells import (
     COROLLARY2_N,
@@ -46,6 +47,7 @@ from sipt_lab.experiments.paper.topology_tables import CHECK_ROW, TOPOLOGY_CHECK
 from sipt_lab.experiments.simulation.simulation_config import ARMS
 from sipt_lab.grid import result_rows, write_results_csv
 from sipt_lab.viz import embedding_plots, plots
+from sipt_lab.viz.figure5_plots import draw_fig5a, draw_fig5b
 
 # --- Figure 5 (the shared grid) -------------------------------------------------------------------
 
@@ -53,64 +55,20 @@ from sipt_lab.viz import embedding_plots, plots
 def fig5a(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     """LOO and held-out 3-NN AUROC of LM vs SIPT per graph family (noise 0), LC marked."""
     out = Path(out_dir)
-    results = run_figure5_grid(out, options)
+    results = run_figure5_grid(out, options, ("families",))
     rows = fig5a_rows(results, options)
     write_results_csv(rows, out / "fig5a.csv", list(rows[0]))
-    column = {key: [row[key] for row in rows] for key in rows[0]}
-    lc = {"local consistency (LC)": column["local_consistency_mean"]}
-    panels = [
-        plots.BarPanel(
-            "leave-one-out (pre-training samples)",
-            "3-NN AUROC (topic task)",
-            {
-                "LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
-                "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
-            },
-            {**lc, "LM (paper)": column["paper_lm_auroc"], "SIPT (paper)": column["paper_sipt_auroc"]},
-        ),
-        plots.BarPanel(
-            "held-out samples (never pre-trained on)",
-            "3-NN AUROC (topic task)",
-            {
-                "LM": (column["lm_heldout_auroc_mean"], column["lm_heldout_auroc_sd"]),
-                "SIPT": (column["sipt_heldout_auroc_mean"], column["sipt_heldout_auroc_sd"]),
-            },
-            lc,
-        ),
-    ]
-    title = f"Figure 5a: LM vs SIPT per graph family (mean ± sd over {options.seeds} seed(s))"
-    figure = plots.grouped_bars(
-        out / "fig5a", [f.upper() for f in options.families], panels, title=title, xlabel="graph family"
-    )
+    figure = draw_fig5a(rows, out / "fig5a")
     return [out / "fig5a.csv", out / "fig5_cells.csv", *figure]
 
 
 def fig5b(out_dir: str | Path, options: FigureOptions) -> list[Path]:
     """LOO 3-NN AUROC of LM and SIPT on CLIQUES as edge noise grows (mean ± sd bands)."""
     out = Path(out_dir)
-    results = run_figure5_grid(out, options)
+    results = run_figure5_grid(out, options, ("noise",))
     rows = fig5b_rows(results, options)
-    rates = [row["noise"] for row in rows]
     write_results_csv(rows, out / "fig5b.csv", list(rows[0]))
-    column = {key: [row[key] for row in rows] for key in rows[0]}
-    figure = plots.lines_with_bands(
-        out / "fig5b",
-        rates,
-        {
-            "LM": (column["lm_auroc_mean"], column["lm_auroc_sd"]),
-            "SIPT": (column["sipt_auroc_mean"], column["sipt_auroc_sd"]),
-            "LC of the task over G_PT": (column["local_consistency_mean"], None),
-        },
-        markers={"LM (paper)": (rates, column["paper_lm_auroc"]), "SIPT (paper)": (rates, column["paper_sipt_auroc"])},
-        styles={"LC of the task over G_PT": {"linestyle": "--", "marker": None, "linewidth": 1.2}},
-        xlabel="edge noise rate (each non-adjacent pair gains an edge with this probability)",
-        ylabel="LOO 3-NN AUROC  /  local consistency",
-        title=f"Figure 5b: CLIQUES with edge noise (mean ± sd over {options.seeds} seed(s))",
-        percent_x=True,
-        hline=0.5,
-        hline_label="chance (AUROC 0.5)",
-        ylim=(0.0, 1.05),
-    )
+    figure = draw_fig5b(rows, out / "fig5b")
     return [out / "fig5b.csv", out / "fig5_cells.csv", *figure]
 
 
@@ -244,7 +202,7 @@ def corollary2(out_dir: str | Path, options: FigureOptions) -> list[Path]:
         hline_label="LC = 1",
         xlabel=r"points on the surface $n$ (log scale); radius $r \propto n^{-1/2}$ (mean degree 10)",
         ylabel="local consistency of the nearest-vertex task",
-        title=f"Corollary 2: LC over radius graphs tends to 1 (mean ± sd over {options.seeds} seed(s))",
+        title=f"Corollary 2: LC over radius graphs tends to 1 ({spread_phrase(options.seeds)})",
     )
     return [out / "corollary2.csv", *figure]
 
@@ -319,7 +277,7 @@ def heldout_scale(out_dir: str | Path, options: FigureOptions) -> list[Path]:
         panels,
         logx=True,
         ylim=(0.0, 1.05),
-        title=f"Held-out gain vs size of G_PT, {training_budget(options)} (mean ± sd over {options.seeds} seed(s))",
+        title=f"Held-out gain vs size of G_PT, {training_budget(options)} ({spread_phrase(options.seeds)})",
     )
     return [out / "heldout_scale.csv", out / "heldout_scale_cells.csv", *figure]
 

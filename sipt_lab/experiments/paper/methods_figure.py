@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sipt_lab.core import names
+from sipt_lab.core.stats import spread_phrase
 from sipt_lab.experiments.paper.figure_options import (
     FigureOptions,
     cells_root,
@@ -111,7 +112,9 @@ def methods_figure(out_dir: str | Path, options: FigureOptions) -> list[Path]:
         "test accuracy (topic task)",
         {label[m]: (column[f"{m}_finetune_accuracy_mean"], column[f"{m}_finetune_accuracy_sd"]) for m in METHODS},
     )
-    title = f"Pre-training methods per graph family (mean ± sd over {options.seeds} seed(s))"
+    title = (
+        f"LOO 3-NN AUROC of the topic task per pre-training method and graph family ({spread_phrase(options.seeds)})"
+    )
     figure = plots.grouped_bars(
         out / "methods", [f.upper() for f in families], [panel, tuned], title=title, xlabel="graph family"
     )
