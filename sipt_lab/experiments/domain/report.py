@@ -15,7 +15,7 @@ from sipt_lab.core.stats import mean_sd, spread_phrase
 from sipt_lab.data.tasks import get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table
 from sipt_lab.experiments.domain.domain_cells import BASELINE_ARM, CONCEPT_METHODS, DomainCell
-from sipt_lab.viz.plots import labelled_errorbars
+from sipt_lab.viz.labelled_points import labelled_errorbars
 
 
 def plot_rre_vs_lc(summary: dict, stem: str | Path) -> list[Path]:

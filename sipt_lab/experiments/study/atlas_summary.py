@@ -246,7 +246,7 @@ def draw_atlas_figure(stem: str | Path, table: list[dict], config: AtlasConfig) 
     """``<stem>.png`` / ``.pdf``: each pair's mean gain (95 % interval bars) against its LC and against
     LC minus the encoder's own consistency, natural and dial pairs apart, every pair labelled."""
     from sipt_lab.experiments.study.study_config import metric_words
-    from sipt_lab.viz.plots import labelled_errorbar_panels
+    from sipt_lab.viz.labelled_points import labelled_errorbar_panels
 
     names = [f"{p['language']} {p['task']} / {p['graph']}" for p in table]
 

@@ -237,7 +237,7 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
     LM-only and over LM-only given the dial's labels, with 95 % interval bars (none under three
     replicates), and the encoder's own consistency as a vertical line; the title names the dataset,
     the metric and the replicates."""
-    from sipt_lab.viz.plots import labelled_errorbars
+    from sipt_lab.viz.labelled_points import labelled_errorbars
 
     levels = summary["levels"]
     lcs = [lv["lc"] for lv in levels]
