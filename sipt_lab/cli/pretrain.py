@@ -209,7 +209,7 @@ def training_job(args: argparse.Namespace, lambda_si: float | None, **job_option
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretrain_job import run_pretraining, theorem1_message
+    from sipt_lab.experiments.pretrain_job import run_pretraining
 
     job = training_job(args, args.lambda_si, method=args.method, teacher=args.teacher)
     try:
@@ -248,3 +248,19 @@ def run_embed(args: argparse.Namespace) -> int:
     )
     print(f"embeddings: {vectors}   ids: {ids}")
     return 0
+
+
+def theorem1_message(report: dict) -> str:
+    """One paragraph reading a report with labels as Theorem 1 does (and its warnings, if any)."""
+    lc, before, after = report["local_consistency"], report["before"], report["after"]
+    warnings = "".join(f"\nwarning: {warning}" for warning in report.get("warnings", ()))
+    return (
+        f"local consistency of your labels over G_PT: {lc:.3f}. Theorem 1: an optimal SIPT embedder's "
+        f"nearest-neighbour accuracy tends to at least {lc:.3f} as the graph grows, so SIPT on this graph can "
+        f"help this task only as far as LC exceeds what the encoder already reaches.\n"
+        f"LOO 3-NN accuracy {before['loo_3nn_accuracy']:.3f} -> {after['loo_3nn_accuracy']:.3f}, "
+        f"r-NN accuracy at the radius best recovering G_PT {before['radius_nn_accuracy']:.3f} -> "
+        f"{after['radius_nn_accuracy']:.3f} (recovery F1 {before['radius_f1']:.3f} -> {after['radius_f1']:.3f}), "
+        f"AUROC {before['loo_3nn_auroc']:.3f} -> {after['loo_3nn_auroc']:.3f}; "
+        f"link MRR {before['link_mrr']:.3f} -> {after['link_mrr']:.3f}"
+    ) + warnings

@@ -184,7 +184,7 @@ def test_guard_fires_on_a_saturated_margin_in_the_log_and_the_report(clique_file
     assert any("L_SI did not fall" in record.getMessage() for record in caplog.records)
     assert len(outcome.report["warnings"]) == 1 and "margins may not fit" in outcome.report["warnings"][0]
     assert json.loads((tmp_path / "run" / "result.json").read_text())["warnings"] == outcome.report["warnings"]
-    from sipt_lab.experiments.pretrain_job import theorem1_message
+    from sipt_lab.cli.pretrain import theorem1_message
 
     assert theorem1_message(outcome.report).endswith(outcome.report["warnings"][0])
 
