@@ -116,7 +116,7 @@ def convert_string(
         scored = f" scored at least {min_score}" if min_score else ""
         raise SiptError(
             f"the interaction lists hold no interaction{scored}; pass STRING links or interactome files"
-            + (", or a lower --min-score (0-1000)" if min_score else "")
+            + (", or a lower minimum score (0-1000)" if min_score else "")
         )
     written, repeated = set(), 0
     with atomic_writer(out / "sequences.fasta", "w") as handle:

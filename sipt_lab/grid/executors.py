@@ -172,6 +172,6 @@ def check_slurm(cluster: str | None) -> None:
         raise SiptError('the slurm executor needs submitit; run: pip install "sipt-lab[slurm]"') from None
     if cluster is None and shutil.which("srun") is None:
         raise SiptError(
-            "--executor slurm needs Slurm, and this machine has no srun on its PATH; run from a Slurm "
-            "login node, or pass --executor local to run the cells here"
+            "the slurm executor needs Slurm, and this machine has no srun on its PATH; run from a Slurm "
+            "login node, or choose the local executor to run the cells here"
         )

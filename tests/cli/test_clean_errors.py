@@ -125,7 +125,7 @@ def test_the_slurm_executor_without_slurm_is_refused(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(executors.shutil, "which", lambda name: None)
     argv = ["simulate", "--graph", "cliques", "--executor", "slurm", "--out", str(tmp_path / "sim")]
-    assert "--executor local" in refused(capsys, argv)
+    assert "needs Slurm" in refused(capsys, argv)
     assert not (tmp_path / "sim").exists()
 
 

@@ -13,11 +13,11 @@ from sipt_lab.cli.main import build_parser
 #: Flags that set no config field, per command: output place and format, run control, and values
 #: the command turns into a field before building its config.
 CLI_ONLY = {
-    "sipt-lab": {"--version", "--verbose", "--quiet"},  # -v / -q: how much the command logs
+    "sipt-lab": {"--version"},
     # NAME=VALUE pairs, parsed into TrainConfig.loss_params; where results go; how they print
     "sipt-lab simulate": {"--loss-param", "--out", "--json"},
-    "sipt-lab pretrain": {"--loss-param", "--out", "--quiet", "--resume", "--overwrite"},
-    "sipt-lab lambda-sweep": {"--loss-param", "--out", "--quiet"},
+    "sipt-lab pretrain": {"--loss-param", "--out", "--resume", "--overwrite"},
+    "sipt-lab lambda-sweep": {"--loss-param", "--out"},
     "sipt-lab embed": {"--out", "--overwrite"},
     # --only picks the figures to make (make_figures' argument), not how they are made
     "sipt-lab figures": {"--only", "--out"},
@@ -32,7 +32,7 @@ CLI_ONLY = {
     "sipt-lab study atlas": {"--preset", "--out", "--resume", "--overwrite"},
     # how the advice prints
     "sipt-lab advise": {"--json"},
-    "sipt-lab graph build": {"--out", "--quiet"},
+    "sipt-lab graph build": {"--out"},
     "sipt-lab consistency": {"--json"},
     # a dataset name and where to put it: a download, not a run with a config
     "sipt-lab data fetch": {"NAME", "--to", "--allow-unpinned"},
@@ -41,8 +41,9 @@ CLI_ONLY = {
     "sipt-lab data convert pyg-bio": {"FILE", "--out", "--overwrite"},
     "sipt-lab data convert wiki-descriptions": {"--min-count", "--out", "--overwrite"},
 }
-#: Flags of every command (``sipt_lab.cli.option_files``): they read or print the others.
-CONFIG_FILE_FLAGS = {"--config", "--print-config"}
+#: Flags of every command: the option files (``sipt_lab.cli.option_files``), which read or print the
+#: others, and ``-v`` / ``-q`` after the command's name (``-q`` alone where it has a ``--quiet`` of its own).
+CONFIG_FILE_FLAGS = {"--config", "--print-config", "--verbose", "--quiet", "-q"}
 
 
 def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("sipt-lab",)):
