@@ -39,7 +39,7 @@ import numpy as np
 
 from sipt_lab.core import outputs
 from sipt_lab.core.config_io import save_config
-from sipt_lab.experiments.study.atlas_config import AtlasConfig
+from sipt_lab.experiments.study.atlas_config import GROWABLE_FIELDS, AtlasConfig
 from sipt_lab.experiments.study.atlas_pairs import GRAPH_BUILDERS, AtlasDraw, atlas_draw, never_seen_positions
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.training import TrainConfig
@@ -251,7 +251,8 @@ def run_atlas(
 ) -> dict:
     """Run the atlas of the module docstring into ``out``; returns the ``fit.json`` content. The
     draws are checked before any training; an interrupted atlas keeps its finished arms."""
-    from sipt_lab.experiments.study.atlas_summary import check_same_atlas, write_atlas
+    from sipt_lab.experiments.study.atlas_summary import write_atlas
+    from sipt_lab.experiments.study.lc_transfer import check_same_study
     from sipt_lab.grid import check_executor, run_grid
 
     log = logger.info if log is None else log
@@ -275,7 +276,7 @@ def run_atlas(
         log=log,
     ) as out_dir:
         if resume:
-            check_same_atlas(out_dir, config)
+            check_same_study(out_dir, config, GROWABLE_FIELDS)
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         try:

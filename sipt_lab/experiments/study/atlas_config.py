@@ -30,6 +30,9 @@ ATLAS_GRAPHS = (
     "init-knn-3",
     "random",
 )
+#: AtlasConfig fields an atlas may grow by when resumed: every finished arm stays valid.
+GROWABLE_FIELDS = ("languages", "graphs", "dial_tasks", "dial_levels", "split_seeds", "seeds", "metric")
+
 #: Fewest pairs of an atlas: the predictor's three coefficients and two degrees of freedom, with
 #: one pair more to leave out.
 MIN_PAIRS = 6
@@ -143,13 +146,6 @@ class AtlasConfig:
 
 def atlas_preset(name: str, **fields) -> AtlasConfig:
     """The atlas :data:`ATLAS_PRESETS` names, with ``fields`` (AtlasConfig fields) over it."""
-    from sipt_lab.training.defaults import init_kind, train_config
+    from sipt_lab.experiments.study.study_config import preset_config
 
-    if name not in ATLAS_PRESETS:
-        raise ConfigError("atlas_preset", f"{name!r} is unknown; choose one of {', '.join(ATLAS_PRESETS)}")
-    preset = {key: value for key, value in ATLAS_PRESETS[name].items() if key != "train"}
-    chosen = {**preset, **fields}
-    if "train" not in chosen:
-        init = chosen.get("init", AtlasConfig.init)
-        chosen["train"] = train_config(init_kind(init), **{**ATLAS_TRAIN, **ATLAS_PRESETS[name].get("train", {})})
-    return AtlasConfig(**chosen)
+    return preset_config(AtlasConfig, ATLAS_PRESETS, ATLAS_TRAIN, name, fields)

@@ -1,6 +1,5 @@
 """The atlas's summary: one row per pair (:func:`atlas_table`), the predictor fitted on them with its
-leave-one-pair-out validation (``fit.json``), the figure, and the check that a resumed atlas is the
-same atlas (:func:`check_same_atlas`)."""
+leave-one-pair-out validation (``fit.json``) and the figure."""
 
 from __future__ import annotations
 
@@ -67,35 +66,6 @@ def other_metrics(config: AtlasConfig) -> list[str]:
 def metric_columns(config: AtlasConfig) -> list[str]:
     """``gain_<metric>``, ``_low``, ``_high`` of every metric but the primary one (the gain over LM-only)."""
     return [f"gain_{metric}{end}" for metric in other_metrics(config) for end in ("", "_low", "_high")]
-
-
-#: AtlasConfig fields an atlas may grow by when resumed: every finished arm stays valid.
-GROWABLE_FIELDS = ("languages", "graphs", "dial_tasks", "dial_levels", "split_seeds", "seeds", "metric")
-
-
-def check_same_atlas(out_dir: Path, config: AtlasConfig) -> None:
-    """SiptError naming the fields other than :data:`GROWABLE_FIELDS` in which the atlas saved in
-    ``out_dir`` differs from ``config``: a resumed atlas may gain languages, graphs, dial tasks and
-    replicates, but its arms are trained and scored as before."""
-    import json
-
-    from sipt_lab.core.config_io import config_to_dict, field_differences
-
-    saved = out_dir / "config.json"
-    if not saved.is_file():
-        return
-    stored = json.loads(fileio.read_text_file(saved, "the atlas's config file"))
-    current = json.loads(fileio.json_text(config_to_dict(config)))
-    differences = [name for name in field_differences(stored, current) if name not in GROWABLE_FIELDS]
-    if differences:
-        named = [
-            f"TrainConfig.{name[6:]}" if name.startswith("train.") else f"AtlasConfig.{name}" for name in differences
-        ]
-        raise SiptError(
-            f"{out_dir} holds an atlas whose arms were trained or scored otherwise (differs in {', '.join(named)}); "
-            "resume it with those settings (languages, graphs, dial tasks and seeds may grow), or pass --overwrite, "
-            "or another --out"
-        )
 
 
 def write_atlas(out_dir: Path, config: AtlasConfig, arms: list[tuple], log=lambda line: None) -> dict:

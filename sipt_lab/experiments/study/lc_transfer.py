@@ -184,23 +184,25 @@ def finished_seeds(out_dir: Path) -> bool:
     return any((out_dir / CELLS_DIR).glob("*/result.json"))
 
 
-def check_same_study(out_dir: Path, config) -> None:
+def check_same_study(out_dir: Path, config, growable: tuple[str, ...] = ()) -> None:
     """SiptError naming the fields in which the study saved in ``out_dir`` (its ``config.json``)
-    differs from ``config``: a resumed study is the same study."""
+    differs from ``config``: a resumed study is the same study, but for the ``growable`` fields
+    (those that only add cells, e.g. the atlas's graphs and seeds)."""
     saved = out_dir / "config.json"
     if not saved.is_file():
         return  # stopped before it wrote anything but cells: the cells' own hashes decide
     stored = json.loads(fileio.read_text_file(saved, "the study's config file"))
     current = json.loads(fileio.json_text(config_to_dict(config)))
-    differences = field_differences(stored, current)
+    differences = [name for name in field_differences(stored, current) if name not in growable]
     if differences:
         names = [
             f"TrainConfig.{name[6:]}" if name.startswith("train.") else f"{type(config).__name__}.{name}"
             for name in differences
         ]
+        grows = f" ({', '.join(growable)} may change)" if growable else ""
         raise SiptError(
             f"{out_dir} holds a study of another configuration (differs in {', '.join(names)}); "
-            "resume it with the same settings, or pass --overwrite to replace it, or another --out"
+            f"resume it with the same settings{grows}, or pass --overwrite to replace it, or another --out"
         )
 
 

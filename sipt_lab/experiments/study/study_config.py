@@ -321,13 +321,19 @@ def metric_words(metric: str, k: int = 3) -> str:
 def study_preset(name: str, **fields) -> LcTransferConfig:
     """The study :data:`STUDY_PRESETS` names, with ``fields`` (LcTransferConfig fields; a ``train``
     TrainConfig replaces the preset's) over it."""
+    return preset_config(LcTransferConfig, STUDY_PRESETS, STUDY_TRAIN, name, fields)
+
+
+def preset_config(cls: type, presets: dict[str, dict], base_train: dict, name: str, fields: dict):
+    """``cls`` built from the preset ``name`` of ``presets`` with ``fields`` over it: the preset's
+    ``train`` entry over ``base_train`` over the init kind's defaults makes the TrainConfig, unless
+    ``fields`` gives one."""
     from sipt_lab.training.defaults import init_kind, train_config
 
-    if name not in STUDY_PRESETS:
-        raise ConfigError("study_preset", f"{name!r} is unknown; choose one of {', '.join(STUDY_PRESETS)}")
-    preset = {key: value for key, value in STUDY_PRESETS[name].items() if key != "train"}
-    chosen = {**preset, **fields}
+    if name not in presets:
+        raise ConfigError(f"{cls.__name__} preset", f"{name!r} is unknown; choose one of {', '.join(presets)}")
+    chosen = {**{key: value for key, value in presets[name].items() if key != "train"}, **fields}
     if "train" not in chosen:
-        init = chosen.get("init", LcTransferConfig.init)
-        chosen["train"] = train_config(init_kind(init), **{**STUDY_TRAIN, **STUDY_PRESETS[name]["train"]})
-    return LcTransferConfig(**chosen)
+        init = chosen.get("init", cls.init)
+        chosen["train"] = train_config(init_kind(init), **{**base_train, **presets[name].get("train", {})})
+    return cls(**chosen)
