@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
-from sipt_lab.cli.simulate import add_preset_flags
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, add_preset_flags, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, options_of, record_field_flags
 from sipt_lab.experiments.paper.figure_options import FigureOptions
 

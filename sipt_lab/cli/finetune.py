@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
-from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS, add_objective_arguments, add_train_arguments, objective_changes
+from sipt_lab.cli.arguments import (
+    GRID_INTERRUPT_HINT,
+    PER_SAMPLE_FIELDS,
+    add_objective_arguments,
+    add_train_arguments,
+    nonempty,
+    objective_changes,
+)
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
 from sipt_lab.experiments.domain.report_options import DomainCurvesConfig, DomainTableConfig

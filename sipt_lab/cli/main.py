@@ -84,6 +84,8 @@ def run_command(argv: list[str] | None) -> int:
         return 2
     setup_logging(args)
     try:
+        if getattr(args, "fill_defaults", None) is not None:  # the resolver's values of the flags left out
+            args.fill_defaults(args)
         return int(args.func(args) or 0)
     except SiptError as error:
         flags = getattr(args, "field_flags", {})

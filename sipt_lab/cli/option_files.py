@@ -3,12 +3,16 @@ the ``config.toml`` a run leaves in its directory.
 
 A config file (TOML, or YAML when PyYAML is installed) holds a command's options under their flag
 names without the dashes (``max-length = 128`` or ``max_length = 128`` for ``--max-length 128``;
-tables such as ``[train]`` may group them and are read as if flat). Its values become the
+tables such as ``[train]`` may group them and are read as if flat). A command that trains also
+reads a ``[train-config]`` table of :class:`~sipt_lab.training.train_config.TrainConfig` fields
+that have no flag of their own (``weight_decay = 0.01``), a layer under the flags. Its values become the
 parser's defaults, so a flag given on the command line wins; each value is checked with the type
 the flag parses with, and an unknown key or a value of the wrong type is one line naming it
 (exit status 2, before any work). ``--print-config`` prints the command's resolved options as
 TOML (every option, defaults filled in) and exits; fed back with ``--config`` it gives the same
-options. A command that writes a run directory saves the same text there as ``config.toml``.
+options. A command that writes a run directory saves the same text there as ``config.toml``; for
+a command that trains, both hold every resolved training value (its ``[train-config]`` table the
+fields without a flag), so a rerun from them does not depend on a later version's defaults.
 
 Only the standard library is imported here (tomli before Python 3.11, PyYAML when a YAML file is
 read): building the parser stays light.
@@ -39,6 +43,8 @@ CONFIG_NAME = "config.toml"
 #: Destinations of the options no config file sets or shows (``--help``, these two, and ``-v`` /
 #: ``-q``, which are about the terminal, not the run).
 FILE_OPTIONS = ("help", "config", "print_config", "verbose", "log_quiet")
+#: The config-file table of TrainConfig fields without a flag of their own (commands that train).
+TRAIN_TABLE = "train-config"
 #: Options that steer one invocation rather than define the run: not saved in ``config.toml``.
 NOT_SAVED = ("resume", "overwrite")
 
@@ -90,6 +96,7 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
             given = argparse.Namespace(config=None, print_config=False, preset=None)
         presets = getattr(command, "option_presets", {})
         from_file = read_config_file(given.config) if given.config else {}
+        file_settings = _train_table(command, from_file, f"config file {given.config}")
         preset = given.preset or _flat(from_file, f"config file {given.config}").get("preset")  # a flag beats the file
         sources = [
             *([(presets[preset], f"preset {preset}")] if isinstance(preset, str) and preset in presets else []),
@@ -110,6 +117,8 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
     args = parser.parse_args(argv)
     if command is None:
         return args
+    if hasattr(args, "train_settings"):
+        args.train_settings = file_settings
     if args.print_config:
         args.func = lambda namespace: print(options_toml(command, namespace, required=required), end="") or 0
     elif args.save_run_config:
@@ -201,11 +210,18 @@ def options_toml(
             lines.append(f"{_toml_key(key)} = {toml_value(options[key])}")
         elif action.dest in required:
             lines.append(f"# {_toml_key(key)} = ...  (required)")
+    settings = getattr(namespace, "train_settings", None)
+    if settings:
+        lines += ["", "# TrainConfig fields without a flag of their own, as this run resolves them", f"[{TRAIN_TABLE}]"]
+        lines += [f"{name} = {toml_value(value)}" for name, value in settings.items()]
     return "\n".join(lines) + "\n"
 
 
 def toml_value(value: Any) -> str:
-    """``value`` (a bool, number, string or list of them) as a TOML value."""
+    """``value`` (a bool, number, string, list of them, or a mapping of them: an inline table) as a
+    TOML value."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(str(key))} = {toml_value(item)}" for key, item in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -241,6 +257,29 @@ def _saving_options(func: Callable[[argparse.Namespace], int], command) -> Calla
         return status
 
     return run
+
+
+def _train_table(command: argparse.ArgumentParser, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """The ``[train-config]`` table of a config file's ``values``, taken out of them and checked
+    (:class:`~sipt_lab.core.options.Overrides` of TrainConfig): fields without a flag of their own
+    on a command that trains; ``{}`` without one."""
+    table = next((values.pop(key) for key in (TRAIN_TABLE, TRAIN_TABLE.replace("-", "_")) if key in values), None)
+    if table is None:
+        return {}
+    if command.get_default("train_settings") is None:
+        raise SiptError(f"{where}: {command.prog} trains nothing; remove its [{TRAIN_TABLE}] table")
+    if not isinstance(table, dict):
+        raise SiptError(f"{where}: [{TRAIN_TABLE}] must be a table of TrainConfig fields")
+    from sipt_lab.core.options import Overrides
+    from sipt_lab.training.train_config import TrainConfig
+
+    flagged = {
+        name.partition(".")[2] for name in command.get_default("field_flags") or {} if name.startswith("TrainConfig.")
+    }
+    for name in table:
+        if name in flagged:
+            raise SiptError(f"{where}: [{TRAIN_TABLE}] {name} has a flag of its own; set it outside the table")
+    return dict(Overrides(TrainConfig, f"{where} [{TRAIN_TABLE}]", **table))
 
 
 def _command_of(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, list[str]]:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, nonempty
-from sipt_lab.cli.simulate import parse_loss_params
-from sipt_lab.core.names import ENCODER_PRESETS, LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
+from sipt_lab.cli.arguments import (
+    GRID_INTERRUPT_HINT,
+    PER_SAMPLE_FIELDS,
+    WATCH_FIELDS,
+    add_objective_arguments,
+    add_train_arguments,
+    fill_training_defaults,
+    nonempty,
+    training_settings,
+)
+from sipt_lab.core.names import ENCODER_PRESETS
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
-from sipt_lab.training.defaults import INIT_DEFAULTS, default_help
-from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 
-#: TrainConfig fields whose default is the init kind's (:data:`~sipt_lab.training.defaults.INIT_DEFAULTS`):
-#: their flags default to None and their help names each kind's value.
-PER_KIND = tuple(name for name in INIT_DEFAULTS["char"].train_options() if name != "loss_params")
 #: TrainConfig fields of a run's batch, optimiser, sample length, seed and device, in --help's order.
 RUN_FIELDS = (
     "batch_size",
@@ -33,14 +36,6 @@ RUN_FIELDS = (
 #: TrainConfig fields set by the shared flags of ``pretrain`` and ``lambda-sweep`` (``lambda_si``
 #: apart: ``pretrain`` takes it, ``lambda-sweep`` sweeps it).
 TRAIN_FIELDS = ("steps", *RUN_FIELDS, "loss", "pairs", "negatives", "mask_replacement")
-#: TrainConfig fields that define the objective besides the method and λ (flags of ``pretrain`` and ``domain run``).
-OBJECTIVE_FIELDS = ("loss", "pairs", "negatives", "mask_replacement")
-#: What ``domain run``'s objective flags say of their default.
-PRESET_DEFAULT = "(default: the preset's)"
-#: TrainConfig fields of the per-sample baselines' labels (``pretrain``, ``domain run``, ``simulate``, ``study``).
-PER_SAMPLE_FIELDS = ("pt_labels", "allow_missing")
-#: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
-WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 #: PretrainJob fields set by the shared flags.
 JOB_FIELDS = ("samples", "edges", "labels", "init", "encoder", "pooling", "epochs")
 #: What to do when a pre-training step does not fit in GPU memory (the CLI's out-of-memory message).
@@ -80,6 +75,8 @@ def register(subparsers) -> None:
     )
     parser.set_defaults(
         func=run_pretrain,
+        fill_defaults=fill_pretrain_defaults,
+        train_settings={},
         memory_hint=PRETRAIN_MEMORY_HINT,
         interrupt_hint="a checkpoint it wrote is kept (pass --resume to the same command to continue from it); "
         "stopped before its first one, it leaves --out as it was",
@@ -98,7 +95,13 @@ def register(subparsers) -> None:
     add_training_arguments(sweep)
     add_config_arguments(sweep, LambdaSweep, ("lambdas", "validation", "metric"))
     record_field_flags(sweep, {"TrainConfig.lambda_si": "--lambdas"})
-    sweep.set_defaults(func=run_lambda_sweep, memory_hint=PRETRAIN_MEMORY_HINT, interrupt_hint=GRID_INTERRUPT_HINT)
+    sweep.set_defaults(
+        func=run_lambda_sweep,
+        fill_defaults=fill_pretrain_defaults,
+        train_settings={},
+        memory_hint=PRETRAIN_MEMORY_HINT,
+        interrupt_hint=GRID_INTERRUPT_HINT,
+    )
 
     embed = subparsers.add_parser(
         "embed",
@@ -134,84 +137,31 @@ def add_training_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_objective_arguments(parser, preset: bool = False) -> None:
-    """The flags of the :class:`TrainConfig` fields that define the objective besides the method and
-    ``λ`` (:data:`OBJECTIVE_FIELDS`, ``--loss-param``), shared by ``pretrain`` and ``domain run``;
-    ``preset``: every flag defaults to None, the preset's value (``domain run``)."""
-    add_train_arguments(parser, ("loss",), preset=preset)
-    parser.add_argument(
-        "--loss-param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"a parameter of that loss, repeatable {PRESET_DEFAULT if preset else default_help('loss_params')}",
-    )
-    record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
-    add_train_arguments(parser, OBJECTIVE_FIELDS[1:], preset=preset)
+#: TrainConfig fields of ``pretrain``'s flags (``lambda-sweep`` has all but ``lambda_si`` and the watch).
+PRETRAIN_TRAIN_FIELDS = (*TRAIN_FIELDS, *WATCH_FIELDS, *PER_SAMPLE_FIELDS, "lambda_si")
 
 
-def objective_changes(args: argparse.Namespace) -> dict:
-    """The :data:`OBJECTIVE_FIELDS`, ``loss_params`` and :data:`PER_SAMPLE_FIELDS` values the flags
-    of :func:`add_objective_arguments` gave (those left out absent)."""
-    given = {name: getattr(args, name) for name in OBJECTIVE_FIELDS + PER_SAMPLE_FIELDS}
-    changes = {name: value for name, value in given.items() if value not in (None, False)}
-    return changes | ({"loss_params": parse_loss_params(args.loss_param)} if args.loss_param else {})
+def fill_pretrain_defaults(args: argparse.Namespace) -> None:
+    """:func:`~sipt_lab.cli.arguments.fill_training_defaults` of the training flags, and one pass
+    (``--epochs 1``) when neither ``--steps`` nor ``--epochs`` is given."""
+    fill_training_defaults(args, PRETRAIN_TRAIN_FIELDS)
+    if args.steps is None and args.epochs is None:
+        args.epochs = 1.0
 
 
-def add_train_arguments(parser, fields, container=None, preset: bool = False) -> None:
-    """Flags of ``fields`` of :class:`TrainConfig`; those of :data:`PER_KIND` default to None, their
-    help naming each init kind's value; ``steps`` defaults to None (one epoch); with ``preset``
-    every flag defaults to None, the preset's value."""
-    per_kind = [name for name in fields if name in PER_KIND or preset]
-    add_config_arguments(
-        parser,
-        TrainConfig,
-        fields,
-        container=container,
-        defaults={"steps": None, **{name: None for name in per_kind}},
-        default_help={
-            "max_len": "the checkpoint's, 256 for minilm",
-            **{name: "the preset's" if preset else default_help(name) for name in per_kind},
-        },
-        argparse_options={
-            **{
-                name: {"choices": sorted(choices)}
-                for name, choices in (
-                    ("loss", STRUCTURE_LOSSES),
-                    ("pairs", PAIR_MODES),
-                    ("negatives", NEGATIVE_SAMPLERS),
-                    ("schedule", LR_SCHEDULES),
-                )
-                if name in fields
-            },
-            "eval_every": {"nargs": "?", "const": EVAL_EVERY_DEFAULT},
-        },
-    )
+def training_job(args: argparse.Namespace, **job_options) -> PretrainJob:
+    """The :class:`PretrainJob` the shared flags describe, with ``job_options`` (``method``,
+    ``teacher``) set, through :func:`~sipt_lab.experiments.configs.resolve_pretrain_job`."""
+    from sipt_lab.experiments.configs import resolve_pretrain_job
 
-
-def training_job(args: argparse.Namespace, lambda_si: float | None, **job_options) -> PretrainJob:
-    """The :class:`PretrainJob` the shared flags describe (a flag left out, or ``lambda_si`` None:
-    the init kind's default, :data:`~sipt_lab.training.defaults.INIT_DEFAULTS`), with ``job_options``
-    (``method``, ``teacher``) set."""
-    from sipt_lab.training.defaults import init_kind, train_config
-
-    given = {
-        name: getattr(args, name) for name in TRAIN_FIELDS + WATCH_FIELDS + PER_SAMPLE_FIELDS if hasattr(args, name)
-    }
-    train = train_config(
-        init_kind(args.init),
-        **{**given, "steps": args.steps if args.steps is not None else 1},
-        lambda_si=lambda_si,
-        loss_params=parse_loss_params(args.loss_param),
-    )
-    epochs = args.epochs if args.epochs is not None else (None if args.steps else 1.0)
-    return config_from_args(args, PretrainJob, JOB_FIELDS, epochs=epochs, train=train, **job_options)
+    job_fields = {name: getattr(args, name) for name in JOB_FIELDS}
+    return resolve_pretrain_job(training_settings(args, PRETRAIN_TRAIN_FIELDS), **job_fields, **job_options)
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.pretrain_job import run_pretraining
 
-    job = training_job(args, args.lambda_si, method=args.method, teacher=args.teacher)
+    job = training_job(args, method=args.method, teacher=args.teacher)
     try:
         outcome = run_pretraining(job, args.out, resume=args.resume, overwrite=args.overwrite, log=print)
     finally:  # under torchrun the trainer joined a process group: leave it cleanly
@@ -233,7 +183,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
 def run_lambda_sweep(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.lambda_sweep import format_sweep, run_lambda_sweep
 
-    sweep = config_from_args(args, LambdaSweep, ("lambdas", "validation", "metric"), job=training_job(args, None))
+    sweep = config_from_args(args, LambdaSweep, ("lambdas", "validation", "metric"), job=training_job(args))
     outcome = run_lambda_sweep(sweep, args.out, log=print)
     print(format_sweep(outcome, sweep.metric))
     return 0

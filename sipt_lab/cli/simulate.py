@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT
-from sipt_lab.core.errors import SiptError
+from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, add_preset_flags, parse_loss_params, unflagged_settings
 from sipt_lab.core.fileio import json_text
-from sipt_lab.core.names import LOSS_PARAMETERS, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.experiments.simulation.simulate_job import PRESET_HELP, SimulateJob
+from sipt_lab.experiments.simulation.simulate_job import SimulateJob
 from sipt_lab.graphs.noise import NOISE_MODES
 from sipt_lab.synthetic.graph_spec import GraphSpec
-from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI
+from sipt_lab.training.defaults import TRAIN_FIELDS
 from sipt_lab.training.train_config import TrainConfig
 
+#: TrainConfig fields of ``simulate``'s flags besides ``steps`` and the per-sample labels' file.
+SIMULATE_TRAIN_FIELDS = ("lambda_si", "loss", "pairs", "negatives", "device", "allow_missing")
+#: Those whose default is the family's training under the preset.
+FAMILY_FIELDS = ("steps", "lambda_si", "loss", "pairs", "negatives")
 #: GraphSpec fields set by ``simulate`` flags, and their help where it differs from ``graph build``'s.
 GRAPH_FIELDS = ("family", "noise", "noise_mode", "n_nodes", "seed")
 GRAPH_HELP = {
@@ -54,7 +55,7 @@ def register(subparsers) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a parameter of the structure-inducing loss, repeatable (contrastive: "
-        f"pos_margin, neg_margin, default {_margins()}; multisim: w_pos, w_neg, t)",
+        "pos_margin, neg_margin; multisim: w_pos, w_neg, t; infonce: temperature; default: the family's under the preset)",
     )
     record_field_flags(parser, {"TrainConfig.loss_params": "--loss-param"})
     _train_arguments(parser, ("pairs", "negatives"))
@@ -72,29 +73,26 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="result directory (default: runs/simulate-<config hash>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     record_field_flags(parser, {"SimulationConfig.methods": "--methods"})  # checked again once resolved
-    parser.set_defaults(func=run, interrupt_hint=GRID_INTERRUPT_HINT)
+    parser.set_defaults(
+        func=run, fill_defaults=fill_simulation_defaults, train_settings={}, interrupt_hint=GRID_INTERRUPT_HINT
+    )
 
 
 def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -> None:
     """Flags of :class:`TrainConfig` fields, parsed by type alone: the config checks their values
-    (its errors name these flags)."""
+    (its errors name these flags). Those left out take the family's training under the preset
+    (:func:`~sipt_lab.experiments.simulation.simulation_config.simulation_config`), which
+    :func:`fill_simulation_defaults` writes back for ``--print-config`` and ``config.toml``."""
     add_config_arguments(
         parser,
         TrainConfig,
         fields,
         check=False,
-        defaults={"lambda_si": PAPER_LAMBDA_SI, "pairs": None, "negatives": None, "steps": None},
+        defaults={name: None for name in fields if name in FAMILY_FIELDS},
+        default_help={name: "the family's under the preset" for name in fields if name in FAMILY_FIELDS},
         help={
-            "lambda_si": "weight of the structure-inducing loss in SIPT, in [0, 1] (default: %(default)s)",
-            "loss": f"structure-inducing loss: {' or '.join(STRUCTURE_LOSSES)} (default: %(default)s)",
-            "pairs": f"pairs the structure loss scores: {' or '.join(PAIR_MODES)} (sampled: each seed with one neighbour "
-            "and one non-neighbour, the paper's; batch: every pair of samples in the batch; default: "
-            f"{INIT_DEFAULTS['char'].pairs})",
-            "negatives": f"each seed's non-neighbour: {', '.join(NEGATIVE_SAMPLERS)} (default: {TrainConfig.negatives})",
-            "steps": "optimiser steps per arm (default: the family's)",
             "pt_labels": "per-sample pre-training labels of the multitask and same-family methods: "
             "id<TAB>label;label... a line, a sample's id its node number 0..n-1",
-            "device": "auto (CUDA when present), cpu or cuda (default: %(default)s)",
         },
         argparse_options={
             "loss": {"metavar": "LOSS"},
@@ -105,32 +103,19 @@ def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -
     )
 
 
-def _margins() -> str:
-    """``"5 and 10"``: the contrastive margins a simulate run uses (the char row over the loss's own)."""
-    margins = {**LOSS_PARAMETERS["contrastive"], **INIT_DEFAULTS["char"].loss_params}
-    return f"{margins['pos_margin']:g} and {margins['neg_margin']:g}"
-
-
-def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.simulation.simulate import simulate
+def simulation_from_args(args: argparse.Namespace):
+    """The :class:`SimulateJob` and the first seed's
+    :class:`~sipt_lab.experiments.simulation.simulation_config.SimulationConfig` the flags describe."""
     from sipt_lab.experiments.simulation.simulation_config import simulation_config
 
     job = config_from_args(args, SimulateJob, graph=config_from_args(args, GraphSpec, GRAPH_FIELDS + ("corpus",)))
     graph_options = {"noise": job.graph.noise, "noise_mode": job.graph.noise_mode, "corpus": job.graph.corpus}
     if job.graph.n_nodes is not None:
         graph_options["n_nodes"] = job.graph.n_nodes
-    train_options = {
-        "lambda_si": args.lambda_si,
-        "loss": args.loss,
-        "device": args.device,
-        "loss_params": parse_loss_params(args.loss_param),
-    }
-    if args.pairs is not None:
-        train_options["pairs"] = args.pairs
-    if args.negatives is not None:
-        train_options["negatives"] = args.negatives
+    train_options = {**args.train_settings, **{name: getattr(args, name) for name in SIMULATE_TRAIN_FIELDS}}
+    train_options["loss_params"] = parse_loss_params(args.loss_param) or None
     if args.pt_labels is not None:
-        train_options |= {"pt_labels": str(Path(args.pt_labels).resolve()), "allow_missing": args.allow_missing}
+        train_options["pt_labels"] = str(Path(args.pt_labels).resolve())
     config = simulation_config(
         job.graph.family,
         seed=job.graph.seed,
@@ -141,33 +126,34 @@ def run(args: argparse.Namespace) -> int:
         train_options=train_options,
         methods=job.methods,
     )
+    return job, config
+
+
+def fill_simulation_defaults(args: argparse.Namespace) -> None:
+    """Set the training flags and ``--n-nodes`` left out to the values the family's training under
+    the preset gives them, so that ``--print-config`` and ``config.toml`` hold every value the run
+    uses (nothing to fill before a family is named)."""
+    if args.family is None:
+        return
+    _, config = simulation_from_args(args)
+    for name in FAMILY_FIELDS:
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(config.train, name))
+    args.loss_param = [f"{name}={value!r}" for name, value in config.train.loss_params.items()]
+    resolved = {name: getattr(config.train, name) for name in TRAIN_FIELDS}
+    args.train_settings = unflagged_settings(args, resolved)
+    if args.n_nodes is None:
+        args.n_nodes = config.graph.n_nodes
+
+
+def run(args: argparse.Namespace) -> int:
+    from sipt_lab.experiments.simulation.simulate import simulate
+
+    job, config = simulation_from_args(args)
     summary = simulate(config, job.seeds, args.out, executor=job.executor, batched=job.batched)
     args.out = args.out or summary["out_dir"]  # where main saves the resolved options (config.toml)
     print(json_text(summary, sort_keys=False) if args.json else format_summary(summary))
     return 0
-
-
-def add_preset_flags(parser: argparse.ArgumentParser, cls: type = SimulateJob, **options) -> None:
-    """``--preset``, ``--encoder`` and ``--batched`` from the fields of ``cls`` (``SimulateJob``, or
-    ``FigureOptions`` for ``sipt-lab figures``)."""
-    preset_help = f"{PRESET_HELP.removesuffix(')')}; default: %(default)s)"  # the default inside the parenthesis
-    add_config_arguments(
-        parser, cls, ("preset", "encoder", "batched"), check=False, help={"preset": preset_help}, **options
-    )
-
-
-def parse_loss_params(items: list[str]) -> dict[str, float]:
-    """``["pos_margin=2", ...]`` -> ``{"pos_margin": 2.0}``; the loss checks the names."""
-    params = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        try:
-            params[name.strip()] = float(value)
-        except ValueError:
-            raise SiptError(f"--loss-param takes NAME=NUMBER (e.g. pos_margin=5), got {item!r}") from None
-        if not math.isfinite(params[name.strip()]):
-            raise SiptError(f"--loss-param needs a finite number, got {item!r}")
-    return params
 
 
 def format_summary(summary: dict) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import re
 
-from sipt_lab.cli.arguments import POSITIVE, nonempty
-from sipt_lab.cli.pretrain import PER_SAMPLE_FIELDS
+from sipt_lab.cli.arguments import PER_SAMPLE_FIELDS, POSITIVE, fill_training_defaults, nonempty, training_settings
 from sipt_lab.core.options import add_config_arguments, config_from_args, flag_of, record_field_flags
 from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
 from sipt_lab.experiments.study.study_config import STUDY_PRESETS, STUDY_TRAIN
+from sipt_lab.training.defaults import PER_KIND_FIELDS, default_help
 from sipt_lab.training.train_config import TrainConfig
 
 #: LcTransferConfig fields set by flags of the same name (``seeds`` aside: ``--seeds`` also takes ``auto``).
@@ -51,6 +51,8 @@ TRAIN_FIELDS = (
     "eval_every",
     *PER_SAMPLE_FIELDS,
 )
+#: Those and the device's.
+STUDY_TRAIN_FIELDS = (*TRAIN_FIELDS, "precision", "device")
 
 
 def register(subparsers) -> None:
@@ -106,14 +108,11 @@ def register(subparsers) -> None:
         run,
         TrainConfig,
         TRAIN_FIELDS,
-        defaults={"lr": None, "lambda_si": None, "loss": None, "head_warmup": None, **STUDY_TRAIN},
-        default_help={name: "the init kind's" for name in ("lr", "lambda_si", "loss", "head_warmup")},
+        defaults={name: None for name in PER_KIND_FIELDS} | dict(STUDY_TRAIN),
+        default_help={name: default_help(name) for name in PER_KIND_FIELDS},
         help={
             "steps": "pre-training steps of every trained arm (default: %(default)s)",
             "batch_size": "samples per step (default: %(default)s)",
-            "lr": "peak learning rate (default: the init kind's)",
-            "lambda_si": "SIPT arm's weight of L_SI (default: the init kind's)",
-            "loss": "structure-inducing loss (default: the init kind's)",
             "head_warmup": "steps that fit a new MLM head with the encoder frozen, once per seed for all arms "
             "(default: the init kind's)",
             "eval_every": "score every trained arm on the never-seen validation split every N steps and at its "
@@ -133,13 +132,14 @@ def register(subparsers) -> None:
         ),
     )
     add_config_arguments(run, TrainConfig, ("device",), help={"device": "auto, cpu or cuda (default: %(default)s)"})
-    add_run_arguments(run, run_lc_transfer, "study", "seeds", "with the same settings")
+    add_run_arguments(run, run_lc_transfer, "study", "seeds", "with the same settings", STUDY_TRAIN_FIELDS)
     register_atlas(actions)
 
 
-def add_run_arguments(parser, func, run: str, units: str, resumed: str) -> None:
+def add_run_arguments(parser, func, run: str, units: str, resumed: str, train_fields: tuple[str, ...]) -> None:
     """``--out``, ``--resume`` and ``--overwrite`` of a study whose finished ``units`` (seeds, arms)
-    are kept, and the command's ``func`` with its hints; ``resumed``: what a resumed ``run`` may change."""
+    are kept, and the command's ``func`` with its hints; ``resumed``: what a resumed ``run`` may change;
+    ``train_fields``: the TrainConfig fields of its flags, which the resolver fills in when left out."""
     parser.add_argument(
         "--out",
         type=nonempty,
@@ -159,6 +159,8 @@ def add_run_arguments(parser, func, run: str, units: str, resumed: str) -> None:
     )
     parser.set_defaults(
         func=func,
+        fill_defaults=lambda args: fill_training_defaults(args, train_fields, inputs=False),
+        train_settings={},
         memory_hint="lower --batch-size or --max-length",
         interrupt_hint=f"its finished {units} are kept: pass --resume to the same command to train the others",
     )
@@ -184,7 +186,7 @@ def lc_transfer_config(args: argparse.Namespace):
     from sipt_lab.core.stats import seeds_for_effect
     from sipt_lab.experiments.study.gain_stats import pilot_sd
     from sipt_lab.experiments.study.study_config import LcTransferConfig
-    from sipt_lab.training.defaults import init_kind, train_config
+    from sipt_lab.training.defaults import init_kind, resolve_train_config
 
     if args.seeds == "auto" and args.pilot is None:
         raise SiptError(
@@ -197,12 +199,7 @@ def lc_transfer_config(args: argparse.Namespace):
     # auto: the fewest seeds whose replicates (seeds x split seeds) detect the target
     seeds = -(-seeds_for_effect(sd, args.target_effect) // splits) if args.seeds == "auto" else int(args.seeds)
 
-    train = train_config(
-        init_kind(args.init),
-        device=args.device,
-        precision=args.precision,
-        **{name: getattr(args, name) for name in TRAIN_FIELDS},
-    )
+    train = resolve_train_config(init_kind(args.init), training_settings(args, STUDY_TRAIN_FIELDS))
     return config_from_args(args, LcTransferConfig, STUDY_FIELDS, seeds=seeds, train=train, pilot_sd=sd)
 
 
@@ -255,8 +252,8 @@ def register_atlas(actions) -> None:
         atlas,
         TrainConfig,
         ATLAS_TRAIN_FIELDS,
-        defaults={"lr": None, "lambda_si": None, **ATLAS_TRAIN},
-        default_help={name: "the init kind's" for name in ("lr", "lambda_si")},
+        defaults={name: None for name in PER_KIND_FIELDS} | dict(ATLAS_TRAIN),
+        default_help={name: default_help(name) for name in PER_KIND_FIELDS},
         argparse_options={"lr": {"metavar": None}, "lambda_si": {"metavar": None}},
     )
     add_config_arguments(atlas, TrainConfig, ("precision", "device"))
@@ -266,19 +263,17 @@ def register_atlas(actions) -> None:
         "atlas",
         "arms",
         "(it may grow by languages, graphs, dial tasks and seeds; the rest unchanged)",
+        (*ATLAS_TRAIN_FIELDS, "precision", "device"),
     )
 
 
 def run_atlas(args: argparse.Namespace) -> int:
     from sipt_lab.experiments.study.atlas import run_atlas as run
     from sipt_lab.experiments.study.atlas_config import AtlasConfig
-    from sipt_lab.training.defaults import init_kind, train_config
+    from sipt_lab.training.defaults import init_kind, resolve_train_config
 
-    train = train_config(
-        init_kind(args.init),
-        device=args.device,
-        precision=args.precision,
-        **{name: getattr(args, name) for name in ATLAS_TRAIN_FIELDS},
+    train = resolve_train_config(
+        init_kind(args.init), training_settings(args, (*ATLAS_TRAIN_FIELDS, "device", "precision"))
     )
     run(
         config_from_args(args, AtlasConfig, ATLAS_FIELDS, train=train),

@@ -30,7 +30,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from sipt_lab.core.errors import ConfigError
@@ -145,6 +145,45 @@ def validate(config: Any) -> None:
         problem = meta.problem(value)
         if problem is not None:
             raise ConfigError(f"{type(config).__name__}.{name}", problem)
+
+
+class Overrides(Mapping[str, Any]):
+    """Values of some fields of the config class ``cls`` over what lies below them: a preset's, a
+    method's, an init kind's. Checked on construction: a misspelt field or a value outside its
+    field's range or choices fails where the overrides are declared, naming ``where`` (``"preset cpu"``).
+    A field without :func:`option` metadata (a nested config) is checked by name only."""
+
+    def __init__(self, cls: type, where: str = "", **values: Any) -> None:
+        fields = {field.name for field in dataclasses.fields(cls)}
+        checks = options_of(cls)
+        for name, value in values.items():
+            label = f"{cls.__name__}.{name}" + (f" ({where})" if where else "")
+            if name not in fields:
+                raise ConfigError(label, f"is not a field; choose from {', '.join(sorted(fields))}")
+            problem = None if value is None or name not in checks else checks[name].problem(value)
+            if problem is not None:
+                raise ConfigError(label, problem)
+        self.config_class = cls
+        self._values = dict(values)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
+        return f"{type(self).__name__}({self.config_class.__name__}{', ' if shown else ''}{shown})"
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __or__(self, other: Mapping[str, Any]) -> Overrides:
+        return Overrides(self.config_class, **{**self._values, **other})
 
 
 def flag_of(cls: type, name: str) -> str:

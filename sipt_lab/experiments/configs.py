@@ -8,13 +8,15 @@ This module imports no torch: the CLI's parser generates the jobs' flags from th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from sipt_lab.core import names
-from sipt_lab.core.errors import ConfigError, SiptError
+from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
 from sipt_lab.grid import EXECUTORS
-from sipt_lab.training.defaults import init_kind, train_config
+from sipt_lab.training.defaults import init_kind, method_train_config, resolve_train_config
 from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 
 #: Hugging Face / char / named inits, listed in --help.
@@ -34,9 +36,11 @@ class PretrainJob:
         init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
         pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
         encoder: size preset of the ``char`` encoder (ignored otherwise).
-        epochs: passes over the samples; when set, ``train.steps`` is derived from it.
-        train: the trainer's settings, with ``steps`` resolved (None: the init kind's defaults,
-            :func:`sipt_lab.training.defaults.train_config`).
+        epochs: passes over the samples that ``train.steps`` makes (:func:`resolve_pretrain_job`
+            resolves them; a run over other samples, such as a λ sweep's split, makes its steps
+            from them again).
+        train: the trainer's settings (None: the init kind's defaults and the method's,
+            :func:`sipt_lab.training.defaults.resolve_train_config`).
         method: a pre-training method of :data:`sipt_lab.training.methods.METHODS` (its fixed settings
             replace ``train``'s); None: LM or SIPT by ``train.lambda_si``.
         teacher: the MLSM / LSM teacher, a model directory (an LM-trained char encoder on the same samples).
@@ -78,31 +82,72 @@ class PretrainJob:
     )
 
     def __post_init__(self) -> None:
-        if self.train is None:
-            object.__setattr__(self, "train", train_config(init_kind(self.init)))
         if self.epochs is not None and not self.epochs > 0:
             raise ConfigError(
                 "PretrainJob.epochs", f"must be a positive number of passes over the samples, got {self.epochs}"
             )
         validate(self)
-        if self.method is not None:
-            from sipt_lab.training.methods import get_method, method_train_config
-
-            try:
-                method = get_method(self.method)
-                object.__setattr__(self, "train", method_train_config(self.method, self.train))
-            except SiptError as error:
-                raise ConfigError("PretrainJob.method", str(error)) from None
-            if method.needs_teacher != (self.teacher is not None):
-                raise ConfigError(
-                    "PretrainJob.teacher",
-                    f"method {self.method} {'needs' if method.needs_teacher else 'takes no'} PretrainJob.teacher DIR",
-                )
+        if self.train is None:
+            object.__setattr__(self, "train", resolve_train_config(init_kind(self.init), method=self.method))
+        elif self.method is not None:  # a config resolved without the method: its fixed settings over it
+            object.__setattr__(self, "train", method_train_config(self.method, self.train))
+        check_teacher(self.method, self.teacher)
         if self.train.pt_labels is not None and self.method not in names.PER_SAMPLE_METHODS:
             raise ConfigError(
                 "TrainConfig.pt_labels",
                 f"labels the per-sample baselines; pass PretrainJob.method {' or '.join(names.PER_SAMPLE_METHODS)}, or drop it",
             )
+
+
+def check_teacher(method: str | None, teacher: str | None) -> None:
+    """ConfigError when ``method`` needs a teacher and has none, or has one it does not use."""
+    if method is None:
+        return
+    from sipt_lab.training.methods import get_method
+
+    needs_teacher = get_method(method).needs_teacher
+    if needs_teacher != (teacher is not None):
+        raise ConfigError(
+            "PretrainJob.teacher",
+            f"method {method} {'needs' if needs_teacher else 'takes no'} PretrainJob.teacher DIR",
+        )
+
+
+def resolve_pretrain_job(settings: Mapping[str, Any] | None = None, **job_fields: Any) -> PretrainJob:
+    """The :class:`PretrainJob` of ``job_fields`` (its fields but ``train``) whose
+    :class:`TrainConfig` is built once, by :func:`~sipt_lab.training.defaults.resolve_train_config`:
+    the init kind's defaults, then ``settings`` (TrainConfig field values: a config file's and the
+    flags', None for those left out), then the method's fixed settings, with ``steps`` made from
+    ``epochs`` passes over the samples file (one pass when neither ``steps`` nor ``epochs`` is given).
+
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> samples = pathlib.Path(tempfile.mkdtemp()) / "samples.txt"
+    >>> _ = samples.write_text("".join(f"sentence {i}\\n" for i in range(100)))
+    >>> job = resolve_pretrain_job({"batch_size": 32}, samples=str(samples), edges="e.tsv", init="char", method="lm")
+    >>> job.epochs, job.train.steps, job.train.lambda_si
+    (1.0, 3, 0.0)
+
+    ```
+    """
+    from sipt_lab.data.samples import read_samples
+
+    check_teacher(job_fields.get("method"), job_fields.get("teacher"))  # before the samples are read
+    settings = dict(settings or {})
+    epochs = job_fields.pop("epochs", None)
+    if settings.get("steps") is None:
+        epochs = 1.0 if epochs is None else epochs
+    elif epochs is not None:
+        raise ConfigError("PretrainJob.epochs", "excludes TrainConfig.steps; give one of them")
+    init = job_fields.get("init", PretrainJob.init)
+    train = resolve_train_config(
+        init_kind(init),
+        settings,
+        method=job_fields.get("method"),
+        epochs=epochs,
+        n_samples=None if epochs is None else len(read_samples(job_fields["samples"])),
+    )
+    return PretrainJob(**job_fields, epochs=epochs, train=train)
 
 
 @dataclass(frozen=True)

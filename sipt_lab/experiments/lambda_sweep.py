@@ -46,7 +46,7 @@ from sipt_lab.experiments.pretrain_job import FINISHED_MARKER, initial_embedding
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.grid import check_executor, run_grid, write_results_csv
 from sipt_lab.models import load_encoder
-from sipt_lab.training import embed, resolve_device
+from sipt_lab.training import embed, resolve_device, steps_for_epochs
 
 logger = logging.getLogger(__name__)
 
@@ -253,8 +253,17 @@ def _write_split(
         codes, names = labels
         labels_path = str(split_dir / "labels.tsv")
         write_text_atomic(Path(labels_path), "".join(f"{ids[i]}\t{names[codes[i]]}\n" for i in train_nodes))
+    train = job.train
+    if job.epochs is not None:  # the same passes over the fewer samples left for pre-training
+        train = dataclasses.replace(
+            train, steps=steps_for_epochs(job.epochs, len(train_nodes), train.batch_size, train.grad_accum)
+        )
     return dataclasses.replace(
-        job, samples=str(split_dir / "samples.jsonl"), edges=str(split_dir / "edges.tsv"), labels=labels_path
+        job,
+        samples=str(split_dir / "samples.jsonl"),
+        edges=str(split_dir / "edges.tsv"),
+        labels=labels_path,
+        train=train,
     )
 
 

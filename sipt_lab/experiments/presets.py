@@ -17,22 +17,19 @@ from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.defaults import PAPER_LAMBDA_SI, init_defaults, train_config
+from sipt_lab.training.defaults import PAPER_LAMBDA_SI, TrainOverrides, train_config
 from sipt_lab.training.finetune import FinetuneConfig
 
 # --- simulate / figures: training per graph family ---------------------------------------------
 
-#: The defaults of the character transformer every experiment trains; the SIPT arm's λ is the
-#: paper's protocol (0.1), not the char init's default for a user's short run.
-CHAR_DEFAULTS = dataclasses.replace(init_defaults("char"), lambda_si=PAPER_LAMBDA_SI)
-
-#: ``L_SI`` parameters of the experiments, per loss, where they differ from the loss's own defaults
-#: (the original code's): the char init's (:data:`sipt_lab.training.defaults.INIT_DEFAULTS`). The contrastive
-#: loss keeps µ− = 10 but lets linked samples sit up to µ+ = 5 apart instead of pulling them onto one
-#: point: with µ+ = 0 no embedding satisfies both hinges on a radius graph (a node's neighbours are
-#: often not each other's), and the compromise blurs the neighbourhoods; with µ+ = µ−/2 the surface
-#: itself, scaled, has zero loss (measured on the manifolds by benchmarks/bench_margins.py).
-LOSS_PARAMS: dict[str, dict[str, float]] = {CHAR_DEFAULTS.loss: CHAR_DEFAULTS.loss_params}
+#: What every semi-synthetic experiment sets over the ``char`` row of the defaults table: the SIPT
+#: arm's λ is the paper's protocol (0.1), not the char init's default for a user's short run, and
+#: sentences are cut to their first 63 characters. The contrastive loss keeps the char row's
+#: margins: µ− = 10, with linked samples allowed up to µ+ = 5 apart instead of pulled onto one
+#: point (with µ+ = 0 no embedding satisfies both hinges on a radius graph, whose neighbours are
+#: often not each other's, and the compromise blurs the neighbourhoods; with µ+ = µ−/2 the surface
+#: itself, scaled, has zero loss: benchmarks/bench_margins.py).
+SIMULATION_TRAINING = TrainOverrides(where="simulate", lambda_si=PAPER_LAMBDA_SI, steps=600, max_len=64)
 
 
 @dataclass(frozen=True)
@@ -42,26 +39,17 @@ class FamilyTraining:
     Attributes:
         encoder: encoder sizes.
         tokenizer: the encoder's vocabulary (characters, or a subword vocabulary learnt on the corpus).
-        steps: optimiser steps per arm (unless ``epochs`` is set).
-        epochs: when set, ``steps`` is that many passes over the pre-training samples
-            (:func:`~sipt_lab.training.train_config.steps_for_epochs` of the resolved graph and batch).
-        batch_size: seeds per step; None: the whole graph every step (``n_nodes``).
-        lr, schedule, warmup, max_len, pairs: as in :class:`TrainConfig`.
-        loss_params: ``L_SI`` parameters per loss over the loss's own defaults (:data:`LOSS_PARAMS`;
-            ``{}``: the original code's µ+ = 0).
+        train: :class:`TrainConfig` fields over :data:`SIMULATION_TRAINING` (a layer of
+            :func:`~sipt_lab.training.defaults.resolve_train_config`).
+        epochs: when set, ``steps`` is that many passes over the pre-training samples.
+        whole_graph: every step's batch is the whole graph (``batch_size`` = ``n_nodes``).
     """
 
     encoder: EncoderConfig = ENCODER_PRESETS["default"]
     tokenizer: TokenizerConfig = TokenizerConfig()
-    steps: int = 600
+    train: TrainOverrides = TrainOverrides()
     epochs: float | None = None
-    batch_size: int | None = 32
-    lr: float = CHAR_DEFAULTS.lr
-    pairs: str = CHAR_DEFAULTS.pairs
-    schedule: str = CHAR_DEFAULTS.schedule
-    warmup: float = CHAR_DEFAULTS.warmup
-    max_len: int | None = 64
-    loss_params: dict[str, dict[str, float]] = dataclasses.field(default_factory=lambda: LOSS_PARAMS)
+    whole_graph: bool = False
 
 
 #: The ``default`` preset per graph family; families not listed use ``FamilyTraining()``. The paper
@@ -71,11 +59,11 @@ class FamilyTraining:
 #: hundred steps (benchmarks/bench_simulate.py, bench_pairs.py; numbers in benchmarks/RESULTS.md).
 TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
     # a BPE vocabulary learnt on the sentences: the LM arm learns (benchmarks/bench_lm_baseline.py)
-    "cliques": FamilyTraining(batch_size=50, tokenizer=TokenizerConfig("bpe")),
-    "torus": FamilyTraining(steps=400),  # a shorter default run for the largest default surface
-    "neighborhood": FamilyTraining(batch_size=64),
-    "motif": FamilyTraining(batch_size=64),
-    "structural": FamilyTraining(batch_size=64),
+    "cliques": FamilyTraining(tokenizer=TokenizerConfig("bpe"), train=TrainOverrides(batch_size=50)),
+    "torus": FamilyTraining(train=TrainOverrides(steps=400)),  # a shorter default run for the largest default surface
+    "neighborhood": FamilyTraining(train=TrainOverrides(batch_size=64)),
+    "motif": FamilyTraining(train=TrainOverrides(batch_size=64)),
+    "structural": FamilyTraining(train=TrainOverrides(batch_size=64)),
 }
 
 #: The paper's settings (its Methods and original code): CLIQUES and the mechanistic graphs train
@@ -86,17 +74,12 @@ TRAINING_DEFAULTS: dict[str, FamilyTraining] = {
 #: 63-character cut (the original padded to the longest, <= 350). CLIQUES uses a BPE vocabulary
 #: learnt on its sentences instead of characters: with characters the LM baseline stays on the
 #: unigram plateau (benchmarks/bench_lm_baseline.py, RESULTS.md).
-PAPER_SMALL = FamilyTraining(
-    encoder=ENCODER_PRESETS["paper-small"],
-    steps=8000,
-    batch_size=None,
-    lr=3e-4,
-    pairs="sampled",
-    schedule="constant",
-    loss_params={},
+PAPER_TRAINING = TrainOverrides(
+    where="preset paper", steps=8000, lr=3e-4, pairs="sampled", schedule="constant", loss_params={}
 )
-PAPER_MANIFOLDS = dataclasses.replace(
-    PAPER_SMALL, encoder=ENCODER_PRESETS["paper-manifolds"], epochs=1500.0, batch_size=16
+PAPER_SMALL = FamilyTraining(encoder=ENCODER_PRESETS["paper-small"], train=PAPER_TRAINING, whole_graph=True)
+PAPER_MANIFOLDS = FamilyTraining(
+    encoder=ENCODER_PRESETS["paper-manifolds"], train=PAPER_TRAINING | {"batch_size": 16}, epochs=1500.0
 )
 
 

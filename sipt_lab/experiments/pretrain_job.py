@@ -28,7 +28,6 @@ order) and ``EMB.ids.tsv``.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import logging
@@ -54,15 +53,14 @@ from sipt_lab.experiments.pretrain_watch import BEST_DIR, TENSORBOARD_DIR, RunWa
 from sipt_lab.graphs.consistency import local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
-from sipt_lab.models import encoder_preset, encoder_source
-from sipt_lab.models.sources import model_loader
+from sipt_lab.models.sources import init_source, model_loader
 from sipt_lab.training import TrainConfig, embed, pretrain, steps_for_epochs
 from sipt_lab.training.checkpoint import CHECKPOINT_NAME
 from sipt_lab.training.diagnostics import guard_step, stalled_structure_loss
 from sipt_lab.training.head_warmups import HEAD_CACHE, HeadWarmups
 from sipt_lab.training.methods import Teacher, get_method, method_recipe
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, resolve_device
-from sipt_lab.training.train_config import MAX_STEPS, check_structure_geometry, epoch_remainder_note
+from sipt_lab.training.train_config import epoch_remainder_note
 
 logger = logging.getLogger(__name__)
 
@@ -140,15 +138,7 @@ def run_pretraining(
     per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
     source = job_source(job)
-    check_structure_geometry(job.train, source)
-    if job.epochs is not None:
-        steps = steps_for_epochs(job.epochs, len(samples), job.train.batch_size, job.train.grad_accum)
-        if steps > MAX_STEPS:
-            raise ConfigError(
-                "PretrainJob.epochs",
-                f"{job.epochs:g} gives {steps:,} steps, more than the {MAX_STEPS:,} a run takes; lower it",
-            )
-        job = dataclasses.replace(job, train=dataclasses.replace(job.train, steps=steps))
+    check_epochs(job, len(samples))
     unseen = epoch_remainder_note(len(samples), job.train.batch_size)
     if unseen and main:
         log(f"note: {unseen}")
@@ -242,6 +232,21 @@ def run_pretraining(
             write_text_atomic(out_dir / "history.csv", _history_csv(result.history))
             write_json_atomic(out_dir / FINISHED_MARKER, report)
     return PretrainOutcome(result, report, out_dir, main and place.is_main)
+
+
+def check_epochs(job: PretrainJob, n_samples: int) -> None:
+    """ConfigError when ``job.epochs`` passes over ``n_samples`` samples are not the job's
+    ``steps``: a job built by hand whose steps were never made from its epochs
+    (:func:`~sipt_lab.experiments.configs.resolve_pretrain_job` makes them)."""
+    if job.epochs is None:
+        return
+    steps = steps_for_epochs(job.epochs, n_samples, job.train.batch_size, job.train.grad_accum)
+    if steps != job.train.steps:
+        raise ConfigError(
+            "PretrainJob.epochs",
+            f"{job.epochs:g} passes over these {n_samples:,} samples are {steps:,} steps, but TrainConfig.steps is "
+            f"{job.train.steps:,}; build the job with resolve_pretrain_job, or leave epochs out",
+        )
 
 
 def launched_rank() -> int:
@@ -353,7 +358,7 @@ def embedding_paths(out: str | Path | None) -> tuple[Path, Path]:
 
 def job_source(job: PretrainJob):
     """The :class:`~sipt_lab.models.EncoderSource` of ``job.init`` (char size, pooling applied)."""
-    return encoder_source(job.init, encoder_preset(job.encoder) if job.init == "char" else None, job.pooling)
+    return init_source(job.init, job.encoder, job.pooling)
 
 
 def initial_embeddings(texts: list[str], config: TrainConfig, source, tokenizer) -> np.ndarray:

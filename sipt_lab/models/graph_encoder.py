@@ -290,4 +290,7 @@ class GraphInit:
     def describe(self) -> dict:
         return {"init": GRAPH_INIT, "encoder": config_to_dict(self.config)}
 
+    def input_defaults(self) -> dict:
+        return {"max_len": None, "pooling": None}  # every node, and the GIN's own read-out
+
     normalizes = False

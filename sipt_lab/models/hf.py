@@ -32,20 +32,19 @@ from torch import nn
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import default_dir_mode, default_file_mode, write_json_atomic
 from sipt_lab.models.hf_checkpoints import (
+    LONGEST_DEFAULT_LENGTH,
     POOLINGS,
     ST_NORMALIZE,
     ST_POOLING,
     ST_TRANSFORMER,
     check_checkpoint_dir,
     first_line,
+    input_defaults,
     read_pipeline,
 )
 
 #: Where an export keeps the trained masked-LM model when the init was a bare encoder (:meth:`HFEncoder.save`).
 MASKED_LM_DIR = "masked_lm"
-#: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
-#: plain Hugging Face model (a fresh model's [CLS] state is nearly the same for every input).
-DEFAULT_POOLING = "mean"
 
 
 @dataclass(frozen=True)
@@ -334,9 +333,8 @@ def load_hf_tokenizer(path: str | Path, max_len: int | None = None) -> HFTokeniz
         raise SiptError(
             f"the tokenizer of {path} lacks a [CLS], [MASK] or pad token; use a masked-LM (BERT-style) checkpoint"
         )
-    positions = getattr(config, "max_position_embeddings", None) or 512
-    default = read_pipeline(path).max_seq_length or min(positions, 512)
-    max_len = default if max_len is None else max_len
+    positions = getattr(config, "max_position_embeddings", None) or LONGEST_DEFAULT_LENGTH
+    max_len = input_defaults(path)["max_len"] if max_len is None else max_len
     if not 2 < max_len <= positions:
         raise SiptError(
             f"max length {max_len} does not fit checkpoint {path} ({positions} positions); use 3..{positions}"
@@ -349,7 +347,7 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
 
     A missing MLM head is created (random transform, decoder tied to the input embeddings) and
     named in the notes. ``pooling`` defaults to the directory's sentence-transformers pooling,
-    else :data:`DEFAULT_POOLING`. Random initialisation draws from torch's global RNG: seed it first.
+    else :data:`~sipt_lab.models.hf_checkpoints.DEFAULT_POOLING`. Random initialisation draws from torch's global RNG: seed it first.
     """
     from transformers import AutoModelForMaskedLM
 
@@ -377,7 +375,7 @@ def load_hf_encoder(path: str | Path, pad_id: int, pooling: str | None = None) -
         notes.append(
             f"{path.name}: {len(backbone_missing)} encoder tensors missing from the checkpoint were initialised at random, e.g. {backbone_missing[0]}"
         )
-    chosen = pooling or pipeline.pooling or DEFAULT_POOLING
+    chosen = pooling or input_defaults(path)["pooling"]
     encoder = HFEncoder(model, chosen, pad_id, pipeline.normalize, fresh_head=bool(head_missing), checkpoint=path)
     return encoder, notes
 

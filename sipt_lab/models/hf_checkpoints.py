@@ -35,6 +35,11 @@ TOKENIZER_FILES = (
     "sentencepiece.bpe.model",
     "tokenizer.model",
 )
+#: Pooling of a checkpoint that declares none: the mean over tokens, as sentence-transformers pools a
+#: plain Hugging Face model (a fresh model's [CLS] state is nearly the same for every input).
+DEFAULT_POOLING = "mean"
+#: Longest default sample length (tokens) of a checkpoint that declares none (BERT's positions).
+LONGEST_DEFAULT_LENGTH = 512
 #: sentence-transformers module types of a ``modules.json``.
 ST_TRANSFORMER = "sentence_transformers.models.Transformer"
 ST_POOLING = "sentence_transformers.models.Pooling"
@@ -165,6 +170,24 @@ def read_pipeline(path: str | Path) -> CheckpointPipeline:
     st_config = path / "sentence_bert_config.json"
     max_seq_length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
     return CheckpointPipeline(pooling, normalize, None if max_seq_length is None else int(max_seq_length))
+
+
+def checkpoint_positions(path: str | Path) -> int:
+    """The position count of the checkpoint in ``path`` (its ``config.json``), 512 when it does not say."""
+    config = Path(path) / "config.json"
+    positions = _read_json(config).get("max_position_embeddings") if config.is_file() else None
+    return int(positions or LONGEST_DEFAULT_LENGTH)
+
+
+def input_defaults(path: str | Path) -> dict:
+    """``{"max_len": tokens, "pooling": name}`` of a run of the checkpoint in ``path`` that sets
+    neither: its sentence-transformers length, else its position count (at most
+    :data:`LONGEST_DEFAULT_LENGTH`); its sentence-transformers pooling, else :data:`DEFAULT_POOLING`."""
+    pipeline = read_pipeline(path)
+    return {
+        "max_len": pipeline.max_seq_length or min(checkpoint_positions(path), LONGEST_DEFAULT_LENGTH),
+        "pooling": pipeline.pooling or DEFAULT_POOLING,
+    }
 
 
 def _read_json(path: Path):

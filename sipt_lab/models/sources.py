@@ -22,9 +22,15 @@ from torch import nn
 from sipt_lab.core import names
 from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
-from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, load_pretrained
+from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, encoder_preset, load_pretrained
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
-from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, checkpoint_digest, named_checkpoint, read_pipeline
+from sipt_lab.models.hf_checkpoints import (
+    NAMED_CHECKPOINTS,
+    checkpoint_digest,
+    input_defaults,
+    named_checkpoint,
+    read_pipeline,
+)
 from sipt_lab.models.subword import TokenizerConfig, build_tokenizer
 from sipt_lab.models.tokenizer import Tokenizer
 
@@ -40,6 +46,10 @@ class EncoderSource(Protocol):
 
     def describe(self) -> dict:
         """JSON that identifies the source (saved with the run, compared on resume)."""
+
+    def input_defaults(self) -> dict:
+        """``{"max_len": tokens, "pooling": name}`` of a run that sets neither (None: the source
+        has no such choice)."""
 
     @property
     def normalizes(self) -> bool:
@@ -71,6 +81,9 @@ class CharInit:
     def encoder(self, tokenizer: Tokenizer) -> tuple[nn.Module, list[str]]:
         return self.build(dataclasses.replace(self.config, vocab_size=tokenizer.vocab_size)), []
 
+    def input_defaults(self) -> dict:
+        return {"max_len": self.config.max_len, "pooling": "cls"}
+
     def describe(self) -> dict:
         return {
             "init": CHAR_INIT,
@@ -97,6 +110,9 @@ class CheckpointInit:
     def describe(self) -> dict:
         return {"init": self.path, "pooling": self.pooling, "sha256": checkpoint_digest(self.path)}
 
+    def input_defaults(self) -> dict:
+        return {**input_defaults(self.path), **({"pooling": self.pooling} if self.pooling else {})}
+
     @property
     def normalizes(self) -> bool:
         return read_pipeline(self.path).normalize
@@ -115,6 +131,12 @@ def encoder_source(init: str, encoder_config: EncoderConfig | None = None, pooli
         raise SiptError(f"encoder sizes apply to PretrainJob.init char only; PretrainJob.init {init} brings its own")
     path = named_checkpoint(init) if init in NAMED_CHECKPOINTS else Path(init)
     return CheckpointInit(str(path), pooling)
+
+
+def init_source(init: str, encoder: str = "default", pooling: str | None = None) -> EncoderSource:
+    """:func:`encoder_source` of an ``--init`` value, the char encoder sized by the
+    :data:`~sipt_lab.models.encoder.ENCODER_PRESETS` name ``encoder`` (ignored for a checkpoint)."""
+    return encoder_source(init, encoder_preset(encoder) if init == CHAR_INIT else None, pooling)
 
 
 def layer_count(model: str | Path | EncoderSource) -> int | None:

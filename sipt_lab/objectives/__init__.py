@@ -189,9 +189,8 @@ def build_objectives(
     lambda_si: float, loss: str = "contrastive", loss_params: dict | None = None
 ) -> list[tuple[float, Objective]]:
     """``[(weight, objective)]`` for ``L_PT = (1 − λ)·L_M + λ·L_SI``, without weight-0 terms
-    (λ = 0 is the LM baseline: ``L_SI`` is never computed)."""
-    if not 0.0 <= lambda_si <= 1.0:
-        raise SiptError(f"lambda_si is {lambda_si}; it must lie in [0, 1] (0 = LM baseline, 0.1 = the paper's SIPT)")
+    (λ = 0 is the LM baseline: ``L_SI`` is never computed); ``lambda_si`` in [0, 1], as a
+    validated :class:`~sipt_lab.training.train_config.TrainConfig` holds it."""
     terms = [(1.0 - lambda_si, MaskedLM()), (lambda_si, StructureInducing(loss, **(loss_params or {})))]
     return [(weight, objective) for weight, objective in terms if weight > 0]
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipt_lab.core.errors import ConfigError
-from sipt_lab.core.options import option
+from sipt_lab.core.options import option, validate
 from sipt_lab.graphs.noise import NOISE_MODES
 
 #: Largest accepted sizes, checked before anything is allocated: a build holds a few arrays of
@@ -59,21 +58,8 @@ class GraphSpec:
         metavar="PATH",
     )
 
-    def __post_init__(self) -> None:  # the ranges of the fields, each worded for its quantity
-        if self.n_nodes is not None and not 2 <= self.n_nodes <= MAX_NODES:
-            raise ConfigError("GraphSpec.n_nodes", f"must be in [2, {MAX_NODES:,}], got {self.n_nodes:,}")
-        if not 0 <= self.n_heldout <= MAX_NODES:
-            raise ConfigError("GraphSpec.n_heldout", f"must be in [0, {MAX_NODES:,}], got {self.n_heldout:,}")
-        if not 0 <= self.seed <= MAX_SEED:
-            raise ConfigError("GraphSpec.seed", f"must be in [0, {MAX_SEED}], got {self.seed}")
-        if not 0.0 <= self.noise <= 1.0:
-            raise ConfigError("GraphSpec.noise", f"must be a probability in [0, 1], got {self.noise}")
-        if self.noise_mode not in NOISE_MODES:
-            raise ConfigError(
-                "GraphSpec.noise_mode", f"{self.noise_mode!r} is unknown; choose one of: {', '.join(NOISE_MODES)}"
-            )
-        if self.n_topics is not None and not 2 <= self.n_topics <= MAX_TOPICS:
-            raise ConfigError("GraphSpec.n_topics", f"must be in [2, {MAX_TOPICS}], got {self.n_topics}")
+    def __post_init__(self) -> None:
+        validate(self)
 
     @property
     def is_resolved(self) -> bool:

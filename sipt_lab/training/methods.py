@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from torch import nn
 
@@ -233,8 +232,9 @@ class Method:
     """A named pre-training method.
 
     Attributes:
-        name: a name in :data:`names.METHODS`; summary: one line for listings.
-        train: TrainConfig fields the method fixes (its masking, λ_SI).
+        name: a name in :data:`names.METHODS`; summary: one line for listings. The TrainConfig
+            fields it fixes (its masking, λ_SI) are its row of
+            :data:`~sipt_lab.training.defaults.METHOD_SETTINGS`.
         recipe: ``(teacher, ConceptOptions, SampleLabels) -> Recipe`` (None: LM / SIPT by the
             config's ``lambda_si``).
         structure_aware: it induces ``G_PT`` structure in the per-sample space (Theorem 1's premise).
@@ -247,7 +247,6 @@ class Method:
 
     name: str
     summary: str
-    train: dict[str, Any]
     recipe: Callable[[Teacher | None, ConceptOptions, SampleLabels | None], Recipe] | None = None
     structure_aware: bool = False
     needs_teacher: bool = False
@@ -281,19 +280,17 @@ def _per_sample(recipe: type) -> Callable[[Teacher | None, ConceptOptions, Sampl
 METHODS: dict[str, Method] = {
     method.name: method
     for method in (
-        Method("lm", "masked language modelling alone (λ_SI = 0)", {"lambda_si": 0.0}),
-        Method("sipt", "L_M + λ·L_SI over G_PT", {}, structure_aware=True),
+        Method("lm", "masked language modelling alone (λ_SI = 0)"),
+        Method("sipt", "L_M + λ·L_SI over G_PT", structure_aware=True),
         Method(
             "linkbert",
             "LinkBERT: MLM (80/10/10) + document relation prediction on linked segment pairs",
-            {"lambda_si": 0.0, "mask_replacement": "bert", "mask_prob": 0.15},
             lambda teacher, options, labels: LinkBertRecipe(),
             structure_aware=True,
         ),
         Method(
             "mlsm",
             "MLSM: KL to a teacher's sparse concept codes at 15 % masked tokens",
-            {"lambda_si": 0.0, "mask_replacement": "mask", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
             final_phase=final_phase,
@@ -301,7 +298,6 @@ METHODS: dict[str, Method] = {
         Method(
             "lsm15",
             "LSM15: concept codes at 15 % of the tokens, nothing masked",
-            {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 0.15},
             _concepts,
             needs_teacher=True,
             final_phase=final_phase,
@@ -309,7 +305,6 @@ METHODS: dict[str, Method] = {
         Method(
             "lsm",
             "LSM: concept codes at every token, nothing masked",
-            {"lambda_si": 0.0, "mask_replacement": "keep", "mask_prob": 1.0},
             _concepts,
             needs_teacher=True,
             final_phase=final_phase,
@@ -317,14 +312,12 @@ METHODS: dict[str, Method] = {
         Method(
             "multitask",
             "Hu et al.'s multi-task baseline: L_M + λ·multi-label classification of each sample's labels",
-            {},
             _per_sample(MultiTaskRecipe),
             needs_labels=True,
         ),
         Method(
             "same-family",
             "PLUS's same-family baseline: L_M + λ·whether two samples share a label, on balanced pairs",
-            {"pairs": "sampled", "negatives": "uniform"},
             _per_sample(SameFamilyRecipe),
             needs_labels=True,
         ),
@@ -338,18 +331,6 @@ def get_method(name: str) -> Method:
     if name not in METHODS:
         raise SiptError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
     return METHODS[name]
-
-
-def method_train_config(name: str, config: TrainConfig) -> TrainConfig:
-    """``config`` with the method's fixed fields; ``sipt`` and the per-sample baselines keep
-    ``config.lambda_si`` (the weight of ``L_SI`` or of the per-sample term), which must be > 0."""
-    method = get_method(name)
-    if (name == "sipt" or method.needs_labels) and config.lambda_si == 0:
-        raise SiptError(
-            f"method {name} needs lambda_si > 0, the weight of its {'L_SI' if name == 'sipt' else 'per-sample'} term "
-            "(0 is the lm method); pass e.g. TrainConfig.lambda_si 0.1"
-        )
-    return dataclasses.replace(config, **method.train)
 
 
 def method_recipe(
@@ -375,6 +356,5 @@ __all__ = [
     "Teacher",
     "get_method",
     "method_recipe",
-    "method_train_config",
     "relation_accuracy",
 ]

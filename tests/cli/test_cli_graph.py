@@ -72,8 +72,8 @@ def test_noise_flip_is_recorded(tmp_path, capsys, fake_lda):
     "args, message",
     [
         (["--graph", "nope"], "unknown graph 'nope'; choose one of: "),
-        (["--graph", "cliques", "--noise", "1.5"], "--noise must be a probability in [0, 1]"),
-        (["--graph", "cliques", "--noise", "-0.1"], "--noise must be a probability in [0, 1]"),
+        (["--graph", "cliques", "--noise", "1.5"], "--noise must be in [0, 1]"),
+        (["--graph", "cliques", "--noise", "-0.1"], "--noise must be in [0, 1]"),
         (["--graph", "motif", "--nodes", "1"], "--nodes must be in [2, 1,000,000], got 1"),
         (["--graph", "motif", "--nodes", "5"], "--nodes >= 8"),
         (["--graph", "cliques", "--noise-mode", "swap"], "--noise-mode 'swap' is unknown"),

@@ -63,7 +63,7 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
     "args, message",
     [
         (["--graph", "nope"], "unknown graph 'nope'"),
-        (["--graph", "torus", "--noise", "1.5"], "--noise must be a probability in [0, 1]"),
+        (["--graph", "torus", "--noise", "1.5"], "--noise must be in [0, 1]"),
         (["--graph", "torus", "--lambda-si", "2"], "--lambda-si must be in [0, 1]"),
         (["--graph", "torus", "--steps", "0"], "--steps must be in [1, 10,000,000], got 0"),
         (["--graph", "torus", "--loss", "hinge"], "--loss 'hinge' is unknown; choose one of contrastive, multisim"),

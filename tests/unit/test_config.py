@@ -23,7 +23,7 @@ def test_simulation_config_is_fully_resolved():
     config = simulation_config("torus")
     family = get_family("torus")
     assert (config.graph.n_nodes, config.graph.n_topics) == (family.default_nodes, family.default_topics)
-    assert config.train.steps == TRAINING_DEFAULTS["torus"].steps
+    assert config.train.steps == TRAINING_DEFAULTS["torus"].train["steps"]
     assert config.encoder == ENCODER_PRESETS["default"]
 
 
@@ -61,7 +61,7 @@ def test_cli_names_its_flag_for_a_bad_field(tmp_path, capsys):
         == "sipt-lab: error: --batch-size must be >= 1, got 0 (see sipt-lab pretrain --help)"
     )
     # a step of a hundred million micro-batches would never end: refused at once, not run
-    assert main([*args[:-2], "--grad-accum", "99999999"]) == 2
+    assert main([*args[:-2], "--steps", "1", "--grad-accum", "99999999"]) == 2
     assert "--grad-accum makes 1 steps x 99,999,999" in capsys.readouterr().err
 
 
@@ -148,7 +148,7 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
 
     from sipt_lab.core.names import LOSS_PARAMETERS
     from sipt_lab.objectives.structure import contrastive_loss, loss_parameters
-    from sipt_lab.training.defaults import INIT_DEFAULTS, train_config
+    from sipt_lab.training.defaults import INIT_DEFAULTS, kind_default, train_config
 
     assert train_config("char") == TrainConfig()
     assert TrainConfig(loss="multisim").loss_params == {}
@@ -159,7 +159,8 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
         if v.default is not inspect.Parameter.empty
     }
     assert defaults == LOSS_PARAMETERS["contrastive"]
-    assert INIT_DEFAULTS["char"].loss_params == TrainConfig().loss_params
+    assert dict(INIT_DEFAULTS["char"]) == {}  # the char row is TrainConfig's own defaults
+    assert kind_default("char", "loss_params") == TrainConfig().loss_params
 
 
 #: Flags that set no config field (where a run writes, whether it may replace or resume one, where a

@@ -16,7 +16,8 @@ from sipt_lab.experiments.per_sample_labels import method_labels
 from sipt_lab.objectives import ObjectiveInputs
 from sipt_lab.objectives.sample_heads import MultiLabel, SameFamily
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.methods import METHODS, method_recipe, method_train_config
+from sipt_lab.training.defaults import method_train_config
+from sipt_lab.training.methods import METHODS, method_recipe
 from sipt_lab.training.per_sample import LabelOverlap, SampleLabels
 
 

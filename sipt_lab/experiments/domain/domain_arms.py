@@ -24,8 +24,9 @@ from sipt_lab.grid import read_result
 from sipt_lab.grid.model_store import STORE_KEYS, model_dir, stored_digest
 from sipt_lab.models import encoder_source
 from sipt_lab.training import embed, pretrain, steps_for_epochs
+from sipt_lab.training.defaults import method_train_config
 from sipt_lab.training.finetune import copies_of, finetune
-from sipt_lab.training.methods import Teacher, method_recipe, method_train_config
+from sipt_lab.training.methods import Teacher, method_recipe
 
 
 def domain_cell(cell: DomainCell, teachers: str | None = None) -> dict:

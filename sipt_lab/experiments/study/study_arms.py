@@ -259,7 +259,8 @@ def study_seed(cell: StudySeed) -> dict:
         record("natural", score.encoder(result.encoder, result.tokenizer, config, seed)[0], lc=lc)
     if config.per_sample_arm is not None:
         from sipt_lab.experiments.per_sample_labels import method_labels
-        from sipt_lab.training.methods import method_recipe, method_train_config
+        from sipt_lab.training.defaults import method_train_config
+        from sipt_lab.training.methods import method_recipe
 
         arm = config.per_sample_arm
         train = method_train_config(arm, trains["sipt"])

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
-from sipt_lab.core.options import option, validate
+from sipt_lab.core.options import Overrides, option, validate
 from sipt_lab.training import TrainConfig
+from sipt_lab.training.defaults import TrainOverrides, init_kind, resolve_train_config
 
 #: Metrics of :func:`~sipt_lab.experiments.study.metrics.heldout_metrics`, each in ``[0, 1]``.
 STUDY_METRICS = names.STUDY_METRICS
@@ -29,40 +30,10 @@ STUDY_TASKS = ("articles", "cliques")
 ARTICLE_GRAPHS = ("mentions", "tfidf-knn")
 SPLIT_NAMES = ("pretrain", "train", "validation", "test")
 #: The study's training length and batch over the init kind's defaults (a short run per arm).
-STUDY_TRAIN = {"steps": 100, "batch_size": 16, "max_len": 64}
+STUDY_TRAIN = TrainOverrides("study", steps=100, batch_size=16, max_len=64)
 #: LDA topics of the cliques task: at the CLIQUES family's 100 topics too few topics hold enough
 #: confident sentences of the embedded corpus for 10 classes of 200; at 20 they do.
 CLIQUES_TOPICS = 20
-#: Named scales of the study (:func:`study_preset`; ``sipt-lab study lc-transfer --preset NAME``):
-#: LcTransferConfig fields, and under ``train`` the TrainConfig fields over :data:`STUDY_TRAIN` and
-#: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 640 pre-training and 640
-#: never-seen sentences (320 / 80 / 240), 5 levels x 5 seeds x 2 split seeds, MiniLM at 40 tokens,
-#: 0.6 passes over the pre-training sentences per arm (what 2 cores train in 35 minutes);
-#: ``gpu-wiki``: every categorised vital article (9,033, 11 classes; 900 never-seen test articles),
-#: 5 seeds x 2 split seeds, fine-tuning as a further metric.
-STUDY_PRESETS: dict[str, dict] = {
-    "cpu": {
-        "task": "cliques",
-        "n_pretrain": 640,
-        "n_train": 320,
-        "n_validation": 80,
-        "n_test": 240,
-        "seeds": 5,
-        "split_seeds": (0, 1),
-        "train": {"steps": 24, "batch_size": 16, "max_len": 40, "head_warmup": 12},
-    },
-    "gpu-wiki": {
-        "task": "articles",
-        "categories": ALL_CATEGORIES,
-        "n_pretrain": 6000,
-        "n_train": 1800,
-        "n_validation": 300,
-        "n_test": 900,
-        "seeds": 5,
-        "finetune_epochs": 2,
-        "train": {"steps": 300, "batch_size": 32, "max_len": 128, "device": "cuda", "precision": "fp32"},
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -273,9 +244,7 @@ class LcTransferConfig:
         if self.edges is not None and self.samples is None:
             raise ConfigError("LcTransferConfig.edges", "a graph needs the samples file its ids belong to")
         if self.train is None:
-            from sipt_lab.training.defaults import init_kind, train_config
-
-            object.__setattr__(self, "train", train_config(init_kind(self.init), **STUDY_TRAIN))
+            object.__setattr__(self, "train", resolve_train_config(init_kind(self.init), STUDY_TRAIN))
         if (self.per_sample_arm is None) != (self.train.pt_labels is None):
             raise ConfigError(
                 "TrainConfig.pt_labels",
@@ -302,6 +271,42 @@ class LcTransferConfig:
         }
 
 
+#: Named scales of the study (:func:`study_preset`; ``sipt-lab study lc-transfer --preset NAME``):
+#: LcTransferConfig fields, and under ``train`` the TrainConfig fields over :data:`STUDY_TRAIN` and
+#: the init kind's defaults. ``cpu``: CLIQUES over the embedded corpus, 640 pre-training and 640
+#: never-seen sentences (320 / 80 / 240), 5 levels x 5 seeds x 2 split seeds, MiniLM at 40 tokens,
+#: 0.6 passes over the pre-training sentences per arm (what 2 cores train in 35 minutes);
+#: ``gpu-wiki``: every categorised vital article (9,033, 11 classes; 900 never-seen test articles),
+#: 5 seeds x 2 split seeds, fine-tuning as a further metric.
+STUDY_PRESETS: dict[str, Overrides] = {
+    "cpu": Overrides(
+        LcTransferConfig,
+        "preset cpu",
+        task="cliques",
+        n_pretrain=640,
+        n_train=320,
+        n_validation=80,
+        n_test=240,
+        seeds=5,
+        split_seeds=(0, 1),
+        train=TrainOverrides("preset cpu", steps=24, batch_size=16, max_len=40, head_warmup=12),
+    ),
+    "gpu-wiki": Overrides(
+        LcTransferConfig,
+        "preset gpu-wiki",
+        task="articles",
+        categories=ALL_CATEGORIES,
+        n_pretrain=6000,
+        n_train=1800,
+        n_validation=300,
+        n_test=900,
+        seeds=5,
+        finetune_epochs=2,
+        train=TrainOverrides("preset gpu-wiki", steps=300, batch_size=32, max_len=128, device="cuda", precision="fp32"),
+    ),
+}
+
+
 #: Each metric in words, ``{k}`` standing for the number of neighbours.
 METRIC_WORDS = {
     "knn_accuracy": "{k}-NN accuracy",
@@ -324,16 +329,14 @@ def study_preset(name: str, **fields) -> LcTransferConfig:
     return preset_config(LcTransferConfig, STUDY_PRESETS, STUDY_TRAIN, name, fields)
 
 
-def preset_config(cls: type, presets: dict[str, dict], base_train: dict, name: str, fields: dict):
+def preset_config(cls: type, presets: dict[str, Overrides], base_train: TrainOverrides, name: str, fields: dict):
     """``cls`` built from the preset ``name`` of ``presets`` with ``fields`` over it: the preset's
-    ``train`` entry over ``base_train`` over the init kind's defaults makes the TrainConfig, unless
-    ``fields`` gives one."""
-    from sipt_lab.training.defaults import init_kind, train_config
-
+    ``train`` over ``base_train`` over the init kind's defaults makes the TrainConfig
+    (:func:`~sipt_lab.training.defaults.resolve_train_config`), unless ``fields`` gives one."""
     if name not in presets:
         raise ConfigError(f"{cls.__name__} preset", f"{name!r} is unknown; choose one of {', '.join(presets)}")
     chosen = {**{key: value for key, value in presets[name].items() if key != "train"}, **fields}
     if "train" not in chosen:
         init = chosen.get("init", cls.init)
-        chosen["train"] = train_config(init_kind(init), **{**base_train, **presets[name].get("train", {})})
+        chosen["train"] = resolve_train_config(init_kind(init), base_train, presets[name].get("train"))
     return cls(**chosen)
