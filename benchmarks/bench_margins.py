@@ -4,7 +4,7 @@ Run as ``python benchmarks/bench_margins.py [--seeds 3] [--executor local] [--fa
 
 Both arms of the default ``simulate`` cell for each family, once with the loss's own parameters
 (µ+ = 0, µ− = 10: linked samples pulled onto one point) and once with the experiments' default
-(:data:`sipt_lab.experiments.simulation.simulate.LOSS_PARAMS`: µ+ = 5, linked samples may sit up to 5 apart);
+(:data:`sipt_lab.training.train_config.CHAR_LOSS_PARAMS`: µ+ = 5, linked samples may sit up to 5 apart);
 nothing else differs, so the LM arm must score the same in both and the SIPT columns isolate the
 margin. Next to them, the LOO 3-NN AUROC of the Theorem 1 oracle (free node vectors trained on the
 same ``L_SI`` alone) shows whether the margin moves the ceiling or only the encoder. The margin
@@ -22,14 +22,14 @@ from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmar
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
 from sipt_lab.experiments.paper.theory import theorem1_check
-from sipt_lab.experiments.presets import LOSS_PARAMS
 from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import run_grid
 from sipt_lab.synthetic import build_dataset
+from sipt_lab.training.train_config import CHAR_LOSS_PARAMS
 
 #: Column name -> contrastive loss parameters of the SIPT arm: the loss's own, the experiments' default.
-MARGINS = {"µ+=0": {}, "µ+=5": LOSS_PARAMS["contrastive"]}
+MARGINS = {"µ+=0": {}, "µ+=5": CHAR_LOSS_PARAMS}
 
 
 def main() -> None:

@@ -18,9 +18,9 @@ import re
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.names import LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
-from sipt_lab.core.options import add_config_arguments, integer, nonempty, number, record_field_flags
+from sipt_lab.core.options import add_config_arguments, integer, nonempty, number, options_of, record_field_flags
 from sipt_lab.experiments.simulation.simulate_job import PRESET_HELP, SimulateJob
-from sipt_lab.training.defaults import PER_KIND_FIELDS, default_help
+from sipt_lab.training.defaults import default_help, kind_default
 from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 
 __all__ = [
@@ -114,6 +114,8 @@ PRESET_DEFAULT = "(default: the preset's)"
 PER_SAMPLE_FIELDS = ("pt_labels", "allow_missing")
 
 
+#: TrainConfig fields whose flag is a switch (off unless given).
+SWITCHES = ("allow_missing",)
 #: TrainConfig fields that watch a run (evaluations, best model, logging): ``pretrain``'s flags only.
 WATCH_FIELDS = ("eval_every", "keep_best", "patience", "report_to")
 
@@ -143,21 +145,23 @@ def objective_changes(args: argparse.Namespace) -> dict:
 
 
 def add_train_arguments(parser, fields, container=None, preset: bool = False) -> None:
-    """Flags of ``fields`` of :class:`TrainConfig`; those of
-    :data:`~sipt_lab.training.defaults.PER_KIND_FIELDS` default to None (the init kind's value,
-    filled in by :func:`fill_training_defaults`), their help naming each kind's value; ``steps`` defaults to None (one epoch); with
-    ``preset`` every flag defaults to None, the preset's value."""
-    per_kind = [name for name in fields if name in PER_KIND_FIELDS or preset]
+    """Flags of ``fields`` of :class:`TrainConfig`, each defaulting to None, the value the resolver
+    gives it (:func:`fill_training_defaults` fills it in; ``--help`` names each init kind's, or with
+    ``preset`` says it is the preset's); a switch defaults to off, ``--steps`` to one pass."""
+    options = options_of(TrainConfig)
+    settable = [name for name in fields if name not in SWITCHES]
     add_config_arguments(
         parser,
         TrainConfig,
         fields,
         container=container,
-        defaults={"steps": None, **{name: None for name in per_kind}},
+        defaults={name: None for name in settable},
         default_help={
-            "max_len": "the checkpoint's, 256 for minilm",
-            **{name: "the preset's" if preset else default_help(name) for name in per_kind},
-        },
+            name: "the preset's" if preset else options[name].default_help or default_help(name)
+            for name in settable
+            if name != "steps" and (preset or options[name].default_help or kind_default("char", name) is not None)
+        }
+        | ({} if preset else {"max_len": "the checkpoint's, 256 for minilm"}),
         argparse_options={
             **{
                 name: {"choices": sorted(choices)}

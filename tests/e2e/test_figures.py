@@ -31,9 +31,9 @@ from sipt_lab.experiments.paper.heldout_scale import (
     paired_gain_columns,
     passes_per_sample,
 )
-from sipt_lab.experiments.presets import LOSS_PARAMS
 from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
 from sipt_lab.synthetic import builder
+from sipt_lab.training.train_config import CHAR_LOSS_PARAMS
 
 pytestmark = pytest.mark.slow
 
@@ -183,7 +183,7 @@ def test_shared_grid_feeds_fig5a_fig5b_theorem1_and_is_computed_once(tmp_path):
     assert all(unit(row["radius_f1"]) and unit(row["radius_nn_accuracy"]) for row in rows)
     oracle_configs = [json.loads(p.read_text()) for p in (out / "cells" / "oracle").glob("*/config.json")]
     assert len(oracle_configs) == 4  # each optimised the SIPT arm's loss, margins included
-    assert all((c["loss"], c["loss_params"]) == ("contrastive", LOSS_PARAMS["contrastive"]) for c in oracle_configs)
+    assert all((c["loss"], c["loss_params"]) == ("contrastive", CHAR_LOSS_PARAMS) for c in oracle_configs)
 
     # nothing of the shared grid was recomputed by theorem1
     assert {p.name for p in (out / "cells").iterdir()} == {*hashes, "oracle"}

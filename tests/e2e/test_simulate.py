@@ -3,8 +3,8 @@ import json
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.experiments.presets import LOSS_PARAMS
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
+from sipt_lab.training.train_config import CHAR_LOSS_PARAMS
 
 
 def run_json(capsys, *args):
@@ -85,7 +85,7 @@ def test_bad_arguments_exit_2_with_one_line(capsys, args, message):
 
 
 def test_loss_params_default_per_loss_and_override_by_key(tmp_path, capsys, signal_free_corpus):
-    assert simulation_config("torus").train.loss_params == LOSS_PARAMS["contrastive"] == {"pos_margin": 5.0}
+    assert simulation_config("torus").train.loss_params == CHAR_LOSS_PARAMS == {"pos_margin": 5.0}
     assert simulation_config("torus", train_options={"loss": "multisim"}).train.loss_params == {}
     tuned = simulation_config("torus", train_options={"loss_params": {"neg_margin": 4.0}})
     assert tuned.train.loss_params == {"pos_margin": 5.0, "neg_margin": 4.0}
