@@ -4,7 +4,7 @@ Run as ``python benchmarks/bench_margins.py [--seeds 3] [--executor local] [--fa
 
 Both arms of the default ``simulate`` cell for each family, once with the loss's own parameters
 (µ+ = 0, µ− = 10: linked samples pulled onto one point) and once with the experiments' default
-(:data:`sipt_lab.experiments.simulation.simulate.LOSS_PARAMS`: µ+ = 5, linked samples may sit up to 5 apart);
+(:data:`sipt_lab.experiments.presets.LOSS_PARAMS`: µ+ = 5, linked samples may sit up to 5 apart);
 nothing else differs, so the LM arm must score the same in both and the SIPT columns isolate the
 margin. Next to them, the LOO 3-NN AUROC of the Theorem 1 oracle (free node vectors trained on the
 same ``L_SI`` alone) shows whether the margin moves the ceiling or only the encoder. The margin
