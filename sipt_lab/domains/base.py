@@ -223,7 +223,7 @@ def add_split_tasks(ids: list[str], texts: list[str], entries: dict[str, tuple[s
     """The samples ``ids``, ``texts`` followed by the samples of tasks with published splits.
 
     Args:
-        entries: task name -> ``(kind, SplitRecords)`` (:class:`~sipt_lab.domains.loaders.SplitRecords`).
+        entries: task name -> ``(kind, SplitRecords)`` (:class:`~sipt_lab.domains.task_loaders.SplitRecords`).
     Returns ``(ids, texts, tasks, splits)``: new lists (task samples get ids ``name/split/k``), and per
     task its :class:`Task` (labels coded by the kind's :attr:`~sipt_lab.data.tasks.TaskKind.code`:
     classes by ``np.unique`` over all splits, regression targets as floats, per-token classes as

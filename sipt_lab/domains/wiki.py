@@ -22,8 +22,8 @@ Pre-training graphs (``G_PT`` choices):
 * ``random``: ``mentions`` rewired by degree-preserving double edge swaps, a control whose local
   consistency sits near chance.
 
-Splits: ``evaluation.random_splits(task.samples, seed=...)`` holds out categorised articles only,
-and ``evaluation.pretraining_graph(graph, splits)`` drops every edge touching a held-out article.
+Splits: ``data.splits.random_splits(task.samples, seed=...)`` holds out categorised articles only,
+and ``data.splits.pretraining_graph(graph, splits)`` drops every edge touching a held-out article.
 Texts are whole summaries; truncating them to an encoder's length is the encoder's tokenizer's job.
 """
 

@@ -252,7 +252,7 @@ def place_sentences(
 
     ``vertex_topics``: ``(V,)`` from :func:`map_topics_to_vertices`; ``counts``, ``heldout_counts``:
     ``(F,)``; ``groups``: ``(N,)`` group of every corpus sentence
-    (:func:`~sipt_lab.synthetic.sentences.sentence_groups`). The caller guarantees every pool holds
+    (:func:`~sipt_lab.data.corpus.sentence_groups`). The caller guarantees every pool holds
     ``counts + heldout_counts`` sentences; raises :class:`SiptError` when a pool has too few left
     outside the pre-training sentences' groups.
     """

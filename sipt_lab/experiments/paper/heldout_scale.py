@@ -127,7 +127,7 @@ def heldout_probe(
     validation: float,
     seed: int,
 ) -> ProbeResult:
-    """Linear probe (:func:`~sipt_lab.evaluation.linear_probe`, classification) trained on the frozen
+    """Linear probe (:func:`~sipt_lab.data.tasks.linear_probe`, classification) trained on the frozen
     ``(n, H)`` pre-training embeddings and their ``(n,)`` topic labels, its strength chosen on a random
     ``validation`` fraction of them (seeded), tested on the ``(h, H)`` held-out embeddings ``(h,)``."""
     order = np.random.default_rng(seed).permutation(len(labels))
@@ -144,8 +144,8 @@ def heldout_probe(
 
 
 def heldout_scale_cell(config: HeldoutScaleConfig) -> dict[str, Any]:
-    """One seed of LM vs SIPT (:func:`~sipt_lab.experiments.simulation.simulate.run_arms`) plus, per arm, the
-    held-out probe's ``probe_macro_f1``, ``probe_accuracy`` and ``probe_strength``."""
+    """One seed of LM vs SIPT (:func:`~sipt_lab.experiments.simulation.simulation_arms.run_arms`) plus,
+    per arm, the held-out probe's ``probe_macro_f1``, ``probe_accuracy`` and ``probe_strength``."""
     simulation = config.simulation
     dataset = build_dataset(simulation.graph)
     arms = run_arms(dataset, simulation)

@@ -106,7 +106,7 @@ def simulation_config(
 ) -> SimulationConfig:
     """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
     (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`: ``default``, or ``paper``, the paper's
-    settings), its sizes via :func:`~sipt_lab.synthetic.registry.resolve_spec`, for whatever is not given.
+    settings), its sizes via :func:`~sipt_lab.synthetic.builder.resolve_spec`, for whatever is not given.
 
     ``encoder`` is an :class:`EncoderConfig` or the name of one of
     :data:`~sipt_lab.models.encoder.ENCODER_PRESETS` (None: the preset's). ``graph_options`` go to
