@@ -127,7 +127,7 @@ def finetune_arm(dataset: SyntheticDataset, config: SimulationConfig, result: Pr
 
 
 def arm_config(config: SimulationConfig, arm: str) -> TrainConfig:
-    """The training config of method ``arm`` (:func:`~sipt_lab.training.methods.method_train_config`: e.g.
+    """The training config of method ``arm`` (:func:`~sipt_lab.training.defaults.method_train_config`: e.g.
     ``λ_SI = 0`` for ``lm``, the config's for ``sipt``)."""
     return method_train_config(arm, config.train)
 
