@@ -208,7 +208,7 @@ def fill_training_defaults(args: argparse.Namespace, fields: tuple[str, ...], in
             setattr(args, name, values[name])
     args.train_settings = unflagged_settings(args, values)
     if hasattr(args, "loss_param"):
-        args.loss_param = [f"{name}={value!r}" for name, value in values["loss_params"].items()]
+        args.loss_param = loss_param_flags(values["loss_params"])
     if inputs and (args.max_len is None or args.pooling is None):  # the init's own, from its files
         from sipt_lab.models.sources import init_source
 
@@ -236,6 +236,15 @@ def add_preset_flags(parser: argparse.ArgumentParser, cls: type = SimulateJob, *
     add_config_arguments(
         parser, cls, ("preset", "encoder", "batched"), check=False, help={"preset": preset_help}, **options
     )
+
+
+def loss_param_flags(params: dict[str, float]) -> list[str]:
+    """``{"pos_margin": 2.0}`` -> ``["pos_margin=2"]``: loss parameters as ``--loss-param`` takes
+    them back (:func:`parse_loss_params`), each number in its shortest exact form."""
+    return [
+        f"{name}={format(value, 'g') if float(format(value, 'g')) == value else repr(value)}"
+        for name, value in params.items()
+    ]
 
 
 def parse_loss_params(items: list[str]) -> dict[str, float]:

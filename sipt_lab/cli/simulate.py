@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, add_preset_flags, parse_loss_params, unflagged_settings
+from sipt_lab.cli.arguments import (
+    GRID_INTERRUPT_HINT,
+    add_preset_flags,
+    loss_param_flags,
+    parse_loss_params,
+    unflagged_settings,
+)
 from sipt_lab.core.fileio import json_text
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.core.stats import format_mean_sd
@@ -139,7 +145,7 @@ def fill_simulation_defaults(args: argparse.Namespace) -> None:
     for name in FAMILY_FIELDS:
         if getattr(args, name) is None:
             setattr(args, name, getattr(config.train, name))
-    args.loss_param = [f"{name}={value!r}" for name, value in config.train.loss_params.items()]
+    args.loss_param = loss_param_flags(config.train.loss_params)
     resolved = {name: getattr(config.train, name) for name in TRAIN_FIELDS}
     args.train_settings = unflagged_settings(args, resolved)
     if args.n_nodes is None:

@@ -514,7 +514,7 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
         (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
         (["--seeds", str(10**9)], "--seeds must be >= 1 and <= 1000"),
         (["--steps", str(10**12)], "--steps must be in [1, 10,000,000]"),
-        (["--seed", "-1"], "--seed must be in [0, 4294967295]"),
+        (["--seed", "-1"], "--seed must be in [0, 4,294,967,295]"),
         (["--seed", str(2**32 - 1), "--seeds", "2"], "--seed + --seeds - 1 must be at most"),
     ],
 )
@@ -542,8 +542,8 @@ def test_cuda_without_a_gpu_is_refused_before_training(tmp_path, capsys, monkeyp
     "args, message",
     [
         (["--nodes", str(10**12)], "--nodes must be in [2, 1,000,000]"),
-        (["--seed", "-5"], "--seed must be in [0, 4294967295]"),
-        (["--topics", "100000"], "--topics must be in [2, 1000]"),
+        (["--seed", "-5"], "--seed must be in [0, 4,294,967,295]"),
+        (["--topics", "100000"], "--topics must be in [2, 1,000]"),
         (["--heldout", "-1"], "--heldout must be in [0, 1,000,000]"),
     ],
 )

@@ -17,10 +17,11 @@ from hf_fakes import WORDS, write_tiny_distilbert, write_tiny_roberta
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.experiments.configs import resolve_pretrain_job
 from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
 from sipt_lab.models import HFEncoder, encoder_source, load_encoder
 from sipt_lab.models.hf_checkpoints import named_checkpoint
-from sipt_lab.training import TrainConfig, embed
+from sipt_lab.training import embed
 from sipt_lab.training.defaults import init_kind, train_config
 
 
@@ -447,14 +448,16 @@ def test_lambda_zero_is_continued_lm_pretraining(clique_files, tmp_path):
 
 
 def test_epochs_resolve_to_steps(clique_files, tmp_path):
-    job = PretrainJob(
-        samples=str(clique_files / "samples.tsv"),
-        edges=str(clique_files / "edges.tsv"),
-        init="char",
-        encoder="paper-small",
-        epochs=2,
-        train=TrainConfig(batch_size=8, grad_accum=2, device="cpu"),
+    files = {"samples": str(clique_files / "samples.tsv"), "edges": str(clique_files / "edges.tsv")}
+    settings = {"batch_size": 8, "grad_accum": 2, "device": "cpu"}
+    job = resolve_pretrain_job(settings, **files, init="char", encoder="paper-small", epochs=2)
+    unresolved = PretrainJob(
+        **files, init="char", encoder="paper-small", epochs=2, train=train_config("char", **settings)
     )
+    with pytest.raises(
+        SiptError, match="PretrainJob.epochs 2 passes over these 40 samples are 5 steps, but TrainConfig"
+    ):
+        run_pretraining(unresolved, tmp_path / "unresolved")  # a hand-built job whose steps are not its epochs'
     outcome = run_pretraining(job, tmp_path / "run")
     assert outcome.result.config.steps == 5  # 40 // 8 = 5 micro-batches per epoch, 10 micro-batches in 2 per step
     assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["steps"] == 5

@@ -22,7 +22,7 @@ from sipt_lab.models import encoder_source
 from sipt_lab.models.hf_checkpoints import is_untrained
 from sipt_lab.objectives import Objective, ObjectiveInputs
 from sipt_lab.training import TrainConfig, pretrain
-from sipt_lab.training.defaults import INIT_DEFAULTS, PAPER_LAMBDA_SI, init_kind, train_config
+from sipt_lab.training.defaults import PAPER_LAMBDA_SI, init_kind, train_config
 from sipt_lab.training.diagnostics import stalled_structure_loss
 from sipt_lab.training.step import RunLoss as _Step
 
@@ -44,12 +44,12 @@ def test_init_kinds_follow_the_weights(tiny_bert, tmp_path):
 
 @pytest.mark.slow
 def test_commands_take_their_defaults_from_the_table():
-    char = INIT_DEFAULTS["char"]
+    char = train_config("char")
     train = simulation_config("torus").train
     assert (train.lr, train.loss, train.mask_replacement) == (char.lr, char.loss, char.mask_replacement)
     assert train.lambda_si == PAPER_LAMBDA_SI  # the semi-synthetic protocol's, not a short own-data run's
     assert train.loss_params["pos_margin"] == char.loss_params["pos_margin"]
-    checkpoint = INIT_DEFAULTS["checkpoint"]
+    checkpoint = train_config("checkpoint")
     for preset in PRESETS.values():
         assert (preset.pretrain.loss, preset.pretrain.loss_params, preset.pretrain.head_warmup) == (
             checkpoint.loss,

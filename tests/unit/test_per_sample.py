@@ -107,7 +107,7 @@ def test_pretrain_job_takes_labels_only_for_a_per_sample_method():
 
 def test_per_sample_methods_are_weighted_by_lambda():
     assert [m for m in METHODS if METHODS[m].needs_labels] == ["multitask", "same-family"]
-    with pytest.raises(SiptError, match="method multitask needs lambda_si > 0"):
+    with pytest.raises(SiptError, match="TrainConfig.lambda_si is 0, but method multitask weights its per-sample term"):
         method_train_config("multitask", TrainConfig(lambda_si=0.0))
     assert method_train_config("same-family", TrainConfig(pairs="batch")).pairs == "sampled"
 
