@@ -18,7 +18,7 @@ import numpy as np
 
 from sipt_lab.data.corpus import wiki_articles
 from sipt_lab.experiments.advise import advise, load_fit
-from sipt_lab.experiments.study.atlas_pairs import knn_edges
+from sipt_lab.graphs.knn import knn_graph
 
 N_SAMPLES = 1000
 TARGET_S = 60.0
@@ -32,7 +32,7 @@ def write_inputs(directory: Path) -> None:
     texts = [" ".join(a["extract"].split()) for a in chosen]  # one line each
     (directory / "samples.tsv").write_text("".join(f"a{i}\t{text}\n" for i, text in enumerate(texts)))
     (directory / "labels.tsv").write_text("".join(f"a{i}\t{a['topic']}\n" for i, a in enumerate(chosen)))
-    graph = knn_edges(tfidf_features(texts), 3)
+    graph = knn_graph(tfidf_features(texts), 3, "cosine")
     (directory / "edges.tsv").write_text("".join(f"a{u}\ta{v}\n" for u, v in graph.edges()))
 
 

@@ -20,7 +20,7 @@ residue; the kind's metrics, probe and label checks read them flattened over the
 protein, read per residue pair; precision at L/5 of medium- and long-range contacts,
 :mod:`~sipt_lab.data.contacts`).
 
-A :class:`Task` names its kind and labels a subset of a domain's samples; :func:`linear_probe`
+A :class:`Task` names its kind and labels a subset of a domain's samples; :func:`~sipt_lab.evaluation.probe.linear_probe`
 fits a probe on frozen embeddings and scores it on the test split.
 """
 
@@ -41,8 +41,6 @@ from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import shorten
 from sipt_lab.data.contacts import CONTACT_RANGES, code_contact_maps, no_contacts, precision_at_l5
 
-#: The probe's regularisation grid: C (inverse strength) or alpha (strength), 1e-3 .. 1e3.
-PROBE_GRID = tuple(10.0 ** np.arange(-3, 4))
 _MAX_ITER = 2000
 
 
@@ -313,40 +311,3 @@ def check_train_labels(task_name: str, kind: str, train_labels: np.ndarray, labe
             f"task {task_name!r} {problem} in its train split; "
             "split so that train holds every class (or varied targets)"
         )
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """Attributes:
-    test: the kind's metrics on the test split.
-    validation: the metrics on the validation split at the chosen strength.
-    strength: the chosen C (logistic) or alpha (ridge).
-    """
-
-    test: dict[str, float]
-    validation: dict[str, float]
-    strength: float
-
-
-def linear_probe(
-    train_X, train_y, val_X, val_y, test_X, test_y, kind: str, grid: tuple[float, ...] = PROBE_GRID
-) -> ProbeResult:
-    """Linear probe on frozen embeddings: fit on train for each strength in ``grid``, keep the one
-    with the best primary metric on validation (the smaller strength value on ties), score on test.
-
-    Args:
-        train_X, val_X, test_X: ``(n_split, H)`` embeddings.
-        train_y, val_y, test_y: labels as the kind expects (``(n_split,)`` or ``(n_split, L)``).
-        kind: a :data:`TASK_KINDS` name.
-    """
-    task_kind = get_task_kind(kind)
-    check_train_labels("probe", kind, train_y)
-    best = None
-    for strength in grid:
-        model = task_kind.make_probe(strength).fit(train_X, train_y)
-        scores = task_kind.metrics(val_y, task_kind.predict(model, val_X))
-        if best is None or scores[task_kind.primary] > best[1][task_kind.primary]:
-            best = (model, scores, strength)
-    model, validation, strength = best
-    test = task_kind.metrics(test_y, task_kind.predict(model, test_X))
-    return ProbeResult(test, validation, float(strength))

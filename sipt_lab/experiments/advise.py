@@ -98,8 +98,8 @@ def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
     ``warnings`` (inputs outside what the atlas covers) and the sizes it rests on."""
     from sipt_lab.core.stats import mean_ci
     from sipt_lab.data.samples import read_labelled_subset, read_sample_graph, read_samples
+    from sipt_lab.evaluation.heldout import encoder_consistency
     from sipt_lab.experiments.gain_predictor import outside_range, predict_gain
-    from sipt_lab.experiments.study.metrics import encoder_consistency
     from sipt_lab.graphs.consistency import local_consistency_per_node
 
     config = AdviseConfig(**fields) if config is None else config

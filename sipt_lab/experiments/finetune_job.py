@@ -25,8 +25,9 @@ from sipt_lab.core.fileio import read_text_lines, write_json_atomic, write_text_
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.samples import read_sample_label_strings, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
-from sipt_lab.data.tasks import Task, get_task_kind, linear_probe
+from sipt_lab.data.tasks import Task, get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.evaluation.probe import linear_probe
 from sipt_lab.experiments.configs import FinetuneJob
 from sipt_lab.models.sources import model_loader
 from sipt_lab.training import embed

@@ -26,7 +26,7 @@ from sipt_lab.core import names, outputs
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
-from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.evaluation.heldout import encoder_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.training.embedding import embed_inputs
@@ -69,21 +69,9 @@ def evaluation_metrics(embeddings: np.ndarray, graph: PretrainingGraph, labels: 
         metrics |= {
             "loo_3nn_auroc": float(scores.auroc),
             "loo_3nn_accuracy": float(scores.accuracy),
-            "knn_lc": float(local_consistency(knn_graph(embeddings, K), labels)),
+            "knn_lc": encoder_consistency(embeddings, labels, K),
         }
     return metrics
-
-
-def knn_graph(embeddings: np.ndarray, k: int = K) -> PretrainingGraph:
-    """The undirected graph linking each row of ``(n, H)`` ``embeddings`` to its ``k`` nearest other
-    rows (Euclidean; ties by row order)."""
-    x = np.asarray(embeddings, dtype=np.float64)
-    squared = (x * x).sum(1)
-    distances = squared[:, None] + squared[None, :] - 2.0 * x @ x.T
-    np.fill_diagonal(distances, np.inf)
-    k = min(k, len(x) - 1)
-    nearest = np.argsort(distances, axis=1, kind="stable")[:, :k]
-    return PretrainingGraph.from_edges(np.repeat(np.arange(len(x)), k), nearest.ravel(), len(x))
 
 
 @dataclass

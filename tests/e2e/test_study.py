@@ -15,9 +15,9 @@ from hf_fakes import WORDS, write_tiny_bert
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
+from sipt_lab.evaluation.heldout import encoder_consistency
 from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, grouped_splits, pretraining_nodes
 from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.metrics import encoder_consistency
 from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
 from sipt_lab.experiments.study.study_config import LcTransferConfig
 from sipt_lab.graphs.consistency import local_consistency

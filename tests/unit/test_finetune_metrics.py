@@ -6,8 +6,9 @@ import pytest
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.splits import Splits, check_task_splits, pretraining_graph, random_splits, read_splits, write_splits
-from sipt_lab.data.tasks import TASK_KINDS, Task, linear_probe
+from sipt_lab.data.tasks import TASK_KINDS, Task
 from sipt_lab.evaluation import compare_errors, format_comparison_table, relative_error_reduction, write_comparison_csv
+from sipt_lab.evaluation.probe import linear_probe
 from sipt_lab.graphs.graph import PretrainingGraph
 
 # ---------------------------------------------------------------- RRE and the paired t-test

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sipt_lab.core.stats import mean_ci
-from sipt_lab.data.tasks import ProbeResult, linear_probe
+from sipt_lab.evaluation.probe import ProbeResult, linear_probe
 from sipt_lab.experiments.paper.figure5 import seed_summary
 from sipt_lab.experiments.paper.figure_options import FigureOptions, cells_root, prepare_grid_topics
 from sipt_lab.experiments.simulation.simulation_arms import run_arms, seed_result
@@ -127,7 +127,7 @@ def heldout_probe(
     validation: float,
     seed: int,
 ) -> ProbeResult:
-    """Linear probe (:func:`~sipt_lab.data.tasks.linear_probe`, classification) trained on the frozen
+    """Linear probe (:func:`~sipt_lab.evaluation.probe.linear_probe`, classification) trained on the frozen
     ``(n, H)`` pre-training embeddings and their ``(n,)`` topic labels, its strength chosen on a random
     ``validation`` fraction of them (seeded), tested on the ``(h, H)`` held-out embeddings ``(h,)``."""
     order = np.random.default_rng(seed).permutation(len(labels))

@@ -182,7 +182,7 @@ def atlas_arm(cell: AtlasArm) -> dict:
     """The cell function: train the arm (``init`` none) and score it on the never-seen test articles
     of its tasks; ``{"rows": [...], "pairs": [...]}``, ``pairs`` holding per task the LC of the arm's
     graph over the task's labelled pre-training articles (the init: the encoder's own consistency)."""
-    from sipt_lab.experiments.study.metrics import encoder_consistency
+    from sipt_lab.evaluation.heldout import encoder_consistency
     from sipt_lab.graphs.consistency import local_consistency
 
     draw = atlas_draw(cell, cell.language, cell.split_seed)
@@ -224,7 +224,7 @@ def task_metrics(encoder, tokenizer, draw: AtlasDraw, tasks: tuple[str, ...], co
     """Task -> the study's metrics of ``encoder`` on the task's never-seen test articles (k-NN
     references and the probe's data from its reference and validation articles); the never-seen
     articles of every task embedded in one pass."""
-    from sipt_lab.experiments.study.metrics import heldout_metrics
+    from sipt_lab.evaluation.heldout import heldout_metrics
     from sipt_lab.training import embed
 
     scored = np.concatenate([draw.never_seen[task] for task in tasks])

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.graphs.knn import knn_graph
 
 #: Shares of a task's never-seen articles: k-NN references and probe training, probe validation; the rest test.
 NEVER_SEEN_SHARES = (0.5, 0.1)
@@ -153,19 +154,6 @@ def never_seen_positions(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 # ---------------------------------------------------------------------- graphs
-def knn_edges(features, k: int) -> PretrainingGraph:
-    """Each row of ``features`` (``(m, d)``, dense or sparse) linked to its ``k`` nearest by cosine, symmetrised."""
-    from sklearn.neighbors import NearestNeighbors
-
-    m = features.shape[0]
-    _, neighbours = (
-        NearestNeighbors(n_neighbors=min(k + 1, m), metric="cosine", algorithm="brute")
-        .fit(features)
-        .kneighbors(features)
-    )
-    return PretrainingGraph.from_edges(np.repeat(np.arange(m), neighbours.shape[1]), neighbours.ravel(), m)
-
-
 def tfidf_knn(k: int, field: str) -> Callable:
     """A graph builder: ``k`` nearest pre-training articles by TF-IDF cosine of their ``field``
     (``texts`` or ``descriptions``), TF-IDF fitted on the pre-training articles."""
@@ -174,7 +162,7 @@ def tfidf_knn(k: int, field: str) -> Callable:
         from sipt_lab.domains.wiki import tfidf_features
 
         texts = [getattr(draw.articles, field)[i] for i in draw.pretrain]
-        return knn_edges(tfidf_features(texts, stop_words=STOP_WORDS[draw.articles.language]), k)
+        return knn_graph(tfidf_features(texts, stop_words=STOP_WORDS[draw.articles.language]), k, "cosine")
 
     return build
 
@@ -198,7 +186,7 @@ def co_mentions(draw: AtlasDraw, init_vectors, seed: int) -> PretrainingGraph:
 
 def init_knn(draw: AtlasDraw, init_vectors: Callable[[], np.ndarray], seed: int) -> PretrainingGraph:
     """The 3 nearest pre-training articles by the init's embedding (cosine)."""
-    return knn_edges(init_vectors(), 3)
+    return knn_graph(init_vectors(), 3, "cosine")
 
 
 def random_control(draw: AtlasDraw, init_vectors, seed: int) -> PretrainingGraph:

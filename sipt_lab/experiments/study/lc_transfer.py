@@ -22,7 +22,7 @@ graph helps *new* samples of their task. :func:`run_lc_transfer` answers it on a
   samples and their dial labels added to the k-NN references and the probe's training data, what a
   user who holds the graph's labels could do without SIPT), plus the reference row ``tfidf`` (word
   TF-IDF fitted on the pre-training texts, no training) per split seed.
-* **Metrics on the never-seen test split** (:func:`~sipt_lab.experiments.study.metrics.heldout_metrics`):
+* **Metrics on the never-seen test split** (:func:`~sipt_lab.evaluation.heldout.heldout_metrics`):
   ``k``-NN accuracy (the pre-registered primary metric: Theorem 1 bounds nearest-neighbour
   accuracy) and macro AUROC with neighbours from the fine-tuning train split, and a linear probe
   (fitted on train, strength chosen on validation) accuracy and macro-F1; with fine-tuning, its
@@ -64,7 +64,6 @@ from sipt_lab.core.stats import MIN_REPLICATES_FOR_INTERVAL
 from sipt_lab.experiments.study.dial import pretraining_nodes, splits_tsv
 from sipt_lab.experiments.study.estimate import estimate_line
 from sipt_lab.experiments.study.gain_stats import plural, power_line, summarise
-from sipt_lab.experiments.study.metrics import tfidf_vectors
 from sipt_lab.experiments.study.study_arms import (
     SEED_KEYS,
     Scorer,
@@ -273,4 +272,16 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
         f"{plural(len(summary['split_seeds']), 'split')}, never-seen test samples",
         note=note,
         marks={f"encoder's own {summary['k']}-NN consistency": summary["encoder_consistency"]},
+    )
+
+
+def tfidf_vectors(pretrain_texts: list[str], texts: list[str]) -> np.ndarray:
+    """``(n, V)`` dense word TF-IDF rows of ``texts`` (at most 8192 words), vocabulary and IDF fitted
+    on ``pretrain_texts`` only (:func:`sipt_lab.domains.wiki.tfidf_features`)."""
+    from sipt_lab.domains.wiki import tfidf_features
+
+    return (
+        tfidf_features([*pretrain_texts, *texts], np.arange(len(pretrain_texts)), 8192)[len(pretrain_texts) :]
+        .toarray()
+        .astype(np.float32)
     )

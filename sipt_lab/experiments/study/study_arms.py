@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.evaluation.heldout import encoder_consistency, heldout_metrics
 from sipt_lab.experiments.study.dial import dial_groups, dial_target_lc, grouped_splits, pretraining_nodes
-from sipt_lab.experiments.study.metrics import encoder_consistency, heldout_metrics
 from sipt_lab.experiments.study.study_config import GEOMETRY_ARMS, LcTransferConfig
 from sipt_lab.experiments.study.study_tasks import StudyTask, article_graph, study_task
 from sipt_lab.graphs.graph import PretrainingGraph

@@ -11,7 +11,7 @@ from sipt_lab.core.options import Overrides, option, validate
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.defaults import TrainOverrides, init_kind, resolve_train_config
 
-#: Metrics of :func:`~sipt_lab.experiments.study.metrics.heldout_metrics`, each in ``[0, 1]``.
+#: Metrics of :func:`~sipt_lab.evaluation.heldout.heldout_metrics`, each in ``[0, 1]``.
 STUDY_METRICS = names.STUDY_METRICS
 #: Arms of the study (``tfidf`` is a reference row that needs no training; ``natural`` is SIPT over
 #: the task's own graph, when one is given).
