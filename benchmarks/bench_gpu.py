@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.experiments.presets import preset_for
+from sipt_lab.experiments.domain.presets import preset_for
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.models.graph_encoder import GINConfig, GraphInit

@@ -14,8 +14,9 @@ from sipt_lab.cli.arguments import (
     objective_changes,
 )
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.configs import FILE_TASK_KINDS, DomainRunConfig, FinetuneJob
+from sipt_lab.experiments.configs import FILE_TASK_KINDS, FinetuneJob
 from sipt_lab.experiments.domain.report_options import DomainCurvesConfig, DomainTableConfig
+from sipt_lab.experiments.domain.run_config import DomainRunConfig
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.

@@ -10,9 +10,9 @@ from sipt_lab.data.tasks import Task
 from sipt_lab.domains import DOMAINS, Domain, DomainData, build_graph, get_domain
 from sipt_lab.experiments.domain.domain_arms import domain_cell
 from sipt_lab.experiments.domain.domain_cells import domain_cells
+from sipt_lab.experiments.domain.presets import preset_for
 from sipt_lab.experiments.domain.report import format_domain_summary, summarize_domain
 from sipt_lab.experiments.domain.view import domain_view
-from sipt_lab.experiments.presets import preset_for
 from sipt_lab.graphs.consistency import local_consistency
 
 NAME = "planted-lc"

@@ -11,9 +11,9 @@ from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains import build_graph, get_domain, subset
 from sipt_lab.experiments.domain.domain_cells import domain_cells
+from sipt_lab.experiments.domain.presets import preset_for
 from sipt_lab.experiments.domain.run import run_domain
 from sipt_lab.experiments.domain.view import domain_view
-from sipt_lab.experiments.presets import preset_for
 
 WRITERS = {"proteins": write_proteins, "abstracts": write_abstracts, "networks": write_networks}
 

@@ -6,7 +6,7 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.presets import TRAINING_DEFAULTS
+from sipt_lab.experiments.simulation.presets import TRAINING_DEFAULTS
 from sipt_lab.experiments.simulation.simulate import SimulationConfig
 from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig

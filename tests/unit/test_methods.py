@@ -259,7 +259,7 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
 
 def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
     from sipt_lab.experiments.domain.domain_cells import domain_cells
-    from sipt_lab.experiments.presets import PRESETS
+    from sipt_lab.experiments.domain.presets import PRESETS
 
     cells = domain_cells(
         "wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm")

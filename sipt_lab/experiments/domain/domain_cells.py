@@ -10,11 +10,11 @@ from pathlib import Path
 from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option
-from sipt_lab.experiments.configs import DomainRunConfig
+from sipt_lab.experiments.domain.presets import DomainPreset
+from sipt_lab.experiments.domain.run_config import DomainRunConfig
 from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.experiments.finetune_job import check_mode
 from sipt_lab.experiments.per_sample_labels import method_labels
-from sipt_lab.experiments.presets import DomainPreset
 from sipt_lab.grid.model_store import directory_digest
 from sipt_lab.models import encoder_source
 from sipt_lab.models.hf import check_checkpoint_dir
@@ -203,7 +203,7 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
     with the values ``config`` replaces (samples, steps, lambdas, mode, micro-batches, precision), then
     :func:`domain_cells`."""
     from sipt_lab.domains import get_domain
-    from sipt_lab.experiments.presets import preset_for
+    from sipt_lab.experiments.domain.presets import preset_for
     from sipt_lab.training.train_config import split_batch
 
     preset = preset_for(config.domain, config.preset, config.task or get_domain(config.domain).default_task)

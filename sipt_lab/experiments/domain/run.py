@@ -36,7 +36,7 @@ each graph, Theorem 1's prediction of where SIPT can help. Every (arm, graph, λ
 resumable :func:`~sipt_lab.grid.run_grid` cell. The rooms: :mod:`~sipt_lab.experiments.domain.domain_cells`
 (the cells), :mod:`~sipt_lab.experiments.domain.view` (a seed's slice), ``arms`` (one cell's work),
 ``teachers`` (the teacher store), ``report`` (the summary); budgets are in
-:mod:`sipt_lab.experiments.presets`.
+:mod:`sipt_lab.experiments.domain.presets`.
 """
 
 from __future__ import annotations

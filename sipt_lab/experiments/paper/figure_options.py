@@ -49,7 +49,7 @@ class FigureOptions:
             (steps grow with the size; overrides ``steps``); None: equal steps at every size.
         scale_nodes: ``heldout_scale``'s pre-training sizes for every family; None: each family's
             :data:`~sipt_lab.experiments.paper.heldout_scale.HELDOUT_SCALE_NODES`.
-        preset: training settings per family (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`:
+        preset: training settings per family (:data:`~sipt_lab.experiments.simulation.presets.TRAINING_PRESETS`:
             ``default`` or ``paper``).
         encoder: char encoder sizes, a name in :data:`~sipt_lab.models.encoder.ENCODER_PRESETS`;
             None: the preset's.

@@ -8,7 +8,7 @@ from typing import Any
 
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option
-from sipt_lab.experiments.presets import SIMULATION_TRAINING, encoder_config, training_preset
+from sipt_lab.experiments.simulation.presets import SIMULATION_TRAINING, encoder_config, training_preset
 from sipt_lab.experiments.simulation.simulate_job import ARMS
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.subword import TokenizerConfig
@@ -105,7 +105,7 @@ def simulation_config(
     finetune: FinetuneConfig | None = None,
 ) -> SimulationConfig:
     """The one way to get a :class:`SimulationConfig`: the family's training under ``preset``
-    (:data:`~sipt_lab.experiments.presets.TRAINING_PRESETS`: ``default``, or ``paper``, the paper's
+    (:data:`~sipt_lab.experiments.simulation.presets.TRAINING_PRESETS`: ``default``, or ``paper``, the paper's
     settings), its sizes via :func:`~sipt_lab.synthetic.builder.resolve_spec`, for whatever is not given.
 
     ``encoder`` is an :class:`EncoderConfig` or the name of one of
