@@ -2,7 +2,7 @@
 
 Run as ``python benchmarks/bench_advise.py``. The samples are 1,000 English vital-article summaries
 labelled by category, the graph their TF-IDF 3-NN graph, written as the files a user would give.
-Timed: the whole :func:`~sipt_lab.experiments.advise.advise` call (read, LC, one MiniLM embedding
+Timed: the whole :func:`~sipt_lab.jobs.advise.advise` call (read, LC, one MiniLM embedding
 pass, prediction) and, side by side in the same process on the same texts, the embedding pass of
 sentence-transformers' ``encode`` at the same truncation, the reference for the step that costs most.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.data.corpus import wiki_articles
-from sipt_lab.experiments.advise import advise, load_fit
 from sipt_lab.graphs.knn import knn_graph
+from sipt_lab.jobs.advise import advise, load_fit
 
 N_SAMPLES = 1000
 TARGET_S = 60.0

@@ -11,7 +11,7 @@ Each way trains every model for ``--steps`` steps, in this process, with the sam
 * ``batched``: :func:`sipt_lab.training.trainer.pretrain_batched` on all K at once;
 * ``batched, K = n`` (``--sizes n ...``): :func:`pretrain_batched` on the first ``n`` of the runs
   (needs ``n`` <= 2 x seeds), to show how the cost per model-step depends on how many models share
-  a step (what :func:`sipt_lab.experiments.simulation.stacked_cells.plan_trainings` relies on);
+  a step (what :func:`sipt_lab.studies.simulation.stacked_cells.plan_trainings` relies on);
 * ``--profile N``: the torch profiler over N steps of the batched training, the ops taking the
   most CPU time, as shares of the step (where the remaining time goes);
 * ``vmap`` (``--vmap N``): ``torch.func.vmap`` over ``functional_call`` of K stacked encoders, N
@@ -41,9 +41,9 @@ import warnings
 import numpy as np
 import torch
 
-from sipt_lab.experiments.simulation.simulation_config import ARMS, simulation_config
 from sipt_lab.models import CharInit
 from sipt_lab.models.encoder import TransformerEncoder
+from sipt_lab.studies.simulation.config import ARMS, simulation_config
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
 from sipt_lab.training.trainer import BatchedRun, pretrain_batched

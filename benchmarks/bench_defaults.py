@@ -33,7 +33,7 @@ import numpy as np
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.corpus import default_articles
 from sipt_lab.evaluation import heldout_knn
-from sipt_lab.experiments.pretrain_job import PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.jobs.pretrain import PretrainJob, initial_embeddings, job_source, run_pretraining
 from sipt_lab.synthetic import GraphSpec, build_dataset
 from sipt_lab.training import embed
 from sipt_lab.training.defaults import init_kind, train_config

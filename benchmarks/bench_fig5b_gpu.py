@@ -48,10 +48,10 @@ import torch
 import torch._dynamo
 
 from sipt_lab.core.fileio import write_text_atomic
-from sipt_lab.experiments.paper.figure5 import figure5_configs
-from sipt_lab.experiments.paper.figure_options import FigureOptions
-from sipt_lab.experiments.simulation.stacked_cells import batched_runs, plan_trainings
 from sipt_lab.models import CharInit
+from sipt_lab.studies.paper.figure5 import figure5_configs
+from sipt_lab.studies.paper.figure_options import FigureOptions
+from sipt_lab.studies.simulation.stacked_cells import batched_runs, plan_trainings
 from sipt_lab.training import pretrain
 from sipt_lab.training.loop import optimiser_steps
 from sipt_lab.training.step import set_learning_rate
@@ -238,7 +238,7 @@ def fastest(table: Table, device: str) -> str | None:
 
 def run_full(args: argparse.Namespace, table: Table, device: str) -> None:
     """The whole Figure 5b at the paper's settings with the fastest measured mode, timed."""
-    from sipt_lab.experiments.paper.figures import make_figures
+    from sipt_lab.studies.paper.figures import make_figures
 
     mode = args.full_compile or fastest(table, device) or "none"
     estimate = table.step_ms("b", "fig5b", device, mode) * (args.full_steps or table.train_steps) / 1000

@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sipt_lab.experiments.domain.presets import preset_for
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.models.graph_encoder import GINConfig, GraphInit
+from sipt_lab.studies.domain.presets import preset_for
 from sipt_lab.training import pretrain
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

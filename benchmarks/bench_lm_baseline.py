@@ -27,14 +27,14 @@ import numpy as np
 from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulation.simulate import aggregate
-from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
-from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
-from sipt_lab.experiments.simulation.stacked_cells import train_batched_cells
 from sipt_lab.grid import run_grid
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig
+from sipt_lab.studies.paper.values import FAMILY_AUROC
+from sipt_lab.studies.simulation.arms import simulate_seed
+from sipt_lab.studies.simulation.config import SimulationConfig, simulation_config
+from sipt_lab.studies.simulation.simulate import aggregate
+from sipt_lab.studies.simulation.stacked_cells import train_batched_cells
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.builder import resolve_spec
 

@@ -22,10 +22,10 @@ import numpy as np
 from bench_simulate import grid_parser  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
-from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import run_grid
+from sipt_lab.studies.paper.values import FAMILY_AUROC
+from sipt_lab.studies.simulation.arms import simulate_seed
+from sipt_lab.studies.simulation.config import simulation_config
 from sipt_lab.synthetic import build_dataset
 from sipt_lab.training import pretrain
 

@@ -25,11 +25,11 @@ import numpy as np
 
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.topics import CACHE_ENV
-from sipt_lab.experiments.paper.paper_values import FAMILY_AUROC
-from sipt_lab.experiments.simulation.simulate import aggregate
-from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
-from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.grid import run_grid
+from sipt_lab.studies.paper.values import FAMILY_AUROC
+from sipt_lab.studies.simulation.arms import simulate_seed
+from sipt_lab.studies.simulation.config import simulation_config
+from sipt_lab.studies.simulation.simulate import aggregate
 
 MAIN_JOB = ["sipt-lab", "simulate", "--graph", "torus", "--noise", "0.1"]
 TARGETS = {"cold": 180.0, "warm": 60.0}

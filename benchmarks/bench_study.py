@@ -2,7 +2,7 @@
 
 Run as ``python benchmarks/bench_study.py [--scale reduced|cpu|gpu-wiki] [--out DIR] [--csv FILE]``.
 
-``cpu`` and ``gpu-wiki`` are the study's presets (:data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS`):
+``cpu`` and ``gpu-wiki`` are the study's presets (:data:`~sipt_lab.studies.lc.config.STUDY_PRESETS`):
 ``cpu`` is the default CPU scale (CLIQUES over the embedded corpus, 800 pre-training and 800
 never-seen sentences, 5 LC levels x 5 seeds x 2 split seeds, MiniLM, the checkpoint defaults), whose
 goal is 35 minutes on 2 cores; ``reduced`` is vital-article summaries at what 2 shared cores finish in about
@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.experiments.study.gain_stats import format_ci
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_config import STUDY_PRESETS, LcTransferConfig, metric_words, study_preset
+from sipt_lab.studies.lc.config import STUDY_PRESETS, LcTransferConfig, metric_words, study_preset
+from sipt_lab.studies.lc.gain_stats import format_ci
+from sipt_lab.studies.lc.transfer import run_lc_transfer
 from sipt_lab.training.defaults import train_config
 
 #: The reduced scale: (LcTransferConfig fields, TrainConfig fields).

@@ -1,6 +1,6 @@
 """Summarise an LC-transfer study from the seeds its cells finished, when the run itself stopped
 before its last replicate (a device's time ran out): the same rows, TF-IDF reference and summary
-:func:`~sipt_lab.experiments.study.lc_transfer.run_lc_transfer` writes, over the finished replicates
+:func:`~sipt_lab.studies.lc.transfer.run_lc_transfer` writes, over the finished replicates
 only (seeds ``0..k-1`` on every finished split seed).
 
 Run as ``python benchmarks/study_from_cells.py STUDY_DIR --out DIR``: ``STUDY_DIR`` holds the study's
@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 
 from sipt_lab.core.config_io import load_config, save_config
-from sipt_lab.experiments.study.gain_stats import format_ci
-from sipt_lab.experiments.study.lc_transfer import write_summary
-from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.studies.lc.config import LcTransferConfig
+from sipt_lab.studies.lc.gain_stats import format_ci
+from sipt_lab.studies.lc.transfer import write_summary
 
 
 def main() -> None:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.fileio import write_json_atomic
-from sipt_lab.experiments.study.gain_stats import summarise
-from sipt_lab.experiments.study.lc_transfer import draw_gain_figure
-from sipt_lab.experiments.study.study_config import study_preset
+from sipt_lab.studies.lc.config import study_preset
+from sipt_lab.studies.lc.gain_stats import summarise
+from sipt_lab.studies.lc.transfer import draw_gain_figure
 
 #: Columns of ``results.csv`` that hold integers and floats (empty cells are None).
 INTEGER_COLUMNS, FLOAT_COLUMNS = ("level", "split_seed", "seed"), ("q", "target_lc", "lc", "value")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.experiments.paper.methods_figure import METHODS  # the methods the figure ran
+from sipt_lab.studies.paper.methods_figure import METHODS  # the methods the figure ran
 
 
 def main() -> None:

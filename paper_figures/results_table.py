@@ -12,7 +12,7 @@ import csv
 import math
 from pathlib import Path
 
-from sipt_lab.experiments.paper.paper_values import STRUCTURAL_AUROC
+from sipt_lab.studies.paper.values import STRUCTURAL_AUROC
 
 HIGH_LC = 0.8  # "the topic task has high LC over G_PT"
 NOISE_GONE = 0.5  # the rate at which the paper's SIPT advantage is gone

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.core.options import add_config_arguments, config_from_args
-from sipt_lab.experiments.advise import AdviseConfig
+from sipt_lab.jobs.advise import AdviseConfig
 
 
 def register(subparsers) -> None:
@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 def run_advise(args: argparse.Namespace) -> int:
     from sipt_lab.core.fileio import json_text
-    from sipt_lab.experiments.advise import advice_lines, advise
+    from sipt_lab.jobs.advise import advice_lines, advise
 
     report = advise(config_from_args(args, AdviseConfig))
     print(json_text(report) if args.json else "\n".join(advice_lines(report)))

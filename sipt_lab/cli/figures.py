@@ -2,7 +2,7 @@
 
 The figure registry imports torch, scikit-learn and matplotlib, so it is imported only when the
 command runs: ``--only`` names are checked then (an unknown one lists them all), and options left
-out take :class:`~sipt_lab.experiments.paper.figure_options.FigureOptions`' defaults. The flags are
+out take :class:`~sipt_lab.studies.paper.figure_options.FigureOptions`' defaults. The flags are
 generated from its fields; a config error names the field, shown here as its flag.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, add_preset_flags, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, options_of, record_field_flags
-from sipt_lab.experiments.paper.figure_options import FigureOptions
+from sipt_lab.studies.paper.figure_options import FigureOptions
 
 DEFAULT_OUT = "paper_figures/out"
 #: FigureOptions fields set by ``figures`` flags.
@@ -77,7 +77,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.paper.figures import make_figures
+    from sipt_lab.studies.paper.figures import make_figures
 
     given = {name: getattr(args, name) for name in FIGURE_FIELDS}
     options = config_from_args(

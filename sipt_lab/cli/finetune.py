@@ -14,9 +14,9 @@ from sipt_lab.cli.arguments import (
     objective_changes,
 )
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.configs import FILE_TASK_KINDS, FinetuneJob
-from sipt_lab.experiments.domain.report_options import DomainCurvesConfig, DomainTableConfig
-from sipt_lab.experiments.domain.run_config import DomainRunConfig
+from sipt_lab.jobs.configs import FILE_TASK_KINDS, FinetuneJob
+from sipt_lab.studies.domain.report_options import DomainCurvesConfig, DomainTableConfig
+from sipt_lab.studies.domain.run_config import DomainRunConfig
 from sipt_lab.training.train_config import FinetuneConfig
 
 #: FinetuneJob / FinetuneConfig fields that ``finetune`` flags set.
@@ -162,7 +162,7 @@ def add_report_output(parser: argparse.ArgumentParser, files: str) -> None:
 
 
 def run_finetune(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.finetune_job import format_finetune_report, run_finetuning
+    from sipt_lab.jobs.finetune import format_finetune_report, run_finetuning
 
     job = config_from_args(
         args, FinetuneJob, FINETUNE_JOB_FIELDS, finetune=config_from_args(args, FinetuneConfig, FINETUNE_FIELDS)
@@ -186,10 +186,10 @@ def run_domain(args: argparse.Namespace) -> int:
 
     from sipt_lab.core import outputs
     from sipt_lab.core.config_io import config_hash
-    from sipt_lab.experiments.domain.domain_cells import domain_run_cells
-    from sipt_lab.experiments.domain.report import format_domain_summary
-    from sipt_lab.experiments.domain.run import run_domain
-    from sipt_lab.experiments.pretrain_job import launched_rank
+    from sipt_lab.jobs.pretrain import launched_rank
+    from sipt_lab.studies.domain.cells import domain_run_cells
+    from sipt_lab.studies.domain.report import format_domain_summary
+    from sipt_lab.studies.domain.run import run_domain
 
     outputs.check_output_dir(args.out)
     config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS, objective=objective_changes(args))
@@ -210,8 +210,8 @@ def run_domain(args: argparse.Namespace) -> int:
 
 
 def run_domain_table(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.domain.table2 import run_domain_table as write_table
-    from sipt_lab.experiments.domain.table2 import table2_markdown
+    from sipt_lab.studies.domain.table2 import run_domain_table as write_table
+    from sipt_lab.studies.domain.table2 import table2_markdown
 
     config = config_from_args(args, DomainTableConfig)
     rows = write_table(config, args.out, overwrite=args.overwrite, log=print)
@@ -221,7 +221,7 @@ def run_domain_table(args: argparse.Namespace) -> int:
 
 
 def run_domain_curves(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.domain.curves import run_domain_curves as draw_curves
+    from sipt_lab.studies.domain.curves import run_domain_curves as draw_curves
 
     _, notes = draw_curves(config_from_args(args, DomainCurvesConfig), args.out, overwrite=args.overwrite, log=print)
     for note in notes:

@@ -16,7 +16,7 @@ from sipt_lab.cli.arguments import (
 )
 from sipt_lab.core.names import ENCODER_PRESETS
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
-from sipt_lab.experiments.configs import EmbedJob, LambdaSweep, PretrainJob
+from sipt_lab.jobs.configs import EmbedJob, LambdaSweep, PretrainJob
 
 #: TrainConfig fields of a run's batch, optimiser, sample length, seed and device, in --help's order.
 RUN_FIELDS = (
@@ -151,15 +151,15 @@ def fill_pretrain_defaults(args: argparse.Namespace) -> None:
 
 def training_job(args: argparse.Namespace, **job_options) -> PretrainJob:
     """The :class:`PretrainJob` the shared flags describe, with ``job_options`` (``method``,
-    ``teacher``) set, through :func:`~sipt_lab.experiments.configs.resolve_pretrain_job`."""
-    from sipt_lab.experiments.configs import resolve_pretrain_job
+    ``teacher``) set, through :func:`~sipt_lab.jobs.configs.resolve_pretrain_job`."""
+    from sipt_lab.jobs.configs import resolve_pretrain_job
 
     job_fields = {name: getattr(args, name) for name in JOB_FIELDS}
     return resolve_pretrain_job(training_settings(args, PRETRAIN_TRAIN_FIELDS), **job_fields, **job_options)
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretrain_job import run_pretraining
+    from sipt_lab.jobs.pretrain import run_pretraining
 
     job = training_job(args, method=args.method, teacher=args.teacher)
     try:
@@ -181,7 +181,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
 
 def run_lambda_sweep(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.lambda_sweep import format_sweep, run_lambda_sweep
+    from sipt_lab.jobs.lambda_sweep import format_sweep, run_lambda_sweep
 
     sweep = config_from_args(args, LambdaSweep, ("lambdas", "validation", "metric"), job=training_job(args))
     outcome = run_lambda_sweep(sweep, args.out, log=print)
@@ -190,7 +190,7 @@ def run_lambda_sweep(args: argparse.Namespace) -> int:
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.pretrain_job import embed_samples
+    from sipt_lab.jobs.pretrain import embed_samples
 
     job = config_from_args(args, EmbedJob)
     vectors, ids = embed_samples(

@@ -15,8 +15,8 @@ from sipt_lab.cli.arguments import (
 from sipt_lab.core.fileio import json_text
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.experiments.simulation.simulate_job import SimulateJob
 from sipt_lab.graphs.noise import NOISE_MODES
+from sipt_lab.studies.simulation.simulate_job import SimulateJob
 from sipt_lab.synthetic.graph_spec import GraphSpec
 from sipt_lab.training.defaults import TRAIN_FIELDS
 from sipt_lab.training.train_config import TrainConfig
@@ -87,7 +87,7 @@ def register(subparsers) -> None:
 def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -> None:
     """Flags of :class:`TrainConfig` fields, parsed by type alone: the config checks their values
     (its errors name these flags). Those left out take the family's training under the preset
-    (:func:`~sipt_lab.experiments.simulation.simulation_config.simulation_config`), which
+    (:func:`~sipt_lab.studies.simulation.config.simulation_config`), which
     :func:`fill_simulation_defaults` writes back for ``--print-config`` and ``config.toml``."""
     add_config_arguments(
         parser,
@@ -111,8 +111,8 @@ def _train_arguments(parser: argparse.ArgumentParser, fields: tuple[str, ...]) -
 
 def simulation_from_args(args: argparse.Namespace):
     """The :class:`SimulateJob` and the first seed's
-    :class:`~sipt_lab.experiments.simulation.simulation_config.SimulationConfig` the flags describe."""
-    from sipt_lab.experiments.simulation.simulation_config import simulation_config
+    :class:`~sipt_lab.studies.simulation.config.SimulationConfig` the flags describe."""
+    from sipt_lab.studies.simulation.config import simulation_config
 
     job = config_from_args(args, SimulateJob, graph=config_from_args(args, GraphSpec, GRAPH_FIELDS + ("corpus",)))
     graph_options = {"noise": job.graph.noise, "noise_mode": job.graph.noise_mode, "corpus": job.graph.corpus}
@@ -153,7 +153,7 @@ def fill_simulation_defaults(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.simulation.simulate import simulate
+    from sipt_lab.studies.simulation.simulate import simulate
 
     job, config = simulation_from_args(args)
     summary = simulate(config, job.seeds, args.out, executor=job.executor, batched=job.batched)

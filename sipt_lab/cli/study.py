@@ -7,8 +7,8 @@ import re
 
 from sipt_lab.cli.arguments import PER_SAMPLE_FIELDS, POSITIVE, fill_training_defaults, nonempty, training_settings
 from sipt_lab.core.options import add_config_arguments, config_from_args, flag_of, record_field_flags
-from sipt_lab.experiments.study.lc_transfer import LcTransferConfig
-from sipt_lab.experiments.study.study_config import STUDY_PRESETS, STUDY_TRAIN
+from sipt_lab.studies.lc.config import STUDY_PRESETS, STUDY_TRAIN
+from sipt_lab.studies.lc.transfer import LcTransferConfig
 from sipt_lab.training.defaults import PER_KIND_FIELDS, default_help
 from sipt_lab.training.train_config import TrainConfig
 
@@ -167,7 +167,7 @@ def add_run_arguments(parser, func, run: str, units: str, resumed: str, train_fi
 
 
 def preset_options(preset: dict, cls: type = LcTransferConfig) -> dict:
-    """A preset (:data:`~sipt_lab.experiments.study.study_config.STUDY_PRESETS` entry, or ``cls``'s
+    """A preset (:data:`~sipt_lab.studies.lc.config.STUDY_PRESETS` entry, or ``cls``'s
     presets) by config-file key (its flags without the dashes), as ``--preset`` applies it."""
     fields = [(cls, name, value) for name, value in preset.items() if name != "train"]
     fields += [(TrainConfig, name, value) for name, value in preset.get("train", {}).items()]
@@ -181,11 +181,11 @@ def preset_options(preset: dict, cls: type = LcTransferConfig) -> dict:
 
 
 def lc_transfer_config(args: argparse.Namespace):
-    """The :class:`~sipt_lab.experiments.study.lc_transfer.LcTransferConfig` the parsed flags describe."""
+    """The :class:`~sipt_lab.studies.lc.transfer.LcTransferConfig` the parsed flags describe."""
     from sipt_lab.core.errors import SiptError
     from sipt_lab.core.stats import seeds_for_effect
-    from sipt_lab.experiments.study.gain_stats import pilot_sd
-    from sipt_lab.experiments.study.study_config import LcTransferConfig
+    from sipt_lab.studies.lc.config import LcTransferConfig
+    from sipt_lab.studies.lc.gain_stats import pilot_sd
     from sipt_lab.training.defaults import init_kind, resolve_train_config
 
     if args.seeds == "auto" and args.pilot is None:
@@ -204,7 +204,7 @@ def lc_transfer_config(args: argparse.Namespace):
 
 
 def run_lc_transfer(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.study.lc_transfer import run_lc_transfer as run_study
+    from sipt_lab.studies.lc.transfer import run_lc_transfer as run_study
 
     run_study(lc_transfer_config(args), args.out, resume=args.resume, overwrite=args.overwrite, log=print)
     return 0
@@ -232,7 +232,7 @@ ATLAS_TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "head
 
 def register_atlas(actions) -> None:
     """``sipt-lab study atlas``: SIPT's held-out gain over natural (graph, task) pairs and its predictor."""
-    from sipt_lab.experiments.study.atlas_config import ATLAS_PRESETS, ATLAS_TRAIN, AtlasConfig
+    from sipt_lab.studies.lc.atlas_config import ATLAS_PRESETS, ATLAS_TRAIN, AtlasConfig
 
     atlas = actions.add_parser(
         "atlas",
@@ -268,8 +268,8 @@ def register_atlas(actions) -> None:
 
 
 def run_atlas(args: argparse.Namespace) -> int:
-    from sipt_lab.experiments.study.atlas import run_atlas as run
-    from sipt_lab.experiments.study.atlas_config import AtlasConfig
+    from sipt_lab.studies.lc.atlas import run_atlas as run
+    from sipt_lab.studies.lc.atlas_config import AtlasConfig
     from sipt_lab.training.defaults import init_kind, resolve_train_config
 
     train = resolve_train_config(

@@ -55,7 +55,7 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: through ``torch.compile``, or each whole optimiser step recorded as a CUDA graph and replayed
 #: (:mod:`sipt_lab.training.recorded_steps`, CUDA only); ``auto``: ``cudagraphs`` where it applies, else eager.
 COMPILE_MODES = ("auto", "none", "compile", "cudagraphs")
-#: Metrics of the evaluations during pre-training (:mod:`sipt_lab.experiments.pretrain_watch`), all
+#: Metrics of the evaluations during pre-training (:mod:`sipt_lab.jobs.pretrain_watch`), all
 #: higher-is-better: link retrieval of ``G_PT`` and, with labels, LOO 3-NN AUROC and accuracy and the
 #: labels' local consistency over the embedding's own 3-NN graph.
 EVAL_METRICS = ("link_mrr", "link_lrap", "loo_3nn_auroc", "loo_3nn_accuracy", "knn_lc")
@@ -70,23 +70,23 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 POOLINGS = ("cls", "mean")
 #: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
-#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.experiments.simulation.simulate.TRAINING_PRESETS`).
+#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.studies.simulation.simulate.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
 #: Task kinds labelled per token (TAPE's secondary structure) or per residue pair (its contact
 #: maps): domain tasks only, since ``sipt-lab finetune --labels`` files hold one label per sample.
 PER_TOKEN_TASK_KINDS = ("token-classification", "contact-prediction")
 #: Fine-tuning task kinds (:data:`sipt_lab.data.tasks.TASK_KINDS`).
 TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
-#: What ``sipt-lab finetune`` runs (:data:`sipt_lab.experiments.finetune_job.MODES`).
+#: What ``sipt-lab finetune`` runs (:data:`sipt_lab.jobs.finetune.MODES`).
 FINETUNE_MODES = ("probe", "full", "both")
-#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.experiments.domain.run.PRESETS`).
+#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.studies.domain.run.PRESETS`).
 DOMAIN_PRESETS = ("cpu", "full")
 #: Datasets of ``sipt-lab data`` whose every file has a pinned SHA-256
 #: (:data:`sipt_lab.domains.datasets.DATASETS`); the others' sources publish no checksum.
 PINNED_DATASETS: tuple[str, ...] = ()
 #: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
-#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.experiments.study.lc_transfer.heldout_metrics`).
+#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.studies.lc.transfer.heldout_metrics`).
 STUDY_METRICS = (
     "knn_accuracy",
     "knn_auroc",

@@ -1,6 +1,6 @@
 """Real domains for pre-training and fine-tuning: samples, tasks and ``G_PT`` builders by name.
 
-What a domain is: :mod:`~sipt_lab.domains.base`; the table of domains: :mod:`~sipt_lab.domains.domain_table`;
+What a domain is: :mod:`~sipt_lab.domains.base`; the table of domains: :mod:`~sipt_lab.domains.registry`;
 built in: ``abstracts``, ``networks``, ``proteins``, ``wiki`` (one module each).
 """
 
@@ -12,7 +12,7 @@ from sipt_lab.domains.base import (
     subset,
     summarize_graph,
 )
-from sipt_lab.domains.domain_table import DOMAINS, domain_names, get_domain
+from sipt_lab.domains.registry import DOMAINS, domain_names, get_domain
 
 __all__ = [
     "DOMAINS",

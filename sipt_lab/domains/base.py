@@ -1,7 +1,7 @@
 """What a domain is: its samples, its fine-tuning tasks and its pre-training graphs.
 
 A domain is a :class:`Domain`, plain data that each domain module defines and
-:data:`sipt_lab.domains.domain_table.DOMAINS` lists by name; :meth:`Domain.read` returns a
+:data:`sipt_lab.domains.registry.DOMAINS` lists by name; :meth:`Domain.read` returns a
 :class:`DomainData` (or a subclass carrying the domain's own fields), from the domain's own files
 (``wiki``) or from a data directory the user gives (``--data DIR``; the expected files of each
 domain are its ``layout``, documented in ``docs/domains.md``), and each of its ``graphs`` is
@@ -57,7 +57,7 @@ GraphBuilder = Callable[[DomainData, int], PretrainingGraph]
 @dataclass(frozen=True)
 class Domain:
     """Attributes:
-    name: its key in :data:`~sipt_lab.domains.domain_table.DOMAINS`.
+    name: its key in :data:`~sipt_lab.domains.registry.DOMAINS`.
     description: one line for listings.
     load: ``() -> DomainData`` when ``layout`` is empty, else ``(data directory) -> DomainData``.
     graphs: graph name -> builder ``(data, seed) -> PretrainingGraph``; the first is the default.

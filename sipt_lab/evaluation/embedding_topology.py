@@ -26,7 +26,7 @@ data*, which only local neighbourhoods can be trusted for:
 The rule recovers (1, 1, 0) for a circle, (1, 2, 1) for a torus and (1, 0, 1) for a sphere from
 evenly spread samples (``tests/unit/test_embedding_topology.py``: 60-100 points on a circle, a jittered
 12 x 12 grid on a flat torus, 100 of 400 points on a sphere; the 300-point checks of
-:func:`sipt_lab.experiments.paper.figures.topology`). A torus's void is the weakest feature: it outlives
+:func:`sipt_lab.studies.paper.figures.topology`). A torus's void is the weakest feature: it outlives
 ``eps`` by a margin only from about 150-200 evenly spread points. From 100 *independent uniform*
 points on a surface the rule is not reliable: the sample's holes give loops that live about ``eps``
 too. A cloud without low-dimensional shape (Gaussian noise in 64 dimensions) gives one big component

@@ -2,7 +2,7 @@
 
 Every function takes lists / arrays / dicts and a path *stem*, writes ``<stem>.png`` (150 dpi) and
 ``<stem>.pdf`` atomically, and returns those two paths. Nothing here computes an experiment; the
-figures of :mod:`sipt_lab.experiments.paper.figures` compute their numbers and call these.
+figures of :mod:`sipt_lab.studies.paper.figures` compute their numbers and call these.
 
 Kinds:
 

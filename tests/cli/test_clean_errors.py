@@ -22,7 +22,7 @@ from sipt_lab.core import outputs
 from sipt_lab.core.errors import SiptError
 from sipt_lab.evaluation.comparison import compare_errors, format_comparison_table
 from sipt_lab.evaluation.knn import macro_ovr_auroc
-from sipt_lab.experiments.study.gain_stats import format_ci
+from sipt_lab.studies.lc.gain_stats import format_ci
 
 
 def graph(tmp_path: Path) -> list[str]:

@@ -294,10 +294,10 @@ def _tally(request):
 def _stubs(monkeypatch):
     """Long commands stop where their work would start."""
     import sipt_lab.domains.datasets as datasets
-    import sipt_lab.experiments.domain.run as domain_run
-    import sipt_lab.experiments.lambda_sweep as lambda_sweep
-    import sipt_lab.experiments.paper.figures as figures
-    import sipt_lab.experiments.simulation.simulate as simulate
+    import sipt_lab.jobs.lambda_sweep as lambda_sweep
+    import sipt_lab.studies.domain.run as domain_run
+    import sipt_lab.studies.paper.figures as figures
+    import sipt_lab.studies.simulation.simulate as simulate
     import sipt_lab.synthetic.builder as builder
 
     monkeypatch.setattr(domain_run, "run_domain", _reached)

@@ -17,10 +17,10 @@ def test_building_the_parser_imports_no_heavy_library():
 
 def test_light_names_are_the_registries_keys():
     from sipt_lab.data.tasks import TASK_KINDS
-    from sipt_lab.experiments.domain.presets import PRESETS
-    from sipt_lab.experiments.finetune_job import MODES
+    from sipt_lab.jobs.finetune import MODES
     from sipt_lab.models import ENCODER_PRESETS
     from sipt_lab.objectives.structure import STRUCTURE_LOSSES
+    from sipt_lab.studies.domain.presets import PRESETS
     from sipt_lab.training.sampler import PAIR_MODES
     from sipt_lab.training.train_config import LR_SCHEDULES
 

@@ -54,7 +54,7 @@ SIMULATE = ["simulate", "--graph", "cliques", "--seeds", "1", "--executor", "ser
 
 
 def test_simulate_refuses_a_study_directory(study_dir, capsys, monkeypatch):
-    import sipt_lab.experiments.simulation.simulate as simulate
+    import sipt_lab.studies.simulation.simulate as simulate
 
     monkeypatch.setattr(simulate, "run_grid", _reached)
     before = tree(study_dir)
@@ -63,7 +63,7 @@ def test_simulate_refuses_a_study_directory(study_dir, capsys, monkeypatch):
 
 
 def test_domain_run_refuses_a_study_directory(study_dir, capsys, monkeypatch):
-    import sipt_lab.experiments.domain.run as domain_run
+    import sipt_lab.studies.domain.run as domain_run
 
     monkeypatch.setattr(domain_run, "run_domain", _reached)
     before = tree(study_dir)
@@ -73,7 +73,7 @@ def test_domain_run_refuses_a_study_directory(study_dir, capsys, monkeypatch):
 
 
 def test_simulate_refuses_a_run_of_other_settings_and_resumes_its_own(tmp_path, capsys, monkeypatch):
-    import sipt_lab.experiments.simulation.simulate as simulate
+    import sipt_lab.studies.simulation.simulate as simulate
 
     monkeypatch.setattr(simulate, "run_grid", _reached)
     out = tmp_path / "sim"
@@ -96,7 +96,7 @@ def test_a_grid_directory_without_a_record_is_refused(tmp_path):
 
 
 def test_figures_refuses_a_folder_of_the_users_files(tmp_path, capsys, monkeypatch):
-    import sipt_lab.experiments.paper.figures as figures
+    import sipt_lab.studies.paper.figures as figures
 
     monkeypatch.setitem(figures.FIGURES, "corollary2", _reached)
     out = tmp_path / "figs"
@@ -107,7 +107,7 @@ def test_figures_refuses_a_folder_of_the_users_files(tmp_path, capsys, monkeypat
 
 
 def test_figures_runs_again_into_its_own_folder(tmp_path, monkeypatch):
-    import sipt_lab.experiments.paper.figures as figures
+    import sipt_lab.studies.paper.figures as figures
 
     def corollary2(out, options):
         (out / "corollary2.csv").write_text("x\n")
@@ -160,7 +160,7 @@ def test_data_convert_pyg_bio_and_wiki_descriptions_refuse_existing_outputs(tmp_
 def test_an_overwrite_interrupted_before_its_first_checkpoint_puts_the_old_run_back(tmp_path, capsys, monkeypatch):
     from test_output_safety import pretrain
 
-    import sipt_lab.experiments.pretrain_job as pretraining
+    import sipt_lab.jobs.pretrain as pretraining
 
     samples = [f"s{i}" for i in range(8)]
     (tmp_path / "samples.tsv").write_text("".join(f"{s}\tword{i} alpha beta\n" for i, s in enumerate(samples)))

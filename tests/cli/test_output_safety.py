@@ -16,7 +16,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.core import fileio, outputs
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.samples import read_samples
-from sipt_lab.experiments.finetune_job import FinetuneJob, load_task
+from sipt_lab.jobs.finetune import FinetuneJob, load_task
 
 CHAR = ["--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8", "--device", "cpu", "--quiet"]
 
@@ -107,7 +107,7 @@ def test_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_over(files, t
 
 
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(files, tmp_path, capsys, monkeypatch):
-    import sipt_lab.experiments.pretrain_job as pretraining
+    import sipt_lab.jobs.pretrain as pretraining
 
     def broken(*args, **kwargs):
         raise SiptError("training broke")
@@ -303,7 +303,7 @@ def test_pretrain_flags_are_parsed_with_their_ranges(files, tmp_path, capsys, ex
 
 
 def test_domain_run_refuses_bad_values_before_any_arm_trains(tmp_path, capsys, monkeypatch):
-    import sipt_lab.experiments.domain.run as domain_run
+    import sipt_lab.studies.domain.run as domain_run
 
     monkeypatch.setattr(domain_run, "run_domain", lambda *a, **k: pytest.fail("trained anyway"))
     base = [
@@ -333,7 +333,7 @@ def test_data_fetch_refuses_an_empty_target(capsys):
 
 
 def test_ctrl_c_in_pretrain_says_resume(files, tmp_path, capsys, monkeypatch):
-    import sipt_lab.experiments.pretrain_job as pretraining
+    import sipt_lab.jobs.pretrain as pretraining
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

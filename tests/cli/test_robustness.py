@@ -314,7 +314,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
 
 
 def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import simulation_arms as simulate_module
 
     def broken(dataset, config):
         raise RuntimeError("encoder exploded")
@@ -359,7 +359,7 @@ def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
 
 
 def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import simulation_arms as simulate_module
 
     real_run_arms = simulate_module.run_arms
 
@@ -519,7 +519,7 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     ],
 )
 def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
-    from sipt_lab.experiments.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import simulation_arms as simulate_module
 
     monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
     fails(
@@ -581,7 +581,7 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
             "CUDA out of memory. Tried to allocate 1.10 GiB. GPU 0 has a total capacity of 79.18 GiB\nmore"
         )
 
-    monkeypatch.setattr("sipt_lab.experiments.pretrain_job.run_pretraining", no_memory)
+    monkeypatch.setattr("sipt_lab.jobs.pretrain.run_pretraining", no_memory)
     samples, edges = tmp_path / "s.tsv", tmp_path / "e.tsv"
     samples.write_text("id\ttext\na\tone two\nb\tthree four\n")
     edges.write_text("a\tb\n")
@@ -593,7 +593,7 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
     assert "--grad-accum" in err and "Traceback" not in err
 
     monkeypatch.setattr(
-        "sipt_lab.experiments.pretrain_job.run_pretraining",
+        "sipt_lab.jobs.pretrain.run_pretraining",
         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other")),
     )
     with pytest.raises(RuntimeError, match="other"):  # any other runtime error is a bug: its traceback stays
@@ -603,10 +603,10 @@ def test_gpu_out_of_memory_is_one_line_with_the_commands_fix(tmp_path, capsys, m
 def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkeypatch):
     captured = {}
     monkeypatch.setattr(
-        "sipt_lab.experiments.domain.run.run_domain",
+        "sipt_lab.studies.domain.run.run_domain",
         lambda cells, out, executor, preset: captured.setdefault("cells", cells),
     )
-    monkeypatch.setattr("sipt_lab.experiments.domain.report.format_domain_summary", lambda summary: "")
+    monkeypatch.setattr("sipt_lab.studies.domain.report.format_domain_summary", lambda summary: "")
     base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]
     assert main([*base, "--grad-accum", "4", "--out", str(tmp_path / "a")]) == 0
     assert {(cell.pretrain.batch_size, cell.pretrain.grad_accum) for cell in captured["cells"]} == {

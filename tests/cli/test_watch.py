@@ -91,9 +91,9 @@ def test_loop_tracks_the_best_and_the_patience():
 
 
 def test_model_card_front_matter_names_the_base_model(tmp_path):
-    from sipt_lab.experiments.configs import PretrainJob
-    from sipt_lab.experiments.model_card import base_model, model_card
     from sipt_lab.graphs.graph import PretrainingGraph
+    from sipt_lab.jobs.configs import PretrainJob
+    from sipt_lab.jobs.model_card import base_model, model_card
 
     inputs = write_inputs(tmp_path / "in")
     job = PretrainJob(

@@ -11,9 +11,9 @@ from hf_fakes import WORDS
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.advise import AdviseConfig, advise, load_fit
-from sipt_lab.experiments.gain_predictor import fit_gain
 from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.jobs.advise import AdviseConfig, advise, load_fit
+from sipt_lab.jobs.gain_predictor import fit_gain
 
 
 def atlas_flags(tiny_bert, out, *extra):
@@ -101,9 +101,9 @@ def test_atlas_writes_its_table_fit_and_figure_and_resumes_without_training(tiny
 
 
 def test_a_grown_atlas_reuses_the_finished_arms(tiny_bert, tmp_path):
-    from sipt_lab.experiments.study.atlas import atlas_arms
-    from sipt_lab.experiments.study.atlas_config import AtlasConfig
     from sipt_lab.grid.cells import Cell
+    from sipt_lab.studies.lc.atlas import atlas_arms
+    from sipt_lab.studies.lc.atlas_config import AtlasConfig
     from sipt_lab.training.defaults import train_config
 
     train = train_config("checkpoint", steps=1, batch_size=4, max_len=12, device="cpu")
@@ -117,7 +117,7 @@ def test_a_grown_atlas_reuses_the_finished_arms(tiny_bert, tmp_path):
 
 def test_atlas_config_refuses_what_cannot_make_an_atlas():
     from sipt_lab.core.errors import ConfigError
-    from sipt_lab.experiments.study.atlas_config import AtlasConfig
+    from sipt_lab.studies.lc.atlas_config import AtlasConfig
 
     with pytest.raises(ConfigError, match="dial_tasks"):
         AtlasConfig(dial_tasks=("de:category",))

@@ -8,12 +8,12 @@ import pytest
 from sipt_lab.data.splits import pretraining_graph, random_splits
 from sipt_lab.data.tasks import Task
 from sipt_lab.domains import DOMAINS, Domain, DomainData, build_graph, get_domain
-from sipt_lab.experiments.domain.domain_arms import domain_cell
-from sipt_lab.experiments.domain.domain_cells import domain_cells
-from sipt_lab.experiments.domain.presets import preset_for
-from sipt_lab.experiments.domain.report import format_domain_summary, summarize_domain
-from sipt_lab.experiments.domain.view import domain_view
 from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.studies.domain.arms import domain_cell
+from sipt_lab.studies.domain.cells import domain_cells
+from sipt_lab.studies.domain.presets import preset_for
+from sipt_lab.studies.domain.report import format_domain_summary, summarize_domain
+from sipt_lab.studies.domain.view import domain_view
 
 NAME = "planted-lc"
 N = 80

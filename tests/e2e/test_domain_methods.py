@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-import sipt_lab.experiments.domain.domain_arms as domain_run
+import sipt_lab.studies.domain.arms as domain_run
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.domain.domain_cells import ConceptCell, domain_cells
-from sipt_lab.experiments.domain.presets import PRESETS
-from sipt_lab.experiments.domain.run import run_domain
-from sipt_lab.experiments.domain.teachers import TEACHERS_DIR, load_model
 from sipt_lab.grid.model_store import directory_digest
+from sipt_lab.studies.domain.cells import ConceptCell, domain_cells
+from sipt_lab.studies.domain.presets import PRESETS
+from sipt_lab.studies.domain.run import run_domain
+from sipt_lab.studies.domain.teachers import TEACHERS_DIR, load_model
 from sipt_lab.training.methods import ConceptOptions
 
 PRESET = dataclasses.replace(

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
+from sipt_lab.jobs.pretrain import PretrainJob, run_pretraining
 from sipt_lab.models.hf import MASKED_LM_DIR
 from sipt_lab.training.defaults import init_kind, train_config
 
@@ -92,6 +92,6 @@ def test_export_of_a_masked_lm_loads_as_its_init_did(clique_files, tiny_bert, tm
 
 @pytest.mark.slow
 def test_minilm_card_carries_its_license(clique_files, tmp_path):
-    from sipt_lab.experiments.model_card import init_license
+    from sipt_lab.jobs.model_card import init_license
 
     assert init_license("minilm") == "apache-2.0" and init_license("char") is None

@@ -20,10 +20,10 @@ from sipt_lab.cli.main import main
 from sipt_lab.core.config_io import config_from_dict, config_hash, config_to_dict
 from sipt_lab.data.corpus import Corpus
 from sipt_lab.data.topics import TopicAssignment
-from sipt_lab.experiments.paper.figure5 import figure5_configs, run_figure5_grid
-from sipt_lab.experiments.paper.figure_options import FigureOptions, experiment_config
-from sipt_lab.experiments.paper.figures import FIGURES
-from sipt_lab.experiments.paper.heldout_scale import (
+from sipt_lab.studies.paper.figure5 import figure5_configs, run_figure5_grid
+from sipt_lab.studies.paper.figure_options import FigureOptions, experiment_config
+from sipt_lab.studies.paper.figures import FIGURES
+from sipt_lab.studies.paper.heldout_scale import (
     HELDOUT_SCALE_NODES,
     HELDOUT_SCALE_STEPS,
     heldout_probe,
@@ -31,7 +31,7 @@ from sipt_lab.experiments.paper.heldout_scale import (
     paired_gain_columns,
     passes_per_sample,
 )
-from sipt_lab.experiments.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
+from sipt_lab.studies.simulation.stacked_cells import arm_record, plan_trainings, train_batched_cells
 from sipt_lab.synthetic import builder
 from sipt_lab.training.train_config import CHAR_LOSS_PARAMS
 
@@ -386,7 +386,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
 
 
 def test_preset_encoder_and_batched_reach_the_grid(tmp_path, monkeypatch):
-    from sipt_lab.experiments.paper import figures
+    from sipt_lab.studies.paper import figures
 
     seen = {}
     monkeypatch.setattr(figures, "make_figures", lambda names, out, options: seen.setdefault("options", options) and {})
@@ -445,7 +445,7 @@ def test_batched_trainings_are_grid_cells_that_a_rerun_skips(tmp_path, fake_corp
 
 
 def test_a_cell_whose_arms_train_in_two_trainings_is_stored_once_both_are_recorded(tmp_path, fake_corpus, monkeypatch):
-    import sipt_lab.experiments.simulation.stacked_cells as batched
+    import sipt_lab.studies.simulation.stacked_cells as batched
 
     options = dataclasses.replace(TINY, families=("cliques",), noise_rates=(0.0, 0.5), seeds=1, steps=3, preset="paper")
     configs = figure5_configs(options)

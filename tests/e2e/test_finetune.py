@@ -13,13 +13,13 @@ from sipt_lab.data.splits import random_splits
 from sipt_lab.data.tasks import Task
 from sipt_lab.domains import subset
 from sipt_lab.domains.wiki import load_wiki, mentions_graph
-from sipt_lab.experiments.domain.domain_cells import domain_cells
-from sipt_lab.experiments.domain.presets import PRESETS
-from sipt_lab.experiments.domain.report import choose_lambdas
-from sipt_lab.experiments.domain.run import run_domain
-from sipt_lab.experiments.domain.view import domain_view
-from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.graphs.sampling import snowball_sample
+from sipt_lab.jobs.finetune import encoder_loader
+from sipt_lab.studies.domain.cells import domain_cells
+from sipt_lab.studies.domain.presets import PRESETS
+from sipt_lab.studies.domain.report import choose_lambdas
+from sipt_lab.studies.domain.run import run_domain
+from sipt_lab.studies.domain.view import domain_view
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 
 pytestmark = pytest.mark.slow

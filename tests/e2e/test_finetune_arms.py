@@ -10,19 +10,19 @@ import torch
 from hf_fakes import WORDS
 from test_domain_methods import PRESET
 
-import sipt_lab.experiments.domain.domain_arms as domain_arms
-import sipt_lab.experiments.domain.run as domain_run
-import sipt_lab.experiments.study.study_arms as study_arms
+import sipt_lab.studies.domain.arms as domain_arms
+import sipt_lab.studies.domain.run as domain_run
+import sipt_lab.studies.lc.arms as study_arms
 import sipt_lab.training.finetune as finetune_module
 from sipt_lab.data.splits import random_splits
 from sipt_lab.data.tasks import Task
-from sipt_lab.experiments.configs import FinetuneJob
-from sipt_lab.experiments.domain.domain_cells import domain_cells
-from sipt_lab.experiments.domain.teachers import TEACHERS_DIR, load_model
-from sipt_lab.experiments.finetune_job import encoder_loader, run_finetuning
-from sipt_lab.experiments.study.study_arms import StudySeed, study_seed
-from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.jobs.configs import FinetuneJob
+from sipt_lab.jobs.finetune import encoder_loader, run_finetuning
 from sipt_lab.models import load_encoder, save_encoder
+from sipt_lab.studies.domain.cells import domain_cells
+from sipt_lab.studies.domain.teachers import TEACHERS_DIR, load_model
+from sipt_lab.studies.lc.arms import StudySeed, study_seed
+from sipt_lab.studies.lc.config import LcTransferConfig
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 

@@ -12,8 +12,8 @@ from test_trainer import TINY, _cliques
 
 from sipt_lab.data.splits import random_splits
 from sipt_lab.data.tasks import Task
-from sipt_lab.experiments.finetune_job import encoder_loader
 from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.jobs.finetune import encoder_loader
 from sipt_lab.models import encoder_source
 from sipt_lab.training import TrainConfig, embed, pretrain
 from sipt_lab.training.finetune import FinetuneConfig, finetune

@@ -17,8 +17,8 @@ from hf_fakes import WORDS, write_tiny_distilbert, write_tiny_roberta
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
 from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
-from sipt_lab.experiments.configs import resolve_pretrain_job
-from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
+from sipt_lab.jobs.configs import resolve_pretrain_job
+from sipt_lab.jobs.pretrain import PretrainJob, run_pretraining
 from sipt_lab.models import HFEncoder, encoder_source, load_encoder
 from sipt_lab.models.hf_checkpoints import named_checkpoint
 from sipt_lab.training import embed

@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
+from sipt_lab.jobs.pretrain import PretrainJob, run_pretraining
 from sipt_lab.training.defaults import init_kind, train_config
 from sipt_lab.training.head_warmups import HEAD_CACHE
 from sipt_lab.training.train_config import epoch_remainder_note

@@ -10,10 +10,10 @@ from domain_fixtures import use_small_gin, write_abstracts, write_networks, writ
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains import build_graph, get_domain, subset
-from sipt_lab.experiments.domain.domain_cells import domain_cells
-from sipt_lab.experiments.domain.presets import preset_for
-from sipt_lab.experiments.domain.run import run_domain
-from sipt_lab.experiments.domain.view import domain_view
+from sipt_lab.studies.domain.cells import domain_cells
+from sipt_lab.studies.domain.presets import preset_for
+from sipt_lab.studies.domain.run import run_domain
+from sipt_lab.studies.domain.view import domain_view
 
 WRITERS = {"proteins": write_proteins, "abstracts": write_abstracts, "networks": write_networks}
 

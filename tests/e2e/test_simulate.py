@@ -3,7 +3,7 @@ import json
 import pytest
 
 from sipt_lab.cli.main import main
-from sipt_lab.experiments.simulation.simulation_config import simulation_config
+from sipt_lab.studies.simulation.config import simulation_config
 from sipt_lab.training.train_config import CHAR_LOSS_PARAMS
 
 

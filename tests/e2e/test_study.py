@@ -16,11 +16,11 @@ from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.stats import mean_ci, minimum_detectable_effect, seeds_for_effect
 from sipt_lab.evaluation.heldout import encoder_consistency
-from sipt_lab.experiments.study.dial import dial_graph, dial_target_lc, grouped_splits, pretraining_nodes
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
-from sipt_lab.experiments.study.study_config import LcTransferConfig
 from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.studies.lc.arms import arm_configs, study_source, train_arm
+from sipt_lab.studies.lc.config import LcTransferConfig
+from sipt_lab.studies.lc.dial import dial_graph, dial_target_lc, grouped_splits, pretraining_nodes
+from sipt_lab.studies.lc.transfer import run_lc_transfer
 from sipt_lab.training.defaults import train_config
 
 #: How far the measured LC of a 400-node, 4-class dial graph may lie from its target.
@@ -332,7 +332,7 @@ def test_arms_are_evaluated_on_the_validation_split_while_they_train(tmp_path):
 def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, monkeypatch):
     """Ctrl-C in the second seed keeps the first seed's cell; --resume trains only the second seed
     and writes what an uninterrupted study writes; another config is refused on resume."""
-    from sipt_lab.experiments.study import study_arms
+    from sipt_lab.studies.lc import study_arms
 
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
     config = LcTransferConfig(
@@ -372,7 +372,7 @@ def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, mon
 
 def test_own_data_groups_never_span_pretraining_and_the_never_seen_splits(tmp_path, capsys):
     """``--groups``: samples of one group (say, the sentences of one document) stay on one side."""
-    from sipt_lab.experiments.study.study_arms import study_inputs
+    from sipt_lab.studies.lc.arms import study_inputs
 
     labels = np.arange(120) % 3
     (tmp_path / "s.tsv").write_text("".join(f"s{i}\tsome text {i}\n" for i in range(120)))

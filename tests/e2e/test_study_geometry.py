@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.studies.lc.config import LcTransferConfig
+from sipt_lab.studies.lc.transfer import run_lc_transfer
 from sipt_lab.training.defaults import train_config
 
 

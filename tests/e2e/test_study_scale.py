@@ -13,12 +13,12 @@ from hf_fakes import WORDS, write_tiny_bert
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.study.dial import dial_graph
-from sipt_lab.experiments.study.estimate import arms_per_seed, estimated_seconds
-from sipt_lab.experiments.study.lc_transfer import run_lc_transfer
-from sipt_lab.experiments.study.study_arms import arm_configs, study_source, train_arm
-from sipt_lab.experiments.study.study_config import LcTransferConfig, study_preset
-from sipt_lab.experiments.study.study_tasks import study_task
+from sipt_lab.studies.lc.arms import arm_configs, study_source, train_arm
+from sipt_lab.studies.lc.config import LcTransferConfig, study_preset
+from sipt_lab.studies.lc.dial import dial_graph
+from sipt_lab.studies.lc.estimate import arms_per_seed, estimated_seconds
+from sipt_lab.studies.lc.tasks import study_task
+from sipt_lab.studies.lc.transfer import run_lc_transfer
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.head_warmups import HeadWarmups
 
@@ -216,8 +216,8 @@ def test_cli_refuses_an_unknown_category_in_one_line(tmp_path, capsys):
 def test_the_articles_own_graph_is_built_over_the_pretraining_articles_only(name):
     from sipt_lab.domains import subset
     from sipt_lab.domains.wiki import load_wiki, mentions_graph, tfidf_knn_graph
-    from sipt_lab.experiments.study.dial import pretraining_nodes
-    from sipt_lab.experiments.study.study_arms import study_inputs
+    from sipt_lab.studies.lc.arms import study_inputs
+    from sipt_lab.studies.lc.dial import pretraining_nodes
 
     config = LcTransferConfig(natural_graph=name, n_pretrain=400, n_train=100, init="char", train=CHAR)
     task, splits, natural = study_inputs(config, 0)

@@ -56,7 +56,8 @@ def test_the_wheel_carries_the_package_installs_into_a_fresh_venv_and_runs_from_
         "sipt_lab/graphs",
         "sipt_lab/grid",
         "sipt_lab/viz",
-        "sipt_lab/experiments",
+        "sipt_lab/jobs",
+        "sipt_lab/studies",
     } <= set(packages)
     missing = [package for package in packages if f"{package}/__init__.py" not in names]
     assert not missing, f"subpackages missing from the wheel: {missing}"

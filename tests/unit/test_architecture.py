@@ -3,13 +3,17 @@
 * the import-linter layers contract in ``pyproject.toml`` (data flows one way: no layer imports a
   layer above it);
 * no import cycles between modules at all, ``TYPE_CHECKING`` imports included (grimp counts them);
-* no module over 400 lines;
-* no two modules with the same name, the CLI's one module per subcommand aside.
+* a module over 400 lines is a warning, not a failure: a room is split by meaning, never by a line cap;
+* no module name stutters its package's (``study/study_arms.py``): the same name may sit in two
+  packages (``lc/arms.py``, ``domain/arms.py``);
+* no CLI command imports another: what commands share lives in ``cli.arguments`` (and
+  ``cli.option_files``, the config files of every command).
 """
 
+import ast
 import subprocess
 import sys
-from collections import Counter
+import warnings
 from pathlib import Path
 
 import grimp
@@ -35,18 +39,40 @@ def test_no_import_cycles():
     assert cycles == []
 
 
-def test_modules_are_short():
+def test_long_modules_are_a_warning():
     long = {
         str(p.relative_to(PACKAGE)): n
         for p in PACKAGE.rglob("*.py")
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
-    assert long == {}
+    for module, lines in sorted(long.items()):
+        warnings.warn(f"{module} has {lines} lines: does it hold one idea?", stacklevel=1)
 
 
-def test_module_names_are_unique():
-    stems = Counter(p.stem for p in PACKAGE.rglob("*.py") if p.stem != "__init__" and p.parent.name != "cli")
-    assert {name: n for name, n in stems.items() if n > 1} == {}
+def test_module_names_do_not_stutter_their_package():
+    stutter = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.parent != PACKAGE and p.stem.startswith(p.parent.name.rstrip("s") + "_")
+    ]
+    assert stutter == []
+
+
+#: CLI modules every command may import: the shared flags and values, the config files, the entry point.
+CLI_SHARED = {"sipt_lab.cli.arguments", "sipt_lab.cli.option_files", "sipt_lab.cli.main"}
+
+
+def test_no_cli_command_imports_another():
+    found = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        module = f"sipt_lab.cli.{path.stem}"
+        if module in CLI_SHARED or path.stem == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sipt_lab.cli."):
+                if node.module not in CLI_SHARED:
+                    found.append(f"{module} imports {node.module}")
+    assert found == []
 
 
 def test_no_merge_conflict_markers_are_committed():

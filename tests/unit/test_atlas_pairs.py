@@ -6,8 +6,8 @@ import pytest
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains.wiki import description_heads, first_word_head
-from sipt_lab.experiments.gain_predictor import fit_gain, leave_one_pair_out, outside_range, predict_gain
-from sipt_lab.experiments.study.atlas_pairs import GRAPH_BUILDERS, draw_articles, never_seen_positions
+from sipt_lab.jobs.gain_predictor import fit_gain, leave_one_pair_out, outside_range, predict_gain
+from sipt_lab.studies.lc.atlas_pairs import GRAPH_BUILDERS, draw_articles, never_seen_positions
 
 
 def test_head_rules_per_language():

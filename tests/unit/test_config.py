@@ -6,10 +6,10 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.simulation.presets import TRAINING_DEFAULTS
-from sipt_lab.experiments.simulation.simulate import SimulationConfig
-from sipt_lab.experiments.simulation.simulation_config import simulation_config
 from sipt_lab.models import ENCODER_PRESETS, EncoderConfig
+from sipt_lab.studies.simulation.config import simulation_config
+from sipt_lab.studies.simulation.presets import TRAINING_DEFAULTS
+from sipt_lab.studies.simulation.simulate import SimulationConfig
 from sipt_lab.synthetic import GraphSpec
 from sipt_lab.synthetic.families import get_family
 from sipt_lab.training import TrainConfig
@@ -80,7 +80,7 @@ def test_changing_a_family_default_changes_the_hash(monkeypatch):
 
 def test_a_nested_config_behind_an_optional_hint_round_trips():
     from sipt_lab.core.config_io import config_from_dict, config_to_dict
-    from sipt_lab.experiments.pretrain_job import PretrainJob
+    from sipt_lab.jobs.pretrain import PretrainJob
 
     job = PretrainJob(samples="s.tsv", edges="e.tsv", init="char")  # train: TrainConfig | None, resolved from the init
     again = config_from_dict(PretrainJob, config_to_dict(job))
@@ -221,7 +221,7 @@ def test_library_messages_name_config_fields_not_flags():
 
 
 def test_a_library_config_error_names_the_field_and_the_cli_its_flag(tmp_path, capsys):
-    from sipt_lab.experiments.configs import PretrainJob
+    from sipt_lab.jobs.configs import PretrainJob
 
     with pytest.raises(ConfigError) as caught:
         PretrainJob(samples="S", edges="E", method="mlsm")

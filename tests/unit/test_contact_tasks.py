@@ -22,9 +22,9 @@ from sipt_lab.data.contacts import (
 )
 from sipt_lab.domains.datasets import get_dataset
 from sipt_lab.domains.loaders import read_tape_task
-from sipt_lab.experiments.domain.view import domain_view
-from sipt_lab.experiments.finetune_job import probe_encoder
+from sipt_lab.jobs.finetune import probe_encoder
 from sipt_lab.models import encoder_source
+from sipt_lab.studies.domain.view import domain_view
 from sipt_lab.training.finetune import FinetuneConfig, finetune
 from sipt_lab.training.pair_features import check_pair_memory, pair_features
 

@@ -19,7 +19,7 @@ What counts as a reference, and how it resolves:
   first as a name the script defines or imports, read with ``ast``); a dotted target whose first part is another
   library's module (``torch_geometric.data.Data``) is not ours to check;
 * a backticked dotted name whose first part is a sub-package of ``sipt_lab`` (``grid.Cell``,
-  ``core.options.option``, ``experiments.study.atlas``), unless that first part is a parameter of
+  ``core.options.option``, ``studies.lc.atlas``), unless that first part is a parameter of
   the documented function (``data.links`` of a ``data`` argument).
 
 A dotted name resolves when its longest importable prefix imports and ``getattr`` finds the rest;

@@ -15,12 +15,12 @@ from hf_fakes import WORDS, write_tiny_bert
 
 from sipt_lab.cli.main import main
 from sipt_lab.data.samples import read_sample_graph, read_samples
-from sipt_lab.experiments.domain.presets import PRESETS
-from sipt_lab.experiments.pretrain_job import PretrainJob, run_pretraining
-from sipt_lab.experiments.simulation.simulation_config import simulation_config
+from sipt_lab.jobs.pretrain import PretrainJob, run_pretraining
 from sipt_lab.models import encoder_source
 from sipt_lab.models.hf_checkpoints import is_untrained
 from sipt_lab.objectives import Objective, ObjectiveInputs
+from sipt_lab.studies.domain.presets import PRESETS
+from sipt_lab.studies.simulation.config import simulation_config
 from sipt_lab.training import TrainConfig, pretrain
 from sipt_lab.training.defaults import PAPER_LAMBDA_SI, init_kind, train_config
 from sipt_lab.training.diagnostics import stalled_structure_loss
@@ -232,9 +232,9 @@ def test_a_checkpoint_without_a_pooling_of_its_own_is_mean_pooled(tiny_bert):
 def test_full_preset_fine_tunes_each_task_as_the_papers_methods(tmp_path):
     from domain_fixtures import write_proteins
 
-    from sipt_lab.experiments.domain.domain_cells import domain_run_cells
-    from sipt_lab.experiments.domain.presets import DOMAIN_PRESETS, preset_for
-    from sipt_lab.experiments.domain.run_config import DomainRunConfig
+    from sipt_lab.studies.domain.cells import domain_run_cells
+    from sipt_lab.studies.domain.presets import DOMAIN_PRESETS, preset_for
+    from sipt_lab.studies.domain.run_config import DomainRunConfig
 
     def budget(finetune):
         return finetune.lrs, finetune.epochs, finetune.batch_size, finetune.patience

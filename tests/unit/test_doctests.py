@@ -23,13 +23,13 @@ DOCUMENTED_MODULES = (
     "sipt_lab",
     "sipt_lab.graphs.consistency",
     "sipt_lab.graphs.graph",
-    "sipt_lab.experiments.simulation.simulation_config",
-    pytest.param("sipt_lab.experiments.simulation.simulate", marks=pytest.mark.slow),
+    "sipt_lab.studies.simulation.config",
+    pytest.param("sipt_lab.studies.simulation.simulate", marks=pytest.mark.slow),
     "sipt_lab.training.defaults",
-    "sipt_lab.experiments.pretrain_job",
-    "sipt_lab.experiments.lambda_sweep",
-    "sipt_lab.experiments.finetune_job",
-    "sipt_lab.experiments.study.lc_transfer",
+    "sipt_lab.jobs.pretrain",
+    "sipt_lab.jobs.lambda_sweep",
+    "sipt_lab.jobs.finetune",
+    "sipt_lab.studies.lc.transfer",
 )
 #: Exported names whose own docstring must carry an example: the jobs and the config factories.
 DOCUMENTED_NAMES = (

@@ -9,10 +9,10 @@ import pytest
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.domain.domain_runs import merge_runs
-from sipt_lab.experiments.domain.report_options import DomainTableConfig
-from sipt_lab.experiments.domain.table2 import change_mark, run_domain_table, table2_latex, table2_markdown, table2_rows
-from sipt_lab.experiments.finetune_job import history_csv
+from sipt_lab.jobs.finetune import history_csv
+from sipt_lab.studies.domain.report_options import DomainTableConfig
+from sipt_lab.studies.domain.saved_runs import merge_runs
+from sipt_lab.studies.domain.table2 import change_mark, run_domain_table, table2_latex, table2_markdown, table2_rows
 
 SETTING = {"domain": "networks", "task": "go", "init": "gin", "n_samples": 600, "pretrain": {"steps": 60}}
 

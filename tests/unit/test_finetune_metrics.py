@@ -204,7 +204,7 @@ def test_pretraining_graph_drops_every_held_out_edge():
 # ---------------------------------------------------------------- the nearest-neighbour metric of finetune / domain run
 @pytest.mark.slow
 def test_probe_reports_held_out_3nn_with_references_from_train():
-    from sipt_lab.experiments.finetune_job import nn_embeddings, probe_embeddings
+    from sipt_lab.jobs.finetune import nn_embeddings, probe_embeddings
 
     rng = np.random.default_rng(0)
     labels = np.arange(60) % 3

@@ -10,12 +10,12 @@ from synthetic_fakes import fake_corpus_and_topics
 
 from sipt_lab.core.config_io import config_hash, load_config, save_config
 from sipt_lab.core.errors import ConfigError, SiptError
-from sipt_lab.experiments.simulation.simulation_arms import simulate_seed
-from sipt_lab.experiments.simulation.simulation_config import SimulationConfig, simulation_config
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharInit, CharTokenizer, EncoderConfig, load_encoder, save_encoder
 from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig, build_tokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, UNK_ID, unigram_entropy
+from sipt_lab.studies.simulation.arms import simulate_seed
+from sipt_lab.studies.simulation.config import SimulationConfig, simulation_config
 from sipt_lab.synthetic import builder
 from sipt_lab.training import TrainConfig, embed, pretrain
 from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler

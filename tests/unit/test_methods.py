@@ -221,8 +221,8 @@ def test_simulate_cli_rejects_an_unknown_method(capsys, signal_free_corpus):
 def test_methods_figure_writes_every_method(tmp_path, signal_free_corpus):
     import csv
 
-    from sipt_lab.experiments.paper.figures import FigureOptions, make_figures
-    from sipt_lab.experiments.paper.methods_figure import METHODS as FIGURE_METHODS
+    from sipt_lab.studies.paper.figures import FigureOptions, make_figures
+    from sipt_lab.studies.paper.methods_figure import METHODS as FIGURE_METHODS
 
     options = FigureOptions(seeds=1, executor="serial", steps=2, n_nodes=24, families=("cliques",))
     written = make_figures(["methods"], tmp_path, options)["methods"]
@@ -258,8 +258,8 @@ def test_linkbert_on_a_hugging_face_bert(tiny_bert):
 
 
 def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
-    from sipt_lab.experiments.domain.domain_cells import domain_cells
-    from sipt_lab.experiments.domain.presets import PRESETS
+    from sipt_lab.studies.domain.cells import domain_cells
+    from sipt_lab.studies.domain.presets import PRESETS
 
     cells = domain_cells(
         "wiki", ["mentions", "random"], 1, PRESETS["cpu"], init="char", methods=("linkbert", "lsm", "mlsm")
@@ -280,7 +280,7 @@ def test_domain_runs_add_graph_methods_per_graph_and_the_mlsm_family_per_seed():
 
 def test_a_teacher_layer_beyond_the_lm_arm_is_refused_when_the_simulation_is_configured():
     from sipt_lab.core.errors import ConfigError
-    from sipt_lab.experiments.simulation.simulation_config import simulation_config
+    from sipt_lab.studies.simulation.config import simulation_config
 
     two_layers = EncoderConfig(hidden=8, n_heads=2, n_layers=2)
     assert simulation_config("cliques", encoder=two_layers, methods=("lm", "mlsm"), concepts=ConceptOptions(layer=2))

@@ -12,7 +12,7 @@ import torch
 
 from sipt_lab.cli.main import main
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.per_sample_labels import method_labels
+from sipt_lab.jobs.per_sample_labels import method_labels
 from sipt_lab.objectives import ObjectiveInputs
 from sipt_lab.objectives.sample_heads import MultiLabel, SameFamily
 from sipt_lab.training import TrainConfig
@@ -97,7 +97,7 @@ def test_missing_labels_are_counted_and_allow_missing_skips_them(tmp_path):
 
 def test_pretrain_job_takes_labels_only_for_a_per_sample_method():
     from sipt_lab.core.errors import ConfigError
-    from sipt_lab.experiments.configs import PretrainJob
+    from sipt_lab.jobs.configs import PretrainJob
 
     files = {"samples": "s.tsv", "edges": "e.tsv", "init": "char"}
     with pytest.raises(ConfigError, match="TrainConfig.pt_labels"):

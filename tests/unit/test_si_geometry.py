@@ -8,9 +8,9 @@ import torch
 
 from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
-from sipt_lab.experiments.study.study_arms import geometry_config
 from sipt_lab.models import CharInit
 from sipt_lab.objectives import build_objectives
+from sipt_lab.studies.lc.arms import geometry_config
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.sampler import PretrainBatch

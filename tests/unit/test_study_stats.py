@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import bootstrap
 
 from sipt_lab.core.stats import MIN_REPLICATES_FOR_INTERVAL, fieller_interval, interval, mean_ci
-from sipt_lab.experiments.study.gain_stats import gain_line, summarise
-from sipt_lab.experiments.study.study_config import LcTransferConfig
+from sipt_lab.studies.lc.config import LcTransferConfig
+from sipt_lab.studies.lc.gain_stats import gain_line, summarise
 
 LCS = (0.0, 0.5, 1.0)
 

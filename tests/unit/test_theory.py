@@ -1,12 +1,12 @@
 import numpy as np
 
-from sipt_lab.experiments.paper.theory import (
+from sipt_lab.graphs.graph import PretrainingGraph
+from sipt_lab.studies.paper.theory import (
     corollary1_experiment,
     correlated_labels,
     oracle_embeddings,
     theorem1_check,
 )
-from sipt_lab.graphs.graph import PretrainingGraph
 
 
 def test_oracle_collapses_cliques_and_separates_them():

@@ -1,1 +1,0 @@
-"""Experiments: single simulations and resumable sweeps over grids of configs (``sweep``)."""

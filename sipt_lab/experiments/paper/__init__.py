@@ -1,1 +1,0 @@
-"""experiments/paper."""

@@ -1,0 +1,1 @@
+"""The real-domain runs (``domain run``) and their reports (Table 2, curves)."""

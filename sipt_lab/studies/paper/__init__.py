@@ -1,0 +1,1 @@
+"""The paper's figures and its theory checked by running the code."""
