@@ -7,8 +7,7 @@ import re
 
 from sipt_lab.cli.arguments import PER_SAMPLE_FIELDS, POSITIVE, fill_training_defaults, nonempty, training_settings
 from sipt_lab.core.options import add_config_arguments, config_from_args, flag_of, record_field_flags
-from sipt_lab.studies.lc.config import STUDY_PRESETS, STUDY_TRAIN
-from sipt_lab.studies.lc.transfer import LcTransferConfig
+from sipt_lab.studies.lc.config import STUDY_PRESETS, STUDY_TRAIN, LcTransferConfig
 from sipt_lab.training.defaults import PER_KIND_FIELDS, default_help
 from sipt_lab.training.train_config import TrainConfig
 
@@ -181,7 +180,7 @@ def preset_options(preset: dict, cls: type = LcTransferConfig) -> dict:
 
 
 def lc_transfer_config(args: argparse.Namespace):
-    """The :class:`~sipt_lab.studies.lc.transfer.LcTransferConfig` the parsed flags describe."""
+    """The :class:`~sipt_lab.studies.lc.config.LcTransferConfig` the parsed flags describe."""
     from sipt_lab.core.errors import SiptError
     from sipt_lab.core.stats import seeds_for_effect
     from sipt_lab.studies.lc.config import LcTransferConfig

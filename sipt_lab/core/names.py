@@ -70,7 +70,7 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 POOLINGS = ("cls", "mean")
 #: Char encoder sizes (:data:`sipt_lab.models.encoder.ENCODER_PRESETS`).
 ENCODER_PRESETS = ("default", "paper-small", "paper-manifolds")
-#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.studies.simulation.simulate.TRAINING_PRESETS`).
+#: Training presets of ``simulate`` / ``figures`` (:data:`sipt_lab.studies.simulation.presets.TRAINING_PRESETS`).
 SIMULATION_PRESETS = ("default", "paper")
 #: Task kinds labelled per token (TAPE's secondary structure) or per residue pair (its contact
 #: maps): domain tasks only, since ``sipt-lab finetune --labels`` files hold one label per sample.
@@ -79,14 +79,14 @@ PER_TOKEN_TASK_KINDS = ("token-classification", "contact-prediction")
 TASK_KINDS = ("classification", "classification-f1", "regression", "multilabel", *PER_TOKEN_TASK_KINDS)
 #: What ``sipt-lab finetune`` runs (:data:`sipt_lab.jobs.finetune.MODES`).
 FINETUNE_MODES = ("probe", "full", "both")
-#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.studies.domain.run.PRESETS`).
+#: Budgets of ``sipt-lab domain run`` (:data:`sipt_lab.studies.domain.presets.PRESETS`).
 DOMAIN_PRESETS = ("cpu", "full")
 #: Datasets of ``sipt-lab data`` whose every file has a pinned SHA-256
 #: (:data:`sipt_lab.domains.datasets.DATASETS`); the others' sources publish no checksum.
 PINNED_DATASETS: tuple[str, ...] = ()
 #: How ``sipt_lab.graphs.consistency`` scores a node whose label ties for its neighbours' plurality.
 TIE_POLICIES = ("split", "strict", "lenient")
-#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.studies.lc.transfer.heldout_metrics`).
+#: Metrics of the LC-transfer study on never-seen samples (:func:`sipt_lab.evaluation.heldout.heldout_metrics`).
 STUDY_METRICS = (
     "knn_accuracy",
     "knn_auroc",

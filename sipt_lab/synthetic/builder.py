@@ -1,4 +1,4 @@
-"""Building any family's dataset from a :class:`~sipt_lab.synthetic.spec.GraphSpec`.
+"""Building any family's dataset from a :class:`~sipt_lab.synthetic.graph_spec.GraphSpec`.
 
 :func:`build_dataset` does the parts every family shares: validating the request, loading the
 corpus, fitting (or loading) the topic model with the family's topic count, calling the family's

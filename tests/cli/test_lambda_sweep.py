@@ -11,7 +11,7 @@ from sipt_lab.cli.main import main
 from sipt_lab.data.samples import read_samples
 from sipt_lab.data.splits import link_queries
 from sipt_lab.graphs.graph import PretrainingGraph
-from sipt_lab.studies import lambda_sweep
+from sipt_lab.jobs import lambda_sweep
 
 N_GROUPS, GROUP_SIZE = 4, 10
 

@@ -43,6 +43,7 @@ import importlib.util
 import inspect
 import re
 import textwrap
+import types
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -265,7 +266,17 @@ def _resolves_qualified(parts: list[str]) -> bool:
         module, cut = _longest_module(parts)
     except ModuleNotFoundError:
         return False
-    return _resolve_in(module, parts[cut:])
+    if not _resolve_in(module, parts[cut:]):
+        return False
+    return cut == len(parts) or _defined_under(getattr(module, parts[cut]), module.__name__)
+
+
+def _defined_under(obj, module: str) -> bool:
+    """A function or class is named where it is defined, or by a package that re-exports it from
+    one of its own modules; a pointer through another module's import of it is stale."""
+    if not isinstance(obj, type | types.FunctionType):
+        return True
+    return obj.__module__ == module or obj.__module__.startswith(module + ".")
 
 
 def resolves(reference: Reference) -> bool:
