@@ -314,7 +314,7 @@ def test_a_failed_cell_shows_its_error_the_same_way_under_every_executor(tmp_pat
 
 
 def test_cli_prints_a_failed_cells_own_error(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.studies.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import arms as simulate_module
 
     def broken(dataset, config):
         raise RuntimeError("encoder exploded")
@@ -359,7 +359,7 @@ def test_a_cell_locked_by_a_live_run_is_waited_for_not_computed_twice(tmp_path):
 
 
 def test_ctrl_c_keeps_the_finished_seeds_in_results_json(tmp_path, capsys, monkeypatch, signal_free_corpus):
-    from sipt_lab.studies.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import arms as simulate_module
 
     real_run_arms = simulate_module.run_arms
 
@@ -519,7 +519,7 @@ def test_a_damaged_cache_entry_is_a_miss_refitted_and_replaced(damage):
     ],
 )
 def test_simulate_refuses_before_training(tmp_path, capsys, monkeypatch, args, message):
-    from sipt_lab.studies.simulation import simulation_arms as simulate_module
+    from sipt_lab.studies.simulation import arms as simulate_module
 
     monkeypatch.setattr(simulate_module, "run_arms", lambda *a, **k: pytest.fail("trained anyway"))
     fails(

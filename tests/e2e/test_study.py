@@ -332,7 +332,7 @@ def test_arms_are_evaluated_on_the_validation_split_while_they_train(tmp_path):
 def test_an_interrupted_study_keeps_its_finished_seeds_and_resumes(tmp_path, monkeypatch):
     """Ctrl-C in the second seed keeps the first seed's cell; --resume trains only the second seed
     and writes what an uninterrupted study writes; another config is refused on resume."""
-    from sipt_lab.studies.lc import study_arms
+    from sipt_lab.studies.lc import arms as study_arms
 
     train = train_config("char", steps=2, batch_size=8, max_len=32, device="cpu")
     config = LcTransferConfig(
