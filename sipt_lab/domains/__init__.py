@@ -3,7 +3,8 @@
 What a domain is: :mod:`~sipt_lab.domains.base`; the table of domains: :mod:`~sipt_lab.domains.registry`;
 built in: ``abstracts``, ``networks``, ``proteins``, ``wiki`` (one module each).
 
-The names below load on first use (PEP 562), so that importing the package imports no torch or scikit-learn.
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.domains.names` (which
+the CLI's parser does) imports no torch or scikit-learn.
 """
 
 from sipt_lab.core.exports import lazy_getattr

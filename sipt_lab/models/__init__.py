@@ -6,7 +6,8 @@ tokenizer only through :class:`Tokenizer`: the character transformer (:class:`Tr
 :class:`HFTokenizer`) both fit, and :func:`encoder_source` picks one from ``--init``. Graph samples
 use :mod:`sipt_lab.models.graph_encoder` (a GIN; imported on demand, PyTorch Geometric is slow to import).
 
-The names below load on first use (PEP 562), so that importing the package imports no torch or transformers.
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.models.names` (which
+the CLI's parser does) imports no torch or transformers.
 """
 
 from sipt_lab.core.exports import lazy_getattr

@@ -8,7 +8,8 @@ document-relation prediction (:mod:`sipt_lab.objectives.relation`), MLSM's conce
 (:mod:`sipt_lab.objectives.concepts`) and the per-sample baselines' heads
 (:mod:`sipt_lab.objectives.sample_heads`) are.
 
-The names below load on first use (PEP 562), so that importing the package imports no torch.
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.objectives.names`
+(which the CLI's parser does) imports no torch.
 """
 
 from sipt_lab.core.exports import lazy_getattr
