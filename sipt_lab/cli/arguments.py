@@ -17,10 +17,11 @@ import math
 import re
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.names import LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES, STRUCTURE_LOSSES
 from sipt_lab.core.options import add_config_arguments, integer, nonempty, number, options_of, record_field_flags
+from sipt_lab.objectives.names import STRUCTURE_LOSSES
 from sipt_lab.studies.simulation.simulate_job import PRESET_HELP, SimulateJob
 from sipt_lab.training.defaults import default_help, kind_default
+from sipt_lab.training.names import LR_SCHEDULES, NEGATIVE_SAMPLERS, PAIR_MODES
 from sipt_lab.training.train_config import EVAL_EVERY_DEFAULT, TrainConfig
 
 __all__ = [

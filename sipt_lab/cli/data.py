@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sipt_lab.cli.arguments import integer, nonempty
-from sipt_lab.core.names import PINNED_DATASETS
+from sipt_lab.domains.names import PINNED_DATASETS
 
 #: What ``data --help`` says of checksums, from the registry's pinned datasets.
 CHECKSUMS = (

@@ -14,9 +14,9 @@ from sipt_lab.cli.arguments import (
     nonempty,
     training_settings,
 )
-from sipt_lab.core.names import ENCODER_PRESETS
 from sipt_lab.core.options import add_config_arguments, config_from_args, record_field_flags
 from sipt_lab.jobs.configs import EmbedJob, LambdaSweep, PretrainJob
+from sipt_lab.models.names import ENCODER_PRESETS
 
 #: TrainConfig fields of a run's batch, optimiser, sample length, seed and device, in --help's order.
 RUN_FIELDS = (

@@ -5,7 +5,7 @@ A config is a frozen dataclass whose fields are declared with :func:`option`::
     @dataclass(frozen=True)
     class TrainConfig:
         steps: int = option(1000, help="optimiser steps", range=(1, MAX_STEPS), metavar="N")
-        loss: str = option("contrastive", help="structure-inducing loss", choices=names.STRUCTURE_LOSSES)
+        loss: str = option("contrastive", help="structure-inducing loss", choices=objective_names.STRUCTURE_LOSSES)
 
         def __post_init__(self) -> None:
             validate(self)  # ranges and choices from the fields; cross-field rules after it

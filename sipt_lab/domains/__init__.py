@@ -2,26 +2,26 @@
 
 What a domain is: :mod:`~sipt_lab.domains.base`; the table of domains: :mod:`~sipt_lab.domains.registry`;
 built in: ``abstracts``, ``networks``, ``proteins``, ``wiki`` (one module each).
+
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.domains.names` (which
+the CLI's parser does) imports no torch or scikit-learn.
 """
 
-from sipt_lab.domains.base import (
-    Domain,
-    DomainData,
-    GraphSummary,
-    build_graph,
-    subset,
-    summarize_graph,
-)
-from sipt_lab.domains.registry import DOMAINS, domain_names, get_domain
+from sipt_lab.core.exports import lazy_getattr
 
-__all__ = [
-    "DOMAINS",
-    "Domain",
-    "DomainData",
-    "GraphSummary",
-    "build_graph",
-    "domain_names",
-    "get_domain",
-    "subset",
-    "summarize_graph",
-]
+#: Exported name -> the module of this package that defines it.
+_EXPORTS = {
+    "Domain": "base",
+    "DomainData": "base",
+    "GraphSummary": "base",
+    "build_graph": "base",
+    "subset": "base",
+    "summarize_graph": "base",
+    "DOMAINS": "registry",
+    "domain_names": "registry",
+    "get_domain": "registry",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -20,7 +20,7 @@ def encoder_consistency(embeddings: np.ndarray, labels: np.ndarray, k: int) -> f
 def heldout_metrics(
     vectors: np.ndarray, labels: np.ndarray, train: np.ndarray, validation: np.ndarray, test: np.ndarray, k: int
 ) -> dict[str, float]:
-    """:data:`~sipt_lab.core.names.STUDY_METRICS` (but fine-tuning's) on the ``test`` rows of ``(n, H)`` ``vectors``: ``k``-NN with neighbours
+    """:data:`~sipt_lab.studies.names.STUDY_METRICS` (but fine-tuning's) on the ``test`` rows of ``(n, H)`` ``vectors``: ``k``-NN with neighbours
     from the ``train`` rows, and a linear probe fitted on ``train`` with its strength chosen on
     ``validation`` (index arrays into ``vectors`` and the ``(n,)`` ``labels``)."""
     knn = heldout_knn(vectors[train], labels[train], vectors[test], labels[test], k)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipt_lab.core.names import TIE_POLICIES
 from sipt_lab.core.options import option, validate
+from sipt_lab.graphs.names import TIE_POLICIES
 
 #: How the edges are read: in memory, streamed in chunks, or on a Dask cluster.
 ENGINES = ("memory", "stream", "dask")
@@ -24,7 +24,7 @@ class ConsistencyJob:
     Attributes:
         edges, labels: the ``u<TAB>v`` edges and ``node<TAB>label`` files (or Parquet / CSV).
         example: use the packaged example instead of ``edges`` / ``labels``.
-        ties: the tie policy (:data:`~sipt_lab.core.names.TIE_POLICIES`).
+        ties: the tie policy (:data:`~sipt_lab.graphs.names.TIE_POLICIES`).
         engine: :data:`ENGINES` name; None: by the files and ``chunk_size``.
         chunk_size, edge_columns, label_columns, scheduler, scheduler_timeout, workers, spill_dir:
             the stream and Dask engines' settings.

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
+from sipt_lab.graphs import names
 
 TIE_POLICIES = names.TIE_POLICIES
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.options import option, validate
+from sipt_lab.models import names
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
+from sipt_lab.data import names as data_names
+from sipt_lab.jobs import names as job_names
+from sipt_lab.models import names as model_names
+from sipt_lab.training import names as training_names
 from sipt_lab.training.defaults import init_kind, method_train_config, resolve_train_config
 from sipt_lab.training.train_config import FinetuneConfig, TrainConfig
 
@@ -58,9 +61,11 @@ class PretrainJob:
     )
     init: str = option("minilm", help=INIT_HELP, nonempty=True, metavar="INIT")
     pooling: str | None = option(
-        None, choices=names.POOLINGS, help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)"
+        None,
+        choices=model_names.POOLINGS,
+        help="per-sample vector: cls or mean (default: the checkpoint's own, else mean)",
     )
-    encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
+    encoder: str = option("default", choices=model_names.ENCODER_PRESETS, help="size of the char encoder")
     epochs: float | None = option(
         None,
         help="passes over the samples (default: 1 when --steps is not given)",
@@ -71,9 +76,9 @@ class PretrainJob:
     train: TrainConfig | None = None
     method: str | None = option(
         None,
-        choices=names.METHODS,
+        choices=training_names.METHODS,
         metavar="NAME",
-        help=f"pre-training method: {', '.join(names.METHODS)} (default: lm or sipt by --lambda-si; "
+        help=f"pre-training method: {', '.join(training_names.METHODS)} (default: lm or sipt by --lambda-si; "
         "linkbert and the MLSM family need --init char)",
     )
     teacher: str | None = option(
@@ -91,10 +96,10 @@ class PretrainJob:
         elif self.method is not None:  # a config resolved without the method: its fixed settings over it
             object.__setattr__(self, "train", method_train_config(self.method, self.train))
         check_teacher(self.method, self.teacher)
-        if self.train.pt_labels is not None and self.method not in names.PER_SAMPLE_METHODS:
+        if self.train.pt_labels is not None and self.method not in training_names.PER_SAMPLE_METHODS:
             raise ConfigError(
                 "TrainConfig.pt_labels",
-                f"labels the per-sample baselines; pass PretrainJob.method {' or '.join(names.PER_SAMPLE_METHODS)}, or drop it",
+                f"labels the per-sample baselines; pass PretrainJob.method {' or '.join(training_names.PER_SAMPLE_METHODS)}, or drop it",
             )
 
 
@@ -159,18 +164,21 @@ class LambdaSweep:
         lambdas: the distinct values of ``λ_SI`` to pre-train, each in [0, 1].
         validation: fraction of the linked samples held out to choose ``λ``, in (0, 0.5].
         metric: the validation retrieval metric that chooses, a name in
-            :data:`~sipt_lab.core.names.RETRIEVAL_METRICS`.
+            :data:`~sipt_lab.jobs.names.RETRIEVAL_METRICS`.
     """
 
     job: PretrainJob
     lambdas: tuple[float, ...] = option(
-        names.LAMBDA_GRID, range=(0.0, 1.0), metavar="L", help="values of lambda_SI to pre-train, 0 = the LM baseline"
+        job_names.LAMBDA_GRID,
+        range=(0.0, 1.0),
+        metavar="L",
+        help="values of lambda_SI to pre-train, 0 = the LM baseline",
     )
     validation: float = option(
         0.1, range=(0.0, 0.5), open="low", metavar="F", help="fraction of the linked samples held out to choose lambda"
     )
     metric: str = option(
-        "mrr", choices=names.RETRIEVAL_METRICS, flag="--select-by", help="validation retrieval metric that chooses"
+        "mrr", choices=job_names.RETRIEVAL_METRICS, flag="--select-by", help="validation retrieval metric that chooses"
     )
 
     def __post_init__(self) -> None:
@@ -180,7 +188,7 @@ class LambdaSweep:
 
 
 #: Task kinds a ``finetune --labels`` file can hold (one label per sample).
-FILE_TASK_KINDS = tuple(kind for kind in names.TASK_KINDS if kind not in names.PER_TOKEN_TASK_KINDS)
+FILE_TASK_KINDS = tuple(kind for kind in data_names.TASK_KINDS if kind not in data_names.PER_TOKEN_TASK_KINDS)
 #: What ``--model`` / ``--baseline`` take, listed in --help.
 MODEL_HELP = (
     "a `sipt-lab pretrain` run directory (its model/ is used), a model directory, or an init name "
@@ -200,7 +208,7 @@ class FinetuneJob:
         pretrained_on: a file whose first column lists the samples the model was pre-trained on:
             they are left out of the random splits (every split never seen: the inductive
             protocol), and a ``splits`` file holding one is refused.
-        mode: a :data:`~sipt_lab.core.names.FINETUNE_MODES` name (checked when the job runs);
+        mode: a :data:`~sipt_lab.jobs.names.FINETUNE_MODES` name (checked when the job runs);
         seeds: full fine-tuning repetitions.
     """
 
@@ -239,7 +247,7 @@ class FinetuneJob:
         "line): left out of the random splits, so every split is never seen (inductive); a --splits file that "
         "holds one is refused",
     )
-    mode: str = option("both", help=" | ".join(names.FINETUNE_MODES))
+    mode: str = option("both", help=" | ".join(job_names.FINETUNE_MODES))
     seeds: int = option(3, help="full fine-tuning repetitions", range=(1, None), metavar="K")
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 

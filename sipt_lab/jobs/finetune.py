@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.core import names, outputs
+from sipt_lab.core import outputs
 from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import read_text_lines, write_json_atomic, write_text_atomic
@@ -28,6 +28,7 @@ from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_
 from sipt_lab.data.tasks import Task, get_task_kind
 from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
 from sipt_lab.evaluation.probe import linear_probe
+from sipt_lab.jobs import names
 from sipt_lab.jobs.configs import FinetuneJob
 from sipt_lab.models.sources import model_loader
 from sipt_lab.training import embed

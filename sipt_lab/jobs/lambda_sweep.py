@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.core import names, outputs
+from sipt_lab.core import outputs
 from sipt_lab.core.config_io import config_from_dict, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
@@ -43,6 +43,7 @@ from sipt_lab.data.splits import link_queries
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.grid import check_executor, run_grid, write_results_csv
+from sipt_lab.jobs import names
 from sipt_lab.jobs.configs import LambdaSweep, PretrainJob
 from sipt_lab.jobs.pretrain import FINISHED_MARKER, initial_embeddings, job_source, run_pretraining
 from sipt_lab.models import load_encoder

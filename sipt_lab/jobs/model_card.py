@@ -18,10 +18,10 @@ from pathlib import Path
 
 import yaml
 
-from sipt_lab.core import names
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.jobs.configs import PretrainJob
+from sipt_lab.models import names
 from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, named_checkpoint
 
 #: Hub ids of the named checkpoints (:data:`sipt_lab.models.hf_checkpoints.NAMED_CHECKPOINTS`).

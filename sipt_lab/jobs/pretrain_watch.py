@@ -22,13 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sipt_lab.core import names, outputs
+from sipt_lab.core import outputs
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.fileio import write_text_atomic
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn
 from sipt_lab.evaluation.heldout import encoder_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
+from sipt_lab.training import names
 from sipt_lab.training.embedding import embed_inputs
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.train_config import TrainConfig

@@ -5,120 +5,44 @@ tokenizer only through :class:`Tokenizer`: the character transformer (:class:`Tr
 :class:`CharTokenizer`) and any Hugging Face masked-LM checkpoint (:class:`HFEncoder`,
 :class:`HFTokenizer`) both fit, and :func:`encoder_source` picks one from ``--init``. Graph samples
 use :mod:`sipt_lab.models.graph_encoder` (a GIN; imported on demand, PyTorch Geometric is slow to import).
+
+The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.models.names` (which
+the CLI's parser does) imports no torch or transformers.
 """
 
-from __future__ import annotations
+from sipt_lab.core.exports import lazy_getattr
 
-import contextlib
-from collections.abc import Iterator
-from typing import Any, Protocol, runtime_checkable
+#: Exported name -> the module of this package that defines it.
+_EXPORTS = {
+    "EncoderInputs": "protocols",
+    "SequenceEncoder": "protocols",
+    "evaluating": "protocols",
+    "ENCODER_PRESETS": "encoder",
+    "EncoderConfig": "encoder",
+    "TransformerEncoder": "encoder",
+    "encoder_preset": "encoder",
+    "load_pretrained": "encoder",
+    "save_pretrained": "encoder",
+    "POOLINGS": "hf",
+    "HFEncoder": "hf",
+    "HFTokenizer": "hf",
+    "CharInit": "sources",
+    "CheckpointInit": "sources",
+    "EncoderSource": "sources",
+    "encoder_source": "sources",
+    "load_encoder": "sources",
+    "save_encoder": "sources",
+    "SubwordTokenizer": "subword",
+    "TokenizerConfig": "subword",
+    "CLS_ID": "tokenizer",
+    "MASK_ID": "tokenizer",
+    "PAD_ID": "tokenizer",
+    "SPECIAL_TOKENS": "tokenizer",
+    "UNK_ID": "tokenizer",
+    "CharTokenizer": "tokenizer",
+    "Tokenizer": "tokenizer",
+}
 
-import numpy as np
-import torch
+__all__ = sorted(_EXPORTS)
 
-from sipt_lab.models.encoder import (
-    ENCODER_PRESETS,
-    EncoderConfig,
-    TransformerEncoder,
-    encoder_preset,
-    load_pretrained,
-    save_pretrained,
-)
-from sipt_lab.models.hf import POOLINGS, HFEncoder, HFTokenizer
-from sipt_lab.models.sources import (
-    CharInit,
-    CheckpointInit,
-    EncoderSource,
-    encoder_source,
-    load_encoder,
-    save_encoder,
-)
-from sipt_lab.models.subword import SubwordTokenizer, TokenizerConfig
-from sipt_lab.models.tokenizer import CLS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Tokenizer
-
-
-@contextlib.contextmanager
-def evaluating(module: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """``module`` in eval mode for the block, its train/eval mode restored afterwards (also on error)."""
-    was_training = module.training
-    module.eval()
-    try:
-        yield module
-    finally:
-        module.train(was_training)
-
-
-@runtime_checkable
-class SequenceEncoder(Protocol):
-    """What the trainer needs from an encoder (besides being an ``nn.Module``).
-
-    ``input_ids`` is always ``(B, L)`` integer token ids from the run's :class:`Tokenizer`:
-    ``[CLS]`` first, right-padded with its ``pad_id``. ``H`` is ``hidden_size``, ``V`` the
-    vocabulary size. An encoder may also define ``output_embeddings(input_ids)`` (the vector users
-    get, e.g. normalised) and ``save(directory, tokenizer)``.
-    """
-
-    hidden_size: int
-
-    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``(B, H)`` per-sample embeddings ``f(x)``."""
-
-    def token_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``(B, L, V)`` MLM logits."""
-
-    def embed_and_masked_logits(
-        self, input_ids: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``embed(input_ids)`` and ``token_logits(input_ids).reshape(B * L, V)[positions]`` from one
-        forward pass (``positions``: ``(M,)`` flat indices); the trainer's MLM path calls this."""
-
-
-class EncoderInputs(Protocol):
-    """The featurisation seam between samples and an encoder (what the trainer, ``embed`` and
-    fine-tuning index by sample number): ``TokenRows`` (:mod:`sipt_lab.training.inputs`) for text
-    tokenizers, :class:`~sipt_lab.models.graph_encoder.GraphInputs` for graphs.
-
-    ``lengths`` ``(n,)``: maskable positions per sample, position 0 never masked (``[CLS]``, or a
-    graph's own slot); batches draw their MLM masks over them.
-    """
-
-    lengths: np.ndarray
-
-    def batch(self, nodes: np.ndarray) -> Any:
-        """The encoder's input for the samples ``nodes`` ``(k,)``, unmasked, on the device."""
-
-    def encode(
-        self, encoder: torch.nn.Module, nodes: np.ndarray, mask: np.ndarray, with_logits: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """``(embeddings (k, H), logits (M, V), targets (M,))`` of ``nodes`` with the ``M`` positions
-        marked in ``mask`` ``(k, W)`` masked; logits and targets None unless ``with_logits``."""
-
-
-__all__ = [
-    "EncoderInputs",
-    "CLS_ID",
-    "POOLINGS",
-    "CharInit",
-    "CheckpointInit",
-    "EncoderSource",
-    "HFEncoder",
-    "HFTokenizer",
-    "Tokenizer",
-    "encoder_source",
-    "load_encoder",
-    "save_encoder",
-    "ENCODER_PRESETS",
-    "MASK_ID",
-    "PAD_ID",
-    "SPECIAL_TOKENS",
-    "UNK_ID",
-    "CharTokenizer",
-    "SubwordTokenizer",
-    "TokenizerConfig",
-    "EncoderConfig",
-    "SequenceEncoder",
-    "TransformerEncoder",
-    "encoder_preset",
-    "load_pretrained",
-    "save_pretrained",
-]
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

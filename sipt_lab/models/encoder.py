@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sipt_lab.core import names
 from sipt_lab.core.config_io import config_from_dict, config_to_dict
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_bytes_atomic, write_json_atomic
+from sipt_lab.models import names
 from sipt_lab.models.subword import SubwordTokenizer, load_tokenizer
 from sipt_lab.models.tokenizer import PAD_ID, CharTokenizer
 

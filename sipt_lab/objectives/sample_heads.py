@@ -17,7 +17,7 @@ import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 
-from sipt_lab.objectives import Objective, ObjectiveInputs, seeded_head
+from sipt_lab.objectives.combined import Objective, ObjectiveInputs, seeded_head
 
 
 class MultiLabel(Objective):

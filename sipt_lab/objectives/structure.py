@@ -13,8 +13,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
+from sipt_lab.objectives import names
 
 PairLoss = Callable[..., torch.Tensor]
 
@@ -169,7 +169,7 @@ GROUPED_STRUCTURE_LOSSES: dict[str, PairLoss] = {"contrastive": grouped_contrast
 
 
 def loss_parameters(name: str) -> dict[str, float]:
-    """The tunable parameters of loss ``name`` with their defaults (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`)."""
+    """The tunable parameters of loss ``name`` with their defaults (:data:`~sipt_lab.objectives.names.LOSS_PARAMETERS`)."""
     get_structure_loss(name)
     return dict(names.LOSS_PARAMETERS[name])
 

@@ -6,8 +6,9 @@ CLI's parser reads) loads without the families and scikit-learn.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sipt_lab.core.exports import lazy_getattr
 
 #: Exported name -> the module of this package that defines it.
 _EXPORTS = {
@@ -39,8 +40,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from sipt_lab.synthetic.graph_spec import GraphSpec
     from sipt_lab.synthetic.spec import Family
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'sipt_lab.synthetic' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"sipt_lab.synthetic.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -4,7 +4,7 @@ The names below load on first use (PEP 562), so that reading :mod:`sipt_lab.trai
 (which the CLI's parser does) imports no torch.
 """
 
-import importlib
+from sipt_lab.core.exports import lazy_getattr
 
 _EXPORTS = {
     "NEGATIVE_SAMPLERS": "sampler",
@@ -24,8 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'sipt_lab.training' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"sipt_lab.training.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

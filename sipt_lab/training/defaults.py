@@ -34,7 +34,7 @@ InfoNCE, which compares directions and so fits any checkpoint's scale. A checkpo
 were never trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`) is a fresh init and trains
 at a fresh init's rate. The length of a run is the one difference in kind: ``TrainConfig.steps`` is
 1000, while ``pretrain`` without ``--steps`` makes one pass over the samples (``--epochs 1``). The
-loss's own parameters (its margins) live in :data:`~sipt_lab.core.names.LOSS_PARAMETERS`; the rows
+loss's own parameters (its margins) live in :data:`~sipt_lab.objectives.names.LOSS_PARAMETERS`; the rows
 hold only their changes to them.
 """
 
@@ -44,9 +44,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import Overrides
+from sipt_lab.models import names as model_names
+from sipt_lab.objectives import names as objective_names
+from sipt_lab.training import names as training_names
 from sipt_lab.training.train_config import MAX_STEPS, TrainConfig, steps_for_epochs
 
 #: λ_SI of the paper's semi-synthetic SIPT arm (its Methods), which ``simulate`` and the figures keep.
@@ -85,7 +87,7 @@ class TrainOverrides(Overrides):
         return TrainOverrides(**{**self, **other})
 
 
-_INFONCE = dict(names.LOSS_PARAMETERS["infonce"])
+_INFONCE = dict(objective_names.LOSS_PARAMETERS["infonce"])
 #: The defaults per init kind (see the module docstring; measured in ``benchmarks/bench_defaults.py``):
 #: ``char`` is :class:`TrainConfig`'s own defaults, the other rows say how they differ.
 INIT_DEFAULTS: dict[str, TrainOverrides] = dict(
@@ -121,7 +123,7 @@ PER_KIND_FIELDS = tuple(
 #: same-family baseline scores sampled pairs.
 METHOD_SETTINGS: dict[str, TrainOverrides] = dict(
     zip(
-        names.METHODS,
+        training_names.METHODS,
         (
             TrainOverrides(lambda_si=0.0),
             TrainOverrides(),
@@ -136,7 +138,7 @@ METHOD_SETTINGS: dict[str, TrainOverrides] = dict(
     )
 )
 #: Methods whose term is weighted by λ_SI, which must then be > 0 (``L_SI``, or the per-sample term).
-WEIGHTED_METHODS = ("sipt", *names.PER_SAMPLE_METHODS)
+WEIGHTED_METHODS = ("sipt", *training_names.PER_SAMPLE_METHODS)
 
 
 def resolved_train_options(kind: str, *layers: Mapping[str, Any] | None, method: str | None = None) -> dict:
@@ -147,7 +149,7 @@ def resolved_train_options(kind: str, *layers: Mapping[str, Any] | None, method:
 
     ``loss_params`` of a layer are merged over those before it, one parameter at a time; an empty
     mapping, or a layer that changes the loss, starts the loss from its own parameters
-    (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`).
+    (:data:`~sipt_lab.objectives.names.LOSS_PARAMETERS`).
     """
     if kind not in INIT_DEFAULTS:
         raise SiptError(f"unknown init kind {kind!r}; choose one of {', '.join(INIT_KINDS)}")
@@ -224,7 +226,7 @@ def init_kind(init: str) -> str:
     """The kind of an ``--init`` value: ``char``; ``fresh`` for a Hugging Face checkpoint directory
     whose weights were never trained (:func:`~sipt_lab.models.hf_checkpoints.is_untrained`); else ``checkpoint``
     (a named or local checkpoint to warm-start from)."""
-    if init == names.CHAR_INIT:
+    if init == model_names.CHAR_INIT:
         return "char"
     from sipt_lab.models.hf_checkpoints import NAMED_CHECKPOINTS, is_untrained
 
@@ -250,7 +252,9 @@ def _method_settings(method: str, lambda_si: float) -> TrainOverrides:
     """``method``'s row of :data:`METHOD_SETTINGS`; ConfigError for an unknown method, or one
     weighted by a λ_SI of 0."""
     if method not in METHOD_SETTINGS:
-        raise ConfigError("PretrainJob.method", f"{method!r} is unknown; choose one of {', '.join(names.METHODS)}")
+        raise ConfigError(
+            "PretrainJob.method", f"{method!r} is unknown; choose one of {', '.join(training_names.METHODS)}"
+        )
     if method in WEIGHTED_METHODS and lambda_si == 0:
         raise ConfigError(
             "TrainConfig.lambda_si",

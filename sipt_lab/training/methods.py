@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 
 from torch import nn
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.models import CharInit, CheckpointInit, EncoderSource, Tokenizer
 from sipt_lab.objectives import MaskedLM
 from sipt_lab.objectives.concepts import ConceptKL, concept_targets, learn_dictionary, teacher_states
 from sipt_lab.objectives.relation import DocumentRelation
+from sipt_lab.training import names
 from sipt_lab.training.concept_student import copy_teacher, final_phase
 from sipt_lab.training.per_sample import MultiTaskRecipe, SameFamilyRecipe, SampleLabels
 from sipt_lab.training.recipe import Plan, Recipe, RunData, checkpoint_config, graph_sampler, hidden_size

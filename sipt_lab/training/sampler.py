@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models.tokenizer import PAD_ID
+from sipt_lab.training import names
 
 _PERMUTATION, _PAIRS, _MASKS, _REPLACEMENTS = range(4)
 #: Codes of :attr:`PretrainBatch.replacement` (any code >= 0 is the id of a random token).

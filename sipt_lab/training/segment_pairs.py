@@ -32,11 +32,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import evaluating
 from sipt_lab.models.tokenizer import Tokenizer
+from sipt_lab.objectives import names
 from sipt_lab.objectives.relation import DocumentRelation
 from sipt_lab.training.sampler import MASK_REPLACEMENTS, GraphBatchSampler, PretrainBatch, SeedInputs, check_mask
 

@@ -32,12 +32,12 @@ import numpy as np
 import torch
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.names import COMPILE_MODES
 from sipt_lab.models.encoder import TransformerEncoder
 from sipt_lab.models.packing import BucketShape, PackingSpec
 from sipt_lab.models.stacked import StackedEncoders
 from sipt_lab.models.transfer import DeviceArrays, to_device
 from sipt_lab.objectives import MaskedLM, StructureInducing, linear_masked_lm_loss
+from sipt_lab.training.names import COMPILE_MODES
 from sipt_lab.training.sampler import PretrainBatch
 from sipt_lab.training.step import RunLoss, Step, replace_masked
 
@@ -45,7 +45,7 @@ from sipt_lab.training.step import RunLoss, Step, replace_masked
 _TERM_KINDS = (MaskedLM, StructureInducing)
 
 #: ``torch.compile`` options of each way to run the stack that compiles it (``none``: eager;
-#: ``cudagraphs``: recorded, not compiled; :data:`~sipt_lab.core.names.COMPILE_MODES`): the encoders'
+#: ``cudagraphs``: recorded, not compiled; :data:`~sipt_lab.training.names.COMPILE_MODES`): the encoders'
 #: device computation after the host-side packing (:meth:`StackedEncoders._encode`, forward and backward).
 COMPILE_OPTIONS: dict[str, dict] = {"compile": {}}
 #: A compiled stack pads each step's masked positions to a multiple of this, and gives every

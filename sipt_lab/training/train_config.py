@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option, validate
+from sipt_lab.objectives import names as objective_names
+from sipt_lab.training import names as training_names
 
 if TYPE_CHECKING:
     from sipt_lab.models import EncoderSource
@@ -36,9 +37,9 @@ _RESUMABLE_CHANGES = (
 MAX_STEPS = 10_000_000
 #: Mixed-precision choices; ``auto`` is bf16 on a CUDA GPU that supports it, fp16 on one that
 #: does not, fp32 on CPU and for the lab's char encoders (launch-bound on a GPU: autocast only adds casts).
-PRECISIONS = names.PRECISIONS
+PRECISIONS = training_names.PRECISIONS
 #: ``L_SI`` parameters of the fresh character encoder over the contrastive loss's own
-#: (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`): linked samples may sit up to µ+ = 5 apart.
+#: (:data:`~sipt_lab.objectives.names.LOSS_PARAMETERS`): linked samples may sit up to µ+ = 5 apart.
 CHAR_LOSS_PARAMS = {"pos_margin": 5.0}
 #: Steps between evaluations when evaluating is asked for without an interval (``--eval-every``
 #: alone, or ``--keep-best`` without it): rare enough that the evaluations of the validation slice
@@ -63,11 +64,11 @@ class TrainConfig:
             (:data:`~sipt_lab.training.defaults.PAPER_LAMBDA_SI`).
         loss: structure-inducing loss name (``"contrastive"``, ``"multisim"`` or ``"infonce"``).
         loss_params: that loss's parameters over its own defaults
-            (:data:`~sipt_lab.core.names.LOSS_PARAMETERS`; contrastive: pos_margin, neg_margin;
+            (:data:`~sipt_lab.objectives.names.LOSS_PARAMETERS`; contrastive: pos_margin, neg_margin;
             multisim: w_pos, w_neg, t; infonce: temperature). None (the default) resolves on
             construction to :data:`CHAR_LOSS_PARAMS` for the contrastive loss, ``{}`` for another.
         si_geometry: the vector ``L_SI`` trains on, a name in
-            :data:`~sipt_lab.core.names.SI_GEOMETRIES`: ``"output"`` (the vector the encoder
+            :data:`~sipt_lab.training.names.SI_GEOMETRIES`: ``"output"`` (the vector the encoder
             outputs: L2-normalised when the checkpoint's pipeline normalises, else raw),
             ``"normalised"`` (the L2-normalised pooled vector) or ``"raw"`` (the pooled vector,
             never normalised); :func:`si_normalizes`. Left out of the saved config while ``"output"``.
@@ -104,12 +105,12 @@ class TrainConfig:
         head_lr: the head warm-up's constant AdamW learning rate.
         eval_every: steps between evaluations of the embedding during training (and one at the
             last step); None: none. Only runs that are given an evaluator evaluate (``pretrain``).
-        keep_best: the evaluation metric (a name in :data:`~sipt_lab.core.names.EVAL_METRICS`)
+        keep_best: the evaluation metric (a name in :data:`~sipt_lab.training.names.EVAL_METRICS`)
             whose best value's model is kept beside the last one; evaluates every
             :data:`EVAL_EVERY_DEFAULT` steps when ``eval_every`` is None.
         patience: stop after this many evaluations without a better ``keep_best``; None: never.
         report_to: where the run logs besides its ``history.csv``, a name in
-            :data:`~sipt_lab.core.names.REPORT_TO`.
+            :data:`~sipt_lab.training.names.REPORT_TO`.
 
     The last four watch a run rather than define it: they are left out of the saved config while
     they hold their defaults, and a checkpoint resumes whatever they are.
@@ -125,7 +126,7 @@ class TrainConfig:
     )
     loss: str = option(
         "contrastive",
-        choices=names.STRUCTURE_LOSSES,
+        choices=objective_names.STRUCTURE_LOSSES,
         help="structure-inducing loss, trained on the vector the encoder outputs "
         "(L2-normalised when the checkpoint normalises)",
     )
@@ -134,15 +135,15 @@ class TrainConfig:
     )
     si_geometry: str = option(
         "output",
-        choices=names.SI_GEOMETRIES,
+        choices=training_names.SI_GEOMETRIES,
         omit_default=True,
         help="the vector L_SI trains on: output (the encoder's, L2-normalised when the checkpoint "
         "normalises), normalised (always L2-normalised) or raw (never)",
     )
-    pairs: str = option("batch", choices=names.PAIR_MODES, help="pairs L_SI scores")
+    pairs: str = option("batch", choices=training_names.PAIR_MODES, help="pairs L_SI scores")
     negatives: str = option(
         "uniform",
-        choices=names.NEGATIVE_SAMPLERS,
+        choices=training_names.NEGATIVE_SAMPLERS,
         help="each seed's non-neighbour: uniform, two-hop (hard) or same-component",
     )
     mask_prob: float = option(
@@ -150,10 +151,10 @@ class TrainConfig:
     )
     mask_replacement: str = option(
         "mask",
-        choices=names.MASK_REPLACEMENTS,
+        choices=training_names.MASK_REPLACEMENTS,
         help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) or mask (always [MASK])",
     )
-    mask_unit: str = option("token", choices=names.MASK_UNITS, help="which tokens are masked together")
+    mask_unit: str = option("token", choices=training_names.MASK_UNITS, help="which tokens are masked together")
     pt_labels: str | None = option(
         None,
         nonempty=True,
@@ -187,7 +188,7 @@ class TrainConfig:
         metavar="T",
         default_help="the encoder source's",
     )
-    schedule: str = option("linear", choices=names.LR_SCHEDULES, help="decay after warm-up")
+    schedule: str = option("linear", choices=training_names.LR_SCHEDULES, help="decay after warm-up")
     warmup: float = option(0.0, help="fraction of steps of linear warm-up", range=(0.0, 1.0), open="high", metavar="F")
     head_warmup: int = option(
         0,
@@ -209,10 +210,10 @@ class TrainConfig:
     )
     keep_best: str | None = option(
         None,
-        choices=names.EVAL_METRICS,
+        choices=training_names.EVAL_METRICS,
         metavar="METRIC",
         omit_default=True,
-        help=f"keep the model with the best value of this evaluation metric ({', '.join(names.EVAL_METRICS)}) in DIR/best "
+        help=f"keep the model with the best value of this evaluation metric ({', '.join(training_names.EVAL_METRICS)}) in DIR/best "
         f"(evaluating every {EVAL_EVERY_DEFAULT} steps unless --eval-every says)",
     )
     patience: int | None = option(
@@ -225,7 +226,7 @@ class TrainConfig:
     )
     report_to: str = option(
         "tensorboard",
-        choices=names.REPORT_TO,
+        choices=training_names.REPORT_TO,
         omit_default=True,
         help="log loss terms, learning rate, evaluations and throughput to TensorBoard event "
         "files in DIR/tensorboard (and CSV), to CSV files only, or to none besides history.csv",
@@ -250,7 +251,7 @@ class TrainConfig:
                 "TrainConfig.mask_prob",
                 f"must be in (0, 1) (1 only with mask_replacement 'keep'), got {self.mask_prob}",
             )
-        known = names.LOSS_PARAMETERS[self.loss]
+        known = objective_names.LOSS_PARAMETERS[self.loss]
         unknown = sorted(set(self.loss_params) - set(known))
         if unknown:
             raise ConfigError(
@@ -316,7 +317,7 @@ class FinetuneConfig:
 #: Learning-rate schedules: name -> factor of ``lr`` at progress ``t`` in [0, 1) after warm-up.
 LR_SCHEDULES: dict[str, Callable[[float], float]] = dict(
     zip(
-        names.LR_SCHEDULES,
+        training_names.LR_SCHEDULES,
         (
             lambda t: 1.0,
             lambda t: 1.0 - t,

@@ -263,7 +263,7 @@ def pretrain_batched(
     kind); it must have no dropout (the models would share dropout draws). ``position``: the
     terminal line of the step bar, for trainings that run side by side (tqdm's ``position``);
     ``checkpoint_dir``: as :func:`pretrain`'s, for the whole stack; ``compile``: how the stack runs, a
-    name in :data:`~sipt_lab.core.names.COMPILE_MODES` (:class:`StackedStep`). Each model is initialised as
+    name in :data:`~sipt_lab.training.names.COMPILE_MODES` (:class:`StackedStep`). Each model is initialised as
     :func:`pretrain` initialises it; the objectives are LM / SIPT's (``config.lambda_si``).
 
     Runs that read no graph pairs (the LM arm, ``λ_SI = 0``) with equal texts and configs are one

@@ -136,7 +136,7 @@ def test_list_names_source_and_licence(capsys):
 
 def test_list_and_help_say_which_checksums_are_pinned(registry, capsys):
     from sipt_lab.cli.data import CHECKSUMS
-    from sipt_lab.core import names
+    from sipt_lab.domains import names
 
     assert main(["data", "list"]) == 0
     marks = {line.split(" ", 1)[0]: line.rsplit("; sha256 ", 1)[1] for line in capsys.readouterr().out.splitlines()}

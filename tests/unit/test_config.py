@@ -148,7 +148,7 @@ def test_pretrain_flags_come_from_train_config():
 def test_train_config_defaults_are_the_char_row_and_margins_live_once():
     import inspect
 
-    from sipt_lab.core.names import LOSS_PARAMETERS
+    from sipt_lab.objectives.names import LOSS_PARAMETERS
     from sipt_lab.objectives.structure import contrastive_loss, loss_parameters
     from sipt_lab.training.defaults import INIT_DEFAULTS, kind_default, train_config
 

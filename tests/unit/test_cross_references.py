@@ -320,7 +320,7 @@ def _script_names(where: str) -> tuple[frozenset[str], dict[str, str]]:
 def test_collector_finds_every_kind_of_reference():
     """The patterns on one text: what they must find and what they must leave alone."""
     text = (
-        "See :func:`~sipt_lab.core.options.option`, ``grid.Cell``, `core.names`, "
+        "See :func:`~sipt_lab.core.options.option`, ``grid.Cell``, `training.names`, "
         "sipt_lab.cli.main, :class:`Thing`, `np.ndarray`, `config.toml`, TrainConfig.steps, `data.links`, "
         "``results/fig5a.csv``, tests/unit/test_docs.py, results/{name}.csv, sipt_lab.egg-info.\n"
         "from sipt_lab.graphs import local_consistency, PretrainingGraph"
@@ -328,12 +328,12 @@ def test_collector_finds_every_kind_of_reference():
     found = references_in(text, Context("x", module="sipt_lab.training.loop", parameters=frozenset({"data"})))
     assert sorted((r.kind, r.name) for r in found) == [
         ("name", "sipt_lab.cli.main"),
-        ("name", "sipt_lab.core.names"),
         ("name", "sipt_lab.core.options.option"),
         ("name", "sipt_lab.graphs"),
         ("name", "sipt_lab.graphs.PretrainingGraph"),
         ("name", "sipt_lab.graphs.local_consistency"),
         ("name", "sipt_lab.grid.Cell"),
+        ("name", "sipt_lab.training.names"),
         ("path", "results/fig5a.csv"),
         ("path", "tests/unit/test_docs.py"),
         ("relative", "Thing"),
@@ -343,7 +343,7 @@ def test_collector_finds_every_kind_of_reference():
 def test_resolution_follows_classes_fields_and_missing_names():
     assert resolves(Reference("x:1", "sipt_lab.training.train_config.TrainConfig.steps", "name"))
     assert resolves(Reference("x:1", "sipt_lab.grid.Cell", "name"))
-    assert resolves(Reference("x:1", "TrainConfig.lr", "relative", "sipt_lab.core.names"))
+    assert resolves(Reference("x:1", "TrainConfig.lr", "relative", "sipt_lab.training.names"))
     assert not resolves(Reference("x:1", "sipt_lab.training.train_config.TrainConfig.no_such_field", "name"))
     assert not resolves(Reference("x:1", "sipt_lab.no_such_module.thing", "name"))
     assert not resolves(Reference("x:1", "tests/no_such_test.py", "path"))

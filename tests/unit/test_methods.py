@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.names import METHODS as METHOD_NAMES
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import CharTokenizer, EncoderConfig
 from sipt_lab.objectives.concepts import concept_kl, concept_targets, fista_nonneg, learn_dictionary
@@ -20,6 +19,7 @@ from sipt_lab.training.methods import (
     method_recipe,
     relation_accuracy,
 )
+from sipt_lab.training.names import METHODS as METHOD_NAMES
 from sipt_lab.training.sampler import KEEP_TOKEN, GraphBatchSampler
 from sipt_lab.training.segment_pairs import (
     CONTIGUOUS,

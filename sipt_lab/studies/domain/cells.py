@@ -7,7 +7,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.options import option
 from sipt_lab.grid.model_store import directory_digest
@@ -20,7 +19,7 @@ from sipt_lab.models.sources import CHAR_INIT, layer_count
 from sipt_lab.studies.domain.presets import DomainPreset
 from sipt_lab.studies.domain.run_config import DomainRunConfig
 from sipt_lab.studies.domain.view import domain_view
-from sipt_lab.training import TrainConfig
+from sipt_lab.training import TrainConfig, names
 from sipt_lab.training.defaults import PAPER_LAMBDA_SI
 from sipt_lab.training.finetune import FinetuneConfig
 from sipt_lab.training.methods import ConceptOptions, get_method

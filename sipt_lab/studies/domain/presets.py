@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import SiptError
+from sipt_lab.studies import names
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.defaults import train_config
 from sipt_lab.training.finetune import FinetuneConfig

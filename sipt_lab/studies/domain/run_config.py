@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sipt_lab.core import names
 from sipt_lab.core.options import option, validate
 from sipt_lab.grid import EXECUTORS
+from sipt_lab.jobs import names as job_names
+from sipt_lab.studies import names as study_names
+from sipt_lab.training import names as training_names
 
 
 @dataclass(frozen=True)
@@ -20,9 +22,9 @@ class DomainRunConfig:
     Attributes:
         domain: a registered domain (:data:`sipt_lab.domains.DOMAINS`).
         graphs: its pre-training graphs to compare; task: its fine-tuning task.
-        seeds: repetitions; preset: the budget (:data:`~sipt_lab.core.names.DOMAIN_PRESETS`).
+        seeds: repetitions; preset: the budget (:data:`~sipt_lab.studies.names.DOMAIN_PRESETS`).
         samples, steps, lambdas, mode, grad_accum, precision: the preset's values, replaced
-            (``precision``: pre-training's autocast, :data:`~sipt_lab.core.names.PRECISIONS`).
+            (``precision``: pre-training's autocast, :data:`~sipt_lab.training.names.PRECISIONS`).
         methods: further pre-training methods; teacher, teacher_layer: the MLSM / LSM teacher.
         init: the warm start; data_dir: the domain's data directory; device: where to train;
         executor: how cells run (:data:`~sipt_lab.grid.EXECUTORS`).
@@ -43,7 +45,7 @@ class DomainRunConfig:
     task: str | None = option(None, help="fine-tuning task", default_help="the domain's")
     seeds: int = option(3, help="repetitions", range=(1, None), metavar="K")
     preset: str = option(
-        "cpu", choices=names.DOMAIN_PRESETS, help="budget: cpu (a CPU run) or full (the paper's scale, for a GPU)"
+        "cpu", choices=study_names.DOMAIN_PRESETS, help="budget: cpu (a CPU run) or full (the paper's scale, for a GPU)"
     )
     samples: int | None = option(
         None, help="samples per seed", range=(1, None), metavar="N", default_help="the preset's"
@@ -58,7 +60,7 @@ class DomainRunConfig:
         metavar="L",
         default_help="the preset's",
     )
-    mode: str | None = option(None, help=" | ".join(names.FINETUNE_MODES), default_help="the preset's")
+    mode: str | None = option(None, help=" | ".join(job_names.FINETUNE_MODES), default_help="the preset's")
     methods: tuple[str, ...] = option(
         (),
         metavar="NAME",
@@ -100,7 +102,7 @@ class DomainRunConfig:
     )
     precision: str | None = option(
         None,
-        choices=names.PRECISIONS,
+        choices=training_names.PRECISIONS,
         help="pre-training autocast: auto (bf16 on a GPU that has it, else fp32), fp32, bf16, fp16; "
         "fp32 is faster for small encoders such as MiniLM on a GPU",
         default_help="the preset's",
@@ -108,7 +110,7 @@ class DomainRunConfig:
     executor: str = option("local", help=f"how cells run: {', '.join(EXECUTORS)}")
     protocol: str = option(
         "transductive",
-        choices=names.STUDY_PROTOCOLS,
+        choices=study_names.STUDY_PROTOCOLS,
         omit_default=True,
         help="for a task without published splits: transductive = the fine-tuning train split is pre-training "
         "text too (validation and test never are); inductive = no fine-tuning split is pre-trained on",

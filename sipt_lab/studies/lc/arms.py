@@ -27,7 +27,7 @@ def geometry_config(train, output_normalizes: bool) -> tuple[str, object]:
     than the one it trains on for an encoder whose output is normalised when ``output_normalizes``;
     a contrastive negative margin above the unit sphere's diameter is rescaled to it on normalised
     vectors, with the positive margin by the same factor."""
-    from sipt_lab.core import names
+    from sipt_lab.objectives import names
     from sipt_lab.objectives.structure import UNIT_SPHERE_DIAMETER
     from sipt_lab.training.train_config import si_normalizes
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import Overrides, option, validate
+from sipt_lab.models import names as model_names
+from sipt_lab.studies import names as study_names
 from sipt_lab.training import TrainConfig
 from sipt_lab.training.defaults import TrainOverrides, init_kind, resolve_train_config
 
@@ -79,10 +80,12 @@ class AtlasConfig:
     split_seeds: tuple[int, ...] = option((0, 1, 2, 3, 4), range=(0, None), metavar="S", help="seeds of the draws")
     seeds: int = option(1, range=(1, None), help="seeds per split seed, each training every arm")
     init: str = option("minilm", nonempty=True, help="minilm or a Hugging Face directory")
-    pooling: str | None = option(None, choices=names.POOLINGS, help="pooling of a Hugging Face init (default: its own)")
+    pooling: str | None = option(
+        None, choices=model_names.POOLINGS, help="pooling of a Hugging Face init (default: its own)"
+    )
     train: TrainConfig | None = None
     k: int = option(3, range=(1, None), help="neighbours of the k-NN metric and the encoder's own consistency")
-    metric: str = option("knn_accuracy", choices=names.STUDY_METRICS, help="the predictor's metric")
+    metric: str = option("knn_accuracy", choices=study_names.STUDY_METRICS, help="the predictor's metric")
 
     def __post_init__(self) -> None:
         for name in ("languages", "tasks", "graphs", "dial_tasks", "split_seeds"):

@@ -58,7 +58,7 @@ PREDICTION_COLUMNS = ("predicted", "predicted_low", "predicted_high")
 
 def other_metrics(config: AtlasConfig) -> list[str]:
     """The study's metrics other than the primary one, in order."""
-    from sipt_lab.core.names import STUDY_METRICS
+    from sipt_lab.studies.names import STUDY_METRICS
 
     return [metric for metric in STUDY_METRICS if metric != config.metric and not metric.startswith("finetune_")]
 

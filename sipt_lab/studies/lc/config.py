@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import Overrides, option, validate
+from sipt_lab.models import names as model_names
+from sipt_lab.studies import names as study_names
 from sipt_lab.training import TrainConfig
+from sipt_lab.training import names as training_names
 from sipt_lab.training.defaults import TrainOverrides, init_kind, resolve_train_config
 
 #: Metrics of :func:`~sipt_lab.evaluation.heldout.heldout_metrics`, each in ``[0, 1]``.
-STUDY_METRICS = names.STUDY_METRICS
+STUDY_METRICS = study_names.STUDY_METRICS
 #: Arms of the study (``tfidf`` is a reference row that needs no training; ``natural`` is SIPT over
 #: the task's own graph, when one is given).
 STUDY_ARMS = ("init", "lm", "sipt", "natural", "tfidf")
@@ -153,8 +155,10 @@ class LcTransferConfig:
     )
     seeds: int = option(3, help="seeds, each training every arm", range=(1, None))
     init: str = option("minilm", help="char, minilm or a Hugging Face directory", nonempty=True)
-    pooling: str | None = option(None, choices=names.POOLINGS, help="pooling of a Hugging Face init (default: its own)")
-    encoder: str = option("default", choices=names.ENCODER_PRESETS, help="size of the char encoder")
+    pooling: str | None = option(
+        None, choices=model_names.POOLINGS, help="pooling of a Hugging Face init (default: its own)"
+    )
+    encoder: str = option("default", choices=model_names.ENCODER_PRESETS, help="size of the char encoder")
     train: TrainConfig | None = None
     k: int = option(3, help="neighbours of the k-NN metric", range=(1, None))
     metric: str = option(
@@ -178,7 +182,7 @@ class LcTransferConfig:
     pilot_sd: float | None = option(None, help="sd of a pilot's paired gains over seeds", range=(0.0, None))
     protocol: str = option(
         "inductive",
-        choices=names.STUDY_PROTOCOLS,
+        choices=study_names.STUDY_PROTOCOLS,
         help="inductive: fine-tuning splits never pre-trained on; transductive: every split pre-trained on too",
     )
     geometry_arm: bool = option(
@@ -189,7 +193,7 @@ class LcTransferConfig:
     )
     per_sample_arm: str | None = option(
         None,
-        choices=names.PER_SAMPLE_METHODS,
+        choices=training_names.PER_SAMPLE_METHODS,
         omit_default=True,
         metavar="NAME",
         help="also train a per-sample baseline (multitask or same-family, on --pt-labels over the samples' ids), "

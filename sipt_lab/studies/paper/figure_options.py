@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.grid import EXECUTORS, check_executor
 from sipt_lab.studies.simulation.simulate_job import BATCHED_HELP, check_seeds, encoder_option, preset_option
 from sipt_lab.synthetic.graph_spec import GraphSpec
+from sipt_lab.training import names
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class FigureOptions:
             arms as one batched model in this process (same cells). On a CUDA GPU the grid's
             cells train as ONE batched training (:func:`~sipt_lab.studies.simulation.stacked_cells.plan_trainings`).
         compile: how a batched training runs its stacked encoders, a name in
-            :data:`~sipt_lab.core.names.COMPILE_MODES` (``cudagraphs``: CUDA only); not part of the
+            :data:`~sipt_lab.training.names.COMPILE_MODES` (``cudagraphs``: CUDA only); not part of the
             cells' configs (the numbers are the same up to float rounding).
     """
 

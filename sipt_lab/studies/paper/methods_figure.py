@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sipt_lab.core import names
 from sipt_lab.core.stats import spread_phrase
 from sipt_lab.grid import GridInterrupted, result_rows, run_grid, write_results_csv
 from sipt_lab.studies.paper.figure_options import (
@@ -28,6 +27,7 @@ from sipt_lab.studies.paper.figure_options import (
 )
 from sipt_lab.studies.simulation.arms import SEED_RESULT_KEYS, simulate_seed
 from sipt_lab.studies.simulation.config import simulation_config
+from sipt_lab.training import names
 from sipt_lab.training.train_config import FinetuneConfig
 from sipt_lab.viz import plots
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.models import EncoderConfig
 from sipt_lab.models.encoder import ENCODER_PRESETS
 from sipt_lab.models.subword import TokenizerConfig
+from sipt_lab.studies import names
 from sipt_lab.training.defaults import PAPER_LAMBDA_SI, TrainOverrides
 
 #: What every semi-synthetic experiment sets over the ``char`` row of the defaults table: the SIPT
@@ -87,7 +87,7 @@ class TrainingPreset:
         return self.families.get(family, self.fallback)
 
 
-#: Training presets by name (:data:`sipt_lab.core.names.SIMULATION_PRESETS`), resolved by
+#: Training presets by name (:data:`sipt_lab.studies.names.SIMULATION_PRESETS`), resolved by
 #: :func:`~sipt_lab.studies.simulation.config.simulation_config`.
 TRAINING_PRESETS: dict[str, TrainingPreset] = dict(
     zip(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipt_lab.core import names
 from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
 from sipt_lab.grid import EXECUTORS, check_executor
+from sipt_lab.models import names as model_names
+from sipt_lab.studies import names as study_names
 from sipt_lab.synthetic.graph_spec import MAX_SEED, GraphSpec
+from sipt_lab.training import names as training_names
 
 #: The default methods (arms) of an experiment; any of :data:`sipt_lab.training.methods.METHODS` may be run.
 ARMS = ("lm", "sipt")
@@ -21,10 +23,10 @@ MAX_SEEDS = 1_000
 
 #: Help of the option fields ``simulate`` and ``figures`` share.
 PRESET_HELP = (
-    f"training settings per family: {' or '.join(names.SIMULATION_PRESETS)} (paper: the paper's encoder sizes, "
+    f"training settings per family: {' or '.join(study_names.SIMULATION_PRESETS)} (paper: the paper's encoder sizes, "
     "whole graph per step, 8,000 steps or 1,500 epochs, lr 3e-4 constant, sampled pairs)"
 )
-ENCODER_HELP = f"char encoder sizes: {', '.join(names.ENCODER_PRESETS)}"
+ENCODER_HELP = f"char encoder sizes: {', '.join(model_names.ENCODER_PRESETS)}"
 BATCHED_HELP = (
     "train all seeds x arms of a condition as one batched model, conditions side by side under --executor "
     "(same numbers up to float rounding; faster for small encoders on a CPU)"
@@ -34,13 +36,15 @@ BATCHED_HELP = (
 def preset_option(default_help: str | None = None):
     """The ``preset`` field (``default`` or ``paper``)."""
     return option(
-        "default", help=PRESET_HELP, choices=names.SIMULATION_PRESETS, metavar="NAME", default_help=default_help
+        "default", help=PRESET_HELP, choices=study_names.SIMULATION_PRESETS, metavar="NAME", default_help=default_help
     )
 
 
 def encoder_option():
     """The ``encoder`` field: a char encoder size name, None: the preset's."""
-    return option(None, help=ENCODER_HELP, choices=names.ENCODER_PRESETS, metavar="NAME", default_help="the preset's")
+    return option(
+        None, help=ENCODER_HELP, choices=model_names.ENCODER_PRESETS, metavar="NAME", default_help="the preset's"
+    )
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,8 @@ class SimulateJob:
     Attributes:
         graph: the dataset of the first seed (unresolved sizes: the family's).
         seeds: independent repetitions, seeds ``graph.seed .. graph.seed + seeds - 1``.
-        methods: the pre-training methods compared (:data:`~sipt_lab.core.names.METHODS`).
-        preset: training settings per family (:data:`~sipt_lab.core.names.SIMULATION_PRESETS`).
+        methods: the pre-training methods compared (:data:`~sipt_lab.training.names.METHODS`).
+        preset: training settings per family (:data:`~sipt_lab.studies.names.SIMULATION_PRESETS`).
         encoder: char encoder sizes by name; None: the preset's.
         executor: how seeds run (:data:`~sipt_lab.grid.EXECUTORS`).
         batched: train all seeds x arms of a condition as one batched model.
@@ -62,7 +66,7 @@ class SimulateJob:
     methods: tuple[str, ...] = option(
         ARMS,
         metavar="NAME",
-        help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(names.METHODS)} "
+        help=f"pre-training methods to compare, each on the same seeds and steps: {', '.join(training_names.METHODS)} "
         "(default: lm sipt; mlsm/lsm15/lsm learn from the lm arm as teacher)",
     )
     preset: str = preset_option()
