@@ -157,7 +157,7 @@ def run_pretraining(
         main_process=main,
         log=log,
     ) as out_dir:
-        extended_from = _check_resumed_steps(out_dir, job) if resume else None
+        extended_from = _planned_steps(out_dir, job) if resume else None
         place = distributed_context(device.type)
         if labels is not None:
             report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
@@ -254,24 +254,15 @@ def launched_rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
-def _check_resumed_steps(out_dir: Path, job: PretrainJob) -> int | None:
+def _planned_steps(out_dir: Path, job: PretrainJob) -> int | None:
     """The steps the run in ``out_dir`` was planned for, when ``job`` (resuming it) plans another
-    number (recorded in the report); None when they agree. Refused when the learning-rate schedule
-    depends on the steps (a decay or a warm-up), which resuming would splice from two plans."""
+    number (recorded in the report); None when they agree or nothing says. The checkpoint's
+    identity decides whether the steps may change (:func:`~sipt_lab.training.checkpoint.run_identity`)."""
     try:
-        saved = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))["train"]
-        planned = int(saved["steps"])
+        planned = int(json.loads((out_dir / "config.json").read_text(encoding="utf-8"))["train"]["steps"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # no saved config: the checkpoint's own identity check decides
-    if planned == job.train.steps:
         return None
-    if job.train.schedule != "constant" or job.train.warmup > 0:
-        raise SiptError(
-            f"--out {out_dir} holds a run planned for {planned:,} steps; resuming it with {job.train.steps:,} "
-            f"would splice two learning-rate schedules ({job.train.schedule}, warm-up {job.train.warmup:g}); "
-            f"resume with TrainConfig.steps {planned}, or start a new run (--overwrite or another --out)"
-        )
-    return planned
+    return None if planned == job.train.steps else planned
 
 
 def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:

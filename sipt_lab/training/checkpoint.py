@@ -3,9 +3,11 @@
 A checkpoint holds the step's parameters (one model and its objectives, or a stack of models), the
 optimiser and gradient-scaler state, every run's loss history so far, the evaluations made so far
 (so a resumed run keeps its best model and its patience), the torch RNG states and the JSON
-identity of the run(s). A run resumes only from a checkpoint of the same identity: its
+identity of the run(s), :func:`run_identity`: the one identity a run resumes by. A run resumes
+only from a checkpoint of the same identity: its
 :class:`~sipt_lab.training.train_config.TrainConfig` up to the fields that may change on resume
-(``steps`` may grow), its encoder source and its tokenizer.
+(``steps`` may grow, unless the learning-rate schedule depends on them), its encoder source and
+its tokenizer.
 """
 
 from __future__ import annotations
@@ -31,9 +33,17 @@ CHECKPOINT_NAME = "checkpoint.pt"
 
 def run_identity(config: TrainConfig, source: dict, tokenizer: Tokenizer) -> dict:
     """What a checkpoint must match to be resumed: ``config`` without the resumable fields, the
-    encoder source's description and the tokenizer."""
-    run = {k: v for k, v in config_to_dict(config).items() if k not in _RESUMABLE_CHANGES}
+    encoder source's description and the tokenizer. ``steps`` may grow only under a constant
+    schedule without warm-up: otherwise the rate at every step depends on them, and a resumed run
+    would splice two schedules."""
+    resumable = set(_RESUMABLE_CHANGES) - (set() if schedule_ignores_steps(config) else {"steps"})
+    run = {k: v for k, v in config_to_dict(config).items() if k not in resumable}
     return {"train": run, "encoder": source, "tokenizer": tokenizer.to_dict()}
+
+
+def schedule_ignores_steps(config: TrainConfig) -> bool:
+    """Whether ``config``'s learning rate at a step is the same whatever its ``steps``."""
+    return config.schedule == "constant" and config.warmup == 0
 
 
 @dataclass
@@ -95,7 +105,15 @@ class Checkpoint:
             raise SiptError(
                 f"checkpoint {path} cannot be read ({type(error).__name__}); delete it to start afresh"
             ) from None
-        differences = field_differences(json.loads(payload["identity"]), self.identity)
+        saved = json.loads(payload["identity"])
+        differences = field_differences(saved, self.identity)
+        if differences == ["train.steps"] and "steps" in saved["train"]:
+            planned, train = saved["train"]["steps"], self.identity["train"]
+            raise SiptError(
+                f"checkpoint {path} is of a run planned for {planned:,} steps; resuming it with {train['steps']:,} "
+                f"would splice two learning-rate schedules ({train['schedule']}, warm-up {train['warmup']:g}); "
+                f"resume with TrainConfig.steps {planned}, or start afresh in another output directory"
+            )
         if differences:
             raise SiptError(
                 f"checkpoint {path} was made by another configuration (differs in {', '.join(differences)}); "
