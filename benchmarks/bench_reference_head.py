@@ -27,15 +27,13 @@ import torch
 from bench_first_run import write_articles
 
 from sipt_lab.data.samples import read_samples
-from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.models import encoder_source
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training.defaults import init_kind, train_config
 from sipt_lab.training.head_warmups import HeadWarmups
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.loop import fit_heads
-from sipt_lab.training.reference_head import reference_head_key
-from sipt_lab.training.sampler import MASK_UNITS, GraphBatchSampler
+from sipt_lab.training.reference_head import masking_sampler, reference_head_key
 from sipt_lab.training.step import ModelStep, RunLoss
 
 #: The seed of the scoring masks (the warm-ups use seed 0).
@@ -54,19 +52,8 @@ def main() -> None:
     inputs = encoder_inputs(tokenizer, texts, torch.device("cpu"))
     mlm = [(1.0, objective) for _, objective in build_objectives(0.0, config.loss, config.loss_params)]
 
-    def sampler(seed: int) -> GraphBatchSampler:
-        return GraphBatchSampler(
-            PretrainingGraph.from_edges([], [], len(texts)),
-            inputs.lengths,
-            config.batch_size,
-            config.mask_prob,
-            seed,
-            suffix_tokens=tokenizer.suffix_tokens,
-            mask_replacement=config.mask_replacement,
-            vocab_size=tokenizer.vocab_size,
-            units=MASK_UNITS[config.mask_unit](tokenizer, texts),
-            reads_pairs=False,
-        )
+    def sampler(seed: int):
+        return masking_sampler(tokenizer, texts, inputs.lengths, config.batch_size, config, seed)
 
     def model_and_step():
         torch.manual_seed(config.seed)

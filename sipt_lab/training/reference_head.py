@@ -102,18 +102,7 @@ def fit_reference_head(
     if tokenizer.max_len > REFERENCE_MAX_LEN:
         tokenizer = source.tokenizer(texts, REFERENCE_MAX_LEN)
     inputs = encoder_inputs(tokenizer, texts, device)
-    sampler = GraphBatchSampler(
-        PretrainingGraph.from_edges([], [], len(texts)),
-        inputs.lengths,
-        REFERENCE_BATCH,
-        config.mask_prob,
-        REFERENCE_SEED,
-        suffix_tokens=tokenizer.suffix_tokens,
-        mask_replacement=config.mask_replacement,
-        vocab_size=tokenizer.vocab_size,
-        units=MASK_UNITS[config.mask_unit](tokenizer, texts),
-        reads_pairs=False,
-    )
+    sampler = masking_sampler(tokenizer, texts, inputs.lengths, REFERENCE_BATCH, config, REFERENCE_SEED)
     step = ModelStep(model, RunLoss(inputs, None, objectives, device))
     cuda_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda_devices):
@@ -123,6 +112,23 @@ def fit_reference_head(
             heads, step, sampler, dataclasses.replace(config, batch_size=REFERENCE_BATCH), "new MLM head", log
         )
     return f"{note} (on {len(texts):,} reference sentences of the default corpus)"
+
+
+def masking_sampler(tokenizer, texts: list[str], lengths, batch_size: int, config, seed: int) -> GraphBatchSampler:
+    """Batches of ``batch_size`` of ``texts`` (``(n,)`` token ``lengths``) masked as ``config``
+    masks, drawn with ``seed``, without graph partners (an MLM term only)."""
+    return GraphBatchSampler(
+        PretrainingGraph.from_edges([], [], len(texts)),
+        lengths,
+        batch_size,
+        config.mask_prob,
+        seed,
+        suffix_tokens=tokenizer.suffix_tokens,
+        mask_replacement=config.mask_replacement,
+        vocab_size=tokenizer.vocab_size,
+        units=MASK_UNITS[config.mask_unit](tokenizer, texts),
+        reads_pairs=False,
+    )
 
 
 def _draw_again(model: nn.Module, heads: list[nn.Parameter]) -> None:
