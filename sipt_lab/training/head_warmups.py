@@ -4,9 +4,15 @@ An init without an MLM head of its own (MiniLM) gets a fresh head fitted with th
 before training (:func:`~sipt_lab.training.loop.fit_heads`). The fit reads the batches' seeds and
 masks, which do not depend on the graph or on λ_SI (:mod:`sipt_lab.training.sampler`), so the arms
 of a study that differ only in those fit the same head: the first run fits it, the others copy it.
-Given a directory (``pretrain`` gives the cache's ``heads/``), the heads are kept there too, so a
-later process that starts the same way (the same init weights, by their SHA-256, the same warm-up
-settings and samples) loads the head instead of fitting it again, with the same result.
+Given a directory, the heads are kept there too, so a later process that starts the same way (the
+same init weights, by their SHA-256, the same warm-up settings and samples) loads the head instead
+of fitting it again, with the same result.
+
+``pretrain`` goes further (``reference=True``, the cache's ``heads/``): its runs fit the head on a
+fixed reference corpus instead of their samples (:mod:`~sipt_lab.training.reference_head`), so the
+head is one per init and warm-up settings, and the head for the offline default init and the default
+settings ships with the package (:data:`SHIPPED_HEADS`; ``benchmarks/ship_default_head.py`` fits it
+again): a new user's first default run fits nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from sipt_lab.core.fileio import atomic_writer
 
 logger = logging.getLogger(__name__)
 
+#: Heads shipped with the package, one file per key (named as in a cache directory).
+SHIPPED_HEADS = Path(__file__).resolve().parent / "heads"
 #: The cache's subdirectory (:func:`~sipt_lab.core.fileio.cache_dir`) where ``pretrain`` keeps fitted heads.
 HEAD_CACHE = "heads"
 #: TrainConfig fields a head warm-up reads: its batches' seeds and masks, its optimiser, and where
@@ -52,59 +60,74 @@ def head_warmup_key(config, described: dict, texts: Sequence) -> str:
 
 
 class HeadWarmups:
-    """Heads fitted by earlier runs of this process, by :func:`head_warmup_key`, and with
-    ``directory`` by earlier processes (one file per key; an unreadable or damaged one is fitted
-    again and replaced, an unwritable directory only logged).
+    """Heads fitted by earlier runs of this process, by key (:func:`head_warmup_key`, or
+    :func:`~sipt_lab.training.reference_head.reference_head_key`), with ``directory`` by earlier
+    processes (one file per key; an unreadable or damaged one is fitted again and replaced, an
+    unwritable directory only logged), and those shipped in :data:`SHIPPED_HEADS`.
 
-    A run whose key is here copies the head and the random state its fit left behind (the fit's
-    dropout draws), so it trains exactly as if it had fitted the head itself.
+    A head whose fit drew from the run's random state (``draws_run_rng``) is kept with the state the
+    fit left behind (its dropout draws), and a run that copies it takes that state too, so it trains
+    exactly as if it had fitted the head itself. ``reference``: the runs that can (a plain LM / SIPT
+    run) fit their new MLM head on the reference corpus, on a random stream of its own
+    (:mod:`~sipt_lab.training.reference_head`).
     """
 
-    def __init__(self, directory: str | Path | None = None) -> None:
-        self._fitted: dict[str, tuple[list[torch.Tensor], list[torch.Tensor], str]] = {}
+    def __init__(self, directory: str | Path | None = None, reference: bool = False) -> None:
+        self._fitted: dict[str, tuple[list[torch.Tensor], list[torch.Tensor] | None, str]] = {}
         self.directory = None if directory is None else Path(directory)
+        self.reference = reference
+        self._packaged: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._fitted)
 
     def has(self, key: str, cuda_devices: list) -> bool:
-        """Whether a head fitted under ``key`` is at hand (in this process or in the directory)."""
+        """Whether a head fitted under ``key`` is at hand (in this process, the directory or the package)."""
         return self._lookup(key, cuda_devices) is not None
 
-    def warm_up(self, key: str, head: list[nn.Parameter], fit: Callable[[], str], cuda_devices: list) -> str:
+    def warm_up(
+        self,
+        key: str,
+        head: list[nn.Parameter],
+        fit: Callable[[], str],
+        cuda_devices: list,
+        draws_run_rng: bool = True,
+    ) -> str:
         """Fit ``head`` (the new head's parameters) with ``fit`` (which returns the log note) or copy
         the head fitted under ``key``; returns the note."""
         found = self._lookup(key, cuda_devices)
         if found is None:
             note = fit()
-            self._fitted[key] = ([p.detach().cpu().clone() for p in head], _random_state(cuda_devices), note)
+            state = _random_state(cuda_devices) if draws_run_rng else None
+            self._fitted[key] = ([p.detach().cpu().clone() for p in head], state, note)
             self._store(key)
             return note
         values, state, note = found
         with torch.no_grad():
             for parameter, value in zip(head, values, strict=True):
                 parameter.copy_(value)
+        if state is None:
+            where = "shipped with sipt-lab" if key in self._packaged else "fitted earlier"
+            return f"{note}; {where} for this init and these warm-up settings"
         torch.set_rng_state(state[0])
         for device, device_state in zip(cuda_devices, state[1:], strict=True):
             torch.cuda.set_rng_state(device_state, device)
         return f"{note} (the head an earlier run with the same start fitted)"
 
-    def _path(self, key: str) -> Path:
-        return self.directory / f"head-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pt"
+    def _path(self, key: str, directory: Path | None = None) -> Path:
+        return (directory or self.directory) / head_file(key)
 
     def _lookup(self, key: str, cuda_devices: list):
-        if key not in self._fitted and self.directory is not None:
-            try:
-                saved = torch.load(self._path(key), map_location="cpu", weights_only=True)
-            except FileNotFoundError:
-                return None
-            except Exception as error:  # a damaged entry is a miss: fitted again and replaced
-                logger.debug("head cache entry %s unreadable (%s); fitting the head", self._path(key), error)
-                return None
-            if saved.get("key") != key or len(saved["random_state"]) != 1 + len(cuda_devices):
-                return None
-            self._fitted[key] = (saved["head"], saved["random_state"], saved["note"])
-            logger.debug("head warm-up: loaded the fitted head from %s", self._path(key))
+        if key not in self._fitted:
+            for directory in (self.directory, SHIPPED_HEADS):
+                saved = None if directory is None else load_head(self._path(key, directory), key)
+                state = None if saved is None else saved["random_state"]
+                if saved is not None and (state is None or len(state) == 1 + len(cuda_devices)):
+                    self._fitted[key] = (saved["head"], state, saved["note"])
+                    if directory is SHIPPED_HEADS:
+                        self._packaged.add(key)
+                    logger.debug("head warm-up: loaded the fitted head from %s", self._path(key, directory))
+                    break
         return self._fitted.get(key)
 
     def _store(self, key: str) -> None:
@@ -113,13 +136,38 @@ class HeadWarmups:
         values, state, note = self._fitted[key]
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_writer(path) as handle:
-                torch.save({"key": key, "head": values, "random_state": state, "note": note}, handle)
+            save_head(path, key, values, state, note)
         except OSError as error:
             logger.warning(f"could not keep the fitted head in {path} ({error.strerror}); the next run fits it again")
         else:
             logger.debug("head warm-up: kept the fitted head in %s", path)
+
+
+def head_file(key: str) -> str:
+    """The file name of the head kept under ``key``."""
+    return f"head-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pt"
+
+
+def load_head(path: Path, key: str) -> dict | None:
+    """The head kept at ``path`` (``key``, ``head``: its tensors, ``random_state``: the state its fit
+    left or None, ``note``, ``torch``: the version that fitted it) when it is there, readable and
+    kept under ``key``; else None."""
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        return None
+    except Exception as error:  # a damaged entry is a miss: fitted again and replaced
+        logger.debug("head cache entry %s unreadable (%s); fitting the head", path, error)
+        return None
+    return saved if isinstance(saved, dict) and saved.get("key") == key else None
+
+
+def save_head(path: Path, key: str, head: list[torch.Tensor], random_state, note: str) -> None:
+    """Keep ``head`` (its tensors, on the CPU) at ``path`` under ``key``, atomically (:func:`load_head` reads it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(path) as handle:
+        record = {"key": key, "head": head, "random_state": random_state, "note": note, "torch": str(torch.__version__)}
+        torch.save(record, handle)
 
 
 def _random_state(cuda_devices: list) -> list[torch.Tensor]:

@@ -38,7 +38,7 @@ def test_fitted_head_is_cached_and_the_second_run_gives_the_same_numbers(
     estimates = [r.message for r in caplog.records if r.message.startswith("estimated time:")]
     assert len(estimates) == 1 and "warm-up" not in estimates[0]  # the head is cached: no warm-up to price
     assert any("fitted for 3 steps" in note for note in first.report["notes"])
-    assert any("the head an earlier run with the same start fitted" in note for note in second.report["notes"])
+    assert any("fitted earlier for this init and these warm-up settings" in note for note in second.report["notes"])
     for name, values in first.result.history.items():
         np.testing.assert_array_equal(values, second.result.history[name], err_msg=name)
     messages = [r.message for r in caplog.records]

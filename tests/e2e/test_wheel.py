@@ -64,6 +64,7 @@ def test_the_wheel_carries_the_package_installs_into_a_fresh_venv_and_runs_from_
     modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "sipt_lab").rglob("*.py")}
     assert modules <= names, f"modules missing from the wheel: {sorted(modules - names)}"
     data = {path.relative_to(ROOT).as_posix() for path in (ROOT / "sipt_lab" / "data").glob("*.tsv")}
+    data |= {path.relative_to(ROOT).as_posix() for path in (ROOT / "sipt_lab" / "training" / "heads").glob("*.pt")}
     assert data and data <= names, f"package data missing from the wheel: {sorted(data - names)}"
     assert not [name for name in names if name.startswith("tests/") or "__pycache__" in name]
     [metadata] = [name for name in names if name.endswith(".dist-info/METADATA")]
