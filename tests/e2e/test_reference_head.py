@@ -5,7 +5,7 @@ import numpy as np
 import torch
 from test_pretrain_phases import _job
 
-from sipt_lab.experiments.pretrain_job import run_pretraining
+from sipt_lab.jobs.pretrain import run_pretraining
 from sipt_lab.models import encoder_source
 from sipt_lab.objectives import build_objectives
 from sipt_lab.training.defaults import train_config

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sipt_lab.cli.main import main
-from sipt_lab.experiments import pretrain_job
+from sipt_lab.jobs import pretrain as pretrain_job
 from sipt_lab.models import encoder_source
 from sipt_lab.training.head_warmups import SHIPPED_HEADS, HeadWarmups, head_file, load_head
 from sipt_lab.training.reference_head import reference_head_key
@@ -16,9 +16,12 @@ class _Resolved(Exception):
 
 
 @pytest.fixture(scope="module")
-def default_job():
+def default_job(tmp_path_factory):
     """The PretrainJob that ``sipt-lab pretrain --samples S --edges E --out DIR`` runs."""
     jobs = []
+    data = tmp_path_factory.mktemp("data")
+    (data / "S.tsv").write_text("a\tred apple\nb\tgreen apple\n")
+    (data / "E.tsv").write_text("a\tb\n")
 
     def capture(job, *args, **kwargs):
         jobs.append(job)
@@ -27,7 +30,17 @@ def default_job():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pretrain_job, "run_pretraining", capture)
         with pytest.raises(_Resolved):
-            main(["pretrain", "--samples", "S.tsv", "--edges", "E.tsv", "--out", "RUN"])
+            main(
+                [
+                    "pretrain",
+                    "--samples",
+                    str(data / "S.tsv"),
+                    "--edges",
+                    str(data / "E.tsv"),
+                    "--out",
+                    str(data / "run"),
+                ]
+            )
     return jobs[0]
 
 
