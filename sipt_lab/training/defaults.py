@@ -195,15 +195,21 @@ def resolve_train_config(
     return TrainConfig(**values)
 
 
+def layered(config: TrainConfig, *layers: Mapping[str, Any] | None) -> TrainConfig:
+    """A resolved ``config`` with more ``layers`` over it, by :func:`resolved_train_options`' rules
+    (a None value sets nothing; a new loss starts from its own parameters): a run's changes to a
+    preset's config, or another arm of a grid; ``config`` itself when they change nothing."""
+    values = {name: getattr(config, name) for name in TRAIN_FIELDS} | {"loss_params": dict(config.loss_params)}
+    for layer in layers:
+        values = _over(values, layer or {})
+    changes = {name: value for name, value in values.items() if getattr(config, name) != value}
+    return dataclasses.replace(config, **changes) if changes else config
+
+
 def method_train_config(method: str, config: TrainConfig) -> TrainConfig:
     """``config`` with ``method``'s fixed settings (:data:`METHOD_SETTINGS`): another arm of a grid
     made from one resolved config; ``config`` itself when it already holds them."""
-    changes = {
-        name: value
-        for name, value in _method_settings(method, config.lambda_si).items()
-        if getattr(config, name) != value
-    }
-    return dataclasses.replace(config, **changes) if changes else config
+    return layered(config, _method_settings(method, config.lambda_si))
 
 
 def train_config(kind: str, **given: Any) -> TrainConfig:

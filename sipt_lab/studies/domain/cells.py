@@ -20,7 +20,7 @@ from sipt_lab.studies.domain.presets import DomainPreset
 from sipt_lab.studies.domain.run_config import DomainRunConfig
 from sipt_lab.studies.domain.view import domain_view
 from sipt_lab.training import TrainConfig, names
-from sipt_lab.training.defaults import PAPER_LAMBDA_SI
+from sipt_lab.training.defaults import PAPER_LAMBDA_SI, layered
 from sipt_lab.training.finetune import FinetuneConfig
 from sipt_lab.training.methods import ConceptOptions, get_method
 
@@ -199,8 +199,9 @@ def _teacher_reference(teacher: str | Path) -> dict:
 
 def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
     """The cells of one ``domain run``: the domain's preset under ``config.preset`` (for its task)
-    with the values ``config`` replaces (samples, steps, lambdas, mode, micro-batches, precision), then
-    :func:`domain_cells`."""
+    with the values ``config`` replaces (samples, lambdas, mode; steps, precision and the objective
+    layered over its training config as the resolver layers flags,
+    :func:`~sipt_lab.training.defaults.layered`; micro-batches), then :func:`domain_cells`."""
     from sipt_lab.domains import get_domain
     from sipt_lab.studies.domain.presets import preset_for
     from sipt_lab.training.train_config import split_batch
@@ -209,15 +210,14 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
     changes = {"n_samples": config.samples, "lambdas": config.lambdas, "mode": config.mode}
     preset = dataclasses.replace(preset, **{k: v for k, v in changes.items() if v is not None})
     if config.steps is not None:
-        preset = dataclasses.replace(
-            preset, pretrain=dataclasses.replace(preset.pretrain, steps=config.steps), epochs=None
-        )
-    if config.objective:
-        preset = dataclasses.replace(preset, pretrain=objective_config(preset.pretrain, config.objective))
+        preset = dataclasses.replace(preset, epochs=None)
+    objective = dict(config.objective)
+    if objective.get("pt_labels") is not None:
+        objective["pt_labels"] = str(Path(objective["pt_labels"]).resolve())
+    run = {"steps": config.steps, "precision": config.precision, **objective}
+    preset = dataclasses.replace(preset, pretrain=layered(preset.pretrain, run))
     if config.grad_accum is not None:
         preset = dataclasses.replace(preset, pretrain=split_batch(preset.pretrain, config.grad_accum))
-    if config.precision is not None:
-        preset = dataclasses.replace(preset, pretrain=dataclasses.replace(preset.pretrain, precision=config.precision))
     check_mode(preset.mode, "DomainRunConfig.mode")
     return domain_cells(
         config.domain,
@@ -233,14 +233,3 @@ def domain_run_cells(config: DomainRunConfig) -> list[DomainCell]:
         concepts=ConceptOptions(layer=config.teacher_layer),
         protocol=config.protocol,
     )
-
-
-def objective_config(pretrain: TrainConfig, changes: dict) -> TrainConfig:
-    """``pretrain`` with the objective's fields ``changes`` (:attr:`DomainRunConfig.objective`): a
-    changed loss without parameters takes its own defaults, a labels file its absolute path."""
-    changes = dict(changes)
-    if "loss" in changes:
-        changes.setdefault("loss_params", None)
-    if changes.get("pt_labels") is not None:
-        changes["pt_labels"] = str(Path(changes["pt_labels"]).resolve())
-    return dataclasses.replace(pretrain, **changes)
