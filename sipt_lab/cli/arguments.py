@@ -78,6 +78,23 @@ FRACTION = number(0.0, 1.0)
 POSITIVE = number(0.0, low_open=True)
 
 
+#: Exit status of a run stopped by ``--time-limit`` with work left: neither success nor an error.
+STOPPED_AT_TIME_LIMIT = 3
+
+
+def add_time_limit_argument(parser: argparse.ArgumentParser, units: str) -> None:
+    """``--time-limit SECONDS``: start no more of the run's ``units`` (seeds, arms, cells) that would
+    likely end after that many seconds from the command's start."""
+    parser.add_argument(
+        "--time-limit",
+        type=POSITIVE,
+        metavar="SECONDS",
+        help=f"start no {units} that would likely end after SECONDS from now (the longest so far, plus a "
+        f"tenth); the run then stops with exit status {STOPPED_AT_TIME_LIMIT}, its finished {units} kept for "
+        "the next call (serial executor)",
+    )
+
+
 def add_logging_arguments(parser: argparse.ArgumentParser, subcommand: bool = False) -> None:
     """``-v`` / ``-q`` (:func:`setup_logging` reads them): of ``sipt-lab`` itself, and with
     ``subcommand`` the same flags after a subcommand's name, which leave the values given before it

@@ -9,6 +9,7 @@ from sipt_lab.cli.arguments import (
     GRID_INTERRUPT_HINT,
     PER_SAMPLE_FIELDS,
     add_objective_arguments,
+    add_time_limit_argument,
     add_train_arguments,
     nonempty,
     objective_changes,
@@ -106,6 +107,7 @@ def register(subparsers) -> None:
     run.add_argument(
         "--out", required=True, type=nonempty, metavar="DIR", help="output directory (cells are kept and resumed)"
     )
+    add_time_limit_argument(run, "cells")
     # the fields of the configs the run resolves, by the flag that sets each
     record_field_flags(
         run,
@@ -200,7 +202,7 @@ def run_domain(args: argparse.Namespace) -> int:
             # the settings name the run: more seeds or another executor resume it
             settings = config_hash(dataclasses.replace(config, seeds=1, executor="serial"))
             outputs.prepare_grid_dir(out, "domain run", settings)
-            summary = run_domain(cells, out, executor=config.executor, preset=config.preset)
+            summary = run_domain(cells, out, executor=config.executor, preset=config.preset, time_limit=args.time_limit)
     else:  # a torchrun process other than rank 0: rank 0 writes and reports
         run_domain(cells, Path(args.out), executor=config.executor)
         return 0

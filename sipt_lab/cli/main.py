@@ -11,7 +11,8 @@ message names, is shown with the command's flag in place of the field. A GPU
 that runs out of memory is one line too (exit status 1), with the command's ``memory_hint`` (how
 to make a step smaller) where it sets one. A failing file operation (a
 read-only file system, a full disk) is one line naming the path (exit status 2). Ctrl-C is one line too (exit status 130) with the
-command's ``interrupt_hint`` (what it kept and how to continue) where it sets one. Usage errors of argparse itself
+command's ``interrupt_hint`` (what it kept and how to continue) where it sets one; so is a run stopped
+by its ``--time-limit`` with work left (:class:`~sipt_lab.grid.GridStopped`, exit status 3). Usage errors of argparse itself
 are one line as well (:class:`~sipt_lab.cli.arguments.OneLineParser`).
 """
 
@@ -23,9 +24,10 @@ import os
 import sys
 
 from sipt_lab import __version__
-from sipt_lab.cli.arguments import OneLineParser, add_logging_arguments, setup_logging
+from sipt_lab.cli.arguments import STOPPED_AT_TIME_LIMIT, OneLineParser, add_logging_arguments, setup_logging
 from sipt_lab.cli.option_files import add_config_file_arguments, command_parsers, parse_arguments
 from sipt_lab.core.errors import ConfigError, SiptError, with_flags
+from sipt_lab.grid.cells import GridStopped
 
 #: Subcommand modules of :mod:`sipt_lab.cli`, in the order ``--help`` lists them.
 COMMAND_MODULES = ("consistency", "advise", "graph", "simulate", "figures", "pretrain", "finetune", "study", "data")
@@ -112,6 +114,10 @@ def run_command(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return 2
+    except GridStopped as stopped:
+        hint = getattr(args, "interrupt_hint", "run the same command again")
+        print(f"sipt-lab: {stopped}; {hint}", file=sys.stderr)
+        return STOPPED_AT_TIME_LIMIT
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", "run the same command again")
         print(f"sipt-lab: interrupted; {hint}", file=sys.stderr)

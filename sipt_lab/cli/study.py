@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import re
 
-from sipt_lab.cli.arguments import PER_SAMPLE_FIELDS, POSITIVE, fill_training_defaults, nonempty, training_settings
+from sipt_lab.cli.arguments import (
+    PER_SAMPLE_FIELDS,
+    POSITIVE,
+    add_time_limit_argument,
+    fill_training_defaults,
+    nonempty,
+    training_settings,
+)
 from sipt_lab.core.options import add_config_arguments, config_from_args, flag_of, record_field_flags
 from sipt_lab.studies.lc.config import STUDY_PRESETS, STUDY_TRAIN, LcTransferConfig
 from sipt_lab.training.defaults import PER_KIND_FIELDS, default_help
@@ -156,6 +163,7 @@ def add_run_arguments(parser, func, run: str, units: str, resumed: str, train_fi
         action="store_true",
         help=f"replace the {run} in --out, removing only the files sipt-lab wrote there",
     )
+    add_time_limit_argument(parser, units)
     parser.set_defaults(
         func=func,
         fill_defaults=lambda args: fill_training_defaults(args, train_fields, inputs=False),
@@ -205,7 +213,14 @@ def lc_transfer_config(args: argparse.Namespace):
 def run_lc_transfer(args: argparse.Namespace) -> int:
     from sipt_lab.studies.lc.transfer import run_lc_transfer as run_study
 
-    run_study(lc_transfer_config(args), args.out, resume=args.resume, overwrite=args.overwrite, log=print)
+    run_study(
+        lc_transfer_config(args),
+        args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        log=print,
+        time_limit=args.time_limit,
+    )
     return 0
 
 
@@ -280,5 +295,6 @@ def run_atlas(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         log=print,
+        time_limit=args.time_limit,
     )
     return 0

@@ -2,7 +2,8 @@
 
 Rooms: :mod:`~sipt_lab.grid.cells` (a cell, its hash and files), :mod:`~sipt_lab.grid.executors`
 (where cells run), :mod:`~sipt_lab.grid.runner` (:func:`run_grid`), :mod:`~sipt_lab.grid.results_table`
-(the finished cells as a CSV), :mod:`~sipt_lab.grid.model_store` (model directories kept as cells).
+(the finished cells as a CSV), :mod:`~sipt_lab.grid.model_store` (model directories kept as cells),
+:mod:`~sipt_lab.grid.pieces` (a run's finished pieces, to continue it elsewhere).
 The package imports nothing above :mod:`sipt_lab.core`: it knows nothing of what a cell computes.
 """
 
@@ -10,6 +11,7 @@ from sipt_lab.grid.cells import (
     Cell,
     CellResult,
     GridInterrupted,
+    GridStopped,
     as_cells,
     grid,
     read_result,
@@ -17,7 +19,8 @@ from sipt_lab.grid.cells import (
     summarize,
     unfinished,
 )
-from sipt_lab.grid.executors import EXECUTORS, check_executor
+from sipt_lab.grid.executors import EXECUTORS, check_executor, deadline_options
+from sipt_lab.grid.pieces import keep_finished
 from sipt_lab.grid.results_table import collect_results, result_rows, write_results_csv
 from sipt_lab.grid.runner import run_grid
 
@@ -26,10 +29,13 @@ __all__ = [
     "Cell",
     "CellResult",
     "GridInterrupted",
+    "GridStopped",
     "as_cells",
     "check_executor",
+    "deadline_options",
     "collect_results",
     "grid",
+    "keep_finished",
     "read_result",
     "result_rows",
     "run_grid",

@@ -88,6 +88,19 @@ class GridInterrupted(KeyboardInterrupt):
         self.results = results
 
 
+class GridStopped(Exception):
+    """A grid stopped at its deadline (the ``serial`` executor's ``deadline``) with cells not
+    started; ``results`` are the CellResults of the cells that finished, ``total`` the grid's size."""
+
+    def __init__(self, results: list[CellResult], total: int):
+        super().__init__(
+            f"stopped at the time limit: {len(results)} of {total} cells finished and kept, "
+            f"{total - len(results)} not started"
+        )
+        self.results = results
+        self.total = total
+
+
 def grid(base_config: Any, **axes: Sequence[Any]) -> list[Any]:
     """The cartesian product of ``axes`` applied to ``base_config`` via ``dataclasses.replace``.
 

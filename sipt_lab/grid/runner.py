@@ -5,7 +5,8 @@ whose ``result.json`` validates (a damaged one is recomputed), and runs the othe
 (:mod:`sipt_lab.grid.executors`), so a grid killed half-way resumes without recomputing anything
 finished. A cell whose lock belongs to a live process (another run on the same root) is waited
 for, not computed twice; the lock of a dead process is taken over. Ctrl-C stops the grid at
-once, raising :class:`~sipt_lab.grid.cells.GridInterrupted` with the cells that finished.
+once, raising :class:`~sipt_lab.grid.cells.GridInterrupted` with the cells that finished; a serial
+grid given a ``deadline`` starts no cell past it and raises :class:`~sipt_lab.grid.cells.GridStopped`.
 :mod:`sipt_lab.grid.results_table` turns the finished cells into one tidy table.
 """
 
@@ -20,7 +21,17 @@ from typing import Any
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.progress import progress_bar
-from sipt_lab.grid.cells import CellFn, CellResult, GridInterrupted, as_cells, failed, one_line, read_result, summarize
+from sipt_lab.grid.cells import (
+    CellFn,
+    CellResult,
+    GridInterrupted,
+    GridStopped,
+    as_cells,
+    failed,
+    one_line,
+    read_result,
+    summarize,
+)
 from sipt_lab.grid.executors import EXECUTORS, check_executor
 
 logger = logging.getLogger(__name__)
@@ -44,7 +55,8 @@ def run_grid(
     to the executor (see :data:`~sipt_lab.grid.executors.EXECUTORS`). Returns one CellResult per
     config, in the order of ``configs``. A failing cell leaves ``error.txt`` and does not stop the
     others; at the end, ``raise_on_error`` raises SiptError naming the failed cells and the first
-    one's error. Ctrl-C stops every worker and raises :class:`~sipt_lab.grid.cells.GridInterrupted`.
+    one's error. Ctrl-C stops every worker and raises :class:`~sipt_lab.grid.cells.GridInterrupted`;
+    a serial grid stopped by its ``deadline`` option raises :class:`~sipt_lab.grid.cells.GridStopped`.
     """
     _check_picklable(fn)
     check_executor(executor, executor_options)
@@ -81,6 +93,9 @@ def run_grid(
         outcomes.close()  # stops the executor's workers
         raise GridInterrupted([cell for cell in results if cell is not None and cell.result is not None]) from None
 
+    finished = [cell for cell in results if cell is not None]
+    if len(finished) < len(results):  # the executor stopped at its deadline
+        raise GridStopped([cell for cell in finished if cell.result is not None], len(results))
     failures = [cell for cell in results if cell.status == "failed"]
     logger.info(summarize(results))
     if failures and raise_on_error:

@@ -22,14 +22,22 @@ CLI_ONLY = {
     # --only picks the figures to make (make_figures' argument), not how they are made
     "sipt-lab figures": {"--only", "--out"},
     "sipt-lab finetune": {"--out", "--overwrite"},
-    "sipt-lab domain run": {"--loss-param", "--out"},
+    "sipt-lab domain run": {"--loss-param", "--out", "--time-limit"},
     "sipt-lab domain table": {"--out", "--overwrite"},
     "sipt-lab domain curves": {"--out", "--overwrite"},
     # --pilot (a summary file) and --target-effect resolve LcTransferConfig.pilot_sd and, for --seeds auto,
     # LcTransferConfig.seeds (--seeds itself sets that field, written by hand as it also takes "auto")
-    "sipt-lab study lc-transfer": {"--preset", "--pilot", "--target-effect", "--out", "--resume", "--overwrite"},
+    "sipt-lab study lc-transfer": {
+        "--preset",
+        "--pilot",
+        "--target-effect",
+        "--out",
+        "--resume",
+        "--overwrite",
+        "--time-limit",
+    },
     # the atlas: a named scale and where its arms go
-    "sipt-lab study atlas": {"--preset", "--out", "--resume", "--overwrite"},
+    "sipt-lab study atlas": {"--preset", "--out", "--resume", "--overwrite", "--time-limit"},
     # how the advice prints
     "sipt-lab advise": {"--json"},
     "sipt-lab graph build": {"--out"},

@@ -604,7 +604,7 @@ def test_domain_run_grad_accum_splits_the_presets_batch(tmp_path, capsys, monkey
     captured = {}
     monkeypatch.setattr(
         "sipt_lab.studies.domain.run.run_domain",
-        lambda cells, out, executor, preset: captured.setdefault("cells", cells),
+        lambda cells, out, executor, preset, time_limit: captured.setdefault("cells", cells),
     )
     monkeypatch.setattr("sipt_lab.studies.domain.report.format_domain_summary", lambda summary: "")
     base = ["domain", "run", "wiki", "--init", "char", "--seeds", "1", "--device", "cpu"]

@@ -47,9 +47,10 @@ from pathlib import Path
 
 import torch.distributed as dist
 
+from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
 from sipt_lab.evaluation.comparison import Comparison, write_comparison_csv
-from sipt_lab.grid import as_cells, run_grid, unfinished
+from sipt_lab.grid import as_cells, deadline_options, run_grid, unfinished
 from sipt_lab.grid.model_store import STORE_KEYS, drop_damaged, stored_digest
 from sipt_lab.jobs.finetune import HISTORY_CSV, history_csv
 from sipt_lab.studies.domain.arms import domain_cell, pretrain_arm, train_teacher
@@ -64,7 +65,12 @@ ARMS_CSV = "arms.csv"
 
 
 def run_domain(
-    cells: list[DomainCell], out: str | Path, *, executor: str = "local", preset: str | None = None
+    cells: list[DomainCell],
+    out: str | Path,
+    *,
+    executor: str = "local",
+    preset: str | None = None,
+    time_limit: float | None = None,
 ) -> dict | None:
     """Run the cells (resumable, in ``out/cells``; when they include MLSM arms taught by their
     seed's lm arm, those lm arms first, into the store ``out/teachers``) and write ``summary.json``
@@ -72,7 +78,9 @@ def run_domain(
     ``comparison.csv``, ``arms.csv`` (one row per arm, :func:`~sipt_lab.studies.domain.report.arms_csv`)
     and, when arms were fine-tuned, ``history.csv`` (their fine-tuning
     histories, :func:`~sipt_lab.studies.domain.report.finetune_history`); returns the summary.
-    Every cell is hashed once.
+    Every cell is hashed once. With ``time_limit`` (seconds from this call; the serial executor, not
+    under ``torchrun``) no cell starts that would likely end past it, and the run stops with
+    :class:`~sipt_lab.grid.GridStopped`, its finished cells kept for the next call.
 
     Under ``torchrun`` (``WORLD_SIZE`` > 1) every process takes part in each cell's data-parallel
     pre-training, one cell after another (``executor`` is ignored): rank 0 runs the grid and writes
@@ -83,6 +91,9 @@ def run_domain(
     lm_teachers = stored_teachers(cells)
     teachers = str((out / TEACHERS_DIR).resolve()) if lm_teachers else None
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed and time_limit is not None:
+        raise SiptError("a time limit cannot stop a run under torchrun (its ranks share each cell); drop it")
+    stop = deadline_options(executor, time_limit)
     if distributed:
         from sipt_lab.training.runtime import distributed_context
 
@@ -112,6 +123,7 @@ def run_domain(
             teachers,
             executor=executor,
             required_keys=STORE_KEYS,
+            **stop,
         )
     if distributed:
         dist.barrier()
@@ -121,6 +133,7 @@ def run_domain(
         out / "cells",
         executor=executor,
         required_keys=RESULT_KEYS,
+        **stop,
     )
     rows = [r.result for r in results]
     summary = summarize_domain(rows, cells[0], preset)

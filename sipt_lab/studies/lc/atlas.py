@@ -248,16 +248,19 @@ def run_atlas(
     overwrite: bool = False,
     log=None,
     executor: str = "serial",
+    time_limit: float | None = None,
 ) -> dict:
     """Run the atlas of the module docstring into ``out``; returns the ``fit.json`` content. The
-    draws are checked before any training; an interrupted atlas keeps its finished arms."""
-    from sipt_lab.grid import check_executor, run_grid
+    draws are checked before any training; an interrupted atlas keeps its finished arms, and one
+    given a ``time_limit`` stops as :func:`~sipt_lab.studies.lc.transfer.run_lc_transfer`'s does."""
+    from sipt_lab.grid import check_executor, deadline_options, run_grid
     from sipt_lab.studies.lc.atlas_summary import write_atlas
     from sipt_lab.studies.lc.transfer import check_same_study
 
     log = logger.info if log is None else log
     outputs.check_output_dir(out)
     check_executor(executor)
+    stop = deadline_options(executor, time_limit)
     for language in config.languages:
         for split_seed in config.split_seeds:
             atlas_draw(config, language, split_seed)  # a corpus too small is refused before anything is written
@@ -280,7 +283,7 @@ def run_atlas(
         outputs.record_files(out_dir, list(RUN_FILES))
         save_config(config, out_dir / "config.json")
         try:
-            results = run_grid(atlas_arm, cells, out_dir / CELLS_DIR, executor=executor, required_keys=ARM_KEYS)
+            results = run_grid(atlas_arm, cells, out_dir / CELLS_DIR, executor=executor, required_keys=ARM_KEYS, **stop)
         finally:
             outputs.record_tree(out_dir, CELLS_DIR)
         fit = write_atlas(out_dir, config, [(result.config, result.result) for result in results], log)

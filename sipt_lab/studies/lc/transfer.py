@@ -61,7 +61,7 @@ from sipt_lab.core import fileio, outputs
 from sipt_lab.core.config_io import config_to_dict, field_differences, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.stats import MIN_REPLICATES_FOR_INTERVAL
-from sipt_lab.grid import check_executor, run_grid
+from sipt_lab.grid import check_executor, deadline_options, run_grid
 from sipt_lab.studies.lc.arms import (
     SEED_KEYS,
     Scorer,
@@ -97,12 +97,16 @@ def run_lc_transfer(
     overwrite: bool = False,
     log=None,
     executor: str = "serial",
+    time_limit: float | None = None,
 ) -> dict:
     r"""Run the study of the module docstring into ``out`` (a new or empty directory; an earlier
     study's with ``overwrite``, or with ``resume`` when its config is ``config``, under
     :func:`sipt_lab.core.outputs.run_output`); returns the summary. Every input check runs before
     any training. Each seed is one cell of :func:`~sipt_lab.grid.run_grid` under ``out/cells``, run
-    by ``executor``; a study that fails or is interrupted keeps the seeds it finished.
+    by ``executor``; a study that fails or is interrupted keeps the seeds it finished. With
+    ``time_limit`` (seconds from this call, serial executor) no seed starts that would likely end
+    past it (:func:`~sipt_lab.grid.deadline_options`): the study then stops with
+    :class:`~sipt_lab.grid.GridStopped`, keeping its finished seeds for ``resume``.
 
     A toy study: 32 labelled samples, the dial at ``q = 0`` and ``1``, one seed of two steps per arm
     (far too small to conclude anything; it shows the calls and the files):
@@ -132,6 +136,7 @@ def run_lc_transfer(
     log = logger.info if log is None else log  # the CLI passes print: its lines are the command's output
     outputs.check_output_dir(out)
     check_executor(executor)
+    stop = deadline_options(executor, time_limit)
     inputs = {split_seed: study_inputs(config, split_seed) for split_seed in config.split_seeds}
     source = study_source(config)  # a missing checkpoint is refused before anything is written
     if config.pilot_sd is not None:
@@ -166,6 +171,7 @@ def run_lc_transfer(
                 out_dir / CELLS_DIR,
                 executor=executor,
                 required_keys=SEED_KEYS,
+                **stop,
             )
         finally:
             outputs.record_tree(out_dir, CELLS_DIR)  # the run owns its cells (``--overwrite`` removes them)
