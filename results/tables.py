@@ -591,8 +591,9 @@ def cli_reliability() -> str:
     )
 
 
-#: README blocks this file renders: ``<!-- results-text: NAME -->``, the text, ``<!-- /results-text -->``.
-README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)(\n<!-- /results-text -->)", re.S)
+#: README blocks this file renders: ``<!-- results-text: NAME -->``, the text, ``<!-- /results-text -->``,
+#: each on its own lines; an empty block (no text line) has an empty text.
+README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)\n?(<!-- /results-text -->)", re.S)
 
 
 def render_blocks(text: str) -> str:
@@ -605,7 +606,7 @@ def render_blocks(text: str) -> str:
             for paragraph in markdown_table(name).split("\n\n")
         )
 
-    return README_BLOCK.sub(lambda m: m.group(1) + wrapped(m.group(2)) + m.group(4), text)
+    return README_BLOCK.sub(lambda m: m.group(1) + wrapped(m.group(2)) + "\n" + m.group(4), text)
 
 
 TABLES = {

@@ -6,7 +6,8 @@ The one rule for a command that writes a run into a directory (:func:`run_output
 directory is taken; one holding a run of the same command (its :data:`MANIFEST` lists the files it
 wrote) needs ``--resume`` (where resuming makes sense) or ``--overwrite``, which replaces only the
 listed files, says which, and keeps them aside until the new run has something to put in their
-place; anything else is refused. The directory is locked while the run
+place (the next run on the directory sorts out what a killed one left aside); anything else is
+refused. The directory is locked while the run
 writes, and a run that fails before it has anything worth keeping leaves nothing behind. Commands
 whose run is a resumable grid of cells take a directory with :func:`prepare_grid_dir`.
 """
@@ -266,6 +267,7 @@ def run_output(
         yield out
         return
     with locked_dir(out, option):
+        _recover_killed_overwrite(out, command, finished, keep_on_failure, option, log)
         replaced = _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
         if manifest_command(out) is None:
             write_json_atomic(out / MANIFEST, {"command": command, "files": []})
@@ -286,6 +288,48 @@ def run_output(
         finally:
             if replaced:
                 shutil.rmtree(out / REPLACED_DIR)
+
+
+def _recover_killed_overwrite(
+    out: Path,
+    command: str,
+    finished: str,
+    keep_on_failure: Callable[[Path], bool] | None,
+    option: str,
+    log: Callable[[str], None],
+) -> None:
+    """Finish what a killed ``--overwrite`` of ``out`` left: its :data:`REPLACED_DIR`.
+
+    The claim moves the earlier run's manifest last, so a folder without one is a move cut short:
+    it goes back. Otherwise the files of ``out``'s manifest are the new run's; when the new run
+    finished (``finished``) or left something to keep (``keep_on_failure``), the earlier run is
+    deleted, as a run that ends does; else the new run's files are, and the earlier run goes
+    back, as a run that fails does. A new run of another command is left to that command."""
+    aside = out / REPLACED_DIR
+    if not aside.is_dir():
+        return
+    new = owned_files(out) if (aside / MANIFEST).is_file() else []
+    if new and manifest_command(out) != command:
+        return
+    if new and ((out / finished).is_file() or (keep_on_failure is not None and keep_on_failure(out))):
+        shutil.rmtree(aside)
+        log(
+            f"--overwrite: a run stopped in {out} after it had something to keep; the earlier run it "
+            f"replaced, kept aside in {REPLACED_DIR}, is deleted"
+        )
+        return
+    earlier = sorted(path.relative_to(aside).as_posix() for path in aside.rglob("*") if not path.is_dir())
+    both = [name for name in earlier if name != MANIFEST and name not in new and (out / name).exists()]
+    if both:
+        raise SiptError(
+            f"{option} {out}: a stopped --overwrite kept the earlier run in {REPLACED_DIR}, but "
+            f"{list_for_message(both)} exist(s) there and in {out}; move them out of {out} to get that run back"
+        )
+    if (aside / MANIFEST).is_file():
+        remove_owned(out)
+    _move_tree(aside, out, earlier)
+    shutil.rmtree(aside)  # empty folders only: one made for a file the kill kept from moving
+    log(f"--overwrite: a run stopped in {out} before it had anything to keep; the earlier run it was replacing is back")
 
 
 def _claim_run(

@@ -197,7 +197,7 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
     bad: list[str] = []
 
     def invalid(row) -> str:
-        text = (row.text or "").strip()
+        text = _restore_text(row.text or "").strip()
         if not text or is_comment(text):
             return "skip"
         bad.append(text)
@@ -216,18 +216,22 @@ def _text_batches(source, what: str, block: int, name=None) -> Iterator[pa.Recor
     try:
         if isinstance(source, (str, os.PathLike)) and not os.path.isfile(source):
             raise SiptError(f"{what} file {source} does not exist or is not a file; check the path")
-        if isinstance(source, (str, os.PathLike)) and (skip := header_end(source, what, _delimiter(name))):
+        if isinstance(source, (str, os.PathLike)):
+            skip = header_end(source, what, _delimiter(name))
             source = pa.input_stream(str(source))  # decompresses .gz
             source.read(skip)
+        hider = _lone_cr_hider()
         try:
-            reader = pacsv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert)
+            reader = pacsv.open_csv(
+                pa.TransformInputStream(source, hider), read_options=read, parse_options=parse, convert_options=convert
+            )
         except pa.ArrowInvalid as error:
             if "Empty CSV file" in str(error):
                 return  # the caller says the file has no data lines
             raise
         for batch in reader:
             if batch.num_rows:
-                yield _clean_text_batch(batch, name)
+                yield _clean_text_batch(batch, name, hider.hid)
     except (pa.ArrowInvalid, UnicodeDecodeError, EOFError, OSError) as error:
         if None in bad[:1] or isinstance(error, UnicodeDecodeError) or "UTF8" in str(error):
             raise SiptError(f"{what} file {name} is not UTF-8 text; re-encode it as UTF-8") from None
@@ -265,11 +269,48 @@ def _delimiter(path) -> str:
     return "," if str(path).lower().removesuffix(".gz").endswith(".csv") else "\t"
 
 
-def _clean_text_batch(batch: pa.RecordBatch, name) -> pa.RecordBatch:
-    """Strip surrounding whitespace, drop ``#`` comment rows that happen to hold the delimiter,
-    and refuse empty fields."""
-    u = pc.utf8_trim_whitespace(batch.column(0))
-    v = pc.utf8_trim_whitespace(batch.column(1))
+#: What a lone ``\r`` and a NUL byte become in the bytes :func:`_lone_cr_hider` hands to Arrow.
+_HIDDEN_CR, _HIDDEN_NUL = "\x00\x02", "\x00\x01"
+
+
+def _lone_cr_hider():
+    """A ``pa.TransformInputStream`` function that writes every ``\r`` not followed by ``\n`` as
+    :data:`_HIDDEN_CR` (a NUL as :data:`_HIDDEN_NUL`, so that the two stay apart) and drops the
+    ``\r`` of ``\r\n``; its ``hid`` attribute turns True once it has hidden something.
+
+    Arrow's CSV parser ends a line at a lone ``\r`` too, where the in-memory reader keeps it as
+    data (lines split on ``\n`` and ``\r\n`` only); :func:`_restore` puts it back. A ``\r\n``
+    split between two buffers is hidden as data, at the end of a line, where the fields' trim
+    drops it as the in-memory reader's does."""
+
+    def transform(buffer: pa.Buffer) -> pa.Buffer:
+        data = buffer.to_pybytes()
+        if b"\r" not in data and b"\x00" not in data:
+            return buffer
+        cr, nul = _HIDDEN_CR.encode(), _HIDDEN_NUL.encode()
+        data = data.replace(b"\x00", nul).replace(b"\r", cr).replace(cr + b"\n", b"\n")
+        transform.hid = transform.hid or b"\x00" in data
+        return pa.py_buffer(data)
+
+    transform.hid = False
+    return transform
+
+
+def _restore_text(text: str) -> str:
+    """A row's text as the file holds it (:func:`_lone_cr_hider` undone)."""
+    return text.replace(_HIDDEN_CR, "\r").replace(_HIDDEN_NUL, "\x00")
+
+
+def _restore(values: pa.Array) -> pa.Array:
+    """:func:`_restore_text` of every string of ``values``."""
+    return pc.replace_substring(pc.replace_substring(values, _HIDDEN_CR, "\r"), _HIDDEN_NUL, "\x00")
+
+
+def _clean_text_batch(batch: pa.RecordBatch, name, hidden: bool) -> pa.RecordBatch:
+    """Put back what :func:`_lone_cr_hider` hid (when ``hidden``), strip surrounding whitespace,
+    drop ``#`` comment rows that happen to hold the delimiter, and refuse empty fields."""
+    u, v = (_restore(column) if hidden else column for column in batch.columns)
+    u, v = pc.utf8_trim_whitespace(u), pc.utf8_trim_whitespace(v)
     comment = pc.starts_with(u, "#")
     if pc.any(comment).as_py():
         keep = pc.invert(comment)

@@ -96,13 +96,21 @@ class CharInit:
 
 @dataclass(frozen=True)
 class CheckpointInit:
-    """A local Hugging Face checkpoint directory; ``pooling`` None takes the directory's own."""
+    """A local Hugging Face checkpoint directory; ``pooling`` None takes the directory's own.
+
+    Its tokenizer does not depend on the texts: it is loaded once per length and kept
+    (``loaded``, by ``max_len``), since a run asks for it more than once (the job checks the
+    checkpoint with it before writing anything, the trainer and the reference head fit use it)."""
 
     path: str
     pooling: str | None = None
+    loaded: dict = field(default_factory=dict, compare=False, repr=False)
 
     def tokenizer(self, texts: list[str], max_len: int | None):
-        return load_hf_tokenizer(self.path, max_len)
+        max_len = self.input_defaults()["max_len"] if max_len is None else max_len
+        if max_len not in self.loaded:
+            self.loaded[max_len] = load_hf_tokenizer(self.path, max_len)
+        return self.loaded[max_len]
 
     def encoder(self, tokenizer) -> tuple[nn.Module, list[str]]:
         return load_hf_encoder(self.path, tokenizer.pad_id, self.pooling)

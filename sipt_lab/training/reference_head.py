@@ -98,9 +98,7 @@ def fit_reference_head(
     result does not depend on the run's seed, and the run's random state is as it was before.
     Returns the note for the log."""
     texts = list(reference_texts())
-    tokenizer = source.tokenizer(texts, None)
-    if tokenizer.max_len > REFERENCE_MAX_LEN:
-        tokenizer = source.tokenizer(texts, REFERENCE_MAX_LEN)
+    tokenizer = source.tokenizer(texts, min(source.input_defaults()["max_len"], REFERENCE_MAX_LEN))
     inputs = encoder_inputs(tokenizer, texts, device)
     sampler = masking_sampler(tokenizer, texts, inputs.lengths, REFERENCE_BATCH, config, REFERENCE_SEED)
     step = ModelStep(model, RunLoss(inputs, None, objectives, device))

@@ -6,6 +6,10 @@ to put in its place), one test per case the fuzzing found."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,9 @@ import pytest
 from sipt_lab.cli.main import main
 from sipt_lab.core import outputs
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import write_json_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Reached(Exception):
@@ -179,3 +186,73 @@ def test_an_overwrite_interrupted_before_its_first_checkpoint_puts_the_old_run_b
     assert tree(out) == before, "the earlier run must be back, byte for byte"
     assert "is back" in said.out and "leaves --out as it was" in said.err
     assert json.loads((out / "result.json").read_text())["n_samples"] == 8
+
+
+#: A ``--overwrite`` run of a stand-in command, killed (SIGKILL) while it moves the earlier run
+#: aside (``moving``), after it wrote a first file (``started``), or after it finished (``finished``).
+KILLED_OVERWRITE = """
+import os, signal, sys
+from pathlib import Path
+from sipt_lab.core.outputs import record_files, run_output
+
+out, stage = Path(sys.argv[1]), sys.argv[2]
+if stage == "moving":
+    rename = Path.rename
+
+    def killed_after_one(self, target):
+        rename(self, target)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    Path.rename = killed_after_one
+with run_output(out, "demo", finished="result.json", overwrite=True) as run:
+    record_files(run, ["log.txt", "result.json"])
+    (run / "log.txt").write_text("new")
+    if stage == "finished":
+        (run / "result.json").write_text("new")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("stage", ["moving", "started", "finished"])
+def test_the_next_run_sorts_out_what_a_killed_overwrite_kept_aside(tmp_path, stage):
+    out = tmp_path / "run"
+    with outputs.run_output(out, "demo", finished="result.json") as run:
+        outputs.record_files(run, ["result.json", "sub/a.txt", "old.txt"])
+        for name in ("result.json", "sub/a.txt", "old.txt"):
+            (run / name).parent.mkdir(exist_ok=True)
+            (run / name).write_text("earlier")
+    (out / "notes.txt").write_text("mine")
+    earlier = tree(out)
+    (tmp_path / "killed.py").write_text(KILLED_OVERWRITE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, str(tmp_path / "killed.py"), str(out), stage], env=env, check=False)
+    assert killed.returncode == -signal.SIGKILL and (out / outputs.REPLACED_DIR).is_dir()
+
+    said = []
+    with (
+        pytest.raises(SiptError, match="holds a finished run"),
+        outputs.run_output(out, "demo", finished="result.json", log=said.append),
+    ):
+        pass
+    assert not (out / outputs.REPLACED_DIR).exists() and len(said) == 1
+    if stage == "finished":  # the new run is kept, the earlier one (old.txt too) deleted
+        assert "is deleted" in said[0]
+        new = {name: data for name, data in tree(out).items() if name != outputs.MANIFEST}
+        assert new == {"log.txt": b"new", "notes.txt": b"mine", "result.json": b"new"}
+    else:
+        assert "is back" in said[0] and tree(out) == earlier, "the earlier run must be back, byte for byte"
+
+
+def test_a_killed_overwrite_never_moves_its_earlier_run_over_a_users_file(tmp_path):
+    out = tmp_path / "run"
+    aside = out / outputs.REPLACED_DIR
+    aside.mkdir(parents=True)
+    (aside / "result.json").write_text("earlier")  # a move cut short: the manifest is still in run/
+    write_json_atomic(out / outputs.MANIFEST, {"command": "demo", "files": ["result.json"]})
+    (out / "result.json").write_text("mine")
+    with (
+        pytest.raises(SiptError, match=r"result.json exist\(s\) there and in .*; move them out"),
+        outputs.run_output(out, "demo", finished="result.json", overwrite=True),
+    ):
+        pass
+    assert (out / "result.json").read_text() == "mine" and (aside / "result.json").read_text() == "earlier"

@@ -66,3 +66,16 @@ def test_an_epoch_says_which_samples_it_leaves_out(clique_files, tmp_path):
     note = epoch_remainder_note(40, 32)
     assert "8 of the 40 samples" in note
     assert f"note: {note}" in lines and note in outcome.report["notes"]
+
+
+def test_a_run_loads_its_checkpoints_tokenizer_once(clique_files, tiny_st, tmp_path, monkeypatch):
+    # the job checks the checkpoint with it, the trainer and the reference head fit use it
+    import sipt_lab.models.sources as sources
+
+    monkeypatch.setenv("SIPT_LAB_CACHE", str(tmp_path / "cache"))
+    loads = []
+    load = sources.load_hf_tokenizer
+    monkeypatch.setattr(sources, "load_hf_tokenizer", lambda *args: loads.append(args) or load(*args))
+    outcome = run_pretraining(_job(clique_files, tiny_st, steps=1, head_warmup=2), tmp_path / "run", log=print)
+    assert any("reference sentences" in note for note in outcome.report["notes"])
+    assert len(loads) == 1, loads

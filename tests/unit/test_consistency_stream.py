@@ -205,6 +205,30 @@ def test_text_conventions_of_the_in_memory_reader(tmp_path):
     assert consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=2) == expected
 
 
+def test_a_lone_cr_is_data_as_in_memory(tmp_path):
+    # Lines split on \n and \r\n only: a lone \r inside a field is part of the id in both readers,
+    # also where the stream's 64 KiB blocks end between a \r and its \n, or on a lone \r.
+    block = 1 << 16
+
+    def padded(text: bytes, size: int) -> bytes:
+        return text + b"#" + b"." * (size - len(text) - 2) + b"\n"
+
+    edges = padded(b"a\rz\tb\n\r\n \r \n", block - 5) + b"c\x00\td\r\n"
+    edges = padded(edges, 2 * block - 4) + b"d\ta\rz\n\rc\x00\t b\r"
+    assert edges[block - 1 : block + 1] == b"\r\n" and edges[2 * block - 1 : 2 * block + 1] == b"\rz"
+    (tmp_path / "edges.tsv").write_bytes(edges)
+    (tmp_path / "labels.tsv").write_bytes(b"a\rz\tx\r\nb\ty\nc\x00\tx\nd\ty\r\n")
+    read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    assert read.node_names == ["a\rz", "b", "c\x00", "d"] and read.graph.n_edges == 4
+    expected = FileConsistency(consistency_report(read.graph, read.labels), 0, 0)
+    assert consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=2) == expected
+    (tmp_path / "edges.tsv").write_bytes(b"a\rz\tb\rc\x00\td\n")  # a \r between two edges joins them
+    with pytest.raises(SiptError, match="expected two"):
+        load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    with pytest.raises(SiptError, match="expected two"):
+        consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+
+
 HEADERS = {  # (edges, labels) first data lines: none, tab-separated after a comment, space-separated
     "none": ("", ""),
     "tab": ("# made by hand\n\nSource\tTarget\n", "ID\tlabel\n"),

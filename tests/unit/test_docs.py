@@ -92,6 +92,23 @@ def test_readme_results_prose_is_what_the_committed_results_render(tables):
     )
 
 
+def test_an_empty_results_block_is_filled_and_keeps_the_next(tables):
+    """A ``results-text`` block with no text line yet (its end marker right after its start) is
+    an empty block: the next block stays its own, and rendering fills each with its own text."""
+    empty = "<!-- results-text: cli-reliability -->\n<!-- /results-text -->"
+    stale = "<!-- results-text: headline-reading -->\nold\n<!-- /results-text -->"
+    text = f"{empty}\n\nbetween\n\n{stale}\n"
+    assert [(name, body) for _, name, body, _ in tables.README_BLOCK.findall(text)] == [
+        ("cli-reliability", ""),
+        ("headline-reading", "old"),
+    ]
+    rendered = tables.render_blocks(text)
+    filled = [(name, body) for _, name, body, _ in tables.README_BLOCK.findall(rendered)]
+    assert [name for name, _ in filled] == ["cli-reliability", "headline-reading"]
+    assert filled[0][1].startswith("The hostile-input battery") and filled[1][1] not in ("", "old")
+    assert "\n\nbetween\n\n" in rendered and tables.render_blocks(rendered) == rendered
+
+
 #: A decimal number in prose (not part of a version, a path or a longer number).
 PROSE_NUMBER = re.compile(r"(?<![\w.])[-−+]?(\d+\.\d+)(?![\d.])")
 #: What is not prose: fenced and inline code, comments, rendered blocks, table rows.
