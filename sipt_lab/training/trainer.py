@@ -112,7 +112,8 @@ def pretrain(
 
     With ``checkpoint_dir``, a checkpoint there from an earlier run of the same configuration
     (``steps`` may grow) is resumed, and one is written every ``checkpoint_every`` steps and at the end.
-    A non-finite loss stops the run with a SiptError naming the step. Under ``torchrun`` the run
+    A non-finite loss stops the run with a SiptError naming the step. A fresh char encoder on a
+    CUDA GPU trains as a stack of one with recorded steps (:func:`trains_as_stack_of_one`). Under ``torchrun`` the run
     is data parallel (:mod:`sipt_lab.training.loop`; each process's dropout draws differ). ``method``
     is the pre-training method's :class:`~sipt_lab.training.recipe.Recipe` (None: LM / SIPT by
     ``config.lambda_si``; :func:`sipt_lab.training.methods.method_recipe` gives the others).
@@ -132,6 +133,9 @@ def pretrain(
     device = resolve_device(config.device)
     retain_freed_memory()
     place = distributed_context(device.type)
+    if trains_as_stack_of_one(source, device, method=method, watch=watch, processes=place.world):
+        (result,) = pretrain_batched([BatchedRun(list(texts), graph, config)], source, checkpoint_dir=checkpoint_dir)
+        return result
     device = local_device(device, place)
     if config.batch_size < place.world:
         raise SiptError(
@@ -235,6 +239,19 @@ def pretrain(
         notes,
         {objective.name: objective.eval() for _, objective in plan.objectives},
     )
+
+
+def trains_as_stack_of_one(
+    source: EncoderSource, device: torch.device, *, method: Recipe | None, watch: WatchFactory | None, processes: int
+) -> bool:
+    """Whether :func:`pretrain` trains its model as a stack of one (:func:`pretrain_batched`), whose
+    whole steps a CUDA GPU records once per shape and replays: a fresh char encoder without dropout
+    on CUDA, in one process, trained by LM / SIPT (no ``method``) with nothing watching. Its eager
+    step is bound by kernel launches, not arithmetic; the stack trains the same steps (its
+    initialisation, batches and masks are :func:`pretrain`'s)."""
+    if device.type != "cuda" or method is not None or watch is not None or processes > 1:
+        return False
+    return isinstance(source, CharInit) and not (source.config.dropout or source.config.attention_dropout)
 
 
 @dataclass(frozen=True)

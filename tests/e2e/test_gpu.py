@@ -34,9 +34,11 @@ def _words(n=40, seed=0):
     return [" ".join(rng.choice(WORDS, 8)) for _ in range(n)]
 
 
-def test_char_pretraining_on_cuda_gives_the_cpu_numbers():
+def test_char_pretraining_on_cuda_gives_the_cpu_numbers(caplog):
     sentences, graph, _ = _cliques()
-    on_gpu = pretrain(sentences, graph, _config(), TINY)
+    with caplog.at_level("INFO", logger="sipt_lab.training.recorded_steps"):
+        on_gpu = pretrain(sentences, graph, _config(), TINY)  # a stack of one, its steps recorded
+    assert any("recorded a CUDA graph" in record.message for record in caplog.records)
     on_cpu = pretrain(sentences, graph, _config(device="cpu"), TINY)
     np.testing.assert_allclose(on_gpu.history["loss"], on_cpu.history["loss"], rtol=1e-3)
     gpu_vectors = embed(on_gpu.encoder, on_gpu.tokenizer, sentences, device="cuda")

@@ -247,3 +247,18 @@ def test_cuda_graphs_need_a_gpu():
         pretrain_batched([_run(0, 0.1)], ENCODER, compile="cudagraphs")
     with pytest.raises(SiptError, match="unknown compile mode 'graphs'"):
         pretrain_batched([_run(0, 0.1)], ENCODER, compile="graphs")
+
+
+def test_pretrain_trains_a_fresh_char_encoder_as_a_stack_of_one_on_cuda_only():
+    from sipt_lab.models import CharInit
+    from sipt_lab.training.methods import method_recipe
+    from sipt_lab.training.trainer import trains_as_stack_of_one
+
+    cuda, cpu, char = torch.device("cuda"), torch.device("cpu"), CharInit(ENCODER)
+    assert trains_as_stack_of_one(char, cuda, method=None, watch=None, processes=1)
+    assert not trains_as_stack_of_one(char, cpu, method=None, watch=None, processes=1)
+    assert not trains_as_stack_of_one(char, cuda, method=None, watch=None, processes=2)  # torchrun: data parallel
+    assert not trains_as_stack_of_one(char, cuda, method=None, watch=lambda *a: None, processes=1)
+    assert not trains_as_stack_of_one(char, cuda, method=method_recipe("linkbert"), watch=None, processes=1)
+    dropping = CharInit(dataclasses.replace(ENCODER, dropout=0.1))  # the stacked models would share dropout draws
+    assert not trains_as_stack_of_one(dropping, cuda, method=None, watch=None, processes=1)
