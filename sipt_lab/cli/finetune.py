@@ -188,6 +188,7 @@ def run_domain(args: argparse.Namespace) -> int:
 
     from sipt_lab.core import outputs
     from sipt_lab.core.config_io import config_hash
+    from sipt_lab.grid.executors import check_time_limit
     from sipt_lab.jobs.pretrain import launched_rank
     from sipt_lab.studies.domain.cells import domain_run_cells
     from sipt_lab.studies.domain.report import format_domain_summary
@@ -195,6 +196,7 @@ def run_domain(args: argparse.Namespace) -> int:
 
     outputs.check_output_dir(args.out)
     config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS, objective=objective_changes(args))
+    check_time_limit(config.executor, args.time_limit)
     cells = domain_run_cells(config)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
         outputs.check_output_dir(args.out)

@@ -57,6 +57,16 @@ def test_a_time_limit_starts_no_cell_that_would_end_past_it(tmp_path, monkeypatc
         grid_executors.deadline_options("local", 6)
 
 
+def test_a_time_limit_on_a_parallel_domain_run_is_one_line_before_anything_is_written(tmp_path, capsys):
+    argv = ["domain", "run", "wiki", "--init", "char", "--executor", "local", "--time-limit", "60"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    assert (
+        "needs the serial executor (one cell after another), not 'local'; pass --executor serial"
+        in capsys.readouterr().err
+    )
+    assert not (tmp_path / "run").exists()
+
+
 def _study_argv(tmp_path) -> list[str]:
     """A two-seed toy study's command line, without ``--out`` (its data written into ``tmp_path``)."""
     rng = np.random.default_rng(0)
