@@ -196,7 +196,7 @@ def run_domain(args: argparse.Namespace) -> int:
 
     outputs.check_output_dir(args.out)
     config = config_from_args(args, DomainRunConfig, DOMAIN_RUN_FIELDS, objective=objective_changes(args))
-    check_time_limit(config.executor, args.time_limit)
+    check_time_limit(config.executor, args.time_limit, "DomainRunConfig.executor")
     cells = domain_run_cells(config)
     if launched_rank() == 0:  # one run at a time writes into --out (its cells have their own locks too)
         outputs.check_output_dir(args.out)

@@ -173,24 +173,25 @@ def check_executor(executor: str, options: dict[str, Any] | None = None) -> None
         check_slurm((options or {}).get("cluster"))
 
 
-def deadline_options(executor: str, time_limit: float | None) -> dict[str, float]:
+def deadline_options(executor: str, time_limit: float | None, executor_field: str = "the executor") -> dict[str, float]:
     """The executor options that stop a grid started within ``time_limit`` seconds from now (None:
     no limit, no options): the ``serial`` executor's ``deadline`` (:func:`check_time_limit`)."""
-    check_time_limit(executor, time_limit)
+    check_time_limit(executor, time_limit, executor_field)
     return {} if time_limit is None else {"deadline": time.monotonic() + time_limit}
 
 
-def check_time_limit(executor: str, time_limit: float | None) -> None:
+def check_time_limit(executor: str, time_limit: float | None, executor_field: str = "the executor") -> None:
     """SiptError unless ``time_limit`` is None or a positive number of seconds for the ``serial``
-    executor, the one that runs cells one after another and can stop between them."""
+    executor, the one that runs cells one after another and can stop between them;
+    ``executor_field`` names the setting that chose ``executor`` (a config field) in the message."""
     if time_limit is None:
         return
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise SiptError(f"the time limit must be a positive number of seconds, got {time_limit!r}")
     if executor != "serial":
         raise SiptError(
-            f"a time limit (--time-limit) needs the serial executor (one cell after another), not {executor!r}; "
-            "pass --executor serial or drop the time limit"
+            f"--time-limit needs {executor_field} serial (one cell after another), not {executor!r}; "
+            "set it to serial or drop the time limit"
         )
 
 

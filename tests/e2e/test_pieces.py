@@ -53,17 +53,14 @@ def test_a_time_limit_starts_no_cell_that_would_end_past_it(tmp_path, monkeypatc
         run_grid(_double, cells, tmp_path, **grid_executors.deadline_options("serial", 6))
     assert [cell.result for cell in stopped.value.results] == [{"value": 2}, {"value": 4}]
     assert len(run_grid(_double, cells, tmp_path)) == 4  # the rest, without a limit
-    with pytest.raises(SiptError, match="serial executor"):
+    with pytest.raises(SiptError, match="needs the executor serial"):
         grid_executors.deadline_options("local", 6)
 
 
 def test_a_time_limit_on_a_parallel_domain_run_is_one_line_before_anything_is_written(tmp_path, capsys):
     argv = ["domain", "run", "wiki", "--init", "char", "--executor", "local", "--time-limit", "60"]
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2
-    assert (
-        "needs the serial executor (one cell after another), not 'local'; pass --executor serial"
-        in capsys.readouterr().err
-    )
+    assert "--time-limit needs --executor serial (one cell after another), not 'local'" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 

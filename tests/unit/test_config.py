@@ -167,7 +167,7 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
 
 #: Flags that set no config field (where a run writes, whether it may replace or resume one, where a
 #: download goes): library messages may name them as they are.
-COMMAND_LINE_ONLY_FLAGS = {"--out", "--overwrite", "--resume", "--to", "--allow-unpinned"}
+COMMAND_LINE_ONLY_FLAGS = {"--out", "--overwrite", "--resume", "--to", "--allow-unpinned", "--time-limit"}
 #: Progress and warning lines (printed while a run goes, never through the CLI's error path) that
 #: name a flag, by module.
 LOGGED_FLAGS = {"training/diagnostics.py": {"--loss"}, "training/watch.py": {"--report-to"}}

@@ -93,7 +93,7 @@ def run_domain(
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed and time_limit is not None:
         raise SiptError("a time limit cannot stop a run under torchrun (its ranks share each cell); drop it")
-    stop = deadline_options(executor, time_limit)
+    stop = deadline_options(executor, time_limit, "DomainRunConfig.executor")
     if distributed:
         from sipt_lab.training.runtime import distributed_context
 
