@@ -4,8 +4,8 @@ pieces within one window of device time, and keep what it finished as pieces aga
 Run as ``python benchmarks/continue_in_pieces.py PIECES --into DIR --time-limit SECONDS -- COMMAND...``
 from the repository root: the pieces so far (``PIECES``, a folder :func:`sipt_lab.grid.keep_finished`
 wrote; absent on the first window) are copied into a fresh run directory, ``sipt-lab COMMAND... --out
-RUN --time-limit SECONDS`` continues the run there (a study's ``COMMAND`` ends in ``--resume``) (no cell starts that would likely end
-past the limit, counted from the command's start), and the finished pieces (``PIECES``' and the new
+RUN --time-limit SECONDS`` continues the run there (no cell starts that would likely end past the
+limit, counted from the command's start; a study's ``COMMAND`` ends in ``--resume``), and the finished pieces (``PIECES``' and the new
 ones: metrics, never weights) are written into ``DIR``, which replaces ``PIECES`` in the repository.
 Prints one line: the cells finished before and after, and the command's exit status (3: stopped at
 the time limit, pieces left to run; 0: the run is complete and its result files are among the pieces).
@@ -43,8 +43,8 @@ def main() -> int:
         run = Path(work) / "run"
         if args.pieces.is_dir():
             shutil.copytree(args.pieces, run)
-        if args.pieces.is_dir() and args.pieces.resolve() != args.into.resolve():
-            keep_finished(run, args.into)  # the earlier pieces are kept even if this window finishes none
+            if args.pieces.resolve() != args.into.resolve():
+                keep_finished(run, args.into)  # the earlier pieces are kept even if this window finishes none
         argv = [sys.executable, "-m", "sipt_lab.cli.main", *command, "--out", str(run)]
         status = subprocess.call([*argv, "--time-limit", f"{args.time_limit:g}"])
         if run.is_dir():

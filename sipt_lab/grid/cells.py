@@ -90,7 +90,7 @@ class GridInterrupted(KeyboardInterrupt):
 
 class GridStopped(Exception):
     """A grid stopped at its deadline (the ``serial`` executor's ``deadline``) with cells not
-    started; ``results`` are the CellResults of the cells that finished, ``total`` the grid's size."""
+    started; ``results`` are the CellResults of the cells that finished, of the grid's ``total``."""
 
     def __init__(self, results: list[CellResult], total: int):
         super().__init__(
@@ -98,7 +98,6 @@ class GridStopped(Exception):
             f"{total - len(results)} not started"
         )
         self.results = results
-        self.total = total
 
 
 def grid(base_config: Any, **axes: Sequence[Any]) -> list[Any]:

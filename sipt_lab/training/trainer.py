@@ -113,7 +113,8 @@ def pretrain(
     With ``checkpoint_dir``, a checkpoint there from an earlier run of the same configuration
     (``steps`` may grow) is resumed, and one is written every ``checkpoint_every`` steps and at the end.
     A non-finite loss stops the run with a SiptError naming the step. A fresh char encoder on a
-    CUDA GPU trains as a stack of one with recorded steps (:func:`trains_as_stack_of_one`). Under ``torchrun`` the run
+    CUDA GPU trains as a stack of one with recorded steps (:func:`trains_as_stack_of_one`; it logs
+    no time estimate). Under ``torchrun`` the run
     is data parallel (:mod:`sipt_lab.training.loop`; each process's dropout draws differ). ``method``
     is the pre-training method's :class:`~sipt_lab.training.recipe.Recipe` (None: LM / SIPT by
     ``config.lambda_si``; :func:`sipt_lab.training.methods.method_recipe` gives the others).
