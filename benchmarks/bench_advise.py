@@ -61,7 +61,7 @@ def main() -> int:
             device="cpu",
         )
         seconds = time.perf_counter() - start
-        reference = sentence_transformers_encode(directory, load_fit()["max_len"])
+        reference = sentence_transformers_encode(directory, load_fit()["regime"]["max_len"])
     print("| case | seconds | target |")
     print("|---|---|---|")
     print(

@@ -485,30 +485,60 @@ def headline_reading() -> str:
 
 
 def atlas_line() -> str:
-    """README: the atlas and `advise` in one line."""
+    """README: the atlas and `advise` in one paragraph, at the atlas's longest budget (one pass)."""
     rows, fit = _atlas()
-    natural = [row for row in rows if row["kind"] == "natural" and _known(row["lc"])]
-    decided = sum(
-        (_known(row["gain_low"]) and row["gain_low"] > 0) or (_known(row["gain_high"]) and row["gain_high"] < 0)
-        for row in natural
-    )
-    v = fit["validation"]
+    regime = fit["regime"]
+    budget = max(regime["budgets"])
+    natural = [row for row in rows if row["kind"] == "natural" and _known(row["lc"]) and row["steps"] == budget]
+    raw = sum(_known(row["gain_p"]) and row["gain_p"] < 0.05 for row in natural)
+    holm = sum(row["holm_significant"] == "True" for row in natural)
+    errors = _grouped_errors(fit, budget)
+    coverage = _coverage(fit, budget, "graph")
     return (
-        f"**Can LC tell beforehand?** Over {len(natural)} natural (graph, task) pairs of the atlas "
-        f"(LC {min(row['lc'] for row in natural):.2f} to {max(row['lc'] for row in natural):.2f}, "
-        f"`results/lc_atlas.csv`) SIPT's held-out gain is distinguishable from zero on {decided}; "
-        f"`sipt-lab advise` predicts it from LC and the encoder's own consistency, and left out one pair at a time "
-        f"its {fit['level']:.0%} intervals hold {v['coverage']:.0%} of the measured gains (mean absolute error "
-        f"{v['mae']:.3f})."
+        f"**Can LC tell beforehand?** The atlas (`results/lc_atlas.csv`) pre-trained {regime['init']} on "
+        f"{_languages(regime)} vital-article summaries, {regime['n_pretrain']} crawled articles per draw, at "
+        f"{_budgets(regime)} steps of {regime['batch_size']} samples x {regime['max_len']} tokens ({budget} steps is "
+        f"one pass), and scored {len(natural)} natural (graph, task) pairs with LC "
+        f"{min(row['lc'] for row in natural):.2f} to {max(row['lc'] for row in natural):.2f} on never-seen articles. "
+        f"At {budget} steps SIPT's gain over LM-only is distinguishable from zero on {raw} pairs ({holm} after Holm's "
+        f"adjustment). Left out by whole graph, task and language, the shipped predictor "
+        f"({fit['model']}: {fit['model_words']}) errs on one run by {errors[fit['model']]:.3f} on average, against "
+        f"{errors['zero']:.3f} for predicting no gain and {errors['lc']:.3f} for LC alone; its {fit['level']:.0%} "
+        f"single-run intervals hold {coverage[0]:.0%} [{coverage[1]:.0%}, {coverage[2]:.0%}] of the runs of a "
+        f"left-out graph. `sipt-lab advise` prints this regime with every prediction."
     )
 
 
 #: The atlas's metrics in words.
 METRIC_NAMES = {"knn_accuracy": "3-NN accuracy", "knn_auroc": "3-NN macro AUROC"}
+#: Validation schemes in words.
+SCHEME_WORDS = {"pair": "pair", "graph": "graph", "task": "task", "language": "language"}
 
 
 def _atlas() -> tuple[list[dict], dict]:
     return read("results/lc_atlas.csv"), json.loads((ROOT / "results/lc_atlas_fit.json").read_text(encoding="utf-8"))
+
+
+def _languages(regime: dict) -> str:
+    names = {"en": "English", "fr": "French"}
+    return " and ".join(names.get(language, language) for language in regime["languages"])
+
+
+def _budgets(regime: dict) -> str:
+    budgets = [str(b) for b in regime["budgets"]]
+    return ", ".join(budgets[:-1]) + f" and {budgets[-1]}" if len(budgets) > 1 else budgets[0]
+
+
+def _grouped_errors(fit: dict, budget: int) -> dict[str, float]:
+    """Model -> its single-run error at ``budget``, averaged over the whole-group schemes."""
+    rows = [row for row in fit["validation"] if row["steps"] == budget and row["scheme"] != "pair"]
+    models = dict.fromkeys(row["model"] for row in rows)
+    return {m: sum(r["mae"] for r in rows if r["model"] == m) / sum(r["model"] == m for r in rows) for m in models}
+
+
+def _coverage(fit: dict, budget: int, scheme: str) -> tuple[float, float, float]:
+    row = next(r for r in fit["validation"] if (r["steps"], r["scheme"], r["model"]) == (budget, scheme, fit["model"]))
+    return row["coverage"], row["coverage_low"], row["coverage_high"]
 
 
 def _known(value) -> bool:
@@ -520,61 +550,108 @@ def _bounds(low, high, digits: int = 3) -> str:
 
 
 def lc_atlas() -> str:
-    """docs: every pair of the atlas, its LC and the encoder's, its measured gain and the gain
-    predicted for it with that pair left out of the fit."""
+    """docs: every natural and control pair of the atlas at its longest budget: LC, the encoder's
+    own consistency, the measured gain over LM-only with its interval, p-value and Holm's verdict."""
     rows, fit = _atlas()
+    budget = max(fit["regime"]["budgets"])
+    chosen = [row for row in rows if row["steps"] == budget and row["kind"] != "dial"]
     body = [
         [
             f"{row['language']} {row['task']}",
-            row["graph"],
+            row["graph"] + (" (control)" if row["kind"] == "control" else ""),
             f"{row['lc']:.3f}" if _known(row["lc"]) else "n/a",
             f"{row['encoder_consistency']:.3f}",
             f"{row['gain']:+.3f} {_bounds(row['gain_low'], row['gain_high'])}",
-            f"{row['predicted']:+.3f} {_bounds(row['predicted_low'], row['predicted_high'])}"
-            if _known(row["predicted"])
-            else "n/a",
+            f"{row['gain_p']:.2f}" if _known(row["gain_p"]) else "n/a",
+            {"True": "yes", "False": "no"}.get(row["holm_significant"], "n/a"),
         ]
-        for row in sorted(rows, key=lambda row: (row["kind"] != "natural", -row["lc"] if _known(row["lc"]) else 1))
+        for row in sorted(chosen, key=lambda row: (row["kind"] != "natural", -row["lc"] if _known(row["lc"]) else 1))
     ]
-    header = [
-        "task",
-        "graph",
-        "LC",
-        "encoder's own 3-NN consistency",
-        "gain over LM-only, 95% CI",
-        f"predicted with the pair left out, {fit['level']:.0%} PI",
+    header = ["task", "graph", "LC", "encoder's own 3-NN consistency", f"gain over LM-only at {budget} steps, 95% CI"]
+    return _table([*header, "p", "Holm at 0.05"], body)
+
+
+def lc_atlas_validation() -> str:
+    """docs: the grouped validation: per budget and scheme, each model's single-run error and the
+    coverage of its single-run intervals, trivial baselines beside the fitted models."""
+    _, fit = _atlas()
+    body = [
+        [
+            f"{row['steps']}",
+            f"leave one {SCHEME_WORDS[row['scheme']]} out ({row['groups']})",
+            row["model"] + (" (shipped)" if row["model"] == fit["model"] else ""),
+            f"{row['mae']:.4f}",
+            "n/a" if row["sign_accuracy"] is None else f"{row['sign_accuracy']:.2f}",
+            f"{row['decided_right']}/{row['decided']}",
+            f"{row['coverage']:.2f} [{row['coverage_low']:.2f}, {row['coverage_high']:.2f}]",
+        ]
+        for row in fit["validation"]
     ]
-    return _table(header, body)
+    header = ["steps", "validation (groups)", "predictor", "single-run error", "sign right", "decided right"]
+    return _table([*header, f"{fit['level']:.0%} interval coverage [95% Wilson]"], body)
+
+
+def lc_atlas_budgets() -> str:
+    """docs: the budget curve: LM-only minus the init, and the natural pairs' gains against their noise."""
+    body = [
+        [
+            f"{row['steps']:.0f}",
+            row["language"],
+            f"{row['lm_minus_init']:+.3f} {_bounds(row['lm_minus_init_low'], row['lm_minus_init_high'])}",
+            f"{row['pairs']:.0f}",
+            f"{row['gain_mean']:+.4f}",
+            f"{row['pair_se_median']:.4f}",
+            f"{row['pair_spread']:.4f}",
+            f"{row['distinguishable']:.0f} ({row['distinguishable_holm']:.0f})",
+        ]
+        for row in read("results/lc_atlas_budgets.csv")
+    ]
+    header = ["steps", "language", "LM-only - init, 95% CI", "natural pairs", "mean gain", "median per-pair se"]
+    return _table([*header, "spread of pair means (sd)", "gain distinguishable from 0 (after Holm)"], body)
 
 
 def lc_atlas_reading() -> str:
-    """docs and README: what the atlas and its predictor's leave-one-pair-out validation say."""
+    """docs: what the atlas, its budgets and its predictor's grouped validation say."""
     rows, fit = _atlas()
+    regime = fit["regime"]
     natural = [row for row in rows if row["kind"] == "natural" and _known(row["lc"])]
-    above = sum(_known(row["gain_low"]) and row["gain_low"] > 0 for row in natural)
-    below = sum(_known(row["gain_high"]) and row["gain_high"] < 0 for row in natural)
-    lcs = [row["lc"] for row in natural]
-    first = rows[0]
-    v, vn = fit["validation"], fit["validation_natural"]
-    c0, c_lc, c_enc = fit["coefficients"]
-
-    def sign(entry: dict) -> str:
-        if entry["sign_accuracy"] is None:
-            return f"no pair's {fit['level']:.0%} interval excludes zero, so no sign is called"
-        return f"the sign is right on {entry['sign_accuracy']:.0%} of the {entry['decided']} pairs whose interval excludes zero"
-
+    pairs = {(row["language"], row["task"], row["graph"]) for row in natural}
+    encoders = {round(row["encoder_consistency"], 6) for row in natural}
+    budgets = read("results/lc_atlas_budgets.csv")
+    longest = max(regime["budgets"])
+    errors = {budget: _grouped_errors(fit, budget) for budget in regime["budgets"]}
+    best = fit["model"]
+    crossover = fit["budgets"][str(longest)]["lc_crossover"]
+    verdict = (
+        f"No predictor that reads LC beats {fit['model_words']} under grouped validation, so LC alone does not tell "
+        "SIPT's gain on new samples in this regime."
+        if best in ("zero", "mean", "lc-sign")
+        else f"The shipped predictor is {best} ({fit['model_words']}); "
+        + ("it beats LC alone" if fit["beats_lc"] else "no feature beat LC alone, so LC alone is shipped")
+        + (f", and at {longest} steps LC alone's line crosses zero at LC {crossover:.2f}" if crossover is not None else "")
+        + "."
+    )
     return (
-        f"The atlas (`sipt-lab study atlas --preset cpu`, `results/lc_atlas.csv`): {len(natural)} natural (graph, task) "
-        f"pairs with LC from {min(lcs):.2f} to {max(lcs):.2f}, and {len(rows) - len(natural)} label-built dial pairs, "
-        f"{first['init']} pre-trained {first['steps']:.0f} steps per arm, {first['seeds'] * len(str(first['split_seeds']).split()):.0f} "
-        f"replicates (draw x seed), scored by {METRIC_NAMES.get(first['metric'], first['metric'])} on never-seen articles. "
-        f"{above} natural pairs gain (95 % interval above zero), {below} lose (below zero), {len(natural) - above - below} "
-        f"cannot tell. The predictor fitted on every pair is gain = {c0:+.3f} {c_lc:+.3f} × LC {c_enc:+.3f} × the "
-        f"encoder's consistency (residual sd {fit['residual_sd']:.3f}). Left out one pair at a time over all "
-        f"{v['pairs']} pairs: {sign(v)}, mean absolute error {v['mae']:.3f}, and its {fit['level']:.0%} intervals hold "
-        f"{v['coverage']:.0%} of the measured gains; over the {vn['pairs']} natural pairs alone: {sign(vn)}, mean "
-        f'absolute error {vn["mae"]:.3f}, coverage {vn["coverage"]:.0%}. The rule "SIPT helps where LC exceeds the '
-        f"encoder's own consistency\" gets the sign of {v['rule_sign_accuracy']:.0%} of the pairs."
+        f"The atlas (`sipt-lab study atlas --preset cpu`, `results/lc_atlas.csv`) pre-trained {regime['init']} "
+        f"(batch {regime['batch_size']} x {regime['max_len']} tokens, lr {regime['lr']}, lambda_SI {regime['lambda_si']}, "
+        f"{regime['loss']} loss) on {regime['n_pretrain']} crawled articles per draw of the {_languages(regime)} "
+        f"vital-article summaries, {regime['replicates']} draws per language, and read each arm after "
+        f"{_budgets(regime)} optimiser steps of one run whose learning rate decays over the longest. It holds "
+        f"{len(pairs)} natural (graph, task) pairs with LC from {min(row['lc'] for row in natural):.2f} to "
+        f"{max(row['lc'] for row in natural):.2f} and {len(encoders)} distinct encoder-consistency values. "
+        + " ".join(
+            f"At {row['steps']:.0f} steps in {row['language']}, LM-only moves the init by {row['lm_minus_init']:+.3f}; the "
+            f"pairs' mean gain is {row['gain_mean']:+.4f}, a pair's standard error {row['pair_se_median']:.4f} against a "
+            f"spread of {row['pair_spread']:.4f} between pairs, and {row['distinguishable']:.0f} pairs differ from zero "
+            f"({row['distinguishable_holm']:.0f} after Holm)."
+            for row in budgets
+        )
+        + " Single-run error under whole-group validation, averaged over graph, task and language: "
+        + "; ".join(
+            f"{budget} steps: " + ", ".join(f"{model} {error:.4f}" for model, error in errors[budget].items())
+            for budget in regime["budgets"]
+        )
+        + f". {verdict}"
     )
 
 
@@ -628,6 +705,8 @@ TABLES = {
     "lc-atlas": lc_atlas,
     "cli-reliability": cli_reliability,
     "lc-atlas-reading": lc_atlas_reading,
+    "lc-atlas-validation": lc_atlas_validation,
+    "lc-atlas-budgets": lc_atlas_budgets,
 }
 
 

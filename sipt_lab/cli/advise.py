@@ -13,13 +13,15 @@ def register(subparsers) -> None:
         "advise",
         help="predict, before any training, whether SIPT on a graph helps a task on new samples",
         description="Measures the local consistency (LC) of your labels over your graph and the init's own "
-        "3-NN consistency on the same labelled samples (one embedding pass, no training), and turns them into "
-        "SIPT's predicted gain over LM-only on never-seen samples with a 90%% prediction interval, from the "
-        "predictor fitted on the natural-graph atlas (`sipt-lab study atlas`). Labels may cover a subset of "
-        "the samples. Prints a verdict and its reason, and warns when your numbers lie outside the atlas.",
+        "k-NN consistency on the same labelled samples (one embedding pass, no training), and turns them into "
+        "SIPT's predicted gain over LM-only on never-seen samples for one run at a training budget (--steps), with "
+        "the 90% interval one run falls in, from the predictor chosen and calibrated on the natural-graph atlas "
+        "(`sipt-lab study atlas`) by leaving out whole graphs, tasks and languages. Labels may cover a subset of "
+        "the samples. Prints the regime the prediction is for, a verdict and its reason, the predictor's "
+        "validation beside trivial baselines, and warns where your settings or numbers lie outside the atlas.",
     )
-    add_config_arguments(parser, AdviseConfig, ("samples", "edges", "labels"))
-    add_config_arguments(parser, AdviseConfig, ("init", "pooling", "max_len", "k", "device", "fit"))
+    add_config_arguments(parser, AdviseConfig, ("samples", "edges", "labels"), required=("samples", "edges", "labels"))
+    add_config_arguments(parser, AdviseConfig, ("init", "pooling", "max_len", "k", "steps", "device", "fit", "plot"))
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of lines")
     parser.set_defaults(func=run_advise, memory_hint="lower --max-length")
 

@@ -235,13 +235,14 @@ ATLAS_FIELDS = (
     "n_never_seen",
     "split_seeds",
     "seeds",
+    "budgets",
     "init",
     "pooling",
     "k",
     "metric",
 )
-#: TrainConfig fields of the atlas's flags.
-ATLAS_TRAIN_FIELDS = ("steps", "batch_size", "max_len", "lr", "lambda_si", "head_warmup")
+#: TrainConfig fields of the atlas's flags (its steps are its budgets).
+ATLAS_TRAIN_FIELDS = ("batch_size", "max_len", "lr", "lambda_si", "head_warmup")
 
 
 def register_atlas(actions) -> None:

@@ -106,3 +106,16 @@ def fieller_interval(numerators, denominators, level: float = 0.95) -> tuple[lis
     c = mx**2 - quantile * covariance[0, 0]
     root = math.sqrt(max(b * b - 4 * a * c, 0.0))
     return [(-b - root) / (2 * a), (-b + root) / (2 * a)], True
+
+
+def wilson_interval(proportion: float, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval ``(low, high)`` of a proportion observed over ``trials`` (a share
+    of agreeing samples, a coverage); it stays inside [0, 1], unlike a t-interval. NaN for no trials."""
+    from scipy.stats import norm
+
+    if trials == 0:
+        return math.nan, math.nan
+    z = float(norm.ppf(0.5 + confidence / 2))
+    centre = (proportion + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(proportion * (1 - proportion) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)

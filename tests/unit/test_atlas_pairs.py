@@ -1,13 +1,12 @@
-"""The atlas's material and its predictor: draws that keep the sides apart, tasks and graphs that
-never read each other, and a gain fit validated leave-one-pair-out."""
+"""The atlas's material: crawled draws that keep the sides apart, tasks and graphs that never read
+each other."""
 
 import numpy as np
 import pytest
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.domains.wiki import description_heads, first_word_head
-from sipt_lab.jobs.gain_predictor import fit_gain, leave_one_pair_out, outside_range, predict_gain
-from sipt_lab.studies.lc.atlas_pairs import GRAPH_BUILDERS, draw_articles, never_seen_positions
+from sipt_lab.studies.lc.atlas_pairs import GRAPH_BUILDERS, TASK_LABELS, crawl, draw_articles, never_seen_positions
 
 
 def test_head_rules_per_language():
@@ -82,38 +81,36 @@ def test_never_seen_positions_drop_test_classes_without_references():
     assert "c" not in set(labels[test])
 
 
-def synthetic_pairs(n=24, slope=0.5, noise=0.01, seed=0):
-    rng = np.random.default_rng(seed)
-    lc, own = rng.uniform(0.1, 0.95, n), rng.uniform(0.3, 0.8, n)
-    gain = slope * (lc - own) + rng.normal(0, noise, n)
-    return [{"lc": a, "encoder_consistency": b, "gain": g} for a, b, g in zip(lc, own, gain)]
-
-
-def test_fit_recovers_the_coefficients_and_its_interval_covers():
-    pairs = synthetic_pairs()
-    fit = fit_gain(pairs)
-    assert np.allclose(fit["coefficients"], [0.0, 0.5, -0.5], atol=0.03)
-    mean, low, high = predict_gain(fit, lc=0.9, encoder_consistency=0.4)
-    assert low < mean < high and low > 0  # a graph far above the encoder: help
-    inside = predict_gain(fit, lc=0.5, encoder_consistency=0.5)
-    far = predict_gain(fit, lc=3.0, encoder_consistency=0.5)
-    assert far[2] - far[1] > inside[2] - inside[1]  # wider where the fit saw nothing
-    assert outside_range(fit, lc=3.0, encoder_consistency=0.5) == [
-        f"lc 3.000 outside the atlas's [{fit['ranges']['lc'][0]:.3f}, {fit['ranges']['lc'][1]:.3f}]"
+def test_era_and_nationality_read_the_text_not_a_graph():
+    articles = [
+        {"extract": "Born in 1879 in Ulm, he moved in 1933.", "description": "German physicist", "topic": "People"},
+        {"extract": "A city of 2,500,000 people.", "description": "Capital of France", "topic": "Geography"},
+        {"extract": "Founded in 2004.", "description": "American company", "topic": "Society"},
     ]
+    assert list(TASK_LABELS["era"](articles, "en")) == ["1800-1899", None, "2000-2029"]
+    assert list(TASK_LABELS["nationality"](articles, "en")) == ["German", None, "American"]
+    french = [
+        {"description": "actrice américaine"},
+        {"description": "homme politique français"},
+        {"description": "ville"},
+    ]
+    assert list(TASK_LABELS["nationality"](french, "fr")) == ["américain", "français", None]
 
 
-def test_leave_one_pair_out_scores_held_out_predictions():
-    validation = leave_one_pair_out(synthetic_pairs(n=40, seed=2))
-    assert validation["pairs"] == 40
-    assert validation["coverage"] >= 0.75  # a 90% interval on data the model describes
-    assert validation["mae"] < 0.02
-    assert validation["decided"] > 20 and validation["sign_accuracy"] >= 0.95
-    assert validation["rule_sign_accuracy"] >= 0.9
-    noise = leave_one_pair_out(synthetic_pairs(n=30, slope=0.0, noise=0.05, seed=3))
-    assert noise["decided"] <= 6  # pure noise: hardly any interval excludes zero
+def test_a_crawl_takes_an_article_then_what_it_names():
+    import scipy.sparse as sp
+
+    n = 10  # article i names i + 1 and i + 2
+    rows = np.repeat(np.arange(n), 2)
+    mentions = sp.csr_array((np.ones(2 * n), (rows, (rows + np.tile([1, 2], n)) % n)), shape=(n, n))
+    for seed in range(5):
+        chosen = crawl(mentions, 3, np.random.default_rng(seed)).tolist()
+        assert any(chosen == sorted({s, (s + 1) % n, (s + 2) % n}) for s in range(n)), chosen
+    assert crawl(mentions, n, np.random.default_rng(0)).tolist() == list(range(n))
 
 
-def test_a_fit_needs_enough_pairs():
-    with pytest.raises(SiptError, match="at least 5 pairs"):
-        fit_gain(synthetic_pairs(n=4))
+def test_a_crawl_keeps_more_mentions_than_a_uniform_draw():
+    crawled = draw_articles("en", ("category",), n_pretrain=300, n_never_seen=60, split_seed=0)
+    links = lambda positions: crawled.articles.mentions[positions][:, positions].nnz  # noqa: E731
+    uniform = np.sort(np.random.default_rng(0).choice(len(crawled.articles.texts), 300, replace=False))
+    assert links(crawled.pretrain) > 5 * max(links(uniform), 1)

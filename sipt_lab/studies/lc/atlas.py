@@ -29,9 +29,11 @@ Files written into the run directory (under :func:`sipt_lab.core.outputs.run_out
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -43,6 +45,7 @@ from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.studies.lc.atlas_config import GROWABLE_FIELDS, AtlasConfig
 from sipt_lab.studies.lc.atlas_pairs import GRAPH_BUILDERS, AtlasDraw, atlas_draw, never_seen_positions
 from sipt_lab.training import TrainConfig
+from sipt_lab.training.watch import Watch
 
 logger = logging.getLogger(__name__)
 
@@ -55,14 +58,16 @@ ARM_KEYS = ("rows", "pairs")
 @dataclass(frozen=True)
 class AtlasArm:
     """One grid cell: one arm (``init``, ``lm``, a graph of :data:`GRAPH_BUILDERS` or
-    ``dial:<task>:<q>``) of one seed on one split seed's draw of one language, holding only the
-    settings its result depends on (an atlas grown by a language, a graph or a dial task keeps
-    every finished arm)."""
+    ``dial:<task>:<q>``) of one seed on one split seed's draw of one language, trained for the
+    longest of ``budgets`` and scored after each (the ``init`` arm: ``budgets`` empty, scored
+    untrained), holding only the settings its result depends on (an atlas grown by a language, a
+    graph or a dial task keeps every finished arm)."""
 
     language: str
     split_seed: int
     seed: int
     arm: str
+    budgets: tuple[int, ...]
     tasks: tuple[str, ...]
     n_pretrain: int
     n_never_seen: int
@@ -80,6 +85,7 @@ def atlas_arms(config: AtlasConfig) -> list[AtlasArm]:
             split_seed,
             seed,
             arm,
+            () if arm == "init" else config.budgets,
             config.tasks,
             config.n_pretrain,
             config.n_never_seen,
@@ -178,49 +184,93 @@ def arm_tasks(cell: AtlasArm) -> tuple[str, ...]:
     return (cell.arm.split(":")[1],) if cell.arm.startswith("dial:") else cell.tasks
 
 
+#: Stages of an arm whose seconds it reports (:func:`atlas_arm`'s ``seconds``).
+STAGES = ("graph", "train", "embed", "score")
+
+
 def atlas_arm(cell: AtlasArm) -> dict:
     """The cell function: train the arm (``init`` none) and score it on the never-seen test articles
-    of its tasks; ``{"rows": [...], "pairs": [...]}``, ``pairs`` holding per task the LC of the arm's
-    graph over the task's labelled pre-training articles (the init: the encoder's own consistency)."""
+    of its tasks after each budget; ``{"rows", "pairs", "seconds", "history"}``: ``rows`` one per
+    budget (``steps``; the init 0), task and metric, ``pairs`` per task the LC of the arm's graph
+    over the task's labelled pre-training articles (the init: the encoder's own consistency),
+    ``seconds`` the wall time of each of :data:`STAGES`, ``history`` the per-step losses."""
     from sipt_lab.evaluation.heldout import encoder_consistency
     from sipt_lab.graphs.consistency import local_consistency
 
+    clock = StageClock()
     draw = atlas_draw(cell, cell.language, cell.split_seed)
     texts = [draw.articles.texts[i] for i in draw.pretrain]
     tasks = arm_tasks(cell)
     pairs = []
     if cell.arm == "init":
         encoder, tokenizer = init_encoder(cell, texts, cell.seed)
-        vectors = init_vectors(cell, cell.language, cell.split_seed)
-        for task in tasks:
-            positions, labels = draw.pretrain_labels(task)
-            own = encoder_consistency(vectors[positions], labels.astype(str), cell.k)
-            pairs.append({"task": task, "encoder_consistency": own, "labelled": int(positions.size)})
+        with clock("embed"):
+            vectors = init_vectors(cell, cell.language, cell.split_seed)
+        with clock("score"):
+            for task in tasks:
+                positions, labels = draw.pretrain_labels(task)
+                own = encoder_consistency(vectors[positions], labels.astype(str), cell.k)
+                pairs.append({"task": task, "encoder_consistency": own, "labelled": int(positions.size)})
+        scores, history = {0: task_metrics(encoder, tokenizer, draw, tasks, cell, clock)}, {}
     else:
         from sipt_lab.studies.lc.arms import train_arm
 
-        graph = arm_graph(cell, draw)
-        train = replace(cell.train, seed=cell.seed)
-        if cell.arm == "lm":
-            train = replace(train, lambda_si=0.0)
-        else:
-            for task in tasks:
-                positions, labels = draw.pretrain_labels(task)
-                labelled = graph.subgraph(positions)
-                lc = local_consistency(labelled, labels.astype(str)) if labelled.n_edges else math.nan
-                pairs.append({"task": task, "lc": float(lc), "edges": int(graph.n_edges)})
-        result = train_arm(texts, graph, train, atlas_source(cell), head_warmups=process_warmups())
-        encoder, tokenizer = result.encoder, result.tokenizer
+        with clock("graph"):
+            graph = arm_graph(cell, draw)
+            if cell.arm != "lm":
+                for task in tasks:
+                    positions, labels = draw.pretrain_labels(task)
+                    labelled = graph.subgraph(positions)
+                    lc = local_consistency(labelled, labels.astype(str)) if labelled.n_edges else math.nan
+                    pairs.append({"task": task, "lc": float(lc), "edges": int(graph.n_edges)})
+        train = replace(
+            cell.train,
+            seed=cell.seed,
+            lambda_si=0.0 if cell.arm == "lm" else cell.train.lambda_si,
+            eval_every=math.gcd(*cell.budgets),
+        )
+        scores: dict[int, dict] = {}
+
+        def watch(encoder, tokenizer):
+            def evaluate(step: int) -> dict:
+                if step in cell.budgets:
+                    scores[step] = task_metrics(encoder, tokenizer, draw, tasks, cell, clock)
+                return {}
+
+            return Watch(evaluate=evaluate)
+
+        with clock("train"):
+            result = train_arm(texts, graph, train, atlas_source(cell), watch=watch, head_warmups=process_warmups())
+        clock.seconds["train"] -= clock.seconds["embed"] + clock.seconds["score"]  # the evaluations ran inside
+        history = {name: np.round(values, 5).tolist() for name, values in result.history.items() if name != "lr"}
     rows = [
-        {"language": cell.language, "task": task, "arm": cell.arm, "split_seed": cell.split_seed, "seed": cell.seed}
-        | {"metric": metric, "value": value}
-        for task, metrics in task_metrics(encoder, tokenizer, draw, tasks, cell).items()
-        for metric, value in metrics.items()
+        {"language": cell.language, "task": task, "arm": cell.arm, "steps": steps}
+        | {"split_seed": cell.split_seed, "seed": cell.seed, "metric": metric, "value": value}
+        for steps, metrics in scores.items()
+        for task, values in metrics.items()
+        for metric, value in values.items()
     ]
-    return {"rows": rows, "pairs": pairs}
+    return {"rows": rows, "pairs": pairs, "seconds": clock.seconds, "history": history}
 
 
-def task_metrics(encoder, tokenizer, draw: AtlasDraw, tasks: tuple[str, ...], config: AtlasArm) -> dict[str, dict]:
+class StageClock:
+    """Wall seconds per stage: ``with clock("train"): ...`` adds the block's time to ``seconds["train"]``."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(STAGES, 0.0)
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] += time.perf_counter() - start
+
+
+def task_metrics(
+    encoder, tokenizer, draw: AtlasDraw, tasks: tuple[str, ...], config: AtlasArm, clock: StageClock
+) -> dict[str, dict]:
     """Task -> the study's metrics of ``encoder`` on the task's never-seen test articles (k-NN
     references and the probe's data from its reference and validation articles); the never-seen
     articles of every task embedded in one pass."""
@@ -228,15 +278,17 @@ def task_metrics(encoder, tokenizer, draw: AtlasDraw, tasks: tuple[str, ...], co
     from sipt_lab.training import embed
 
     scored = np.concatenate([draw.never_seen[task] for task in tasks])
-    vectors = embed(encoder, tokenizer, [draw.articles.texts[i] for i in scored], device=config.train.device)
+    with clock("embed"):
+        vectors = embed(encoder, tokenizer, [draw.articles.texts[i] for i in scored], device=config.train.device)
     metrics, start = {}, 0
-    for task in tasks:
-        rows = draw.never_seen[task]
-        labels = draw.articles.labels[task][rows].astype(str)
-        metrics[task] = heldout_metrics(
-            vectors[start : start + rows.size], labels, *never_seen_positions(labels), config.k
-        )
-        start += rows.size
+    with clock("score"):
+        for task in tasks:
+            rows = draw.never_seen[task]
+            labels = draw.articles.labels[task][rows].astype(str)
+            metrics[task] = heldout_metrics(
+                vectors[start : start + rows.size], labels, *never_seen_positions(labels), config.k
+            )
+            start += rows.size
     return metrics
 
 
@@ -267,7 +319,8 @@ def run_atlas(
     cells = atlas_arms(config)
     log(
         f"atlas: {len(cells)} arms ({len(config.languages)} languages x {len(config.split_seeds)} draws x "
-        f"{config.seeds} seeds); {sum(cell.arm != 'init' for cell in cells)} of them train {config.train.steps} steps"
+        f"{config.seeds} seeds); {sum(cell.arm != 'init' for cell in cells)} of them train "
+        f"{config.budgets[-1]} steps, scored after {', '.join(map(str, config.budgets))}"
     )
     with outputs.run_output(
         out,
