@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -333,9 +334,9 @@ def draw_fit(stem, fit: dict, user: dict | None = None) -> list:
         stem,
         budgets=figure_budgets(fit),
         points=fit["points"],
-        title=f"Natural-graph atlas: SIPT - LM-only in {regime['k']}-NN accuracy on never-seen articles; "
-        f"{regime['init']}, batch {regime['batch_size']} x {regime['max_len']} tokens, {', '.join(regime['languages'])}; "
-        f"band: {fit['model']} ({fit['model_words']}), one run",
+        title=f"Natural-graph atlas: SIPT - LM-only in {regime['k']}-NN accuracy on never-seen articles\n"
+        f"{Path(regime['init']).name}, batch {regime['batch_size']} x {regime['max_len']} tokens, "
+        f"{', '.join(regime['languages'])}; band: one run of the shipped predictor ({fit['model']})",
         user=user,
     )
 

@@ -67,7 +67,7 @@ def atlas_panels(
                     capsize=4,
                     label=f"your graph ({user['steps']} steps)",
                 )
-            ax.set_title(f"{budget} steps")
+            ax.set_title(f"after {budget} step{'s' * (int(budget) > 1)}")
             ax.set_xlabel("LC of the graph over the labelled pre-training articles")
             ax.set_xlim(0, 1)
         axes[0][0].set_ylabel("SIPT - LM-only on never-seen articles")

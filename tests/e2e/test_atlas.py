@@ -94,11 +94,16 @@ def test_atlas_writes_its_table_fit_and_figure_and_resumes_without_training(tiny
         assert float(run["gain"]) == pytest.approx(sipt - lm, abs=1e-5)
     fit = json.loads((out / "fit.json").read_text())
     assert fit["format"] == 2 and fit["model"] in fit["selection"] and set(fit["budgets"]) == {"1", "2"}
-    assert fit["regime"] | {"init": None} >= {"batch_size": 4, "max_len": 12, "budgets": [1, 2], "k": 3, "init": None}
+    assert {key: fit["regime"][key] for key in ("batch_size", "max_len", "budgets", "k")} == {
+        "batch_size": 4,
+        "max_len": 12,
+        "budgets": [1, 2],
+        "k": 3,
+    }
     assert {row["scheme"] for row in fit["validation"]} == {"pair", "graph", "task"}  # one language: none to leave out
     with (out / "losses.csv").open() as f:
         losses = list(csv.DictReader(f))
-    assert len(losses) == 3 * 5 * 2  # draws x trained arms x steps
+    assert len(losses) == 3 * 6 * 2  # draws x trained arms (LM-only, 4 graphs, the dial) x steps
     with (out / "budgets.csv").open() as f:
         assert [row["steps"] for row in csv.DictReader(f)] == ["1", "2"]
     assert (out / "atlas.png").stat().st_size > 0
