@@ -56,7 +56,7 @@ COMPILE_OPTIONS: dict[str, dict] = {"compile": {}}
 FIXED_SHAPE_MODES = ("compile", "cudagraphs")
 #: A fixed-shape stack rounds its rows, masked positions and pairs up to multiples of these, so
 #: that a few shapes (each compiled or recorded once) cover a whole training.
-RECORDED_MULTIPLES = {"rows": 8, "reads": 64, "pairs": 64}
+RECORDED_MULTIPLES = {"rows": 16, "reads": 64, "pairs": 64}
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,7 @@ def test_a_recorded_stack_has_few_shapes():
     stack = stacked_training(runs, ENCODER)
     stack.step.preparer.fixed = True
     batches = [stack.step.prepare([s.batch(i) for s in stack.samplers]) for i in range(12)]
-    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 24, each shape recorded once
+    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 32, each shape recorded once
     assert len({batch.layout for batch in batches}) == 2
     for layout in {batch.layout for batch in batches}:
         same = [{name: array.shape for name, array in b.arrays.items()} for b in batches if b.layout == layout]
@@ -226,7 +226,7 @@ def test_a_compiled_stack_compiles_its_encoders_once_per_shape(monkeypatch):
     monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": counting})
     runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)]
     compiled = _losses_of(runs, "compile", steps=10)
-    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 24
+    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 32
     assert 1 <= len(graphs) <= 2, [graph.code for graph in graphs[:1]]
     np.testing.assert_allclose(compiled, _losses_of(runs, steps=10), rtol=1e-5, atol=1e-6)
 
