@@ -7,17 +7,19 @@
 #
 # PARTs, in the order the open work needs them:
 #   correctness   tests/e2e/test_gpu.py (eager, CUDA-graph-recorded and inductor-compiled stacks at
-#                 step 220 among them), its output in $OUT/test_gpu.txt
+#                 step 220 among them), its output and each test's duration in $OUT/test_gpu.txt;
+#                 stopped after CORRECTNESS_LIMIT_S seconds, so that the parts after it still run
 #   fig5b         the whole Figure 5b at the paper's settings (`figures --only fig5b --preset paper
 #                 --batched`), its wall time printed; then bench_fig5b_gpu.py's rows (eager, CUDA graphs,
-#                 inductor side by side) into $OUT/fig5b_timings.csv
+#                 inductor side by side, BENCH_BUDGET_S seconds of rows) into $OUT/fig5b_timings.csv
 #   study:S       the gpu-wiki LC-transfer study continued from results/pieces/lc_transfer_gpu_wiki for
 #                 at most S seconds; the pieces after it come back as $OUT/lc_transfer_gpu_wiki.tgz
 #   table2:S      Table 2's wiki row at `table2_gpu.sh 2400`'s scale (10,033 articles a seed, 2,000
 #                 steps, 3 seeds, the multitask column) continued from results/pieces/table2_wiki_gpu
 #                 for at most S seconds; back as $OUT/table2_wiki_gpu.tgz
 # A window is 15 minutes of device time, the machine's start (1-2 min) included, at most 10 a call:
-# `correctness fig5b` fit one call (timeout_s 540); a later call, or a later window's only call,
+# `correctness fig5b` fits one call (timeout_s 480: the set-up, the tests' 2 minutes, the figure's
+# 2 and the benchmark's 1.5; $OUT/window.txt stamps each part); a later call, or a later window's only call,
 # continues a run (`study:420`, `table2:420`, timeout_s 540: the setup and the time estimate before
 # the cells take about a minute, and the limit counts from the command's start).
 # The device returns at most 8 files, 2 folders deep, so pieces travel as archives. Here, after the
@@ -31,7 +33,8 @@ set -uo pipefail
 [[ -d .device/wheels && -d .device/minilm-fp16 ]] || { echo "carry .device (python benchmarks/device_bundle.py)" >&2; exit 2; }
 
 began=$(date +%s)
-stamp() { echo "[$(date -u +%T) +$(($(date +%s) - began))s] $*"; }
+stamp() { echo "[$(date -u +%T) +$(($(date +%s) - began))s] $*" | tee -a "$OUT/window.txt"; }
+CORRECTNESS_LIMIT_S=${CORRECTNESS_LIMIT_S:-200} BENCH_BUDGET_S=${BENCH_BUDGET_S:-60}
 python3 -m pip install -q --no-index --no-deps --target /tmp/deps .device/wheels/*.whl || exit 1
 export PYTHONPATH=/tmp/deps:$PWD
 if [[ ! -f /tmp/minilm/model.safetensors ]]; then # the same fp32 bytes in every window: the cells' hashes agree
@@ -61,7 +64,8 @@ for part in "$@"; do
     stamp "part $part"
     case $part in
     correctness)
-        python3 -m pytest -q -p no:cacheprovider tests/e2e/test_gpu.py 2>&1 | tee "$OUT/test_gpu.txt"
+        timeout "$CORRECTNESS_LIMIT_S" python3 -m pytest -q -p no:cacheprovider --durations=0 tests/e2e/test_gpu.py 2>&1 |
+            tee "$OUT/test_gpu.txt"
         ((PIPESTATUS[0] == 0)) || status=1
         ;;
     fig5b)
@@ -69,7 +73,8 @@ for part in "$@"; do
         "${sipt[@]}" figures --only fig5b --preset paper --batched --out /tmp/fig5b || status=1
         echo "figures --only fig5b --preset paper --batched: wall $(($(date +%s) - t0)) s" | tee "$OUT/fig5b_wall.txt"
         cp /tmp/fig5b/*.csv "$OUT/" 2>/dev/null
-        python3 benchmarks/bench_fig5b_gpu.py --device cuda --out /tmp/fig5b-bench --parts b --total-budget-s 150 || status=1
+        python3 benchmarks/bench_fig5b_gpu.py --device cuda --out /tmp/fig5b-bench --parts b \
+            --total-budget-s "$BENCH_BUDGET_S" --budget-s 10 || status=1
         cp /tmp/fig5b-bench/timings.csv "$OUT/fig5b_timings.csv" 2>/dev/null
         ;;
     study:*)

@@ -10,7 +10,9 @@ cost), each padded to its own longest, with gathers from and to the packed slots
 With ``fixed`` every row takes ``L`` slots, in row order, and all sequences share one bucket of
 width ``L``: the shapes depend on ``(K, B, L)`` and the number of reads only, not on the rows'
 lengths (padding keys are hidden by the key bias), which a CUDA graph recorded once and replayed
-needs; the slots are then the tokens' own positions, so nothing is gathered or scattered.
+needs, and a compiled stack too (one graph per shape; a number of buckets that varies from step to
+step would exhaust ``torch.compile``'s recompilations); the slots are then the tokens' own
+positions, so nothing is gathered or scattered.
 """
 
 from __future__ import annotations
@@ -48,12 +50,11 @@ class BucketShape:
 @dataclass(frozen=True)
 class PackingSpec:
     """How a stack of encoders packs its rows (host data only, picklable): their positions
-    ``max_len``, attention buckets ``max_buckets`` and ``heads``, and ``query_multiple`` (:func:`pack`)."""
+    ``max_len``, attention buckets ``max_buckets`` and ``heads`` (:func:`pack`)."""
 
     max_len: int
     max_buckets: int
     heads: int
-    query_multiple: int = 0
 
     def pack(
         self, lengths: np.ndarray, length: int, positions: np.ndarray, fixed: bool = False
@@ -67,7 +68,7 @@ class PackingSpec:
             )
         n_models, batch = lengths.shape
         reads = np.concatenate([np.tile(np.arange(batch) * length, (n_models, 1)), np.asarray(positions)], axis=1)
-        return pack(lengths, length, reads, self.max_buckets, self.heads, self.query_multiple, fixed)
+        return pack(lengths, length, reads, self.max_buckets, self.heads, fixed)
 
 
 def pack(
@@ -76,14 +77,13 @@ def pack(
     reads: np.ndarray,
     max_buckets: int,
     heads: int,
-    query_multiple: int = 0,
     fixed: bool = False,
 ) -> tuple[dict[str, np.ndarray], tuple[BucketShape, ...]]:
     """The packing of ``(K, B)`` tokens per row (at least 1), padded row length ``L``, ``(K, R)``
     read positions (flat indices into ``B * L``, the first ``B`` of each model its rows' [CLS]) and
-    the attention heads: its :data:`PACKING_ARRAYS` and bucket shapes. ``query_multiple`` n > 0:
-    every bucket's query grid as wide as the most reads of any sequence, rounded up to a multiple of
-    n (0: its own most); ``fixed``: shapes independent of ``lengths`` (:func:`_pack_fixed`)."""
+    the attention heads: its :data:`PACKING_ARRAYS` and bucket shapes (each bucket's query grid as
+    wide as the most reads of its sequences). ``fixed``: shapes independent of ``lengths``
+    (:func:`_pack_fixed`), for a compiled or recorded stack."""
     if fixed:
         return _pack_fixed(lengths, length, reads, heads)
     n_models, batch = lengths.shape
@@ -103,9 +103,7 @@ def pack(
     start = query_start = 0
     for members in length_buckets(sequence_length, max_buckets, power=2):
         member_lengths = sequence_length[members]
-        longest, step = int(member_lengths.max()), query_multiple or 1
-        most = reads_per_sequence[members if not query_multiple else slice(None)].max()
-        query_width = int(-(-most // step) * step)
+        longest, query_width = int(member_lengths.max()), int(reads_per_sequence[members].max())
         columns = np.arange(longest)
         gather.append((first[members, None] + np.minimum(columns, member_lengths[:, None] - 1)).ravel())
         padded_slot[members] = start + np.arange(len(members)) * longest

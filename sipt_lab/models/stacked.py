@@ -76,8 +76,7 @@ class StackedEncoders(nn.Module):
         self._index = {name: k for k, name in enumerate(self.names)}
         self.eps = encoders[0].norm.eps
         self.max_buckets = max_buckets
-        # encode: the device half, or its torch.compile wrapper; query_multiple > 0: one query width, fewer shapes
-        self.encode, self.query_multiple = self._encode, 0
+        self.encode = self._encode  # the device half, or its torch.compile wrapper
 
     @classmethod
     def stack(cls, encoders: Sequence[TransformerEncoder]) -> StackedEncoders:
@@ -165,7 +164,7 @@ class StackedEncoders(nn.Module):
     @property
     def packing_spec(self) -> PackingSpec:
         """How these encoders pack their rows (:meth:`pack`), as host data."""
-        return PackingSpec(self.config.max_len, self.max_buckets, self.config.n_heads, self.query_multiple)
+        return PackingSpec(self.config.max_len, self.max_buckets, self.config.n_heads)
 
     def packing(self, tensors: Mapping[str, torch.Tensor], buckets: tuple[BucketShape, ...]) -> Packing:
         """The device half: :meth:`pack`'s arrays, on the device, as the :class:`Packing` :meth:`encode` reads."""

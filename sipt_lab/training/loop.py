@@ -195,11 +195,11 @@ def optimiser_steps(
 ) -> Iterator[list[torch.Tensor]]:
     """The optimiser steps ``start..config.steps-1`` of ``step``: each ``next()`` takes one (at the
     rate the optimiser holds then) and returns :func:`train_step`'s per-run losses; run ``k`` reads
-    ``samplers[k]``. A fixed-shape step replays recorded CUDA graphs (:class:`RecordedSteps`) on
+    ``samplers[k]``. A step that records its steps replays CUDA graphs (:class:`RecordedSteps`) on
     its prepared batches, drawn ahead by :func:`draw_workers` processes (:func:`batch_stream`); any
     other step runs :func:`train_step` on batches drawn here (``trainable``: ``step``, or ``step``
     wrapped in DDP). Start it after any checkpoint is loaded into the optimiser."""
-    recorded = RecordedSteps(step, optimizer) if step.fixed_shapes else None
+    recorded = RecordedSteps(step, optimizer) if step.records_steps else None
     workers = draw_workers() if recorded is not None else 0
     for micro in batch_stream(samplers, config.grad_accum, start, config.steps, workers):
         if recorded is not None:

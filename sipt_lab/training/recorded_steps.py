@@ -38,7 +38,7 @@ class RecordedSteps:
     step's micro-batches as :meth:`StackedStep.prepare` made them."""
 
     def __init__(self, step: StackedStep, optimizer: torch.optim.Optimizer) -> None:
-        if not step.fixed_shapes or step.device.type != "cuda":
+        if not step.records_steps or step.device.type != "cuda":
             raise SiptError("recorded steps need a fixed-shape stack on a CUDA GPU (compile cudagraphs)")
         if not all(group.get("capturable") for group in optimizer.param_groups):
             raise SiptError("recorded steps need a capturable optimiser: make_optimizer(..., capturable=True)")

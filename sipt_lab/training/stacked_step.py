@@ -16,10 +16,14 @@ encoder's own decoder, :class:`~sipt_lab.objectives.StructureInducing`).
 A step is two halves: :meth:`StackedStep.prepare` builds every array the micro-batch needs on the
 host (:class:`StackBatch`: masked ids, packing, targets, pairs) and :meth:`StackedStep.compute`
 runs on the device from those arrays alone, with no host work or synchronisation. With ``compile``
-``cudagraphs`` the host half also fixes the shapes (rows padded to the longest sample, counts
-rounded up, one attention bucket), so that the training loop can record a whole optimiser step
-once per shape as a CUDA graph and replay it (:mod:`sipt_lab.training.recorded_steps`): a tiny
-model's step is hundreds of kernel launches, which the replay issues as one.
+``cudagraphs`` or ``compile`` the host half also fixes the shapes (rows padded to the longest
+sample, counts rounded up, one attention bucket), so that a whole training has a few shapes: the
+training loop records a whole optimiser step once per shape as a CUDA graph and replays it
+(:mod:`sipt_lab.training.recorded_steps`; a tiny model's step is hundreds of kernel launches, which
+the replay issues as one), and ``torch.compile`` compiles the encoders once per shape. With the
+rows' own lengths, each step would have its own attention buckets (their number and widths), and
+the compiled encoders would meet new shapes until ``torch.compile``'s recompilation limit, after
+which new ones run eagerly beside the compiled ones.
 """
 
 from __future__ import annotations
@@ -48,13 +52,11 @@ _TERM_KINDS = (MaskedLM, StructureInducing)
 #: ``cudagraphs``: recorded, not compiled; :data:`~sipt_lab.training.names.COMPILE_MODES`): the encoders'
 #: device computation after the host-side packing (:meth:`StackedEncoders._encode`, forward and backward).
 COMPILE_OPTIONS: dict[str, dict] = {"compile": {}}
-#: A compiled stack pads each step's masked positions to a multiple of this, and gives every
-#: attention bucket one query-grid width, a multiple of this too: fewer distinct shapes to compile;
-#: the padding reads a row's [CLS] and is dropped.
-COMPILED_READ_MULTIPLE = 16
-#: A recorded stack (``cudagraphs``) rounds its rows, masked positions and pairs up to multiples
-#: of these, so that a few shapes (each recorded once) cover a whole training.
-RECORDED_MULTIPLES = {"rows": 8, "reads": 64, "pairs": 64}
+#: The ways to run the stack that fix its shapes (:class:`StackPreparer`'s ``fixed``).
+FIXED_SHAPE_MODES = ("compile", "cudagraphs")
+#: A fixed-shape stack rounds its rows, masked positions and pairs up to multiples of these, so
+#: that a few shapes (each compiled or recorded once) cover a whole training.
+RECORDED_MULTIPLES = {"rows": 16, "reads": 64, "pairs": 64}
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,9 @@ class StackedStep(Step):
     gradient and AdamW skips it, while its stacked slices get zero gradients, which AdamW would
     still decay; :meth:`frozen` restores those slices around the optimiser step.
 
-    ``fixed_shapes`` (``compile`` ``cudagraphs``) is True when each step's shapes come from a few
-    fixed ones, for :class:`~sipt_lab.training.recorded_steps.RecordedSteps`.
+    ``records_steps`` (``compile`` ``cudagraphs``) is True when the loop records each step as a CUDA
+    graph (:class:`~sipt_lab.training.recorded_steps.RecordedSteps`); ``compile`` ``compile`` fixes
+    the shapes too, and compiles the encoders once per shape.
     """
 
     def __init__(self, encoders: Sequence[TransformerEncoder], runs: Sequence[RunLoss], compile: str = "none") -> None:
@@ -128,15 +131,10 @@ class StackedStep(Step):
         self._terms = _term_table(runs, self.device)
         columns = [[0] + [1 + _TERM_KINDS.index(type(objective)) for _, objective in run.objectives] for run in runs]
         self._picks = to_device([np.array(run_columns, dtype=np.int64) for run_columns in columns], self.device)
-        read_multiple = 1
         if compile in COMPILE_OPTIONS:
             self.stacked.encode = torch.compile(self.stacked.encode, **COMPILE_OPTIONS[compile])
-            self.stacked.query_multiple = read_multiple = COMPILED_READ_MULTIPLE
-        self.preparer = StackPreparer(list(runs), self.stacked.packing_spec, read_multiple, compile == "cudagraphs")
-
-    @property
-    def fixed_shapes(self) -> bool:
-        return self.preparer.fixed
+        self.preparer = StackPreparer(list(runs), self.stacked.packing_spec, compile in FIXED_SHAPE_MODES)
+        self.records_steps = compile == "cudagraphs"
 
     def forward(self, batches: Sequence[PretrainBatch] | StackTensors) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """One micro-batch of each run, or its :meth:`prepare`'d arrays already on the device."""
@@ -201,17 +199,18 @@ class StackedStep(Step):
 @dataclass
 class StackPreparer:
     """The host half of a :class:`StackedStep` (host data only): each run's :class:`RunLoss` (its
-    rows, masking and objectives), how the encoders pack rows, the multiple the MLM reads are
-    rounded up to, and ``fixed``: the fixed shapes of a recorded stack (rows padded to
-    ``full_width`` tokens, counts rounded up by :data:`RECORDED_MULTIPLES`)."""
+    rows, masking and objectives), how the encoders pack rows, and ``fixed``: the fixed shapes of a
+    compiled or recorded stack (rows padded to ``full_width`` tokens, one attention bucket, counts
+    rounded up by :data:`RECORDED_MULTIPLES`; each run's pair counts only for a structure loss
+    without a grouped form, which only a compiled stack may have: they stay out of its encoders)."""
 
     runs: list[RunLoss]
     packing: PackingSpec
-    read_multiple: int = 1
     fixed: bool = False
 
     def __post_init__(self) -> None:
         self.full_width = max(int(run.lengths.max()) for run in self.runs)
+        self.sized_pairs = _ungrouped(self.runs) is not None
         # numpy views of the runs' token ids: the host half makes no torch CPU op (small tensors
         # spread over torch's intra-op threads cost more than they compute)
         self._ids = [run.inputs.ids.numpy() for run in self.runs]
@@ -242,7 +241,7 @@ class StackPreparer:
         within = rows * width + columns  # flat index into the run's (n_rows, width) grid
         targets = replace_masked(ids, model * n_rows * width + within, replacement[model, rows, columns], mask_ids)
         # the read grid's width rounded up: fewer distinct shapes to compile or record
-        count = _round_up(int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else self.read_multiple)
+        count = _round_up(int(counts.max(initial=0)), RECORDED_MULTIPLES["reads"] if fixed else 1)
         rank = np.arange(len(model)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its model
         # padding reads other rows' [CLS], spread over the rows (keeps the last layer's query grid narrow)
         flat = np.tile(np.arange(count) % n_rows * width, (len(runs), 1))
@@ -261,7 +260,8 @@ class StackPreparer:
             negatives = [batches[k].negative_pairs for k in index]
             pad = RECORDED_MULTIPLES["pairs"] if fixed else None
             arrays |= StructureInducing.pair_arrays(positives, negatives, n_rows, pad)
-            sizes = None if fixed else tuple((len(p), len(n)) for p, n in zip(positives, negatives))
+            sized = self.sized_pairs or not fixed
+            sizes = tuple((len(p), len(n)) for p, n in zip(positives, negatives)) if sized else None
         else:
             sizes = None
         counts = (count,) * len(runs) if fixed else tuple(counts.tolist())
@@ -298,13 +298,21 @@ def _unrecordable(runs: Sequence[RunLoss], device: torch.device) -> str | None:
         return "needs a CUDA GPU; use compile or none on a CPU"
     if runs[0].amp_dtype == torch.float16:
         return "needs precision fp32 or bf16 (fp16 loss scaling reads the GPU each step); set TrainConfig.precision to fp32"
+    ungrouped = _ungrouped(runs)
+    if ungrouped is not None:
+        return (
+            f"needs a structure loss with a grouped form (contrastive), not {ungrouped.loss.__name__}; use compile none"
+        )
+    return None
+
+
+def _ungrouped(runs: Sequence[RunLoss]) -> StructureInducing | None:
+    """A structure objective of the runs without a grouped form (its runs' terms computed one by
+    one, from each run's pair counts), or None."""
     for run in runs:
         for _, objective in run.objectives:
             if isinstance(objective, StructureInducing) and objective.grouped_loss is None:
-                return (
-                    f"needs a structure loss with a grouped form (contrastive), not {objective.loss.__name__}; "
-                    "use compile none"
-                )
+                return objective
     return None
 
 

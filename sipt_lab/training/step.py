@@ -43,9 +43,9 @@ class Step(nn.Module):
     subclasses hold the parameters and implement :meth:`forward`.
     """
 
-    #: True when every step's shapes come from a few fixed ones, so the loop records each as a
-    #: CUDA graph and replays it (:class:`~sipt_lab.training.recorded_steps.RecordedSteps`).
-    fixed_shapes: bool = False
+    #: True when the loop records each step as a CUDA graph and replays it (every step's shapes
+    #: come from a few fixed ones; :class:`~sipt_lab.training.recorded_steps.RecordedSteps`).
+    records_steps: bool = False
 
     def __init__(self, runs: Sequence[RunLoss]) -> None:
         super().__init__()

@@ -406,6 +406,6 @@ def stacked_training(
         config.weight_decay,
         fused=on_cuda,
         foreach=not on_cuda,
-        capturable=step.fixed_shapes,
+        capturable=step.records_steps,
     )
     return StackedTraining(step, samplers, optimizer, models, tokenizers, configs, owners, source)

@@ -157,19 +157,15 @@ def test_batched_resume_gives_the_uninterrupted_numbers(tmp_path):
         pretrain_batched([runs[0], _run(1, 0.2)], ENCODER, checkpoint_dir=tmp_path)
 
 
-def _losses_of(runs, compile="none", pad=False, fixed=False, steps=3):
-    """Each run's per-step losses over ``steps`` steps of :func:`stacked_training` (``pad``: the compiled
-    stack's padded reads and uniform query grids; ``fixed``: the recorded stack's fixed shapes; both
-    run eagerly)."""
+def _losses_of(runs, compile="none", fixed=None, steps=3):
+    """Each run's per-step losses over ``steps`` steps of :func:`stacked_training` (``fixed``: the
+    compiled and recorded stacks' fixed shapes, or not; None: the mode's own)."""
     from sipt_lab.training.step import train_step
     from sipt_lab.training.trainer import stacked_training
 
     stack = stacked_training(runs, ENCODER, compile)
-    preparer = stack.step.preparer
-    if pad:
-        preparer.read_multiple = 16
-        preparer.packing = dataclasses.replace(preparer.packing, query_multiple=16)
-    preparer.fixed = fixed
+    if fixed is not None:
+        stack.step.preparer.fixed = fixed
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     values = [
         train_step(stack.step, stack.optimizer, scaler, [[s.batch(i) for s in stack.samplers]]) for i in range(steps)
@@ -177,10 +173,10 @@ def _losses_of(runs, compile="none", pad=False, fixed=False, steps=3):
     return np.array([[float(run[0]) for run in step] for step in values])
 
 
-@pytest.mark.parametrize("padding", [{"pad": True}, {"fixed": True}])
-def test_the_compiled_or_recorded_stacks_padding_changes_no_loss(padding):
-    runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1, 1.0)]
-    np.testing.assert_allclose(_losses_of(runs, **padding), _losses_of(runs), rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("loss", ["contrastive", "multisim"])  # padded pairs, or each run's own
+def test_the_compiled_or_recorded_stacks_padding_changes_no_loss(loss):
+    runs = [_run(seed, lam, loss=loss) for seed in (0, 1) for lam in (0.0, 0.1, 1.0)]
+    np.testing.assert_allclose(_losses_of(runs, fixed=True), _losses_of(runs, fixed=False), rtol=1e-5, atol=1e-6)
 
 
 def test_a_recorded_stack_has_few_shapes():
@@ -190,7 +186,7 @@ def test_a_recorded_stack_has_few_shapes():
     stack = stacked_training(runs, ENCODER)
     stack.step.preparer.fixed = True
     batches = [stack.step.prepare([s.batch(i) for s in stack.samplers]) for i in range(12)]
-    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 24, each shape recorded once
+    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 32, each shape recorded once
     assert len({batch.layout for batch in batches}) == 2
     for layout in {batch.layout for batch in batches}:
         same = [{name: array.shape for name, array in b.arrays.items()} for b in batches if b.layout == layout]
@@ -212,6 +208,27 @@ def test_compiled_batched_training_gives_the_eager_losses(monkeypatch):
     monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": "aot_eager"})
     runs = [_run(0, lam) for lam in (0.0, 0.1)]
     np.testing.assert_allclose(_losses_of(runs, "compile", steps=2), _losses_of(runs, steps=2), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_compiled_stack_compiles_its_encoders_once_per_shape(monkeypatch):
+    """Each step's own attention buckets (their number and widths) would be a new graph each step,
+    until the recompilation limit; past it new shapes ran eagerly beside the compiled ones."""
+    import sipt_lab.training.stacked_step as stacked_step
+
+    graphs = []
+
+    def counting(graph, example_inputs):  # dynamo's graphs, run as traced: the eager ops
+        graphs.append(graph)
+        return graph.forward
+
+    torch._dynamo.reset()  # the recompilation limit counts per code object, across stacks
+    monkeypatch.setitem(stacked_step.COMPILE_OPTIONS, "compile", {"backend": counting})
+    runs = [_run(seed, lam) for seed in (0, 1) for lam in (0.0, 0.1)]
+    compiled = _losses_of(runs, "compile", steps=10)
+    # sampled pairs encode 8 seeds and up to 16 neighbours: rows rounded up to 16 or 32
+    assert 1 <= len(graphs) <= 2, [graph.code for graph in graphs[:1]]
+    np.testing.assert_allclose(compiled, _losses_of(runs, steps=10), rtol=1e-5, atol=1e-6)
 
 
 def test_worker_processes_draw_the_batches_this_process_draws():
