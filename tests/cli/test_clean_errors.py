@@ -214,3 +214,15 @@ def test_convert_string_blames_the_links_not_the_fasta(tmp_path, capsys, links, 
     ]
     err = refused(capsys, [*argv, "--out", str(tmp_path / "out"), *extra])
     assert message in err and "FASTA" not in err
+
+
+def test_convert_string_drops_self_loops_and_reversed_pairs_as_the_graph_readers_do(tmp_path, capsys):
+    (tmp_path / "links.txt").write_text(
+        "protein1 protein2 combined_score\n9606.A 9606.B 900\n9606.B 9606.A 900\n9606.A 9606.A 900\n"
+    )
+    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
+    argv = ["data", "convert", "string", "--links", str(tmp_path / "links.txt"), "--fasta", str(tmp_path / "seq.fasta")]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "1 interactions in interactions.tsv" in out and "dropped 1 self-loop(s) and 1 repeated edge(s)" in out
+    assert (tmp_path / "out" / "interactions.tsv").read_text() == "protein_a\tprotein_b\n9606.A\t9606.B\n"
