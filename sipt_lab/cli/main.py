@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = CheckedStdout(stdout)
     try:
         status = run_command(argv)
-        sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
         return status
     except BrokenPipeError:
         _discard_stdout(stdout)
