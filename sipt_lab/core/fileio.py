@@ -161,8 +161,16 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_text_lines(path: str | Path, what: str) -> list[str]:
-    """:func:`split_lines` of :func:`read_text_file`: the lines of a user's text file."""
-    return split_lines(read_text_file(path, what))
+    """:func:`split_lines` of :func:`read_text_file`: the lines of a user's text file. A file of
+    several lines ended by a lone ``\r`` each (old Mac line endings), which would read as one line,
+    is a one-line SiptError saying so."""
+    text = read_text_file(path, what)
+    if "\n" not in text and "\r" in text.rstrip("\r"):
+        raise SiptError(
+            f"{what} {path} ends its lines with a lone carriage return (\\r, old Mac line endings), which reads "
+            "as one line; convert them to \\n (e.g. tr '\\r' '\\n')"
+        )
+    return split_lines(text)
 
 
 def is_comment(line: str) -> bool:

@@ -344,3 +344,24 @@ def test_the_stream_engine_cuts_a_huge_unknown_id_and_names_a_null_one(tmp_path,
     parquet.write_table(table, tmp_path / "e.parquet")
     argv[argv.index("--edges") + 1] = str(tmp_path / "e.parquet")
     assert "edge 2: a node id is null (an empty cell)" in refused(capsys, [*argv, "--engine", "stream"])
+
+
+@pytest.mark.parametrize("engine", ["memory", "stream"])
+def test_a_tab_only_edges_line_is_refused_by_every_engine_naming_the_line(tmp_path, capsys, engine):
+    argv = graph(tmp_path)
+    (tmp_path / "e.tsv").write_text("a\tb\n\t\nb\tc\n")
+    assert "e.tsv: line 2 has an empty field ('', '')" in refused(capsys, [*argv, "--engine", engine])
+
+
+@pytest.mark.parametrize("engine", ["memory", "stream"])
+def test_a_directory_given_as_edges_is_called_a_directory(tmp_path, capsys, engine):
+    argv = graph(tmp_path)
+    (tmp_path / "edir").mkdir()
+    argv[argv.index("--edges") + 1] = str(tmp_path / "edir")
+    assert "is a directory" in refused(capsys, [*argv, "--engine", engine])
+
+
+def test_a_samples_file_with_lone_cr_line_endings_says_so(tmp_path, capsys):
+    (tmp_path / "s.tsv").write_bytes(b"s0\tred apple\rs1\tgreen apple\rs2\tripe pear\r")
+    argv = ["embed", "--model", "char", "--samples", str(tmp_path / "s.tsv"), "--out", str(tmp_path / "e.npy")]
+    assert "lone carriage return" in refused(capsys, [*argv, "--device", "cpu"])
