@@ -333,7 +333,7 @@ def _empty_field_line(path) -> str:
     separator = _delimiter(path)
     for number, line in stream_text_lines(path, "edges file"):
         fields = line.split(separator)
-        if line.strip() and not is_comment(line) and (len(fields) < 2 or not all(f.strip() for f in fields[:2])):
+        if separator in line and not is_comment(line) and not all(field.strip() for field in fields[:2]):
             return f"line {number}"
     return "a line"
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from test_domain_table import write_run
 from test_every_writer import refused
+from test_robustness import fake_lda  # noqa: F401 (a fixture)
 
 from sipt_lab.cli.main import main
 from sipt_lab.core import outputs
@@ -318,7 +319,7 @@ def test_a_full_disk_in_convert_string_and_domain_table_leaves_no_output(tmp_pat
     assert not table.exists()
 
 
-def test_a_full_disk_in_graph_build_leaves_no_build_that_looks_finished(tmp_path, capsys, monkeypatch):
+def test_a_full_disk_in_graph_build_leaves_no_build_that_looks_finished(tmp_path, capsys, monkeypatch, fake_lda):
     import sipt_lab.synthetic.dataset as dataset
 
     def meta_fails(path, obj):  # the last file of a build: the others are written by then
