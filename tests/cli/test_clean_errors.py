@@ -319,7 +319,8 @@ def test_a_full_disk_in_convert_string_and_domain_table_leaves_no_output(tmp_pat
     assert not table.exists()
 
 
-def test_a_full_disk_in_graph_build_leaves_no_build_that_looks_finished(tmp_path, capsys, monkeypatch, fake_lda):
+@pytest.mark.usefixtures("fake_lda")
+def test_a_full_disk_in_graph_build_leaves_no_build_that_looks_finished(tmp_path, capsys, monkeypatch):
     import sipt_lab.synthetic.dataset as dataset
 
     def meta_fails(path, obj):  # the last file of a build: the others are written by then
