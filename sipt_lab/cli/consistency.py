@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from contextlib import ExitStack
 from importlib import resources
+from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import json_text
@@ -98,6 +99,9 @@ def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
     """The engine asked for, or the one the files need; checks the flags that go with it."""
     from sipt_lab.graphs.edge_tables import is_parquet
 
+    if Path(edges_file).is_dir() and not any(path.is_file() for path in Path(edges_file).rglob("*")):
+        raise SiptError(f"--edges {edges_file} is a directory with no file in it; pass an edges file")
+
     # A directory of edges is Parquet parts; a directory given as labels stays an error of the TSV reader.
     text_tsv = not (
         is_parquet(edges_file)
@@ -106,6 +110,11 @@ def _engine(args: ConsistencyJob, edges_file, labels_file) -> str:
         )
     )
     engine = args.engine or ("memory" if text_tsv and args.chunk_size is None else "stream")
+    if engine == "memory" and Path(edges_file).is_dir():
+        raise SiptError(
+            f"--edges {edges_file} is a directory, which only a streamed engine reads (as Parquet parts); "
+            "pass an edges file, or --engine stream"
+        )
     if engine == "memory" and not text_tsv:
         raise SiptError("--engine memory reads TSV files only; use --engine stream for Parquet or CSV files")
     if engine == "memory" and args.chunk_size is not None:

@@ -137,7 +137,8 @@ def run_convert_string(args: argparse.Namespace) -> int:
     print(
         f"{args.out}: {done.proteins:,} proteins in sequences.fasta, {done.interactions:,} interactions in "
         f"interactions.tsv; left out {done.without_sequence:,} proteins without a sequence ({done.dropped:,} "
-        f"interactions) and {done.repeated:,} repeated FASTA records"
+        f"interactions) and {done.repeated:,} repeated FASTA records; dropped {done.self_loops:,} self-loop(s) and "
+        f"{done.duplicates:,} repeated edge(s) (either direction)"
     )
     return 0
 

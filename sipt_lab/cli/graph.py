@@ -11,7 +11,7 @@ import argparse
 
 from sipt_lab.cli.arguments import nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args
-from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest
+from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest, written_together
 from sipt_lab.synthetic.graph_spec import GraphSpec
 
 #: GraphSpec fields set by the ``graph build`` flags, in the order ``--help`` lists them. Their
@@ -68,14 +68,16 @@ def run_build(args: argparse.Namespace) -> int:
     from sipt_lab.synthetic.builder import build_dataset, resolve_spec
 
     spec = resolve_spec(config_from_args(args, GraphSpec, GRAPH_FIELDS))
-    check_output_dir(args.out, owned_only=True)  # before the build; nothing is written if it fails
+    inputs = [spec.corpus] if spec.corpus else []
+    check_output_dir(args.out, owned_only=True, inputs=inputs)  # before the build; nothing is written if it fails
     dataset = build_dataset(spec)
-    out = claim_output_dir(args.out)
-    dataset.write(out)
-    if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences
-        from sipt_lab.viz.tiling_net import plot_dataset
+    out = claim_output_dir(args.out, inputs=inputs)
+    with written_together(out):  # a full disk half-way leaves no build that looks finished
+        dataset.write(out)
+        if "points" in dataset.tables:  # a surface: draw the tiling and the placed sentences
+            from sipt_lab.viz.tiling_net import plot_dataset
 
-        plot_dataset(dataset, out / "surface.png")
+            plot_dataset(dataset, out / "surface.png")
     write_manifest(out, [path.name for path in out.iterdir()])
     print(
         f"graph {dataset.family}: {dataset.n_nodes} nodes, {dataset.graph.n_edges} edges, "

@@ -19,6 +19,8 @@ are one line as well (:class:`~sipt_lab.cli.arguments.OneLineParser`).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -66,14 +68,67 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``sipt-lab`` with ``argv`` (None: ``sys.argv[1:]``); returns the exit status. A reader
     that closes the pipe early (``sipt-lab ... | head -2``) ends the command quietly, status 141
-    (a shell's for SIGPIPE), as it would end a shell tool."""
+    (a shell's for SIGPIPE), as it would end a shell tool. Standard output that was closed before
+    the start (``>&-``) takes nothing, as :func:`print` does then; one that fails (``> /dev/full``)
+    is one line, status 2. Ctrl-C while the commands' modules load is one line too (status 130)."""
+    stdout = sys.stdout
+    if stdout is not None:
+        sys.stdout = CheckedStdout(stdout)
     try:
         status = run_command(argv)
-        sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
         return status
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        _discard_stdout(stdout)
         return 141
+    except StdoutFailed as failed:
+        print(f"sipt-lab: error: cannot write to standard output ({failed}); redirect it elsewhere", file=sys.stderr)
+        _discard_stdout(stdout)
+        return 2
+    except KeyboardInterrupt:  # while the parser imports the commands' modules: nothing started yet
+        print("sipt-lab: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        sys.stdout = stdout
+
+
+class StdoutFailed(Exception):
+    """Standard output refused a write (its OSError's message): not an error of the command's files."""
+
+
+class CheckedStdout:
+    """``sys.stdout`` for one command whose failed writes raise :class:`StdoutFailed` (a closed
+    pipe stays a BrokenPipeError), so that a full disk behind it is one line, not a traceback."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        return self._checked(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._checked(self._stream.flush)
+
+    @staticmethod
+    def _checked(call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StdoutFailed(error.strerror or str(error)) from None
+
+
+def _discard_stdout(stdout) -> None:
+    """Point the process's standard output at ``/dev/null``: what is left in its buffer has nowhere
+    to go, and Python would otherwise report it at exit."""
+    if stdout is not None:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
 
 
 def run_command(argv: list[str] | None) -> int:
@@ -108,11 +163,7 @@ def run_command(argv: list[str] | None) -> int:
     except OSError as error:
         if error.filename is None:  # not about a file: a bug or the system, shown in full
             raise
-        print(
-            f"sipt-lab: error: {error.strerror or error}: {error.filename}; check that path, its permissions "
-            "and the free space",
-            file=sys.stderr,
-        )
+        print(f"sipt-lab: error: {file_error_message(error)}", file=sys.stderr)
         return 2
     except GridStopped as stopped:
         hint = getattr(args, "interrupt_hint", "run the same command again")
@@ -122,6 +173,14 @@ def run_command(argv: list[str] | None) -> int:
         hint = getattr(args, "interrupt_hint", "run the same command again")
         print(f"sipt-lab: interrupted; {hint}", file=sys.stderr)
         return 130
+
+
+def file_error_message(error: OSError) -> str:
+    """One line for a failing file operation on ``error.filename``: a full disk says so and where."""
+    where = error.filename
+    if error.errno == errno.ENOSPC:
+        return f"the disk is full: cannot write {where}; free some space there, or write elsewhere"
+    return f"{error.strerror or error}: {where}; check that path, its permissions and the free space"
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from typing import Any
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import SHOWN_CHARS, shorten, write_text_atomic
+from sipt_lab.core.options import check_unchecked_fields
 from sipt_lab.core.outputs import MANIFEST, record_files
 
 if sys.version_info >= (3, 11):
@@ -120,10 +121,17 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
     if hasattr(args, "train_settings"):
         args.train_settings = file_settings
     if args.print_config:
-        args.func = lambda namespace: print(options_toml(command, namespace, required=required), end="") or 0
+        args.func = lambda namespace: _print_options(command, namespace, required)
     elif args.save_run_config:
         args.func = _saving_options(args.func, command)
     return args
+
+
+def _print_options(command: argparse.ArgumentParser, namespace: argparse.Namespace, required: list[str]) -> int:
+    """``--print-config``: the options as TOML, once their values pass the checks the run makes first."""
+    check_unchecked_fields(namespace)
+    print(options_toml(command, namespace, required=required), end="")
+    return 0
 
 
 def apply_options(command: argparse.ArgumentParser, values: dict[str, Any], where: str) -> dict[argparse.Action, Any]:
@@ -153,7 +161,7 @@ def apply_options(command: argparse.ArgumentParser, values: dict[str, Any], wher
 def read_config_file(path: str) -> dict[str, Any]:
     """The mapping in a TOML file (``.yaml`` / ``.yml``: YAML) at ``path``; one-line errors."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # an editor's byte-order mark is no statement
     except FileNotFoundError:
         raise SiptError(f"--config {path} does not exist; pass a TOML or YAML file") from None
     except (OSError, UnicodeDecodeError) as error:

@@ -7,6 +7,7 @@ rule every writing command follows) live in :mod:`sipt_lab.core.outputs`."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import json
 import math
@@ -21,6 +22,8 @@ from sipt_lab.core.errors import SiptError
 
 #: Longest value an error message quotes whole (see :func:`shorten`).
 SHOWN_CHARS = 60
+#: Errors of a write the disk refuses (full, over quota, file too large), which name no file themselves.
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 #: The environment variable that moves sipt-lab's cache (topic fits, fitted MLM heads).
 CACHE_ENV = "SIPT_LAB_CACHE"
 
@@ -59,7 +62,8 @@ def _umask() -> int:
 def atomic_writer(path: str | Path, mode: str = "wb"):
     """A handle (``mode`` ``"wb"`` or ``"w"``, UTF-8) on a temporary file beside ``path`` that
     replaces ``path`` when the block ends without an error (and is removed when it raises), so a
-    file written in pieces (a stream) appears whole or not at all."""
+    file written in pieces (a stream) appears whole or not at all. A write that the disk refuses
+    (:data:`WRITE_ERRNOS`) raises an OSError naming ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -70,8 +74,10 @@ def atomic_writer(path: str | Path, mode: str = "wb"):
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS and error.filename is None:
+            raise OSError(error.errno, error.strerror, str(path)) from None  # say which file could not be written
         raise
 
 
@@ -155,8 +161,16 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_text_lines(path: str | Path, what: str) -> list[str]:
-    """:func:`split_lines` of :func:`read_text_file`: the lines of a user's text file."""
-    return split_lines(read_text_file(path, what))
+    """:func:`split_lines` of :func:`read_text_file`: the lines of a user's text file. A file of
+    several lines ended by a lone ``\r`` each (old Mac line endings), which would read as one line,
+    is a one-line SiptError saying so."""
+    text = read_text_file(path, what)
+    if "\n" not in text and "\r" in text.rstrip("\r"):
+        raise SiptError(
+            f"{what} {path} ends its lines with a lone carriage return (\\r, old Mac line endings), which reads "
+            "as one line; convert them to \\n (e.g. tr '\\r' '\\n')"
+        )
+    return split_lines(text)
 
 
 def is_comment(line: str) -> bool:

@@ -217,7 +217,8 @@ def add_config_arguments(
     whose ``flag`` is its own name without dashes becomes a positional argument.
     ``check`` False parses each value by its type alone (a ``nonempty`` string still refuses a
     blank one) and leaves ranges and choices to the config's :func:`validate` (its error then
-    names the flag through ``field_flags``).
+    names the flag through ``field_flags``), or to :func:`check_unchecked_fields` (the parser's
+    ``unchecked_fields`` default records them).
     Arguments go to ``container`` (an argument group) or, per field, ``containers[field]``, else to
     ``parser``. The mapping ``"Class.field" -> flag`` is merged into the parser's ``field_flags``
     default, which the CLI reads to name flags in config errors.
@@ -260,7 +261,21 @@ def add_config_arguments(
             target.add_argument(name, **kwargs)
             made[name] = kwargs.get("metavar") or name.upper()
     record_field_flags(parser, {f"{cls.__name__}.{name}": flag for name, flag in made.items()})
+    if not check:
+        unchecked = {name: (f"{cls.__name__}.{name}", options_of(cls).get(name)) for name in made}
+        parser.set_defaults(unchecked_fields={**(parser.get_default("unchecked_fields") or {}), **unchecked})
     return made
+
+
+def check_unchecked_fields(namespace: argparse.Namespace) -> None:
+    """The range and choice checks :func:`validate` makes on the fields whose flags parse by type
+    alone (``check`` False in :func:`add_config_arguments`), on the parsed values: for a command that
+    stops before it builds its configs (``--print-config``). ConfigError naming ``Class.field``."""
+    for dest, (field, meta) in (getattr(namespace, "unchecked_fields", None) or {}).items():
+        value = getattr(namespace, dest, None)
+        problem = None if value is None or meta is None else meta.problem(value)
+        if problem is not None:
+            raise ConfigError(field, problem)
 
 
 def record_field_flags(parser: argparse.ArgumentParser, flags: dict[str, str]) -> None:

@@ -15,11 +15,12 @@ whose run is a resumable grid of cells take a directory with :func:`prepare_grid
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from sipt_lab.core.errors import SiptError
@@ -37,18 +38,23 @@ MANIFEST = ".sipt-lab-files.json"
 REPLACED_DIR = ".sipt-lab-replaced"
 
 
-def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_only: bool = False) -> Path:
+def check_output_dir(
+    path: str | Path | None, option: str = "--out", *, owned_only: bool = False, inputs: Iterable[str | Path] = ()
+) -> Path:
     """``path`` as a Path if it can be an output directory; changes nothing on disk.
 
     Raises a one-line :class:`SiptError` naming ``option`` when ``path`` is None or empty (an
     unset shell variable would otherwise mean the current directory), is an existing file, lies
     under a file, or is not writable. With ``owned_only``, an existing directory must also be
     empty or hold only files an earlier build listed in its :data:`MANIFEST` (see
-    :func:`claim_output_dir`). Call it before any expensive work.
+    :func:`claim_output_dir`), none of which may be one of the command's ``inputs``. Call it
+    before any expensive work.
     """
     if path is None or not str(path).strip():
         raise SiptError(f"{option} is empty; pass the directory to write into (an unset shell variable?)")
     out = Path(path)
+    if out.is_symlink() and not out.exists():
+        raise SiptError(f"{option} {out} is {broken_link(out)}; remove the link, or pass another {option}")
     existing = next(parent for parent in [out, *out.parents] if parent.exists() or parent == Path(parent.anchor))
     if not existing.is_dir():
         where = "is a file" if existing == out else f"lies under the file {existing}"
@@ -56,6 +62,7 @@ def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_on
     if not os.access(existing, os.W_OK | os.X_OK):
         raise SiptError(f"{option} {out} is not writable ({existing} is read-only); pass a directory you can write to")
     if owned_only and existing == out:
+        check_inputs_outside(out, inputs, _manifest_files(out / MANIFEST), option)
         owned = set(_manifest_files(out / MANIFEST)) | {MANIFEST}
         foreign = sorted(p.name for p in out.iterdir() if p.name not in owned)
         if foreign:
@@ -64,6 +71,16 @@ def check_output_dir(path: str | Path | None, option: str = "--out", *, owned_on
                 f"{option} {out} holds files sipt-lab did not write ({shown}); pass an empty or new directory"
             )
     return out
+
+
+def broken_link(link: Path) -> str:
+    """What is wrong with the symlink ``link`` that leads nowhere, for a message: a loop, or its missing target."""
+    try:
+        link.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symlink loop (it leads back to itself)"
+    return f"a symlink to {os.readlink(link)}, which does not exist"
 
 
 def prepare_output_dir(path: str | Path | None, option: str = "--out") -> Path:
@@ -114,8 +131,7 @@ def check_new_files(
         check_output_dir(path.parent, option)
         if path.is_dir():
             raise SiptError(f"{option}: {path} is a directory; move it away or pass another {option}")
-        if path.exists() and any(Path(source).exists() and os.path.samefile(path, source) for source in inputs):
-            raise SiptError(f"{option}: {path} is also an input of this command; pass another {option}")
+        check_not_an_input(path, inputs, option)
     existing = [path.name for path in paths if path.exists()]
     if existing and not overwrite:
         raise SiptError(
@@ -124,15 +140,62 @@ def check_new_files(
         )
 
 
-def claim_output_dir(path: str | Path | None, option: str = "--out") -> Path:
+@contextlib.contextmanager
+def written_together(directory: Path, names: list[str] | None = None) -> Iterator[None]:
+    """The files ``names`` in ``directory`` (None: every file there) are one output, written in the
+    block: when it raises (a full disk half-way), those the block created or replaced are removed,
+    so that what is left never looks like a complete output."""
+
+    def state() -> dict[str, tuple[int, int]]:
+        paths = directory.iterdir() if names is None else (directory / name for name in names)
+        return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths if p.is_file()}
+
+    before = state()
+    try:
+        yield
+    except BaseException:
+        for name, identity in state().items():
+            if before.get(name) != identity:
+                (directory / name).unlink(missing_ok=True)
+        raise
+
+
+def check_not_an_input(path: Path, inputs: Iterable[str | Path], option: str = "--out") -> None:
+    """Refuse to write the file ``path`` when it is one of ``inputs`` or lies inside an input
+    directory (a model): the command would replace what it reads, ``--overwrite`` or not."""
+    if not path.exists():
+        return
+    for source in map(Path, inputs):
+        if source.exists() and (os.path.samefile(path, source) or (source.is_dir() and _lies_in(path, source))):
+            raise SiptError(f"{option}: {path} is also an input of this command ({source}); pass another {option}")
+
+
+def check_inputs_outside(out: Path, inputs: Iterable[str | Path], owned: Iterable[str], option: str = "--out") -> None:
+    """Refuse to replace the files ``owned`` (paths relative to ``out``) of an earlier output when
+    one of ``inputs`` is, or lies inside, one of them (``pretrain --init RUN/model --out RUN``)."""
+    targets = [out / name for name in owned]
+    for source in map(Path, inputs):
+        if source.exists() and any(_lies_in(target, source) or _lies_in(source, target) for target in targets):
+            raise SiptError(
+                f"{option} {out}: its earlier output holds {source}, an input of this command, which --overwrite "
+                f"would remove; copy the input elsewhere, or pass another {option}"
+            )
+
+
+def _lies_in(path: Path, directory: Path) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it (links resolved)."""
+    return path.resolve().is_relative_to(directory.resolve())
+
+
+def claim_output_dir(path: str | Path | None, option: str = "--out", inputs: Iterable[str | Path] = ()) -> Path:
     """Take ``path`` for a command that owns the whole directory (one build per directory).
 
     :func:`check_output_dir` with ``owned_only``, then create the directory and delete the files
-    an earlier build's :data:`MANIFEST` lists, so none of them stays beside the new build's files.
-    Any other file is the user's, and the call refuses to go on. Record what the new build wrote
-    with :func:`write_manifest`.
+    an earlier build's :data:`MANIFEST` lists, so none of them stays beside the new build's files
+    (one of the command's ``inputs`` among them is refused). Any other file is the user's, and the
+    call refuses to go on. Record what the new build wrote with :func:`write_manifest`.
     """
-    out = check_output_dir(path, option, owned_only=True)
+    out = check_output_dir(path, option, owned_only=True, inputs=inputs)
     make_dir(out, option)
     for name in _manifest_files(out / MANIFEST):
         (out / name).unlink(missing_ok=True)
@@ -233,6 +296,7 @@ def run_output(
     main_process: bool = True,
     option: str = "--out",
     log: Callable[[str], None] | None = None,
+    inputs: Iterable[str | Path] = (),
 ) -> Iterator[Path]:
     """The output directory of one run, under the one rule of the module docstring.
 
@@ -250,6 +314,7 @@ def run_output(
             too when it created it and it is empty.
         main_process: False for a ``torchrun`` process other than rank 0, which writes nothing:
             the directory is only checked.
+        inputs: the paths the command reads: ``overwrite`` is refused when it would remove one.
 
     Yields the directory, locked (:func:`hold_lock`) for the block. Record each file with
     :func:`record_files` before writing it.
@@ -268,6 +333,8 @@ def run_output(
         return
     with locked_dir(out, option):
         _recover_killed_overwrite(out, command, finished, keep_on_failure, option, log)
+        if overwrite:
+            check_inputs_outside(out, inputs, owned_files(out), option)
         replaced = _claim_run(out, command, finished, resume, overwrite, resumable, replaced_dirs, option, log)
         if manifest_command(out) is None:
             write_json_atomic(out / MANIFEST, {"command": command, "files": []})

@@ -23,7 +23,7 @@ import numpy as np
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import atomic_writer, stream_text_lines
-from sipt_lab.core.outputs import check_new_files
+from sipt_lab.core.outputs import check_new_files, written_together
 from sipt_lab.core.progress import progress_bar
 
 #: Header words of an interaction list's first line (STRING's ``protein1 protein2 combined_score``).
@@ -89,13 +89,18 @@ class StringConversion:
     """What :func:`convert_string` wrote and left out. Attributes: ``proteins`` written to
     ``sequences.fasta``; ``interactions`` lines written to ``interactions.tsv``; ``without_sequence``
     interacting proteins no FASTA holds (their interactions dropped); ``dropped`` interactions
-    dropped for them; ``repeated`` FASTA records of an id already written (the first kept)."""
+    dropped for them; ``repeated`` FASTA records of an id already written (the first kept);
+    ``self_loops`` interactions of a protein with itself and ``duplicates`` interactions of a pair
+    already written (in either direction, as STRING lists each pair twice), both dropped as every
+    graph reader drops them."""
 
     proteins: int
     interactions: int
     without_sequence: int
     dropped: int
     repeated: int
+    self_loops: int = 0
+    duplicates: int = 0
 
 
 def convert_string(
@@ -118,31 +123,38 @@ def convert_string(
             f"the interaction lists hold no interaction{scored}; pass STRING links or interactome files"
             + (", or a lower minimum score (0-1000)" if min_score else "")
         )
-    written, repeated = set(), 0
-    with atomic_writer(out / "sequences.fasta", "w") as handle:
-        for path in fastas:
-            for name, sequence in _fasta(path):
-                if name in written:
-                    repeated += 1
-                elif name in wanted and sequence:
-                    handle.write(f">{name}\n{sequence}\n")
-                    written.add(name)
-    if not written:
-        raise SiptError(
-            f"no protein of the {len(wanted):,} in the interaction lists has a sequence in the FASTA files; "
-            "pass the FASTA of the same STRING release and species"
-        )
-    kept = dropped = 0
-    with atomic_writer(out / "interactions.tsv", "w") as handle:
-        handle.write("protein_a\tprotein_b\n")
-        for path in links:
-            for a, b in _links(path, min_score):
-                if a in written and b in written:
-                    handle.write(f"{a}\t{b}\n")
-                    kept += 1
-                else:
-                    dropped += 1
-    return StringConversion(len(written), kept, len(wanted - written), dropped, repeated)
+    with written_together(out, ["sequences.fasta", "interactions.tsv"]):  # a full disk half-way: neither
+        written, repeated = set(), 0
+        with atomic_writer(out / "sequences.fasta", "w") as handle:
+            for path in fastas:
+                for name, sequence in _fasta(path):
+                    if name in written:
+                        repeated += 1
+                    elif name in wanted and sequence:
+                        handle.write(f">{name}\n{sequence}\n")
+                        written.add(name)
+        if not written:
+            raise SiptError(
+                f"no protein of the {len(wanted):,} in the interaction lists has a sequence in the FASTA files; "
+                "pass the FASTA of the same STRING release and species"
+            )
+        index = {name: number for number, name in enumerate(written)}
+        pairs: set[int] = set()  # min * n + max of each pair written: an int per pair, not two strings
+        dropped = self_loops = duplicates = 0
+        with atomic_writer(out / "interactions.tsv", "w") as handle:
+            handle.write("protein_a\tprotein_b\n")
+            for path in links:
+                for a, b in _links(path, min_score):
+                    if a not in index or b not in index:
+                        dropped += 1
+                    elif a == b:
+                        self_loops += 1
+                    elif (pair := min(index[a], index[b]) * len(index) + max(index[a], index[b])) in pairs:
+                        duplicates += 1
+                    else:
+                        pairs.add(pair)
+                        handle.write(f"{a}\t{b}\n")
+    return StringConversion(len(written), len(pairs), len(wanted - written), dropped, repeated, self_loops, duplicates)
 
 
 @dataclass(frozen=True)

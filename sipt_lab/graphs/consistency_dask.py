@@ -222,12 +222,13 @@ def _node_counts(part: pd.DataFrame, index: NodeIndex) -> pd.DataFrame:
     return pd.DataFrame({"node": nodes, "same": same, "n_tied": n_tied, "degree": degree})
 
 
-def _first_unknown(frame, mapped) -> tuple[None, str]:
+def _first_unknown(frame, mapped) -> tuple[None, str | None]:
     """The first id without a label (error path only: reads the edges again)."""
     for k in range(frame.npartitions):
         ids, numbers = frame.get_partition(k).compute(), mapped.get_partition(k).compute()
         for column, number in (("u", "src"), ("v", "dst")):
             missing = np.flatnonzero(numbers[number].to_numpy() < 0)
             if missing.size:
-                return None, str(ids[column].iloc[missing[0]])
+                name = ids[column].iloc[missing[0]]
+                return None, None if pd.isna(name) else str(name)
     return None, "?"

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.core.fileio import shorten
 from sipt_lab.graphs.consistency_kernel import (
     ConsistencyReport,
     check_ties,
@@ -119,8 +120,13 @@ class EdgeTally:
         if self.unknown:
             row, name = self.first_unknown or (None, "?")
             where = f"{edges}: edge {row}" if row else f"{edges}"
+            if name is None:  # a null cell (Parquet, CSV), never the id 'None'
+                raise SiptError(
+                    f"{where}: a node id is null (an empty cell); fill it in or remove the edge "
+                    f"({self.unknown} edge(s) with a null or unlabelled node)"
+                )
             raise SiptError(
-                f"{where}: node {name!r} has no label in {labels}; add it to "
+                f"{where}: node {shorten(name)} has no label in {labels}; add it to "
                 f"the labels file or remove the edge ({self.unknown} such edge(s))"
             )
 
@@ -245,7 +251,8 @@ def directed_keys(u_ids, v_ids, index: NodeIndex, tally: EdgeTally) -> np.ndarra
     keep = tally.add(u, v)
     if tally.unknown and tally.first_unknown is None:
         k = int(np.flatnonzero((u < 0) | (v < 0))[0])
-        tally.first_unknown = (rows + k + 1, str(as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py()))
+        name = as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py()
+        tally.first_unknown = (rows + k + 1, None if name is None else str(name))
     return pair_keys(u[keep], v[keep], index.n_nodes)
 
 

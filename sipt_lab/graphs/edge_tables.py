@@ -37,7 +37,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import is_comment
+from sipt_lab.core.fileio import is_comment, shorten, stream_text_lines
 from sipt_lab.graphs.arrow_arrays import as_arrow, fill, fill_bool, int_keys, is_string, to_numpy
 from sipt_lab.graphs.consistency_job import MAX_CHUNK_EDGES
 from sipt_lab.graphs.tsv import header_end
@@ -319,9 +319,23 @@ def _clean_text_batch(batch: pa.RecordBatch, name, hidden: bool) -> pa.RecordBat
     if pc.any(empty).as_py():
         k = int(np.flatnonzero(fill_bool(empty))[0])
         raise SiptError(
-            f"{name}: a line has an empty field ({u[k].as_py()!r}, {v[k].as_py()!r}); give both fields of every line"
+            f"{name}: {_empty_field_line(name)} has an empty field ({shorten(u[k].as_py())}, {shorten(v[k].as_py())}); "
+            "give both fields of every line"
         )
     return pa.RecordBatch.from_arrays([u, v], schema=_TEXT_SCHEMA)
+
+
+def _empty_field_line(path) -> str:
+    """``"line N"`` of the first data line of the text file ``path`` with an empty field (the
+    error path only: it reads the file again), or ``"a line"`` when ``path`` is not a file."""
+    if not os.path.isfile(path):
+        return "a line"
+    separator = _delimiter(path)
+    for number, line in stream_text_lines(path, "edges file"):
+        fields = line.split(separator)
+        if separator in line and not is_comment(line) and not all(field.strip() for field in fields[:2]):
+            return f"line {number}"
+    return "a line"
 
 
 def _parquet_batches(files, columns, rows: int) -> Iterator[pa.RecordBatch]:

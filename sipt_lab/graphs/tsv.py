@@ -113,6 +113,8 @@ def _read_data_lines(path, what: str) -> tuple[list[tuple[int, str]], int]:
     skipped = 0
     for lineno, raw in enumerate(read_text_lines(path, f"{what} file"), start=1):
         line = raw.strip()
+        if not line and "\t" in raw and what == "edges":  # two empty fields, as the streamed engines see it
+            raise SiptError(f"{path}: line {lineno} has an empty field ('', ''); give both fields of every line")
         if not line or is_comment(line):
             skipped += 1
         else:

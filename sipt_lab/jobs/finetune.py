@@ -340,7 +340,13 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
     models = {"model": job.model} | ({"baseline": job.baseline} if job.baseline else {})
     loaders = {name: encoder_loader(path, job.finetune.max_len, texts) for name, path in models.items()}
     with outputs.run_output(
-        out, "finetune", finished="results.json", overwrite=overwrite, resumable=False, log=log
+        out,
+        "finetune",
+        finished="results.json",
+        overwrite=overwrite,
+        resumable=False,
+        log=log,
+        inputs=[path for path in (job.model, job.baseline, job.samples, job.labels, job.splits) if path],
     ) as out_dir:
         history: list[dict] = []
         results = {

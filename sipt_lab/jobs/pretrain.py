@@ -156,8 +156,11 @@ def run_pretraining(
         keep_on_failure=lambda out_dir: (out_dir / CHECKPOINT_NAME).is_file(),
         main_process=main,
         log=log,
+        inputs=[path for path in (job.samples, job.edges, job.labels, job.init, job.teacher) if path],
     ) as out_dir:
         extended_from = _planned_steps(out_dir, job) if resume else None
+        config_path = out_dir / "config.json"
+        resumed_config = config_path.read_bytes() if resume and config_path.is_file() else None
         place = distributed_context(device.type)
         if labels is not None:
             report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
@@ -211,6 +214,10 @@ def run_pretraining(
                 }
                 watching.project(after_vectors, labels[report_nodes])
             report |= watching.finish(len(result.history["loss"]), seconds, log if place.is_main else None)
+        except SiptError:  # a resume refused (another run's checkpoint): the run keeps the config it was made with
+            if resumed_config is not None and place.is_main:
+                write_bytes_atomic(out_dir / "config.json", resumed_config)
+            raise
         finally:
             watching.close()
         if place.is_main:
@@ -321,6 +328,7 @@ def embed_samples(
         raise ConfigError("batch_size", f"must be >= 1, got {batch_size}")
     vectors_path, ids_path = embedding_paths(out)
     for path in (vectors_path, ids_path):
+        outputs.check_not_an_input(path, [samples_path, model])
         if path.is_dir():
             raise SiptError(
                 f"{path} is a directory; pass an --out whose .npy and .ids.tsv names are free, "
@@ -332,8 +340,9 @@ def embed_samples(
     samples = read_samples(samples_path)
     encoder, tokenizer = model_loader(model, device, texts=samples.texts)()
     vectors = embed(encoder, tokenizer, list(samples.texts), batch_size=batch_size, device=device)
-    write_bytes_atomic(vectors_path, _npy_bytes(vectors))
-    write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))
+    with outputs.written_together(vectors_path.parent, [vectors_path.name, ids_path.name]):
+        write_bytes_atomic(vectors_path, _npy_bytes(vectors))
+        write_text_atomic(ids_path, "".join(f"{sample_id}\n" for sample_id in samples.ids))
     return vectors_path, ids_path
 
 

@@ -4,7 +4,9 @@ fuzzing found."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import numpy as np
 import pytest
 from test_domain_table import write_run
 from test_every_writer import refused
+from test_robustness import fake_lda  # noqa: F401 (a fixture)
 
 from sipt_lab.cli.main import main
 from sipt_lab.core import outputs
@@ -214,3 +217,153 @@ def test_convert_string_blames_the_links_not_the_fasta(tmp_path, capsys, links, 
     ]
     err = refused(capsys, [*argv, "--out", str(tmp_path / "out"), *extra])
     assert message in err and "FASTA" not in err
+
+
+def test_convert_string_drops_self_loops_and_reversed_pairs_as_the_graph_readers_do(tmp_path, capsys):
+    (tmp_path / "links.txt").write_text(
+        "protein1 protein2 combined_score\n9606.A 9606.B 900\n9606.B 9606.A 900\n9606.A 9606.A 900\n"
+    )
+    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
+    argv = ["data", "convert", "string", "--links", str(tmp_path / "links.txt"), "--fasta", str(tmp_path / "seq.fasta")]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "1 interactions in interactions.tsv" in out and "dropped 1 self-loop(s) and 1 repeated edge(s)" in out
+    assert (tmp_path / "out" / "interactions.tsv").read_text() == "protein_a\tprotein_b\n9606.A\t9606.B\n"
+
+
+def sipt_lab_shell(command: str) -> subprocess.CompletedProcess:
+    """``command`` run by bash with ``sipt-lab`` meaning this Python's entry point."""
+    entry = f"{sys.executable} -c 'from sipt_lab.cli import entry_point; entry_point()'"
+    return subprocess.run(
+        ["bash", "-c", command.replace("sipt-lab", entry)], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
+def test_standard_output_closed_or_full_is_never_a_traceback(redirect):
+    done = sipt_lab_shell(f"sipt-lab graph list {redirect}")
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    if redirect == ">&-":  # nowhere to print, as print() has then
+        assert (done.returncode, done.stderr) == (0, "")
+    else:
+        assert done.returncode == 2 and done.stderr.count("\n") == 1
+        assert "cannot write to standard output (No space left on device)" in done.stderr
+
+
+def test_ctrl_c_while_the_modules_load_is_one_line():
+    """Ctrl-C as the entry point imports the CLI, and as the parser imports a command's module."""
+    patches = {
+        "entry": "import builtins; real = builtins.__import__\n"
+        "builtins.__import__ = lambda name, *a, **k: interrupt() if name == 'sipt_lab.cli.main' else real(name, *a, **k)\n",
+        "parser": "import importlib; real = importlib.import_module\n"
+        "importlib.import_module = lambda name, *a: interrupt() if name == 'sipt_lab.cli.graph' else real(name, *a)\n",
+    }
+    for where, patch in patches.items():
+        code = (
+            "def interrupt():\n    raise KeyboardInterrupt\n"
+            + patch
+            + "import sys; sys.argv = ['sipt-lab', 'graph', 'list']\n"
+            "from sipt_lab.cli import entry_point; entry_point()"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (130, "sipt-lab: interrupted\n"), (where, done.stderr)
+
+
+def test_a_config_file_may_start_with_a_byte_order_mark(tmp_path, capsys):
+    (tmp_path / "c.toml").write_bytes("\ufeffnodes = 30\n".encode())
+    assert main(["graph", "build", "--graph", "cliques", "--config", str(tmp_path / "c.toml"), "--print-config"]) == 0
+    assert "nodes = 30" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("link", ["loop", "missing"])
+def test_an_out_symlink_that_leads_nowhere_says_so(tmp_path, capsys, link):
+    out = tmp_path / "link"
+    out.symlink_to(out if link == "loop" else tmp_path / "gone")
+    message = (
+        "a symlink loop" if link == "loop" else "a symlink to " + str(tmp_path / "gone") + ", which does not exist"
+    )
+    assert message in refused(capsys, ["figures", "--only", "corollary1", "--out", str(out)])
+
+
+def full_disk(monkeypatch) -> None:
+    """Every atomic write from now on fails as on a full disk."""
+
+    def refuse(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", refuse)
+
+
+def test_a_full_disk_in_convert_string_and_domain_table_leaves_no_output(tmp_path, capsys, monkeypatch):
+    (tmp_path / "links.txt").write_text("9606.A 9606.B 900\n")
+    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
+    out = tmp_path / "out"
+    full_disk(monkeypatch)
+    argv = [
+        "-q",
+        "data",
+        "convert",
+        "string",
+        "--links",
+        str(tmp_path / "links.txt"),
+        "--fasta",
+        str(tmp_path / "seq.fasta"),
+    ]
+    assert "the disk is full: cannot write " + str(out / "sequences.fasta") in refused(
+        capsys, [*argv, "--out", str(out)]
+    )
+    assert not out.exists() or not any(out.iterdir())
+    write_run(tmp_path / "run", {"lm": {"full": [0.6, 0.7]}, "sipt[g]": {"full": [0.7, 0.8]}})
+    table = tmp_path / "table"
+    assert "the disk is full" in refused(capsys, ["domain", "table", str(tmp_path / "run"), "--out", str(table)])
+    assert not table.exists()
+
+
+@pytest.mark.usefixtures("fake_lda")
+def test_a_full_disk_in_graph_build_leaves_no_build_that_looks_finished(tmp_path, capsys, monkeypatch):
+    import sipt_lab.synthetic.dataset as dataset
+
+    def meta_fails(path, obj):  # the last file of a build: the others are written by then
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(dataset, "write_json_atomic", meta_fails)
+    out = tmp_path / "built"
+    err = refused(capsys, ["graph", "build", "--graph", "cliques", "--nodes", "30", "--quiet", "--out", str(out)])
+    assert "the disk is full: cannot write " + str(out / "meta.json") in err
+    assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_the_stream_engine_cuts_a_huge_unknown_id_and_names_a_null_one(tmp_path, capsys):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    argv = graph(tmp_path)
+    (tmp_path / "e.tsv").write_text("a\tb\n" + "x" * 2_000_000 + "\tc\n")
+    err = refused(capsys, [*argv, "--engine", "stream"])
+    assert "node 'xxx" in err and "(2,000,002 characters)" in err and len(err) < 1000
+    (tmp_path / "l.tsv").write_text("a\tx\nb\ty\nc\tx\nNone\ty\n")  # a node named None: not the null
+    table = pyarrow.table({"u": ["a", None], "v": ["b", "None"]})
+    parquet.write_table(table, tmp_path / "e.parquet")
+    argv[argv.index("--edges") + 1] = str(tmp_path / "e.parquet")
+    assert "edge 2: a node id is null (an empty cell)" in refused(capsys, [*argv, "--engine", "stream"])
+
+
+@pytest.mark.parametrize("engine", ["memory", "stream"])
+def test_a_tab_only_edges_line_is_refused_by_every_engine_naming_the_line(tmp_path, capsys, engine):
+    argv = graph(tmp_path)
+    (tmp_path / "e.tsv").write_text("a\tb\n\t\nb\tc\n")
+    assert "e.tsv: line 2 has an empty field ('', '')" in refused(capsys, [*argv, "--engine", engine])
+
+
+@pytest.mark.parametrize("engine", ["memory", "stream"])
+def test_a_directory_given_as_edges_is_called_a_directory(tmp_path, capsys, engine):
+    argv = graph(tmp_path)
+    (tmp_path / "edir").mkdir()
+    argv[argv.index("--edges") + 1] = str(tmp_path / "edir")
+    assert "is a directory" in refused(capsys, [*argv, "--engine", engine])
+
+
+def test_a_samples_file_with_lone_cr_line_endings_says_so(tmp_path, capsys):
+    (tmp_path / "s.tsv").write_bytes(b"s0\tred apple\rs1\tgreen apple\rs2\tripe pear\r")
+    argv = ["embed", "--model", "char", "--samples", str(tmp_path / "s.tsv"), "--out", str(tmp_path / "e.npy")]
+    assert "lone carriage return" in refused(capsys, [*argv, "--device", "cpu"])

@@ -395,3 +395,33 @@ def test_battery(case, tmp_path, capsys):
     assert not foreign, f"changed files the command does not own: {foreign[:5]}"
     if status == 0:
         check_output(options, d, out)
+
+
+#: Refusals that depend on more than one flag's range (the samples' count, another value): --print-config,
+#: which reads no file, leaves them to the run.
+NOT_RANGES = {("lambda-sweep", "--lambdas", "0")}
+#: The long commands (stopped where their work starts), whose flags leave some ranges to their configs.
+PRINT_CONFIG_CASES = [
+    (command, flag, value)
+    for command in ("lambda-sweep", "domain", "simulate", "graph", "figures")
+    for flag in NUMERIC[command][1]
+    for value in BAD_NUMBERS
+    if (command, flag, value) not in NOT_RANGES
+]
+
+
+@pytest.mark.parametrize("command, flag, value", PRINT_CONFIG_CASES, ids=[" ".join(c) for c in PRINT_CONFIG_CASES])
+def test_print_config_refuses_a_value_the_run_refuses_with_the_same_line(tmp_path, capsys, command, flag, value):
+    base, _ = NUMERIC[command]
+    d = tmp_path / "d"
+    good_files(d)
+    options = {**base, flag: value, **({"--steps": None} if flag == "--epochs" else {})}
+    argv = [part.replace("{d}", str(d)) for part in _argv(options)]
+    printed, _, printed_err = run([*argv, "--print-config"], capsys)
+    OUTCOMES[printed] += 1
+    assert printed in (0, 2) and "Traceback" not in printed_err
+    status, _, err = run(argv, capsys)
+    if printed == 0:
+        assert status != 2, f"the run refuses what --print-config printed: {err}"
+    else:
+        assert (status, err) == (2, printed_err)

@@ -2,6 +2,7 @@
 cleanup), the shared readers, range-checked flags and the messages of pretrain / embed /
 finetune / domain, one test per defect."""
 
+import errno
 import json
 import os
 import stat
@@ -347,7 +348,13 @@ def test_resuming_with_more_steps_is_refused_when_it_would_splice_schedules(file
     out = tmp_path / "run"
     assert main(pretrain(files, out, "--schedule", "linear")) == 0
     more = [a if a != "2" else "4" for a in pretrain(files, out, "--schedule", "linear", "--resume")]
+    before = tree(out)
     assert "planned for 2 steps; resuming it with 4 would splice two learning-rate schedules" in error(capsys, more)
+    assert tree(out) == before  # config.json included: a refused command changes nothing
+    assert "another configuration" in error(
+        capsys, [*pretrain(files, out, "--schedule", "linear", "--resume"), "--lr", "0.5"]
+    )
+    assert tree(out) == before
     constant = tmp_path / "constant"
     assert main(pretrain(files, constant, "--schedule", "constant", "--warmup", "0")) == 0
     longer = [
@@ -376,3 +383,48 @@ def test_finetune_never_overwrites_a_pretrain_run(files, tmp_path, capsys):
     argv = [*finetune_files(tmp_path, [f"c{i % 2}" for i in range(30)]), "--out", str(run), "--overwrite"]
     assert "holds the output of pretrain, not of a finetune run" in error(capsys, argv)
     assert tree(run) == before
+
+
+def test_overwrite_never_replaces_an_input_of_the_same_command(files, tmp_path, capsys):
+    samples = tmp_path / "s.npy"  # a samples file whatever its name
+    samples.write_bytes((files / "samples.tsv").read_bytes())
+    embed = ["embed", "--model", "char", "--samples", str(samples), "--device", "cpu", "--overwrite"]
+    assert "is also an input of this command" in error(capsys, [*embed, "--out", str(samples)])
+    assert samples.read_bytes() == (files / "samples.tsv").read_bytes()
+    out = tmp_path / "run"
+    assert main(pretrain(files, out)) == 0
+    before = tree(out)
+    with pytest.raises(SiptError, match="an input of this command, which --overwrite would remove"):
+        with outputs.run_output(out, "pretrain", finished="result.json", overwrite=True, inputs=[out / "model"]):
+            pass  # a pretrain --init RUN/model --out RUN --overwrite: its init would be removed
+    assert tree(out) == before
+
+
+@pytest.mark.parametrize("command", ["pretrain", "embed"])
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_no_output_that_looks_complete(
+    files, tmp_path, capsys, monkeypatch, command
+):
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)  # every atomic write fails as on a full disk
+    out = tmp_path / "out"
+    argv = (
+        pretrain(files, out)
+        if command == "pretrain"
+        else [
+            "embed",
+            "--model",
+            "char",
+            "--samples",
+            str(files / "samples.tsv"),
+            "--device",
+            "cpu",
+            "--out",
+            str(out / "e.npy"),
+        ]
+    )
+    out.mkdir()
+    err = error(capsys, argv)
+    assert "the disk is full: cannot write " + str(out) in err
+    assert sorted(p.name for p in out.iterdir()) == []

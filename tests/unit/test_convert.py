@@ -49,10 +49,12 @@ def test_string_links_and_fasta_become_sequences_and_interactions(tmp_path, caps
     assert corpus.sequences[0] == "MKTAYIAKQR"
     graph = read_interactions(out / "interactions.tsv", corpus.ids)
     assert sorted(map(tuple, graph.edges().tolist())) == [(0, 1), (2, 3)]
-    # ENSP9 and YAL3 (empty sequence) have none: their interactions are dropped; the second ENSP1 is a repeat
-    assert (done.proteins, done.interactions, done.without_sequence, done.dropped, done.repeated) == (4, 3, 2, 2, 1)
+    # ENSP9 and YAL3 (empty sequence) have none: their interactions are dropped; the second ENSP1 is a
+    # repeat; ENSP2-ENSP1 is ENSP1-ENSP2 again, in the other direction
+    assert (done.proteins, done.interactions, done.without_sequence, done.dropped, done.repeated) == (4, 2, 2, 2, 1)
+    assert (done.self_loops, done.duplicates) == (0, 1)
     argv = ["data", "convert", "string", "--links", str(links), "--fasta", str(fasta), "--out", str(tmp_path / "cli")]
-    assert main(argv) == 0 and "3 proteins in sequences.fasta, 3 interactions" in capsys.readouterr().out
+    assert main(argv) == 0 and "3 proteins in sequences.fasta, 2 interactions" in capsys.readouterr().out
     (tmp_path / "bad.txt").write_text("9606.ENSP1 9606.ENSP2 900\n9606.ENSP1\n")
     argv[argv.index("--links") + 1] = str(tmp_path / "bad.txt")
     assert main([*argv, "--overwrite"]) == 2

@@ -21,9 +21,10 @@ from sipt_lab.core.errors import ConfigError
 from sipt_lab.core.options import option, validate
 from sipt_lab.core.stats import mean_sd
 from sipt_lab.grid import EXECUTORS, check_executor
-from sipt_lab.studies.simulation.simulate_job import BATCHED_HELP, check_seeds, encoder_option, preset_option
-from sipt_lab.synthetic.graph_spec import GraphSpec
+from sipt_lab.studies.simulation.simulate_job import BATCHED_HELP, MAX_SEEDS, check_seeds, encoder_option, preset_option
+from sipt_lab.synthetic.graph_spec import MAX_NODES, GraphSpec
 from sipt_lab.training import names
+from sipt_lab.training.train_config import MAX_STEPS
 
 logger = logging.getLogger(__name__)
 
@@ -62,16 +63,22 @@ class FigureOptions:
             cells' configs (the numbers are the same up to float rounding).
     """
 
-    seeds: int = option(3, help="seeds 0..K-1 per experiment", metavar="K")
+    seeds: int = option(3, help="seeds 0..K-1 per experiment", range=(1, MAX_SEEDS), metavar="K")
     executor: str = option("local", help=f"where grid cells run: {', '.join(EXECUTORS)}", metavar="NAME")
     steps: int | None = option(
         None,
         help="pre-training steps per arm",
+        range=(1, MAX_STEPS),
         metavar="N",
         default_help="each family's; heldout_scale: 800 at every size",
     )
     n_nodes: int | None = option(
-        None, help="pre-training samples per dataset", flag="--nodes", metavar="N", default_help="each family's"
+        None,
+        help="pre-training samples per dataset",
+        range=(2, MAX_NODES),
+        flag="--nodes",
+        metavar="N",
+        default_help="each family's",
     )
     families: tuple[str, ...] = option(
         FIGURE5_FAMILIES,

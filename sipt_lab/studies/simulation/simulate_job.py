@@ -62,7 +62,7 @@ class SimulateJob:
     """
 
     graph: GraphSpec
-    seeds: int = option(3, help="independent repetitions, seeds 0..K-1 from --seed", metavar="K")
+    seeds: int = option(3, help="independent repetitions, seeds 0..K-1 from --seed", range=(1, MAX_SEEDS), metavar="K")
     methods: tuple[str, ...] = option(
         ARMS,
         metavar="NAME",
@@ -84,6 +84,6 @@ def check_seeds(n_seeds: int, first: int = 0, field: str = "SimulateJob.seeds") 
     """ConfigError (naming ``field``, the number of seeds) unless ``n_seeds`` seeds from ``first`` on
     are a valid run: 1 to :data:`MAX_SEEDS` seeds, the last a valid graph seed."""
     if not 1 <= n_seeds <= MAX_SEEDS:
-        raise ConfigError(field, f"must be >= 1 and <= {MAX_SEEDS}, got {n_seeds:,}")
+        raise ConfigError(field, f"must be in [1, {MAX_SEEDS:,}], got {n_seeds:,}")  # as the field's range says
     if first + n_seeds - 1 > MAX_SEED:
         raise ConfigError("GraphSpec.seed", f"+ {field} - 1 must be at most {MAX_SEED}; pass a smaller GraphSpec.seed")
