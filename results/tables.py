@@ -198,11 +198,16 @@ def _significance(ci) -> str:
 
 
 def _crossing(entry: dict) -> str:
-    """Where a metric's line crosses zero and Fieller's interval, which is given wherever the point lies."""
+    """Where a metric's line crosses zero, with Fieller's interval wherever the point lies."""
     ci = entry["crossover_ci"]
-    if entry["crossover_lc"] is None:
-        return "point estimate outside [0, 1], " + ("CI unbounded" if ci is None else f"CI [{ci[0]:.3f}, {ci[1]:.3f}]")
-    return f"{entry['crossover_lc']:.3f}" + (" (CI unbounded)" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+    point = "point estimate outside [0, 1]" if entry["crossover_lc"] is None else f"{entry['crossover_lc']:.3f}"
+    if ci is None:
+        return f"{point} (CI unbounded)"
+    return (
+        f"{point} (CI [{ci[0]:.3f}, {ci[1]:.3f}])"
+        if entry["crossover_lc"] is None
+        else f"{point} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    )
 
 
 def lc_transfer_levels(path: str) -> str:

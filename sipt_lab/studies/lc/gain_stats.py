@@ -346,11 +346,11 @@ def format_ci(ci: list[float] | None) -> str:
 
 
 def crossover_words(entry: dict) -> str:
-    """A metric's crossover in a few words: ``0.473 [0.420, 0.521]``, ``outside [0, 1] [0.890, 1.992]``
-    (Fieller's interval wherever the point lies), ``0.700 CI unbounded`` where the interval is not bounded."""
+    """A metric's crossover in a few words, Fieller's interval given wherever the point lies:
+    ``0.473 [0.420, 0.521]``, ``outside [0, 1] [0.890, 1.992]``, ``0.700 (CI unbounded)``."""
     point = "outside [0, 1]" if entry["crossover_lc"] is None else f"{entry['crossover_lc']:.3f}"
     ci = entry["crossover_ci"]
-    return f"{point} " + ("CI unbounded" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+    return f"{point} " + ("(CI unbounded)" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
 
 
 def verdict(summary: dict) -> str:
