@@ -104,14 +104,17 @@ def stratified_group_splits(
         )
     held = np.array([counts[owner == split].sum(axis=0) for split in range(len(names))])  # (splits, classes)
     room = size - held.sum(axis=1)
-    target = size[:, None] * shares[None, :]  # (splits, classes) samples at the whole's shares
-    for free_group in rng.permutation(np.flatnonzero(owner < 0)):
-        if not (room > 0).any():
+    gap = shares[None, :] - held / size[:, None]  # (splits, classes) shortfall from the shares, per sample
+    closed = np.where(room > 0, 0.0, -np.inf)  # (splits,) -inf where full
+    group_size = counts.sum(axis=1).tolist()
+    for free_group in rng.permutation(np.flatnonzero(owner < 0)).tolist():
+        if (closed < 0).all():
             break
-        need = ((target - held) / size[:, None]) @ counts[free_group]
-        split = int(np.argmax(np.where(room > 0, need, -np.inf)))
+        split = int((gap @ counts[free_group] + closed).argmax())
         owner[free_group], held[split] = split, held[split] + counts[free_group]
-        room[split] -= counts[free_group].sum()
+        gap[split] -= counts[free_group] / size[split]
+        room[split] -= group_size[free_group]
+        closed[split] = 0.0 if room[split] > 0 else -np.inf
     if (room > 0).any():
         short = [name for name, left in zip(names, room) if left > 0]
         raise SiptError(
@@ -148,7 +151,8 @@ def covering_groups(present: np.ndarray, n_splits: int, rng: np.random.Generator
         if lacking.size == 0:
             return True
         free = order[owner[order] < 0]
-        split, cls = min(lacking, key=lambda pair: present[free, pair[1]].sum())
+        holding = present[free].sum(axis=0)  # (classes,) free groups holding each class
+        split, cls = min(lacking, key=lambda pair: holding[pair[1]])
         candidates = free[present[free, cls]]
         first = np.sort(np.unique(present[candidates], axis=0, return_index=True)[1])
         options = candidates[first]
@@ -168,11 +172,17 @@ def covering_groups(present: np.ndarray, n_splits: int, rng: np.random.Generator
 
 def class_quota(available: np.ndarray, size: int, shares: np.ndarray) -> np.ndarray:
     """``(classes,)`` samples of each class a split of ``size`` keeps from the ``(classes,)``
-    ``available`` ones: one of each available class, then one at a time to the class furthest below
-    its share of ``shares`` ``(classes,)`` that has more to give; needs ``available.sum() >= size``."""
+    ``available`` ones: one of each available class, then each class up to its share of ``shares``
+    ``(classes,)`` (as far as it has samples), the rest one at a time to the class furthest below its
+    share that has more to give; needs ``available.sum() >= size``."""
     quota = np.minimum(available, 1)
-    while quota.sum() < size:
-        quota[np.argmax(np.where(quota < available, shares * size - quota, -np.inf))] += 1
+    while (left := size - quota.sum()) > 0:
+        deficit = np.where(quota < available, shares * size - quota, -np.inf)
+        bulk = np.minimum(np.floor(np.clip(deficit, 0, None)), available - quota).astype(quota.dtype)
+        if 0 < bulk.sum() <= left:
+            quota += bulk  # every class up to the whole samples of its share, at once
+        else:
+            quota[np.argmax(deficit)] += 1
     return quota
 
 
