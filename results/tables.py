@@ -255,7 +255,7 @@ def lc_transfer_metrics(path: str) -> str:
     header = [
         "metric",
         f"slope per unit LC [95 % CI, {basis}]",
-        f"crossover LC [Fieller 95 % CI, {basis}]",
+        "crossover LC [Fieller 95 % CI, the same basis]",
         "replicate lines without one",
     ]
     return _table(header + ["random control (q = 0)", "gain at q = 1"], rows)
