@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sipt_lab.core.fileio import write_json_atomic
 from sipt_lab.studies.lc.config import STUDY_PRESETS, LcTransferConfig, metric_words, study_preset
-from sipt_lab.studies.lc.gain_stats import format_ci
+from sipt_lab.studies.lc.gain_stats import crossover_words, format_ci
 from sipt_lab.studies.lc.transfer import run_lc_transfer
 from sipt_lab.training.defaults import train_config
 
@@ -77,8 +77,7 @@ def main() -> None:
             primary = " (primary)" if name == summary["metric"] else ""
             print(
                 f"\n{metric_words(name, config.k)}{primary}: slope {entry['slope']:+.4f} {format_ci(entry['slope_ci'])}, "
-                f"crossover {'none in [0, 1]' if entry['crossover_lc'] is None else format(entry['crossover_lc'], '.3f')} "
-                f"(Fieller {'unbounded' if entry['crossover_ci'] is None else format_ci(entry['crossover_ci'])}), "
+                f"crossover {crossover_words(entry)} (Fieller; 95% CIs {summary['interval_basis']}), "
                 f"{entry['crossover_undefined_share']:.0%} of replicate lines without one, detectable {entry['mde']:.4f}"
             )
             print("| q | LC (measured) | SIPT - LM-only | 95% CI | SIPT - init | SIPT - (LM-only + labels) | 95% CI |")

@@ -198,20 +198,28 @@ def _significance(ci) -> str:
 
 
 def _crossing(entry: dict) -> str:
-    if entry["crossover_lc"] is None:
-        return "none in [0, 1]"
+    """Where a metric's line crosses zero, with Fieller's interval wherever the point lies."""
     ci = entry["crossover_ci"]
-    return f"{entry['crossover_lc']:.3f}" + (" (CI unbounded)" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+    point = "point estimate outside [0, 1]" if entry["crossover_lc"] is None else f"{entry['crossover_lc']:.3f}"
+    if ci is None:
+        return f"{point} (CI unbounded)"
+    return (
+        f"{point} (CI [{ci[0]:.3f}, {ci[1]:.3f}])"
+        if entry["crossover_lc"] is None
+        else f"{point} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    )
 
 
 def lc_transfer_levels(path: str) -> str:
     """An LC-transfer study's ``summary.json`` at ``path``: per dial level, the measured LC and SIPT's
     paired gains in the study's primary metric over LM-only, the init and LM-only given the dial's
-    labels (labels-direct), with 95 % Student-t intervals over replicates."""
+    labels (labels-direct), with 95 % Student-t intervals over replicates (their basis in the header:
+    split-clustered, or one split)."""
     summary = _summary(path)
     direct = "gain_over_labels_direct" in summary["levels"][0]
-    header = ["q (dial)", "LC", f"SIPT − LM-only ({summary['metric_name']})", "95 % CI", "SIPT − init"]
-    header += ["SIPT − (LM-only + dial labels)", "95 % CI"] if direct else []
+    ci = f"95 % CI ({summary['interval_basis']})"
+    header = ["q (dial)", "LC", f"SIPT − LM-only ({summary['metric_name']})", ci, "SIPT − init"]
+    header += ["SIPT − (LM-only + dial labels)", ci] if direct else []
     rows = []
     for level in summary["levels"]:
         row = [f"{level['q']:.2f}", f"{level['lc']:.3f}", f"{level['gain']:+.3f}", _ci(level["gain_ci"])]
@@ -226,7 +234,7 @@ def lc_transfer_metrics(path: str) -> str:
     """An LC-transfer study's ``summary.json`` at ``path``: per metric (the primary first), the slope
     of the gain against LC with its t-interval, where the line crosses zero with Fieller's interval,
     the share of replicates whose own line does not cross in [0, 1], the random control's gain and
-    the gain at the top dial level, each with its 95 % interval."""
+    the gain at the top dial level, each with its 95 % interval (their basis in the header)."""
     summary = _summary(path)
     order = [summary["metric"]] + [name for name in summary["metrics"] if name != summary["metric"]]
     rows = []
@@ -243,7 +251,13 @@ def lc_transfer_metrics(path: str) -> str:
                 f"{top['gain']:+.3f} {_ci(top['gain_ci'])}",
             ]
         )
-    header = ["metric", "slope per unit LC [95 % CI]", "crossover LC [Fieller 95 % CI]", "replicate lines without one"]
+    basis = summary["interval_basis"]
+    header = [
+        "metric",
+        f"slope per unit LC [95 % CI, {basis}]",
+        "crossover LC [Fieller 95 % CI, the same basis]",
+        "replicate lines without one",
+    ]
     return _table(header + ["random control (q = 0)", "gain at q = 1"], rows)
 
 
@@ -290,9 +304,11 @@ def lc_transfer_reading(path: str) -> str:
     s = _summary(path)
     top = max(s["levels"], key=lambda level: level["q"])
     crossing = (
-        "does not cross zero for LC in [0, 1]"
-        if s["crossover_lc"] is None
-        else f"crosses zero at LC {s['crossover_lc']:.3f} ("
+        (
+            "does not cross zero for LC in [0, 1] (point estimate outside [0, 1]; "
+            if s["crossover_lc"] is None
+            else f"crosses zero at LC {s['crossover_lc']:.3f} ("
+        )
         + (
             "its Fieller interval unbounded"
             if s["crossover_ci"] is None
@@ -302,7 +318,7 @@ def lc_transfer_reading(path: str) -> str:
     )
     text = (
         f"On never-seen samples ({s['dataset']}; {_count(s['seeds'], 'seed')} × {_count(len(s['split_seeds']), 'split seed')} "
-        f"= {s['replicates']} replicates), SIPT's gain over LM-only in {s['metric_name']}, the pre-registered metric, "
+        f"= {s['replicates']} replicates; 95 % CIs: {s['interval_basis']}), SIPT's gain over LM-only in {s['metric_name']}, the pre-registered metric, "
         f"{_trend(s)}: slope {s['slope']:+.3f} per unit LC, 95 % CI {_ci(s['slope_ci'])}. Its line {crossing}; the "
         f"encoder's own {s['k']}-NN consistency over the same pre-training samples is {s['encoder_consistency']:.3f}. "
         f"At LC {top['lc']:.2f} (q = 1) the gain is {top['gain']:+.3f} {_ci(top['gain_ci'])} "
@@ -467,12 +483,14 @@ def headline_reading() -> str:
         f"{torus['n_nodes']:,.0f} (`results/heldout_scale.csv`).\n\n"
         f"**Will SIPT help samples it never saw?** The LC-transfer study (`sipt-lab study lc-transfer`, grouped "
         f"splits, {cpu['metric_name']} pre-registered) at the CPU scale ({cpu['replicates']} replicates: "
-        f"{cpu['seeds']} seeds × {len(cpu['split_seeds'])} splits, `results/lc_transfer_cpu.summary.json`): slope "
+        f"{cpu['seeds']} seeds × {len(cpu['split_seeds'])} splits; 95 % CIs: {cpu['interval_basis']}; "
+        f"`results/lc_transfer_cpu.summary.json`): slope "
         f"{cpu['slope']:+.3f} per unit LC {_ci(cpu['slope_ci'])}; at LC 1 the gain over LM-only is {cpu_top['gain']:+.3f} "
         f"{_ci(cpu_top['gain_ci'])} ({_significance(cpu_top['gain_ci'])}) and over LM-only given the graph's labels "
         f"directly {cpu_top['gain_over_labels_direct']:+.3f} {_ci(cpu_top['gain_over_labels_direct_ci'])}; the "
         f"encoder's own 3-NN consistency is {cpu['encoder_consistency']:.3f} and the crossovers are {crossovers(cpu)}. "
-        f"On the full wiki corpus on a GPU ({gpu['replicates']} seeds, one split, before the labels-direct arm; "
+        f"On the full wiki corpus on a GPU ({gpu['replicates']} seeds; 95 % CIs: {gpu['interval_basis']}; before the "
+        "labels-direct arm; "
         f"`results/lc_transfer_gpu_wiki.summary.json`): at LC 1 {gpu['metric_name']} {gpu_top['gain']:+.3f} "
         f"{_ci(gpu_top['gain_ci'])}; crossovers {crossovers(gpu)}, against the encoder's own consistency "
         f"{gpu['encoder_consistency']:.3f}; the random graph costs {controls}. The crossovers differ by metric, so no "

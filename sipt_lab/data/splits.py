@@ -61,6 +61,131 @@ def random_splits(samples, fractions=(0.8, 0.1, 0.1), seed=0) -> Splits:
     return Splits(*(np.sort(part) for part in cuts))
 
 
+#: Groups :func:`covering_groups` tries before it gives up: far more than a search that succeeds
+#: needs (one per (split, class) pair when groups are many), a bound on one that cannot.
+COVER_SEARCH_STEPS = 20_000
+
+
+def stratified_group_splits(
+    labels: np.ndarray, groups: np.ndarray, sizes: dict[str, int], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Disjoint sorted ``int64`` index arrays ``{name: (sizes[name],)}`` over the ``(n,)`` ``labels``
+    (any class ids), no group of the ``(n,)`` ``groups`` in two of them, every class in every split and
+    each split's class shares near the whole's: scikit-learn's ``StratifiedGroupKFold`` idea at fixed
+    sizes, seeded by ``rng``.
+
+    Each group goes whole to one split or to none. First every split gets groups that hold every class
+    (:func:`covering_groups`); then the other groups, in random order, each join the split
+    with room whose classes fall furthest below their share, until every split has its size. A split
+    keeps exactly its size of its groups' samples (one of each class, the rest by the classes' shares);
+    its groups' other samples go to no split. SiptError (one line) when a split is smaller than the
+    number of classes, the groups cannot put a class in every split, or they run out before every
+    split is full."""
+    classes, y = np.unique(np.asarray(labels), return_inverse=True)
+    group = np.unique(np.asarray(groups), return_inverse=True)[1]
+    names, size = list(sizes), np.array([sizes[name] for name in sizes], dtype=np.int64)
+    for name, wanted in zip(names, size):
+        if wanted < classes.size:
+            raise SiptError(
+                f"the {name} split of {wanted} samples cannot hold one sample of each of the {classes.size} "
+                f"classes; make it at least {classes.size}"
+            )
+    counts = np.zeros((group.max() + 1, classes.size), dtype=np.int64)  # (groups, classes) samples
+    np.add.at(counts, (group, y), 1)
+    shares = counts.sum(axis=0) / y.size
+    owner = covering_groups(counts > 0, len(names), rng)
+    if owner is None:
+        holders = np.count_nonzero(counts, axis=0)
+        rarest = int(np.argmin(holders))
+        raise SiptError(
+            f"found no way to put every class in each of the {len(names)} splits ({', '.join(names)}) with whole groups: "
+            f"class {classes[rarest]} is in {holders[rarest]} of the {counts.shape[0]} groups; give more groups with "
+            "each class or drop the rarest class's samples"
+        )
+    held = np.array([counts[owner == split].sum(axis=0) for split in range(len(names))])  # (splits, classes)
+    room = size - held.sum(axis=1)
+    gap = shares[None, :] - held / size[:, None]  # (splits, classes) shortfall from the shares, per sample
+    closed = np.where(room > 0, 0.0, -np.inf)  # (splits,) -inf where full
+    group_size = counts.sum(axis=1).tolist()
+    for free_group in rng.permutation(np.flatnonzero(owner < 0)).tolist():
+        if (closed < 0).all():
+            break
+        split = int((gap @ counts[free_group] + closed).argmax())
+        owner[free_group], held[split] = split, held[split] + counts[free_group]
+        gap[split] -= counts[free_group] / size[split]
+        room[split] -= group_size[free_group]
+        closed[split] = 0.0 if room[split] > 0 else -np.inf
+    if (room > 0).any():
+        short = [name for name, left in zip(names, room) if left > 0]
+        raise SiptError(
+            f"the {y.size} samples in {counts.shape[0]} groups fill the splits with whole groups only to "
+            f"{int((size - np.maximum(room, 0)).sum())} of the {int(size.sum())} samples they need ({', '.join(short)} "
+            "short); lower the split sizes or give more samples"
+        )
+    splits = {}
+    for split, name in enumerate(names):
+        members = np.flatnonzero(owner[group] == split)
+        quota = class_quota(held[split], sizes[name], shares)
+        chosen = [rng.choice(members[y[members] == cls], quota[cls], replace=False) for cls in range(classes.size)]
+        splits[name] = np.sort(np.concatenate(chosen)).astype(np.int64)
+    return splits
+
+
+def covering_groups(present: np.ndarray, n_splits: int, rng: np.random.Generator) -> np.ndarray | None:
+    """``(groups,)`` split index per group (-1: none yet) such that each of ``n_splits`` splits holds
+    every class of the ``(groups, classes)`` bool ``present``, or None when no assignment does.
+
+    A depth-first search: the (split, class) pair with the fewest free groups holding the class is
+    covered next, by the group that covers the most classes the split still lacks. Groups of the
+    same class set are interchangeable here, so one of each set is tried (the first in a seeded
+    order). The search is exhaustive up to :data:`COVER_SEARCH_STEPS` groups tried (then None too);
+    with many groups its first path succeeds."""
+    if (present.sum(axis=0) < n_splits).any():
+        return None  # the pigeonhole bound, before any search
+    order = rng.permutation(present.shape[0])
+    owner = np.full(present.shape[0], -1)
+    held = np.zeros((n_splits, present.shape[1]), dtype=bool)
+
+    def search() -> bool:
+        lacking = np.argwhere(~held)
+        if lacking.size == 0:
+            return True
+        free = order[owner[order] < 0]
+        holding = present[free].sum(axis=0)  # (classes,) free groups holding each class
+        split, cls = min(lacking, key=lambda pair: holding[pair[1]])
+        candidates = free[present[free, cls]]
+        first = np.sort(np.unique(present[candidates], axis=0, return_index=True)[1])
+        options = candidates[first]
+        covers = present[np.ix_(options, ~held[split])].sum(axis=1)
+        before = held[split].copy()
+        for chosen in options[np.argsort(-covers, kind="stable")]:
+            steps[0] += 1
+            owner[chosen], held[split] = split, before | present[chosen]
+            if steps[0] > COVER_SEARCH_STEPS or search():
+                return steps[0] <= COVER_SEARCH_STEPS
+            owner[chosen], held[split] = -1, before
+        return False
+
+    steps = [0]
+    return owner if search() else None
+
+
+def class_quota(available: np.ndarray, size: int, shares: np.ndarray) -> np.ndarray:
+    """``(classes,)`` samples of each class a split of ``size`` keeps from the ``(classes,)``
+    ``available`` ones: one of each available class, then each class up to its share of ``shares``
+    ``(classes,)`` (as far as it has samples), the rest one at a time to the class furthest below its
+    share that has more to give; needs ``available.sum() >= size``."""
+    quota = np.minimum(available, 1)
+    while (left := size - quota.sum()) > 0:
+        deficit = np.where(quota < available, shares * size - quota, -np.inf)
+        bulk = np.minimum(np.floor(np.clip(deficit, 0, None)), available - quota).astype(quota.dtype)
+        if 0 < bulk.sum() <= left:
+            quota += bulk  # every class up to the whole samples of its share, at once
+        else:
+            quota[np.argmax(deficit)] += 1
+    return quota
+
+
 def read_splits(path: str | Path, sample_ids: Sequence[str]) -> Splits:
     """Read ``SPLITS.tsv`` (format in the module docstring) over the samples named ``sample_ids`` ``(n,)``."""
     text = read_text_file(path, "splits file")

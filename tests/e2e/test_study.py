@@ -58,7 +58,7 @@ def test_grouped_splits_are_disjoint_keep_groups_whole_and_are_checked_before_tr
     assert np.array_equal(splits["pretrain"], fixed) and not set(
         groups[np.concatenate(list(splits.values())[1:])]
     ) & set(groups[fixed])
-    with pytest.raises(SiptError, match="whole groups only up to train"):
+    with pytest.raises(SiptError, match=r"whole groups only to \d+ of the 128 samples they need"):
         grouped_splits(labels, np.arange(100) // 10, {**SIZES, "train": 64}, np.random.default_rng(0))
     with pytest.raises(SiptError, match="one class"):
         grouped_splits(np.zeros(100, dtype=int), np.arange(100), SIZES, np.random.default_rng(0))
@@ -209,7 +209,7 @@ def test_transductive_protocol_pretrains_on_every_split_and_says_so(tmp_path):
     [
         (["--levels", "0", "1.5"], "--levels"),
         (["--levels", "0.5"], "one gives no slope"),
-        (["--n-pretrain", "5000"], "whole groups only up to pretrain"),
+        (["--n-pretrain", "5000"], "fill the splits with whole groups only to"),
         (["--seeds", "auto"], "--seeds auto needs a pilot"),
     ],
 )

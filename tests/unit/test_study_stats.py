@@ -141,3 +141,67 @@ def test_topics_fitted_on_some_rows_label_every_row_by_their_transform(tmp_path,
     assert cache_path(corpus, settings, np.arange(200)).is_file()
     again = fit_topics(corpus, settings, fit_rows=np.arange(200))
     assert np.array_equal(again.doc_topic, fitted.doc_topic)
+
+
+def with_split_offsets(rows: list[dict], offsets: dict[int, float]) -> list[dict]:
+    """``rows`` with every SIPT value of split seed ``s`` moved by ``offsets[s]`` per unit LC: splits
+    that disagree on the slope while their seeds agree with each other."""
+    return [
+        {**row, "value": row["value"] + offsets[row["split_seed"]] * row["lc"]} if row["arm"] == "sipt" else row
+        for row in rows
+    ]
+
+
+def test_intervals_over_two_split_seeds_or_more_allow_for_the_split_seed():
+    """Seeds that agree within a split but splits that disagree: intervals over the 10 replicates as
+    if independent would be narrow; the split-clustered ones are the t-interval over the split seeds'
+    means, and say so."""
+    split_seeds = (0, 1, 2)
+    rows = with_split_offsets(
+        known_rows(split_seeds=split_seeds, seeds=4, slope_noise=0.002), {0: -0.1, 1: 0.0, 2: 0.1}
+    )
+    summary = summarise(rows, config(seeds=4, split_seeds=split_seeds), 0.7)
+    slopes = np.array(summary["replicate_slopes"]).reshape(3, 4)  # replicates sorted by (split seed, seed)
+    assert summary["slope_ci"] == pytest.approx(list(mean_ci(slopes.mean(axis=1))[1:]))
+    naive = mean_ci(slopes.ravel())
+    assert summary["slope_ci"][1] - summary["slope_ci"][0] > 3 * (naive[2] - naive[1])
+    top = summary["levels"][-1]
+    assert top["gain_ci"] == pytest.approx(interval([0.0, 0.1, 0.2]), abs=0.01)  # the split seeds' mean gains
+    assert summary["interval_basis"] == "split-clustered over 3 split seeds, 2 degrees of freedom"
+    assert "95% CIs split-clustered over 3 split seeds" in summary["verdict"]
+    two = summarise(rows[: len(rows) * 2 // 3], config(seeds=4, split_seeds=(0, 1)), 0.7)
+    assert two["interval_basis"] == "split-clustered over 2 split seeds, 1 degree of freedom"
+    assert two["slope_ci"] is not None  # one degree of freedom: wide, and reported
+
+
+def test_one_split_seed_gives_intervals_over_its_seeds_labelled_one_split():
+    rows = known_rows(split_seeds=(0,), seeds=4, slope_noise=0.05)
+    summary = summarise(rows, config(seeds=4, split_seeds=(0,)), 0.7)
+    assert summary["interval_basis"] == "one split"
+    assert summary["slope_ci"] == pytest.approx(list(mean_ci(summary["replicate_slopes"])[1:]))
+    assert "95% CIs one split" in summary["verdict"]
+
+
+def test_clustered_interval_and_fieller_reduce_to_the_cluster_means():
+    values, clusters = [1.0, 1.2, 2.0, 2.2, 3.0, 3.2], [0, 0, 1, 1, 2, 2]
+    assert interval(values, clusters=clusters) == pytest.approx(list(mean_ci([1.1, 2.1, 3.1])[1:]))
+    assert interval([1.0, 2.0, 3.0], clusters=[0, 0, 0]) is None  # one cluster tells nothing of their spread
+    slopes, intercepts = np.array([0.2, 0.22, 0.18, 0.2, 0.25, 0.27]), np.array([-0.1, -0.12, -0.08, -0.1, -0.1, -0.14])
+    clustered, bounded = fieller_interval(-intercepts, slopes, clusters=[0, 0, 1, 1, 2, 2])
+    expected, _ = fieller_interval([0.11, 0.09, 0.12], [0.21, 0.19, 0.26])
+    assert bounded and clustered == pytest.approx(expected)
+
+
+def test_fieller_interval_is_reported_when_the_point_crossover_lies_outside_the_unit_interval():
+    rows = known_rows(split_seeds=(0,), seeds=5, slope_noise=0.01)
+    for row in rows:  # every replicate's line crosses zero at LC 1.5 instead of 0.5
+        if row["arm"] == "sipt" and row["metric"] == "knn_accuracy":
+            row["value"] -= 0.2
+    summary = summarise(rows, config(seeds=5, split_seeds=(0,)), 0.7)
+    assert summary["crossover_lc"] is None and summary["crossover_ci_bounded"]
+    low, high = summary["crossover_ci"]
+    assert low < 1.5 < high and low > 1
+    assert (
+        f"does not cross zero for LC in [0, 1] (point estimate outside [0, 1]; Fieller 95% CI [{low:.3f}, {high:.3f}])"
+        in summary["verdict"]
+    )

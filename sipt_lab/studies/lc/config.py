@@ -75,7 +75,7 @@ class LcTransferConfig:
             replicate is one ``(split seed, seed)``.
         groups: ``id<TAB>group`` of every sample of ``samples`` (e.g. the document a sentence comes
             from): splits keep each group on one side, so no group spans pre-training and the
-            never-seen splits. None: each sample is its own group (the built-in tasks group by article).
+            never-seen splits, and hold every class each. None: each sample is its own group (the built-in tasks group by article).
         pilot_sd: sd of the paired gains over seeds measured by a pilot (an earlier study's
             ``paired_sd``): the run states the effect its seeds can detect before training.
         protocol: ``inductive`` (the fine-tuning splits are never pre-trained on) or

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
+from sipt_lab.data.splits import stratified_group_splits
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.studies.lc.config import SPLIT_NAMES
 
@@ -43,49 +44,26 @@ def grouped_splits(
     pretrain: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Disjoint index arrays ``{"pretrain", "train", "validation", "test"}`` of the given sizes over
-    ``(n,)`` labels, no group of the ``(n,)`` ``groups`` in two of them; the last three are never
-    pre-trained on. Groups come in random order and each fills the split being filled; where a group
-    holds more than that split still needs, the split takes what it needs and the rest of the group
-    goes to no split. ``pretrain``: the pre-training indices when the task fixes them (then only the
-    samples outside their groups are split). SiptError (before any training) when the task has one
-    class, too few samples in whole groups, or a split's classes do not let the metrics run."""
-    labels, groups = np.asarray(labels), np.unique(np.asarray(groups), return_inverse=True)[1]
+    ``(n,)`` labels, no group of the ``(n,)`` ``groups`` in two of them, every class in every split
+    (:func:`~sipt_lab.data.splits.stratified_group_splits`); the last three are never pre-trained on.
+    ``pretrain``: the pre-training indices when the task fixes them (then only the samples outside
+    their groups are split). SiptError (before any training) when the task has one class, or its
+    groups cannot fill every split with every class."""
+    labels, groups = np.asarray(labels), np.asarray(groups)
     classes = np.unique(labels)
     if classes.size < 2:
         raise SiptError(
             f"the task has one class ({classes[0] if classes.size else 'none'}); a study needs labels of at least two classes"
         )
-    group_rank = rng.permutation(groups.max() + 1)
     candidates = np.arange(labels.size)
-    splits: dict[str, np.ndarray] = {}
     names = list(SPLIT_NAMES)
+    fixed = {}
     if pretrain is not None:
-        splits["pretrain"] = np.asarray(pretrain, dtype=np.int64)
-        candidates = candidates[~np.isin(groups, groups[splits["pretrain"]])]
+        fixed["pretrain"] = np.asarray(pretrain, dtype=np.int64)
+        candidates = candidates[~np.isin(groups, groups[fixed["pretrain"]])]
         names.remove("pretrain")
-    order = rng.permutation(candidates)
-    order = order[np.argsort(group_rank[groups[order]], kind="stable")]  # whole groups, in random order
-    position = 0
-    for name in names:
-        taken = order[position : position + sizes[name]]
-        if taken.size < sizes[name]:
-            needed = sum(sizes[other] for other in names)
-            raise SiptError(
-                f"the task's {labels.size} samples in {groups.max() + 1} groups fill {', '.join(names)} with whole "
-                f"groups only up to {name} (the splits need {needed}); lower the split sizes or give more samples"
-            )
-        splits[name] = taken
-        position += taken.size
-        while position < order.size and groups[order[position]] == groups[taken[-1]]:
-            position += 1  # the rest of a group cut at the split's end goes to no split
-    for name in ("pretrain", "train"):
-        if np.unique(labels[splits[name]]).size < 2:
-            raise SiptError(f"the {name} split holds one class only; make it larger")
-    missing = np.setdiff1d(labels[splits["test"]], labels[splits["train"]])
-    if missing.size:
-        raise SiptError(
-            f"test classes {missing.tolist()} never occur in the fine-tuning train split; make LcTransferConfig.n_train larger"
-        )
+    drawn = stratified_group_splits(labels[candidates], groups[candidates], {name: sizes[name] for name in names}, rng)
+    splits = {**fixed, **{name: candidates[index] for name, index in drawn.items()}}
     return {name: splits[name] for name in SPLIT_NAMES}
 
 

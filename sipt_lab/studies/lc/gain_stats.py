@@ -2,10 +2,13 @@
 intervals, every metric's summary, and the one-line verdict.
 
 A *replicate* is one ``(split_seed, seed)``: its arms share the splits, the dial's graphs and the
-start. Everything is paired by replicate. Intervals are Student-t over replicates (the slope: over
-each replicate's own least-squares line), the crossover's is Fieller's for the ratio of the mean
-intercept to the mean slope; with fewer than :data:`~sipt_lab.core.stats.MIN_REPLICATES_FOR_INTERVAL`
-replicates no interval is reported and the summary says what the replicates can detect instead.
+start. Everything is paired by replicate. Intervals are Student-t (the slope: over each
+replicate's own least-squares line), the crossover's is Fieller's for the ratio of the mean intercept
+to the mean slope. With two split seeds or more they are split-clustered (over the split seeds'
+means, :func:`~sipt_lab.core.stats.interval`), so they allow for another split giving other gains;
+with one they are over its seeds and hold for that split only (``interval_basis`` says which). With
+fewer than :data:`~sipt_lab.core.stats.MIN_REPLICATES_FOR_INTERVAL` replicates no interval is reported
+and the summary says what the replicates can detect instead.
 """
 
 from __future__ import annotations
@@ -58,6 +61,21 @@ def power_line(sd: float, seeds: int, split_seeds: int) -> str:
     )
 
 
+def split_clusters(replicates: list[tuple[int, int]]) -> list[int] | None:
+    """The split seed of each ``(split_seed, seed)`` replicate: the clusters the intervals allow for;
+    None on one split seed (the intervals are then over its seeds, for that split only)."""
+    split_seeds = [split_seed for split_seed, _ in replicates]
+    return split_seeds if len(set(split_seeds)) > 1 else None
+
+
+def interval_basis(replicates: list[tuple[int, int]]) -> str:
+    """What the intervals over ``replicates`` allow for, in a few words for a reader."""
+    split_seeds = len({split_seed for split_seed, _ in replicates})
+    if split_seeds == 1:
+        return "one split"
+    return f"split-clustered over {split_seeds} split seeds, {plural(split_seeds - 1, 'degree')} of freedom"
+
+
 def replicate_keys(rows: list[dict]) -> list[tuple[int, int]]:
     """The sorted ``(split_seed, seed)`` replicates of ``rows`` (those with an LM-only row)."""
     return sorted({(row["split_seed"], row["seed"]) for row in rows if row["arm"] == "lm"})
@@ -98,13 +116,14 @@ def crossing(slope: float, intercept: float) -> float:
     return x if 0.0 <= x <= 1.0 else math.nan
 
 
-def gain_line(lcs: np.ndarray, gains: np.ndarray) -> dict:
+def gain_line(lcs: np.ndarray, gains: np.ndarray, clusters: list[int] | None = None) -> dict:
     """The line of gain against LC from ``(levels, replicates)`` measured ``lcs`` and ``gains``: each
     replicate's own least-squares line, then ``slope`` and ``intercept`` (their means), ``slope_ci``
-    (Student-t over the replicates' slopes), ``crossover_lc`` (where the mean line crosses zero; None
-    outside ``[0, 1]``), ``crossover_ci`` (Fieller's, None when unbounded: ``crossover_ci_bounded``),
-    and ``crossover_undefined_share``, the share of replicates whose own line does not cross zero in
-    ``[0, 1]``."""
+    (Student-t over the replicates' slopes, clustered by ``clusters``, one per replicate, when
+    given), ``crossover_lc`` (where the mean line crosses zero; None outside ``[0, 1]``),
+    ``crossover_ci`` (Fieller's, clustered alike; None when unbounded: ``crossover_ci_bounded``;
+    given wherever the point lies), and ``crossover_undefined_share``, the share of replicates whose
+    own line does not cross zero in ``[0, 1]``."""
     from sipt_lab.core.stats import fieller_interval, interval
 
     lines = []
@@ -114,11 +133,11 @@ def gain_line(lcs: np.ndarray, gains: np.ndarray) -> dict:
     slopes, intercepts = np.array(lines, dtype=float).T
     slope, intercept = float(slopes.mean()), float(intercepts.mean())
     crossover = crossing(slope, intercept)
-    crossover_ci, bounded = fieller_interval(-intercepts, slopes)
+    crossover_ci, bounded = fieller_interval(-intercepts, slopes, clusters=clusters)
     own = np.array([crossing(s, i) for s, i in zip(slopes, intercepts)])
     return {
         "slope": slope,
-        "slope_ci": interval(slopes),
+        "slope_ci": interval(slopes, clusters=clusters),
         "intercept": intercept,
         "crossover_lc": None if math.isnan(crossover) else crossover,
         "crossover_ci": crossover_ci,
@@ -130,13 +149,15 @@ def gain_line(lcs: np.ndarray, gains: np.ndarray) -> dict:
 
 def metric_summary(rows: list[dict], config: LcTransferConfig, metric: str, replicates: list[tuple[int, int]]) -> dict:
     """One metric's part of the summary: per level the paired gains over every :data:`BASELINES` arm
-    that has rows, with Student-t 95 % intervals; :func:`gain_line`; the control's gain (the lowest
+    that has rows, with Student-t 95 % intervals (split-clustered: :func:`split_clusters`);
+    :func:`gain_line`; the control's gain (the lowest
     ``q``); the paired sd pooled over levels and the gain it lets the replicates detect; the same line
     per split seed, with the sd of the split seeds' slopes."""
     from sipt_lab.core.stats import interval, mean_sd, minimum_detectable_effect
 
     n_levels = len(config.levels)
     gains, lcs = paired_gains(rows, metric, n_levels, replicates)
+    clusters = split_clusters(replicates)
     lc = np.nanmean(lcs, axis=1)
     compared = {
         key: paired_gains(rows, metric, n_levels, replicates, baseline=arm)[0] for key, arm in BASELINES.items()
@@ -147,7 +168,7 @@ def metric_summary(rows: list[dict], config: LcTransferConfig, metric: str, repl
         entry = {"q": q, "target_lc": dial_target_lc_of(rows, level), "lc": float(lc[level])}
         for key, values in compared.items():
             entry[key] = float(np.nanmean(values[level]))
-            entry[f"{key}_ci"] = interval(values[level])
+            entry[f"{key}_ci"] = interval(values[level], clusters=clusters)
         levels.append(entry)
     control = levels[int(np.argmin(config.levels))]
     variances = [np.var(row[np.isfinite(row)], ddof=1) for row in gains if np.isfinite(row).sum() > 1]
@@ -170,7 +191,7 @@ def metric_summary(rows: list[dict], config: LcTransferConfig, metric: str, repl
         "metric": metric,
         "metric_name": metric_words(metric, config.k),
         "levels": levels,
-        **gain_line(lcs, gains),
+        **gain_line(lcs, gains, clusters),
         "control_gain": control["gain"],
         "control_gain_ci": control["gain_ci"],
         "paired_sd": paired_sd,
@@ -202,6 +223,7 @@ def summarise(rows: list[dict], config: LcTransferConfig, own_consistency: float
         "seeds": config.seeds,
         "split_seeds": list(config.split_seeds),
         "replicates": len(replicates),
+        "interval_basis": interval_basis(replicates),
         "k": config.k,
         **{key: value for key, value in primary.items() if key != "metric"},  # with its metric_name
         "encoder_consistency": own_consistency,
@@ -262,19 +284,20 @@ def config_metrics(config: LcTransferConfig) -> tuple[str, ...]:
 
 def gain_over_lm(rows: list[dict], arm: str, metric: str, replicates: list[tuple[int, int]]) -> dict | None:
     """``{"gain", "gain_ci"}``: ``arm``'s paired gain in ``metric`` over LM-only, mean over
-    replicates with a Student-t 95 % interval (None under three replicates); None when no row is ``arm``'s."""
+    replicates with a Student-t 95 % interval (None under three replicates; split-clustered as the
+    levels' are); None when no row is ``arm``'s."""
     from sipt_lab.core.stats import interval
 
     if not any(row["arm"] == arm and row["metric"] == metric for row in rows):
         return None
     gains, _ = paired_gains(rows, metric, 1, replicates, arm=arm)
-    values = gains[0][np.isfinite(gains[0])]
-    return {"gain": float(values.mean()), "gain_ci": interval(values)}
+    return {"gain": float(np.nanmean(gains[0])), "gain_ci": interval(gains[0], clusters=split_clusters(replicates))}
 
 
 def geometry_entry(rows: list[dict], config: LcTransferConfig, replicates: list[tuple[int, int]]) -> dict | None:
     """The geometry arm's paired gain over LM-only at its level, beside the default SIPT arm's and the
-    paired difference of the two (Student-t 95 % intervals); None without a geometry arm."""
+    paired difference of the two (Student-t 95 % intervals, split-clustered as the levels' are); None
+    without a geometry arm."""
     from sipt_lab.core.stats import interval
     from sipt_lab.studies.lc.config import GEOMETRY_ARMS
 
@@ -286,6 +309,7 @@ def geometry_entry(rows: list[dict], config: LcTransferConfig, replicates: list[
     n_levels = len(config.levels)
     other, lcs = paired_gains(rows, config.metric, n_levels, replicates, arm=arm)
     default, _ = paired_gains(rows, config.metric, n_levels, replicates)
+    clusters = split_clusters(replicates)
     return {
         "arm": arm,
         "si_geometry": geometry,
@@ -293,11 +317,11 @@ def geometry_entry(rows: list[dict], config: LcTransferConfig, replicates: list[
         "q": config.levels[level],
         "lc": float(np.nanmean(lcs[level])),
         "gain": float(np.mean(other[level])),
-        "gain_ci": interval(other[level]),
+        "gain_ci": interval(other[level], clusters=clusters),
         "default_gain": float(np.mean(default[level])),
-        "default_gain_ci": interval(default[level]),
+        "default_gain_ci": interval(default[level], clusters=clusters),
         "gain_minus_default": float(np.mean(other[level] - default[level])),
-        "gain_minus_default_ci": interval(other[level] - default[level]),
+        "gain_minus_default_ci": interval(other[level] - default[level], clusters=clusters),
     }
 
 
@@ -321,19 +345,28 @@ def format_ci(ci: list[float] | None) -> str:
     return f"[{low}, {high}]{warning}"
 
 
+def crossover_words(entry: dict) -> str:
+    """A metric's crossover in a few words, Fieller's interval given wherever the point lies:
+    ``0.473 [0.420, 0.521]``, ``outside [0, 1] [0.890, 1.992]``, ``0.700 (CI unbounded)``."""
+    point = "outside [0, 1]" if entry["crossover_lc"] is None else f"{entry['crossover_lc']:.3f}"
+    ci = entry["crossover_ci"]
+    return f"{point} " + ("(CI unbounded)" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+
+
 def verdict(summary: dict) -> str:
-    """One line: the primary metric's slope with its interval, the crossover with Fieller's interval
-    against the encoder's own consistency, the control, SIPT against the labels-direct baseline at
-    the top level, what the replicates can detect, and the other metrics' crossovers."""
+    """One line: what the intervals allow for, the primary metric's slope with its interval, the
+    crossover with Fieller's interval (wherever the point lies) against the encoder's own
+    consistency, the control, SIPT against the labels-direct baseline at the top level, what the
+    replicates can detect, and the other metrics' crossovers (:func:`crossover_words`)."""
+    interval = (
+        f"Fieller 95% CI [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}]"
+        if summary["crossover_ci_bounded"]
+        else "its interval unbounded"
+    )
     crossover = summary["crossover_lc"]
     if crossover is None:
-        where = "the gain does not cross zero for LC in [0, 1]"
+        where = f"the gain does not cross zero for LC in [0, 1] (point estimate outside [0, 1]; {interval})"
     else:
-        interval = (
-            f"Fieller 95% CI [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}]"
-            if summary["crossover_ci_bounded"]
-            else "its interval unbounded"
-        )
         where = f"the gain crosses zero at LC {crossover:.3f} ({interval})"
     where += (
         f", {summary['crossover_undefined_share']:.0%} of replicate lines do not cross in [0, 1]; the encoder's own "
@@ -343,7 +376,8 @@ def verdict(summary: dict) -> str:
     top = summary["levels"][int(np.argmax([level["q"] for level in summary["levels"]]))]
     line = (
         f"SIPT - LM-only on {samples} test samples of {summary['dataset']} ({summary['metric_name']}, primary; "
-        f"{plural(summary['seeds'], 'seed')} x {plural(len(summary['split_seeds']), 'split')}): slope {summary['slope']:+.3f} per unit LC, "
+        f"{plural(summary['seeds'], 'seed')} x {plural(len(summary['split_seeds']), 'split')}; 95% CIs "
+        f"{summary['interval_basis']}): slope {summary['slope']:+.3f} per unit LC, "
         f"95% CI {format_ci(summary['slope_ci'])}; {where}; control gain {summary['control_gain']:+.3f} "
         f"{format_ci(summary['control_gain_ci'])}"
     )
@@ -369,9 +403,7 @@ def verdict(summary: dict) -> str:
             f"{format_ci(other['gain_ci'])} against {other['default_gain']:+.3f} {format_ci(other['default_gain_ci'])}"
         )
     others = [
-        f"{name} {'none' if entry['crossover_lc'] is None else format(entry['crossover_lc'], '.3f')}"
-        for name, entry in summary["metrics"].items()
-        if name != summary["metric"]
+        f"{name} {crossover_words(entry)}" for name, entry in summary["metrics"].items() if name != summary["metric"]
     ]
     if others:
         line += "; crossover by other metric: " + ", ".join(others)

@@ -243,7 +243,7 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
     """``<stem>.png`` / ``.pdf``: per-level mean gain in the primary metric against measured LC, over
     LM-only and over LM-only given the dial's labels, with 95 % interval bars (none under three
     replicates), and the encoder's own consistency as a vertical line; the title names the dataset,
-    the metric and the replicates."""
+    the metric and the replicates, the note the crossover and what the intervals allow for."""
     from sipt_lab.viz.labelled_points import labelled_errorbars
 
     levels = summary["levels"]
@@ -267,7 +267,9 @@ def draw_gain_figure(stem: str | Path, summary: dict) -> list[Path]:
     )
     if summary["crossover_ci"] is not None:
         note += f"; Fieller 95% CI of its zero [{summary['crossover_ci'][0]:.3f}, {summary['crossover_ci'][1]:.3f}]"
-    bars = "95% CI" if summary["replicates"] >= MIN_REPLICATES_FOR_INTERVAL else "no interval: too few replicates"
+    enough = summary["replicates"] >= MIN_REPLICATES_FOR_INTERVAL
+    note += f"\n95% CIs {summary['interval_basis']}" if enough else ""
+    bars = "95% CI" if enough else "no interval: too few replicates"
     return labelled_errorbars(
         stem,
         series,
