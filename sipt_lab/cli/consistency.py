@@ -27,6 +27,8 @@ def register(subparsers) -> None:
         description="Measure how well node labels agree with the graph: local consistency "
         "(the fraction of nodes whose label is the plurality label of their neighbours, i.e. the "
         "leave-one-out accuracy of a one-hop majority vote), node homophily and edge homophily. "
+        "The labels may cover a subset of the nodes: edges with an end without a label are left out "
+        "and counted, so the numbers are those of the graph on the labelled nodes (as `advise` measures LC). "
         "Isolated nodes are counted but left out of the means.",
     )
     add_config_arguments(parser, ConsistencyJob, ("edges", "labels", "example", "ties"))
@@ -83,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         **report.to_dict(),
         "dropped_self_loops": labelled.dropped_self_loops,
         "dropped_duplicates": labelled.dropped_duplicates,
+        "unlabelled_edges": labelled.unlabelled_edges,
         "edges_file": edges_file,
         "labels_file": labels_file,
     }
@@ -151,6 +154,7 @@ def _table(result: dict) -> str:
         ("classes", result["n_classes"]),
         ("self-loops dropped", result["dropped_self_loops"]),
         ("duplicate edges dropped", result["dropped_duplicates"]),
+        ("edges left out (an end without a label)", result["unlabelled_edges"]),
         ("tie policy", result["tie_policy"]),
         ("local consistency", f"{result['local_consistency']:.4f}"),
         ("node homophily", f"{result['node_homophily']:.4f}"),

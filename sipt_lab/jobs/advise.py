@@ -99,7 +99,7 @@ def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
     from sipt_lab.core.stats import mean_ci
     from sipt_lab.data.samples import read_labelled_subset, read_sample_graph, read_samples
     from sipt_lab.evaluation.heldout import encoder_consistency
-    from sipt_lab.graphs.consistency import local_consistency_per_node
+    from sipt_lab.graphs.consistency import labelled_subgraph, local_consistency_per_node
     from sipt_lab.jobs.gain_predictor import outside_range, predict_gain
 
     config = AdviseConfig(**fields) if config is None else config
@@ -110,7 +110,7 @@ def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
     nodes, labels = read_labelled_subset(config.labels, samples)
     if np.unique(labels).size < 2:
         raise SiptError(f"{config.labels} gives one class only; label samples of at least two classes")
-    per_node = local_consistency_per_node(graph.subgraph(nodes), labels)
+    per_node = local_consistency_per_node(labelled_subgraph(graph, nodes)[0], labels)
     connected = per_node[np.isfinite(per_node)]
     if connected.size == 0:
         raise SiptError(

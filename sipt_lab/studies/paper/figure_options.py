@@ -12,6 +12,7 @@ The module is light (no torch): the CLI's parser generates the ``figures`` flags
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,19 @@ logger = logging.getLogger(__name__)
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
 FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
 NOISE_RATES = (0.0, 0.05, 0.1, 0.15, 0.5)
+#: Each figure's measured wall time at the defaults on 2 CPU cores: rows of ``figures`` (the names
+#: one command made), ``seconds``, ``command``, ``date`` and ``record`` (where the run is written up).
+FIGURE_TIMES = Path(__file__).with_name("figure_times.json")
+
+
+def figure_times_line() -> str:
+    """:data:`FIGURE_TIMES` in one line for ``--help``: ``fig5a + fig5b + theorem1 938 s, ...``."""
+    times = json.loads(FIGURE_TIMES.read_text(encoding="utf-8"))
+    shown = ", ".join(
+        f"{' + '.join(row['figures'])} {row['seconds']:.0f} s"
+        for row in sorted(times["measurements"], key=lambda row: row["seconds"])
+    )
+    return f"measured wall time at the defaults on {times['cores']} CPU cores: {shown}"
 
 
 @dataclass(frozen=True)
