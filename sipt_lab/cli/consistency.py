@@ -54,6 +54,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sipt_lab.graphs.consistency import consistency_report
+    from sipt_lab.graphs.consistency_kernel import check_labelled_edges
     from sipt_lab.graphs.tsv import load_graph_tsv
 
     json_output, args = args.json, config_from_args(args, ConsistencyJob)
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
         labelled = load_graph_tsv(edges_file, labels_file)
+    check_labelled_edges(labelled.graph.n_edges, labelled.unlabelled_edges)
     report = consistency_report(labelled.graph, labelled.labels, args.ties)
     result = {
         **report.to_dict(),

@@ -6,8 +6,8 @@ import argparse
 
 from sipt_lab.cli.arguments import (
     GRID_INTERRUPT_HINT,
-    QUIET_HELP,
     PER_SAMPLE_FIELDS,
+    QUIET_HELP,
     WATCH_FIELDS,
     add_objective_arguments,
     add_train_arguments,

@@ -46,6 +46,7 @@ import numpy as np
 from sipt_lab.core.errors import SiptError
 from sipt_lab.graphs.consistency_kernel import (
     ConsistencyReport,
+    check_labelled_edges,
     check_ties,
     node_scores,
     report_from_counts,
@@ -133,6 +134,7 @@ class NodeCounts:
 
     def result(self, tally: EdgeTally, n_classes: int, ties: str) -> FileConsistency:
         n_edges = int(self.degree.sum()) // 2
+        check_labelled_edges(n_edges, tally.unknown)
         report = report_from_counts(
             node_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties
         )

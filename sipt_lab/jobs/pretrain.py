@@ -17,10 +17,10 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
   ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.core.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
   and, when labels are given, the report before and after pre-training on the labelled samples
-  (labels may cover a subset; ``G_PT`` restricted to them): the labels' local consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
-  accuracy), LOO 3-NN AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius
-  that best recovers ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and
-  predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
+  (labels may cover a subset; ``G_PT`` restricted to them): the labels' local consistency over
+  ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour accuracy), LOO 3-NN
+  AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius that best recovers
+  ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
 
 :func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
 order) and ``EMB.ids.tsv``.

@@ -261,7 +261,8 @@ def default_help(name: str) -> str:
     if len(groups) == 1:
         return f"(default: {next(iter(values.values()))})"
     named = (
-        KIND_GROUP_LABELS.get(tuple(kinds)) or " or ".join(KIND_LABELS[kind] for kind in kinds) for kinds in groups.values()
+        KIND_GROUP_LABELS.get(tuple(kinds)) or " or ".join(KIND_LABELS[kind] for kind in kinds)
+        for kinds in groups.values()
     )
     return "(default: " + ", ".join(f"{values[key]} for {label}" for key, label in zip(groups, named)) + ")"
 

@@ -74,9 +74,7 @@ def file_task(config: LcTransferConfig) -> StudyTask:
         if config.groups is None
         else np.unique(read_sample_labels(config.groups, samples)[0][labelled], return_inverse=True)[1]
     )
-    return StudyTask(
-        [samples.ids[i] for i in labelled], [samples.texts[i] for i in labelled], labels, groups, natural
-    )
+    return StudyTask([samples.ids[i] for i in labelled], [samples.texts[i] for i in labelled], labels, groups, natural)
 
 
 def article_task(config: LcTransferConfig, split_seed: int) -> StudyTask:
