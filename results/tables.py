@@ -593,16 +593,26 @@ def cli_reliability() -> str:
 
 def figure_times() -> str:
     """Each figure's measured wall time at the defaults (``sipt_lab/studies/paper/figure_times.json``,
-    the file ``sipt-lab figures --help`` reads too), fastest first."""
+    the file ``sipt-lab figures --help`` reads too), fastest first; a run on shared cores with its
+    CPU time and load average."""
     times = json.loads((ROOT / "sipt_lab" / "studies" / "paper" / "figure_times.json").read_text(encoding="utf-8"))
+
+    def wall(row: dict) -> str:
+        shared = f"; {row['cpu_seconds']:.0f} s of CPU, at load {row['load']:.0f}" if "load" in row else ""
+        return f"{row['seconds']:.0f} s ({row['seconds'] / 60:.1f} min{shared})"
+
     rows = [
         [
             " + ".join(f"`{name}`" for name in row["figures"]),
-            f"{row['seconds']:.0f} s ({row['seconds'] / 60:.1f} min)",
+            wall(row),
             f"`{row['command']}`",
             f"{row['date']}, {row['record']}",
         ]
         for row in sorted(times["measurements"], key=lambda row: row["seconds"])
+    ]
+    rows += [
+        [f"`{name}`", "not measured yet", f"`sipt-lab figures --only {name}`", ""]
+        for name in times.get("not_measured", [])
     ]
     return _table(["figures (one command)", f"wall time on {times['cores']} CPU cores", "command", "measured"], rows)
 
