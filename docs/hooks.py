@@ -12,7 +12,7 @@
   ``results-text`` blocks) are re-rendered by ``results/tables.py``'s ``render_blocks`` from the
   CSVs committed under ``results/``. The pages hold the rendered text too (``python
   results/tables.py --write PAGE`` writes it), so GitHub shows it, and ``tests/unit/test_docs.py``
-  checks that every page's blocks are current.
+  checks that every page's blocks are current; the built page keeps the text, not the markers.
 * The site's figures (``figures/NAME.png``, :func:`site_figures`): the PNGs committed under
   ``results/``, and Figure 5a and 5b drawn at build time from ``results/fig5a.csv`` and
   ``fig5b.csv`` by the functions ``sipt-lab figures`` draws them with.
@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HELP_WIDTH = "100"  # argparse wraps help to $COLUMNS: fixed so the page does not depend on the terminal
 #: The site folder of the figures; a page links ``../figures/NAME.png`` (one level down) or ``figures/NAME.png``.
 FIGURE_DIR = "figures"
+#: The markers around a rendered block, dropped from the built page (they matter only in the source).
+BLOCK_MARKER = re.compile(r"^<!-- /?results-(?:table|text)(?:: [\w.:/-]+)? -->\n?", re.M)
 
 
 def _subcommands(parser: argparse.ArgumentParser):
@@ -82,7 +84,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- cli-reference -->" in markdown:
         markdown = markdown.replace("<!-- cli-reference -->", cli_reference())
     if "<!-- results-" in markdown:
-        markdown = results_tables().render_blocks(markdown)
+        markdown = BLOCK_MARKER.sub("", results_tables().render_blocks(markdown))
     return _generated_sections(markdown)
 
 
