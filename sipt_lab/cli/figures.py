@@ -45,9 +45,7 @@ def register(subparsers) -> None:
         "(fig5a, fig5b, theorem1, ...: an unknown --only name lists them all). fig5a, fig5b and theorem1 share one grid of LM-vs-SIPT cells "
         "(every family at noise 0, CLIQUES at every noise rate, --seeds seeds) kept under OUT/cells: "
         "each cell is computed once and a re-run skips finished cells (one of the three alone runs only its "
-        "own cells). The "
-        + figure_times_line()
-        + ".",
+        "own cells). The " + figure_times_line() + ".",
     )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="make only these figures (default: all)")
     # Options left out stay None here and take FigureOptions' defaults (the ones --help shows).
