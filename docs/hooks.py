@@ -8,9 +8,11 @@
   follows modules as they move.
 * ``<!-- include: PATH -->`` is replaced by the Markdown file ``PATH`` of the repository (its title
   dropped): ``results/README.md`` and ``benchmarks/RESULTS.md`` are shown on the site, not copied.
-* ``<!-- results-table: NAME -->`` is replaced by the Markdown table ``NAME`` of
-  ``results/tables.py``, computed from the CSVs committed under ``results/`` (the README's headline
-  table is checked against the same function by ``tests/unit/test_docs.py``).
+* ``<!-- results-table: NAME -->`` ... ``<!-- /results-table -->`` blocks (and the README's
+  ``results-text`` blocks) are re-rendered by ``results/tables.py``'s ``render_blocks`` from the
+  CSVs committed under ``results/``. The pages hold the rendered text too (``python
+  results/tables.py --write PAGE`` writes it), so GitHub shows it, and ``tests/unit/test_docs.py``
+  checks that every page's blocks are current; the built page keeps the text, not the markers.
 * The site's figures (``figures/NAME.png``, :func:`site_figures`): the PNGs committed under
   ``results/``, and Figure 5a and 5b drawn at build time from ``results/fig5a.csv`` and
   ``fig5b.csv`` by the functions ``sipt-lab figures`` draws them with.
@@ -28,9 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HELP_WIDTH = "100"  # argparse wraps help to $COLUMNS: fixed so the page does not depend on the terminal
-TABLE_MARKER = re.compile(r"<!-- results-table: ([\w.:/-]+) -->")
 #: The site folder of the figures; a page links ``../figures/NAME.png`` (one level down) or ``figures/NAME.png``.
 FIGURE_DIR = "figures"
+#: The markers around a rendered block, dropped from the built page (they matter only in the source).
+BLOCK_MARKER = re.compile(r"^<!-- /?results-(?:table|text)(?:: [\w.:/-]+)? -->\n?", re.M)
 
 
 def _subcommands(parser: argparse.ArgumentParser):
@@ -80,9 +83,8 @@ def results_tables():
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- cli-reference -->" in markdown:
         markdown = markdown.replace("<!-- cli-reference -->", cli_reference())
-    if TABLE_MARKER.search(markdown):
-        tables = results_tables()
-        markdown = TABLE_MARKER.sub(lambda match: tables.markdown_table(match[1]), markdown)
+    if "<!-- results-" in markdown:
+        markdown = BLOCK_MARKER.sub("", results_tables().render_blocks(markdown))
     return _generated_sections(markdown)
 
 

@@ -1,11 +1,11 @@
 """The Markdown tables of the README and the results pages, computed from the CSVs in this folder.
 
-One function per table; :func:`markdown_table` looks them up by name. The docs build (``docs/hooks.py``)
-writes each ``<!-- results-table: NAME -->`` with it, and ``tests/unit/test_docs.py`` checks that the
-README's headline table equals ``markdown_table("headline")``, so no number is typed by hand.
-The README's results prose sits in ``<!-- results-text: NAME -->`` blocks that
-``python results/tables.py --write README.md`` re-renders, and ``tests/unit/test_docs.py`` checks
-that every block holds what it renders now. Standard library only: this file is read by path, not installed.
+One function per table; :func:`markdown_table` looks them up by name, and ``tests/unit/test_docs.py``
+checks that the README's headline table equals ``markdown_table("headline")``, so no number is typed
+by hand. The README's results prose sits in ``<!-- results-text: NAME -->`` blocks and the docs
+pages' tables in ``<!-- results-table: NAME -->`` blocks, both committed rendered (GitHub shows
+them) and re-rendered by ``python results/tables.py --write FILE...`` and by the docs build
+(``docs/hooks.py``); ``tests/unit/test_docs.py`` checks that every block holds what it renders now. Standard library only: this file is read by path, not installed.
 """
 
 from __future__ import annotations
@@ -686,14 +686,43 @@ def cli_reliability() -> str:
     )
 
 
+def figure_times() -> str:
+    """Each figure's measured wall time at the defaults (``sipt_lab/studies/paper/figure_times.json``,
+    the file ``sipt-lab figures --help`` reads too), fastest first; a run on shared cores with its
+    CPU time and load average."""
+    times = json.loads((ROOT / "sipt_lab" / "studies" / "paper" / "figure_times.json").read_text(encoding="utf-8"))
+
+    def wall(row: dict) -> str:
+        shared = f"; {row['cpu_seconds']:.0f} s of CPU, at load {row['load']:.0f}" if "load" in row else ""
+        return f"{row['seconds']:.0f} s ({row['seconds'] / 60:.1f} min{shared})"
+
+    rows = [
+        [
+            " + ".join(f"`{name}`" for name in row["figures"]),
+            wall(row),
+            f"`{row['command']}`",
+            f"{row['date']}, {row['record']}",
+        ]
+        for row in sorted(times["measurements"], key=lambda row: row["seconds"])
+    ]
+    rows += [
+        [f"`{name}`", "not measured yet", f"`sipt-lab figures --only {name}`", ""]
+        for name in times.get("not_measured", [])
+    ]
+    return _table(["figures (one command)", f"wall time on {times['cores']} CPU cores", "command", "measured"], rows)
+
+
 #: README blocks this file renders: ``<!-- results-text: NAME -->``, the text, ``<!-- /results-text -->``,
 #: each on its own lines; an empty block (no text line) has an empty text.
 README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)\n?(<!-- /results-text -->)", re.S)
+#: The docs pages' blocks: ``<!-- results-table: NAME -->``, the table as :func:`markdown_table`
+#: renders it (unwrapped), ``<!-- /results-table -->``; committed rendered, so GitHub shows them too.
+TABLE_BLOCK = re.compile(r"(<!-- results-table: ([\w.:/-]+) -->\n)(.*?)\n?(<!-- /results-table -->)", re.S)
 
 
 def render_blocks(text: str) -> str:
     """``text`` with every :data:`README_BLOCK` holding what its table renders now, each paragraph
-    wrapped at 100 columns as the README's own prose is."""
+    wrapped at 100 columns as the README's own prose is, and every :data:`TABLE_BLOCK` its table."""
 
     def wrapped(name: str) -> str:
         return "\n\n".join(
@@ -701,7 +730,8 @@ def render_blocks(text: str) -> str:
             for paragraph in markdown_table(name).split("\n\n")
         )
 
-    return README_BLOCK.sub(lambda m: m.group(1) + wrapped(m.group(2)) + "\n" + m.group(4), text)
+    text = README_BLOCK.sub(lambda m: m.group(1) + wrapped(m.group(2)) + "\n" + m.group(4), text)
+    return TABLE_BLOCK.sub(lambda m: m.group(1) + markdown_table(m.group(2)).strip("\n") + "\n" + m.group(4), text)
 
 
 TABLES = {
@@ -722,6 +752,7 @@ TABLES = {
     "headline-reading": headline_reading,
     "lc-atlas": lc_atlas,
     "cli-reliability": cli_reliability,
+    "figure-times": figure_times,
     "lc-atlas-reading": lc_atlas_reading,
     "lc-atlas-validation": lc_atlas_validation,
     "lc-atlas-budgets": lc_atlas_budgets,

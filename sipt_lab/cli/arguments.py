@@ -95,21 +95,19 @@ def add_time_limit_argument(parser: argparse.ArgumentParser, units: str) -> None
     )
 
 
+#: What ``-q`` / ``--quiet`` does, in every command.
+QUIET_HELP = "warnings and errors only, no progress bars"
+
+
 def add_logging_arguments(parser: argparse.ArgumentParser, subcommand: bool = False) -> None:
     """``-v`` / ``-q`` (:func:`setup_logging` reads them): of ``sipt-lab`` itself, and with
     ``subcommand`` the same flags after a subcommand's name, which leave the values given before it
     alone when absent (argparse copies a subparser's defaults over its parent's). A subcommand with
-    a ``--quiet`` of its own keeps it, and gets ``-q`` only."""
+    a ``-q`` / ``--quiet`` of its own (a switch its option files may set) keeps it, with the same meaning."""
     default = argparse.SUPPRESS if subcommand else False
     parser.add_argument("-v", "--verbose", action="store_true", default=default, help="debug messages too")
-    quiet = ("-q",) if "--quiet" in parser._option_string_actions else ("-q", "--quiet")
-    parser.add_argument(
-        *quiet,
-        dest="log_quiet",
-        action="store_true",
-        default=default,
-        help="warnings and errors only, no progress bars",
-    )
+    if "--quiet" not in parser._option_string_actions:
+        parser.add_argument("-q", "--quiet", dest="log_quiet", action="store_true", default=default, help=QUIET_HELP)
 
 
 def setup_logging(args: argparse.Namespace) -> None:

@@ -28,6 +28,8 @@ def register(subparsers) -> None:
         description="Measure how well node labels agree with the graph: local consistency "
         "(the fraction of nodes whose label is the plurality label of their neighbours, i.e. the "
         "leave-one-out accuracy of a one-hop majority vote), node homophily and edge homophily. "
+        "The labels may cover a subset of the nodes: edges with an end without a label are left out "
+        "and counted, so the numbers are those of the graph on the labelled nodes (as `advise` measures LC). "
         "Isolated nodes are counted but left out of the means.",
     )
     add_config_arguments(parser, ConsistencyJob, ("edges", "labels", "example", "ties"))
@@ -53,6 +55,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sipt_lab.graphs.consistency import consistency_report
+    from sipt_lab.graphs.consistency_kernel import check_labelled_edges
     from sipt_lab.graphs.tsv import load_graph_tsv
 
     json_output, args = args.json, config_from_args(args, ConsistencyJob)
@@ -79,11 +82,13 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
         labelled = load_graph_tsv(edges_file, labels_file)
+    check_labelled_edges(labelled.graph.n_edges, labelled.unlabelled_edges)
     report = consistency_report(labelled.graph, labelled.labels, args.ties)
     result = {
         **report.to_dict(),
         "dropped_self_loops": labelled.dropped_self_loops,
         "dropped_duplicates": labelled.dropped_duplicates,
+        "unlabelled_edges": labelled.unlabelled_edges,
         "edges_file": edges_file,
         "labels_file": labels_file,
     }
@@ -160,6 +165,7 @@ def _table(result: dict) -> str:
         ("classes", result["n_classes"]),
         ("self-loops dropped", result["dropped_self_loops"]),
         ("duplicate edges dropped", result["dropped_duplicates"]),
+        ("edges left out (an end without a label)", result["unlabelled_edges"]),
         ("tie policy", result["tie_policy"]),
         ("local consistency", f"{result['local_consistency']:.4f}"),
         ("node homophily", f"{result['node_homophily']:.4f}"),

@@ -9,13 +9,14 @@ generated from its fields; a config error names the field, shown here as its fla
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
 
 from sipt_lab.cli.arguments import GRID_INTERRUPT_HINT, add_preset_flags, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args, options_of, record_field_flags
-from sipt_lab.studies.paper.figure_options import FigureOptions
+from sipt_lab.studies.paper.figure_options import FigureOptions, figure_times_line
 
 DEFAULT_OUT = "paper_figures/out"
 #: FigureOptions fields set by ``figures`` flags.
@@ -43,7 +44,8 @@ def register(subparsers) -> None:
         description="Compute and draw the paper's semi-synthetic figures and checks of its theory "
         "(fig5a, fig5b, theorem1, ...: an unknown --only name lists them all). fig5a, fig5b and theorem1 share one grid of LM-vs-SIPT cells "
         "(every family at noise 0, CLIQUES at every noise rate, --seeds seeds) kept under OUT/cells: "
-        "each cell is computed once and a re-run skips finished cells.",
+        "each cell is computed once and a re-run skips finished cells (one of the three alone runs only its "
+        "own cells). The " + figure_times_line() + ".",
     )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="make only these figures (default: all)")
     # Options left out stay None here and take FigureOptions' defaults (the ones --help shows).
@@ -73,7 +75,16 @@ def register(subparsers) -> None:
     record_field_flags(  # of each experiment
         parser, {"TrainConfig.steps": "--steps", "GraphSpec.n_nodes": "--nodes", "SimulateJob.batched": "--batched"}
     )
-    parser.set_defaults(func=run, interrupt_hint=GRID_INTERRUPT_HINT)
+    parser.set_defaults(func=run, fill_defaults=fill_figure_defaults, interrupt_hint=GRID_INTERRUPT_HINT)
+
+
+def fill_figure_defaults(args: argparse.Namespace) -> None:
+    """FigureOptions' default of each flag left out that has one, so that ``--print-config`` lists
+    it as the run uses it (``steps`` and ``nodes`` stay unset: each family resolves its own)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(FigureOptions)}
+    for name in FIGURE_FIELDS:
+        if getattr(args, name) is None and defaults[name] is not None:
+            setattr(args, name, defaults[name])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -65,8 +65,13 @@ def register(subparsers) -> None:
         description="Score an encoder (a `sipt-lab pretrain` model directory, any Hugging Face checkpoint, or "
         "an init name such as minilm) on a labelled task with train/validation/test splits: a linear probe on "
         "frozen embeddings and full fine-tuning of a linear head with the encoder (AdamW, early stopping on "
-        "validation, a learning-rate grid, several seeds). With --baseline, the relative error reduction of "
-        "the model over the baseline and a paired t-test over seeds, as the SIPT paper reports.",
+        "validation, a learning-rate grid, several seeds). The labels may cover a subset of the samples: the "
+        "splits are drawn from the labelled ones and only split samples are embedded. With --baseline, the "
+        "relative error reduction of the model over the baseline and a paired t-test over seeds, as the SIPT "
+        "paper reports; it compares exactly the two encoders given, so to measure what the graph adds pass "
+        "as --baseline an LM-only run (`pretrain --lambda-si 0`, same samples and steps), not the untouched "
+        "init, which mixes the graph's effect with that of training on your text. A test split too small "
+        "to detect any difference is warned about.",
     )
     add_config_arguments(
         parser,

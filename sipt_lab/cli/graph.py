@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from sipt_lab.cli.arguments import nonempty
+from sipt_lab.cli.arguments import QUIET_HELP, nonempty
 from sipt_lab.core.options import add_config_arguments, config_from_args
 from sipt_lab.core.outputs import check_output_dir, claim_output_dir, write_manifest, written_together
 from sipt_lab.synthetic.graph_spec import GraphSpec
@@ -47,7 +47,7 @@ def register(subparsers) -> None:
         help="output directory, created if missing; it must be empty or hold an earlier "
         "build, whose files are replaced",
     )
-    build.add_argument("--quiet", action="store_true", help="no progress bars")
+    build.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
     build.set_defaults(func=run_build)
 
 

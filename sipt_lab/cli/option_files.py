@@ -24,6 +24,7 @@ import argparse
 import difflib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -207,7 +208,8 @@ def options_toml(
     command: argparse.ArgumentParser, namespace: argparse.Namespace, *, saved: bool = False, required=()
 ) -> str:
     """The resolved options of ``command`` as TOML; ``saved``: as a run keeps them (without
-    :data:`NOT_SAVED`). An option in ``required`` (destinations) without a value is a comment."""
+    :data:`NOT_SAVED`). An option in ``required`` (destinations) without a value is a comment, and
+    so is one left unset, which the command resolves when it runs (with ``--help``'s default)."""
     options = resolved_options(command, namespace)
     lines = [f"# {command.prog}: resolved options; `{command.prog} --config FILE` runs with them"]
     for action in _option_actions(command):
@@ -218,11 +220,19 @@ def options_toml(
             lines.append(f"{_toml_key(key)} = {toml_value(options[key])}")
         elif action.dest in required:
             lines.append(f"# {_toml_key(key)} = ...  (required)")
+        elif action.option_strings and not isinstance(action, argparse._StoreTrueAction):
+            lines.append(f"# {_toml_key(key)} = ...  ({_unset_default(action)})")
     settings = getattr(namespace, "train_settings", None)
     if settings:
         lines += ["", "# TrainConfig fields without a flag of their own, as this run resolves them", f"[{TRAIN_TABLE}]"]
         lines += [f"{name} = {toml_value(value)}" for name, value in settings.items()]
     return "\n".join(lines) + "\n"
+
+
+def _unset_default(action: argparse.Action) -> str:
+    """What ``--help`` says an option left unset becomes (its ``default: ...``), else ``unset``."""
+    said = re.search(r"\(default: (.*)\)\s*$", action.help or "", re.S)
+    return "unset" if said is None else "default: " + " ".join(said[1].split()).replace("%%", "%")
 
 
 def toml_value(value: Any) -> str:

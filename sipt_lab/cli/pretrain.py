@@ -7,6 +7,7 @@ import argparse
 from sipt_lab.cli.arguments import (
     GRID_INTERRUPT_HINT,
     PER_SAMPLE_FIELDS,
+    QUIET_HELP,
     WATCH_FIELDS,
     add_objective_arguments,
     add_train_arguments,
@@ -134,7 +135,7 @@ def add_training_arguments(parser) -> None:
     add_train_arguments(parser, ("steps",), container=length)
     add_train_arguments(parser, RUN_FIELDS)
     parser.add_argument("--out", required=True, type=nonempty, metavar="DIR", help="output directory")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
 
 
 #: TrainConfig fields of ``pretrain``'s flags (``lambda-sweep`` has all but ``lambda_si`` and the watch).

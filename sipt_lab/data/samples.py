@@ -145,6 +145,22 @@ def read_labelled_subset(labels_path: str | Path, samples: Samples) -> tuple[np.
     return _nodes_of(names, samples, labels_path), label_strings
 
 
+def read_labelled_in_order(labels_path: str | Path, samples: Samples) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`read_labelled_subset` in sample order: ``(m,)`` strictly increasing indices of the
+    labelled samples and their ``(m,)`` label strings."""
+    nodes, label_strings = read_labelled_subset(labels_path, samples)
+    order = np.argsort(nodes, kind="stable")
+    return nodes[order], label_strings[order]
+
+
+def read_labelled_codes(labels_path: str | Path, samples: Samples) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """:func:`read_labelled_in_order` with the labels as codes: ``(nodes, codes, names)``, ``(m,)``
+    increasing sample indices, their ``(m,)`` int64 codes and the sorted label names (``names[code]``)."""
+    nodes, label_strings = read_labelled_in_order(labels_path, samples)
+    uniques, codes = factorize(label_strings)
+    return nodes, codes.astype(np.int64), [str(x) for x in uniques.tolist()]
+
+
 def _nodes_of(names: list[str], samples: Samples, path) -> np.ndarray:
     index = samples.index()
     nodes = np.fromiter((index.get(name, -1) for name in names), dtype=np.int64, count=len(names))

@@ -20,7 +20,7 @@ from scipy.stats import ttest_rel
 
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_text_atomic
-from sipt_lab.core.stats import mean_sd
+from sipt_lab.core.stats import mean_sd, minimum_detectable_effect, seeds_for_effect
 
 
 def relative_error_reduction(baseline_error, model_error):
@@ -121,3 +121,17 @@ def write_comparison_csv(path: str | Path, comparisons: list[Comparison]) -> Non
     writer.writeheader()
     writer.writerows(dataclasses.asdict(c) for c in comparisons)
     write_text_atomic(path, buffer.getvalue())
+
+
+def test_size_warning(n_test: int) -> str | None:
+    """A warning when ``n_test`` test samples can detect nothing: a paired t-test over them
+    (two-sided 5 %, power 0.8; :func:`~sipt_lab.core.stats.minimum_detectable_effect`, the studies'
+    rule) misses even the largest difference in error, every sample flipped (per-sample error
+    differences of sd 1); None from the smallest test split that could detect one on."""
+    if minimum_detectable_effect(1.0, n_test) <= 1.0:
+        return None
+    return (
+        f"the test split holds {n_test} sample(s): a paired t-test over fewer than {seeds_for_effect(1.0, 1.0)} "
+        "test samples (two-sided 5%, power 0.8) detects no difference in error, however large, so the RRE and "
+        "p-value above rest on too little to compare the encoders; label more samples or pass a larger test split"
+    )

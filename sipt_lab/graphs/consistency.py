@@ -46,10 +46,33 @@ __all__ = [
     "consistency_report",
     "corollary1_bound",
     "edge_homophily",
+    "labelled_subgraph",
     "local_consistency",
     "local_consistency_per_node",
     "node_homophily",
 ]
+
+
+def labelled_subgraph(graph: PretrainingGraph, nodes) -> tuple[PretrainingGraph, int]:
+    """Where labels cover some of the samples: ``graph`` restricted to the labelled ``nodes``
+    ``(m,)`` (the induced subgraph; its node ``k`` is ``nodes[k]``) and how many of ``graph``'s edges
+    that leaves out (those with an end without a label).
+
+    The one rule of every command that takes labels (``sipt-lab consistency``, ``advise``, the
+    reports of ``pretrain`` and the studies): local consistency and the metrics on labels are
+    measured on this graph, so the same files give the same LC everywhere.
+
+    ```pycon
+    >>> from sipt_lab import PretrainingGraph
+    >>> path = PretrainingGraph.from_edges([0, 1, 2], [1, 2, 3], n_nodes=4)
+    >>> part, left_out = labelled_subgraph(path, [0, 1, 2])
+    >>> part.n_nodes, part.n_edges, left_out
+    (3, 2, 1)
+
+    ```
+    """
+    part = graph.subgraph(nodes)
+    return part, graph.n_edges - part.n_edges
 
 
 def local_consistency_per_node(graph: PretrainingGraph, labels, ties: str = "split") -> np.ndarray:

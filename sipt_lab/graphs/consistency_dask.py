@@ -93,9 +93,6 @@ def dask_consistency(
         counts = records.shuffle(on="src", npartitions=n_parts).map_partitions(_node_counts, shared, meta=_COUNTS)
         tally, counts = client.compute([tally, counts], sync=True)
         result = EdgeTally(int(tally["rows"]), int(tally["self_loops"]), int(tally["unknown"]))
-        if result.unknown:
-            result.first_unknown = _first_unknown(frame, mapped)
-        result.check(edges, labels)
     node = NodeCounts.zeros(index.n_nodes)
     node.add(
         counts["node"].to_numpy(), counts["same"].to_numpy(), counts["n_tied"].to_numpy(), counts["degree"].to_numpy()
@@ -220,15 +217,3 @@ def _node_counts(part: pd.DataFrame, index: NodeIndex) -> pd.DataFrame:
     n = np.int64(index.n_nodes)
     nodes, same, n_tied, degree = node_counts(part["src"].to_numpy() * n + part["dst"].to_numpy(), index)
     return pd.DataFrame({"node": nodes, "same": same, "n_tied": n_tied, "degree": degree})
-
-
-def _first_unknown(frame, mapped) -> tuple[None, str | None]:
-    """The first id without a label (error path only: reads the edges again)."""
-    for k in range(frame.npartitions):
-        ids, numbers = frame.get_partition(k).compute(), mapped.get_partition(k).compute()
-        for column, number in (("u", "src"), ("v", "dst")):
-            missing = np.flatnonzero(numbers[number].to_numpy() < 0)
-            if missing.size:
-                name = ids[column].iloc[missing[0]]
-                return None, None if pd.isna(name) else str(name)
-    return None, "?"

@@ -43,6 +43,15 @@ def check_ties(ties: str) -> None:
         raise SiptError(f"unknown tie policy {ties!r}; use one of {', '.join(TIE_POLICIES)}")
 
 
+def check_labelled_edges(n_edges: int, unlabelled_edges: int) -> None:
+    """SiptError when every edge was left out for an end without a label (LC is then undefined)."""
+    if n_edges == 0 and unlabelled_edges:
+        raise SiptError(
+            f"no edge joins two labelled nodes (all {unlabelled_edges} have an end without a label), so LC is "
+            "undefined; label nodes that the graph links"
+        )
+
+
 def node_scores(n_tied: np.ndarray, degrees: np.ndarray, ties: str) -> np.ndarray:
     """``(n,)`` float local consistency per node from the ``n_tied`` of
     :func:`row_label_counts` and the ``(n,)`` degrees (NaN where 0)."""

@@ -11,8 +11,8 @@ source), and its rows are counted by the same compiled per-row kernel as the in-
 (:func:`~sipt_lab.graphs.consistency_kernel.row_label_counts`), giving every
 node's degree, same-label neighbour count and number of tied plurality labels. The report is then
 computed from those ``(n,)`` arrays by the same code as in memory, so the numbers are identical,
-ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge naming
-an unlabelled node is an error naming the first such edge and counting them all.
+ties included. Self-loops and duplicate edges are dropped and counted as in memory; an edge line
+naming a node without a label is left out and counted, as in memory (the labels may cover a subset).
 
 Both passes run in ``workers`` threads (Arrow's kernels, numpy's sorts and the counting kernel
 release the GIL): while this thread reads the next chunk, up to ``workers`` chunks are mapped and
@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sipt_lab.core.errors import SiptError
-from sipt_lab.core.fileio import shorten
 from sipt_lab.graphs.consistency_kernel import (
     ConsistencyReport,
+    check_labelled_edges,
     check_ties,
     node_scores,
     report_from_counts,
@@ -72,30 +72,32 @@ PARTITION_CHUNKS = 4
 @dataclass(frozen=True)
 class FileConsistency:
     """A :class:`~sipt_lab.graphs.consistency_kernel.ConsistencyReport` of a graph read from files, with what the
-    reader dropped (self-loops, repeated undirected edges)."""
+    reader dropped (self-loops, repeated undirected edges) and left out (edge lines naming a node
+    without a label)."""
 
     report: ConsistencyReport
     dropped_self_loops: int
     dropped_duplicates: int
+    unlabelled_edges: int = 0
 
     def to_dict(self) -> dict:
-        """JSON-ready dict: the report's fields and the two dropped counts."""
+        """JSON-ready dict: the report's fields and the three counts of edge lines not in the graph."""
         return {
             **self.report.to_dict(),
             "dropped_self_loops": self.dropped_self_loops,
             "dropped_duplicates": self.dropped_duplicates,
+            "unlabelled_edges": self.unlabelled_edges,
         }
 
 
 @dataclass
 class EdgeTally:
-    """What the reading pass saw: data rows, self-loops and rows naming unlabelled nodes (with the
-    first such row's number, 1-based over data rows, and id)."""
+    """What the reading pass saw: data rows, self-loops and rows naming unlabelled nodes."""
 
     rows: int = 0
     self_loops: int = 0
     unknown: int = 0
-    first_unknown: tuple[int, str] | None = None
+    first_null: int | None = None  # 1-based row of the first row with a null id
 
     def add(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Count the rows with node numbers ``u``, ``v`` (``(m,)`` int64, -1 where unlabelled);
@@ -109,25 +111,18 @@ class EdgeTally:
 
     def extend(self, later: EdgeTally) -> None:
         """Add the tally of the rows that follow these."""
-        if self.first_unknown is None and later.first_unknown is not None:
-            self.first_unknown = (self.rows + later.first_unknown[0], later.first_unknown[1])
+        if self.first_null is None and later.first_null is not None:
+            self.first_null = self.rows + later.first_null
         self.rows += later.rows
         self.self_loops += later.self_loops
         self.unknown += later.unknown
 
-    def check(self, edges, labels) -> None:
-        """SiptError naming the first edge with an unlabelled node, as the in-memory reader does."""
-        if self.unknown:
-            row, name = self.first_unknown or (None, "?")
-            where = f"{edges}: edge {row}" if row else f"{edges}"
-            if name is None:  # a null cell (Parquet, CSV), never the id 'None'
-                raise SiptError(
-                    f"{where}: a node id is null (an empty cell); fill it in or remove the edge "
-                    f"({self.unknown} edge(s) with a null or unlabelled node)"
-                )
+    def check_nulls(self, edges) -> None:
+        """SiptError naming the first edge with a null node id (an empty Parquet or CSV cell): a
+        broken row, not a node without a label (a node may be named 'None')."""
+        if self.first_null is not None:
             raise SiptError(
-                f"{where}: node {shorten(name)} has no label in {labels}; add it to "
-                f"the labels file or remove the edge ({self.unknown} such edge(s))"
+                f"{edges}: edge {self.first_null}: a node id is null (an empty cell); fill it in or remove the edge"
             )
 
 
@@ -151,10 +146,13 @@ class NodeCounts:
 
     def result(self, tally: EdgeTally, n_classes: int, ties: str) -> FileConsistency:
         n_edges = int(self.degree.sum()) // 2
+        check_labelled_edges(n_edges, tally.unknown)
         report = report_from_counts(
             node_scores(self.n_tied, self.degree, ties), self.same, self.degree, n_edges, n_classes, ties
         )
-        return FileConsistency(report, tally.self_loops, tally.rows - tally.self_loops - n_edges)
+        return FileConsistency(
+            report, tally.self_loops, tally.rows - tally.unknown - tally.self_loops - n_edges, tally.unknown
+        )
 
 
 def stream_consistency(
@@ -189,10 +187,10 @@ def stream_consistency(
         for chunk_tally in bounded_map(spill_ids, chunks, min(workers, math.ceil(n_edges / chunk))):
             tally.extend(chunk_tally)
         spill.close()
-        tally.check(edges, labels)
         count = functools.partial(count_partition, index=index)
         for result in bounded_map(count, spill.partitions(2 * part_records), min(workers, n_parts)):
             counts.add(*result)
+    tally.check_nulls(edges)
     return counts.result(tally, index.n_classes, ties)
 
 
@@ -249,11 +247,16 @@ def directed_keys(u_ids, v_ids, index: NodeIndex, tally: EdgeTally) -> np.ndarra
     u, v = index.lookup(u_ids), index.lookup(v_ids)
     rows = tally.rows
     keep = tally.add(u, v)
-    if tally.unknown and tally.first_unknown is None:
-        k = int(np.flatnonzero((u < 0) | (v < 0))[0])
-        name = as_arrow(u_ids if u[k] < 0 else v_ids)[k].as_py()
-        tally.first_unknown = (rows + k + 1, None if name is None else str(name))
+    if tally.first_null is None and tally.unknown:
+        nulls = np.flatnonzero(_is_null(u_ids) | _is_null(v_ids))
+        if nulls.size:
+            tally.first_null = rows + int(nulls[0]) + 1
     return pair_keys(u[keep], v[keep], index.n_nodes)
+
+
+def _is_null(ids) -> np.ndarray:
+    """``(m,)`` bool: which ids of a chunk are null (an empty Parquet or CSV cell)."""
+    return as_arrow(ids).is_null().to_numpy(zero_copy_only=False)
 
 
 def pair_keys(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:

@@ -21,7 +21,8 @@ class LabelledGraph:
     """A graph read from TSV files with its node labels.
 
     ``labels``: ``(n,)`` int64 codes; ``label_names[code]`` is the label string from the file;
-    ``node_names[node]`` is the node's name in the files.
+    ``node_names[node]`` is the node's name in the files; ``unlabelled_edges``: edge lines left out
+    because they name a node without a label (their self-loops and repeats are not counted apart).
     """
 
     graph: PretrainingGraph
@@ -30,6 +31,7 @@ class LabelledGraph:
     node_names: list[str]
     dropped_self_loops: int
     dropped_duplicates: int
+    unlabelled_edges: int = 0
 
 
 def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
@@ -59,33 +61,35 @@ def read_labels_tsv(path) -> tuple[list[str], np.ndarray]:
 
 def read_edges_tsv(path) -> tuple[list[str], list[str], int]:
     """``u<TAB>v`` lines (or whitespace-separated) -> ``(u names, v names, n comment/blank/header lines)``."""
-    u, v, _, n_skipped = _read_edges(path)
-    return u, v, n_skipped
+    return _read_edges(path)
 
 
 def load_graph_tsv(edges_path, labels_path) -> LabelledGraph:
     """Read a labelled graph: nodes are those of the labels file (in its order), edges from the edges file.
 
-    An edge naming a node without a label is an error naming the node and line. Self-loops and
-    duplicate edges are dropped and counted. Labels are strings (``01`` and ``1`` are two classes);
-    their codes follow the sorted label strings.
+    The labels may cover a subset of the nodes the edges name: an edge line naming a node without
+    a label is left out and counted (``unlabelled_edges``), so the graph is the one induced on the
+    labelled nodes, the rule of :func:`~sipt_lab.graphs.consistency.labelled_subgraph`. Self-loops
+    and duplicate edges among the rest are dropped and counted. Labels are strings (``01`` and ``1``
+    are two classes); their codes follow the sorted label strings.
     """
     node_names, label_strings = read_labels_tsv(labels_path)
     index = {name: i for i, name in enumerate(node_names)}
-    u_names, v_names, linenos, _ = _read_edges(edges_path)
+    u_names, v_names, _ = _read_edges(edges_path)
     u = np.fromiter((index.get(x, -1) for x in u_names), dtype=np.int64, count=len(u_names))
     v = np.fromiter((index.get(x, -1) for x in v_names), dtype=np.int64, count=len(v_names))
-    unknown = np.flatnonzero((u < 0) | (v < 0))
-    if unknown.size:
-        k = int(unknown[0])
-        name = u_names[k] if u[k] < 0 else v_names[k]
-        raise SiptError(
-            f"{edges_path}: line {linenos[k]}: node {shorten(name)} has no label in {labels_path}; "
-            f"add it to the labels file or remove the edge ({unknown.size} such edge(s))"
-        )
-    graph = PretrainingGraph.from_edges(u, v, len(node_names))
+    labelled = (u >= 0) & (v >= 0)
+    graph = PretrainingGraph.from_edges(u[labelled], v[labelled], len(node_names))
     label_names, codes = _factorize_label_strings(label_strings)
-    return LabelledGraph(graph, codes, label_names, node_names, graph.dropped_self_loops, graph.dropped_duplicates)
+    return LabelledGraph(
+        graph,
+        codes,
+        label_names,
+        node_names,
+        graph.dropped_self_loops,
+        graph.dropped_duplicates,
+        int(labelled.size - np.count_nonzero(labelled)),
+    )
 
 
 def write_edges_tsv(path, graph: PretrainingGraph, node_names=None) -> None:
@@ -174,15 +178,14 @@ def header_end(path, what: str, delimiter: str = "\t") -> int:
     return 0
 
 
-def _read_edges(path) -> tuple[list[str], list[str], list[int], int]:
+def _read_edges(path) -> tuple[list[str], list[str], int]:
     lines, skipped = _read_data_lines(path, "edges")
-    u, v, linenos = [], [], []
+    u, v = [], []
     for lineno, line in lines:
         a, b = _two_fields(line, path, lineno, "u<TAB>v")
         u.append(a)
         v.append(b)
-        linenos.append(lineno)
-    return u, v, linenos, skipped
+    return u, v, skipped
 
 
 def _two_fields(line: str, path, lineno: int, expected: str) -> tuple[str, str]:

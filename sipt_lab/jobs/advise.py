@@ -136,7 +136,7 @@ def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
     from sipt_lab.core.stats import wilson_interval
     from sipt_lab.data.samples import read_labelled_subset, read_sample_graph, read_samples
     from sipt_lab.evaluation.heldout import encoder_consistency
-    from sipt_lab.graphs.consistency import local_consistency_per_node
+    from sipt_lab.graphs.consistency import labelled_subgraph, local_consistency_per_node
     from sipt_lab.jobs.gain_predictor import MODELS, budget_prediction, draw_fit, outside_range
 
     config = AdviseConfig(**fields) if config is None else config
@@ -154,7 +154,7 @@ def advise(config: AdviseConfig | None = None, *, log=None, **fields) -> dict:
             f"the {k}-NN consistency needs more than {k} labelled samples, and {config.labels} labels {nodes.size}; "
             f"lower AdviseConfig.k below {nodes.size} or label more samples"
         )
-    per_node = local_consistency_per_node(graph.subgraph(nodes), labels)
+    per_node = local_consistency_per_node(labelled_subgraph(graph, nodes)[0], labels)
     connected = per_node[np.isfinite(per_node)]
     if connected.size == 0:
         raise SiptError(

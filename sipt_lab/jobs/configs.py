@@ -34,7 +34,8 @@ class PretrainJob:
 
     Attributes:
         samples, edges: paths of the samples file and the ``u<TAB>v`` edges TSV of sample ids.
-        labels: optional ``id<TAB>label`` TSV, used only for the report.
+        labels: optional ``id<TAB>label`` TSV of any subset of the samples, used only for the report
+            (on the labelled samples and the edges between them).
         init: ``char``, a named checkpoint (``minilm``) or a Hugging Face checkpoint directory.
         pooling: ``cls`` or ``mean`` for Hugging Face inits; None takes the checkpoint's own.
         encoder: size preset of the ``char`` encoder (ignored otherwise).
@@ -57,7 +58,10 @@ class PretrainJob:
         help="pre-training graph: one u<TAB>v pair of sample ids per line", nonempty=True, metavar="E.tsv"
     )
     labels: str | None = option(
-        None, help="id<TAB>label per sample, only for the before/after report", nonempty=True, metavar="L.tsv"
+        None,
+        help="id<TAB>label of any subset of the samples, only for the before/after report (on the labelled ones)",
+        nonempty=True,
+        metavar="L.tsv",
     )
     init: str = option("minilm", help=INIT_HELP, nonempty=True, metavar="INIT")
     pooling: str | None = option(
@@ -214,7 +218,11 @@ class FinetuneJob:
 
     model: str = option(help=f"encoder to evaluate: {MODEL_HELP}", nonempty=True, metavar="DIR")
     baseline: str | None = option(
-        None, help="encoder to compare against on the same splits (as --model)", nonempty=True, metavar="DIR"
+        None,
+        help="encoder to compare against on the same splits (as --model); to measure the graph's effect, "
+        "an LM-only run (pretrain --lambda-si 0)",
+        nonempty=True,
+        metavar="DIR",
     )
     samples: str | None = option(
         None, help="samples file the labels belong to (with --labels)", nonempty=True, metavar="S"
@@ -223,7 +231,8 @@ class FinetuneJob:
         None,
         nonempty=True,
         metavar="L.tsv",
-        help="id<TAB>label per sample (an id<TAB>label header line is skipped); for --kind regression "
+        help="id<TAB>label of any subset of the samples, the splits drawn from those (an id<TAB>label header "
+        "line is skipped); for --kind regression "
         "the label is a number, for --kind multilabel the sample's label names joined by commas "
         "(id<TAB>a,b,c)",
     )

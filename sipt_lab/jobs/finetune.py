@@ -23,10 +23,16 @@ from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import read_text_lines, write_json_atomic, write_text_atomic
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.data.samples import read_sample_label_strings, read_samples
+from sipt_lab.data.samples import read_labelled_in_order, read_samples
 from sipt_lab.data.splits import Splits, check_task_splits, random_splits, read_splits
 from sipt_lab.data.tasks import Task, get_task_kind
-from sipt_lab.evaluation.comparison import Comparison, compare_errors, format_comparison_table, write_comparison_csv
+from sipt_lab.evaluation.comparison import (
+    Comparison,
+    compare_errors,
+    format_comparison_table,
+    test_size_warning,
+    write_comparison_csv,
+)
 from sipt_lab.evaluation.probe import linear_probe
 from sipt_lab.jobs import names
 from sipt_lab.jobs.configs import FinetuneJob
@@ -240,15 +246,12 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
         raise SiptError("FinetuneJob.labels needs FinetuneJob.samples S (the texts the labels belong to)")
     kind = get_task_kind(job.kind)
     samples = read_samples(job.samples)
+    labelled, label_strings = read_labelled_in_order(job.labels, samples)
     try:
-        labels, names = kind.code(read_sample_label_strings(job.labels, samples).tolist())
+        labels, names = kind.code(label_strings.tolist())
     except SiptError as error:
         raise SiptError(f"labels file {job.labels}: {error}") from None
-    return (
-        list(samples.ids),
-        list(samples.texts),
-        Task("labels", job.kind, np.arange(len(samples)), labels, tuple(names)),
-    )
+    return list(samples.ids), list(samples.texts), Task("labels", job.kind, labelled, labels, tuple(names))
 
 
 def pretrained_indices(path: str, ids: list[str]) -> np.ndarray:
@@ -370,13 +373,16 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
                     )
                 )
             write_comparison_csv(out_dir / "comparison.csv", comparisons)
+        warning = test_size_warning(len(splits.test)) if job.baseline else None
         report = {
             "task": task.name,
             "kind": task.kind,
+            "labelled": int(task.samples.size),
             "sizes": {n: int(len(getattr(splits, n))) for n in ("train", "validation", "test")},
             **({"pretrained_left_out": int(np.intersect1d(seen, task.samples).size)} if job.pretrained_on else {}),
             "results": results,
             "comparisons": [c.__dict__ for c in comparisons],
+            "warnings": [] if warning is None else [warning],
         }
         save_config(job, out_dir / "config.json")
         if history:
@@ -398,4 +404,5 @@ def format_finetune_report(report: dict) -> str:
             lines.append(f"{name:<9} {part:<6} {shown}")
     if report["comparisons"]:
         lines += ["", format_comparison_table([Comparison(**c) for c in report["comparisons"]])]
+    lines += [f"warning: {warning}" for warning in report.get("warnings", [])]
     return "\n".join(lines)

@@ -38,7 +38,7 @@ from sipt_lab.core import outputs
 from sipt_lab.core.config_io import config_from_dict, save_config
 from sipt_lab.core.errors import SiptError
 from sipt_lab.core.fileio import write_json_atomic, write_text_atomic
-from sipt_lab.data.samples import Samples, read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.data.samples import Samples, read_labelled_subset, read_sample_graph, read_samples
 from sipt_lab.data.splits import link_queries
 from sipt_lab.evaluation import link_retrieval_metrics
 from sipt_lab.graphs.graph import PretrainingGraph
@@ -115,7 +115,10 @@ def run_lambda_sweep(sweep: LambdaSweep, out: str | Path, *, log=None, executor:
     job = sweep.job
     samples = read_samples(job.samples)
     graph = read_sample_graph(job.edges, samples)
-    labels = read_sample_labels(job.labels, samples) if job.labels else None
+    labels = None
+    if job.labels:
+        labelled, label_strings = read_labelled_subset(job.labels, samples)
+        labels = dict(zip(labelled.tolist(), label_strings.tolist()))
     validation = link_queries(graph, sweep.validation, job.train.seed)
     train_nodes = np.setdiff1d(np.arange(len(samples)), validation)
     with outputs.locked_dir(Path(out)):
@@ -237,7 +240,8 @@ def _write_split(
     validation: np.ndarray,
     job: PretrainJob,
 ) -> PretrainJob:
-    """Write the pre-training samples, edges and labels under ``split_dir``; the job that reads them."""
+    """Write the pre-training samples, edges and labels (``labels``: sample index -> label of the
+    labelled ones, None without) under ``split_dir``; the job that reads them."""
     split_dir.mkdir(parents=True, exist_ok=True)
     ids = samples.ids
     write_text_atomic(
@@ -251,9 +255,10 @@ def _write_split(
     write_text_atomic(split_dir / "validation_ids.txt", "".join(f"{ids[i]}\n" for i in validation))
     labels_path = None
     if labels is not None:
-        codes, names = labels
         labels_path = str(split_dir / "labels.tsv")
-        write_text_atomic(Path(labels_path), "".join(f"{ids[i]}\t{names[codes[i]]}\n" for i in train_nodes))
+        write_text_atomic(
+            Path(labels_path), "".join(f"{ids[i]}\t{labels[i]}\n" for i in train_nodes.tolist() if i in labels)
+        )
     train = job.train
     if job.epochs is not None:  # the same passes over the fewer samples left for pre-training
         train = dataclasses.replace(

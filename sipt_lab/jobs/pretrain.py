@@ -16,11 +16,11 @@ optional labels, pre-train from ``init`` (``char``, ``minilm`` or a Hugging Face
 * ``.sipt-lab-files.json``: the manifest of the files above (``--overwrite`` removes only those), and
   ``.sipt-lab.lock`` while the run writes (:func:`sipt_lab.core.outputs.run_output`);
 * ``result.json``, written last (its presence marks a finished run): final losses, notes, timings
-  and, when labels are given, the report before and after pre-training: the labels' local
-  consistency over ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour
-  accuracy), LOO 3-NN AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius
-  that best recovers ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and
-  predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
+  and, when labels are given, the report before and after pre-training on the labelled samples
+  (labels may cover a subset; ``G_PT`` restricted to them): the labels' local consistency over
+  ``G_PT`` (Theorem 1's bound on an optimal SIPT embedder's nearest-neighbour accuracy), LOO 3-NN
+  AUROC and accuracy, link retrieval (LRAP, MRR) on ``G_PT``, and the radius that best recovers
+  ``G_PT`` with its F1 and r-NN accuracy (Theorem 1's validity condition and predictor) (on a snowball slice of at most :data:`REPORT_MAX_SAMPLES` samples).
 
 :func:`embed_samples` is ``sipt-lab embed``: ``EMB.npy`` (float32, one row per sample in file
 order) and ``EMB.ids.tsv``.
@@ -44,9 +44,9 @@ from sipt_lab.core.config_io import save_config
 from sipt_lab.core.errors import ConfigError, SiptError
 from sipt_lab.core.fileio import cache_dir, write_bytes_atomic, write_json_atomic, write_text_atomic
 from sipt_lab.core.progress import phase
-from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+from sipt_lab.data.samples import read_labelled_codes, read_sample_graph, read_samples
 from sipt_lab.evaluation import link_retrieval_metrics, loo_knn, radius_terms
-from sipt_lab.graphs.consistency import local_consistency
+from sipt_lab.graphs.consistency import labelled_subgraph, local_consistency
 from sipt_lab.graphs.graph import PretrainingGraph
 from sipt_lab.graphs.sampling import snowball_sample
 from sipt_lab.jobs.configs import PretrainJob
@@ -128,12 +128,18 @@ def run_pretraining(
         graph = read_sample_graph(job.edges, samples)
         if graph.n_edges == 0:
             raise SiptError(f"{job.edges} links no two distinct samples; SIPT needs a graph with edges")
-        labels = read_sample_labels(job.labels, samples)[0] if job.labels else None
+        labelled = None if job.labels is None else LabelledPart.read(job.labels, samples, graph)
+        labels = None if labelled is None else labelled.labels
         sizes.append(f"{len(samples):,} samples, {graph.n_edges:,} edges")
     if main and (graph.dropped_self_loops or graph.dropped_duplicates):
         log(
             f"{job.edges}: dropped {graph.dropped_self_loops:,} self-loop(s) and {graph.dropped_duplicates:,} "
             f"repeated edge(s); {graph.n_edges:,} distinct edges remain"
+        )
+    if main and labelled is not None and labelled.nodes.size < len(samples):
+        log(
+            f"{job.labels} labels {labelled.nodes.size:,} of the {len(samples):,} samples: the report and "
+            f"the evaluations use those and the {labelled.graph.n_edges:,} edges between them"
         )
     per_sample = method_labels(job.method, job.train, samples.ids)
     check_watch(job.train, labels is not None)
@@ -162,9 +168,10 @@ def run_pretraining(
         config_path = out_dir / "config.json"
         resumed_config = config_path.read_bytes() if resume and config_path.is_file() else None
         place = distributed_context(device.type)
-        if labels is not None:
-            report_nodes = snowball_sample(graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
-            report_graph, report_texts = graph.subgraph(report_nodes), [texts[i] for i in report_nodes]
+        if labelled is not None:
+            report_nodes = snowball_sample(labelled.graph, REPORT_MAX_SAMPLES, seed=job.train.seed)
+            report_graph = labelled.graph.subgraph(report_nodes)
+            report_texts = [texts[i] for i in labelled.nodes[report_nodes]]
             with phase(logger, "evaluating the encoder as initialised", f"{len(report_nodes):,} samples"):
                 before = _report_before(report_texts, report_graph, labels[report_nodes], job.train, source, tokenizer)
         if place.is_main:
@@ -173,7 +180,11 @@ def run_pretraining(
         start = time.perf_counter()
         teacher = None if job.teacher is None else Teacher(*model_loader(job.teacher, device)())
         recipe = None if job.method is None else method_recipe(job.method, teacher, labels=per_sample)
-        watching = RunWatch(job.train, out_dir, graph, texts, labels, place.is_main)
+        watching = (
+            RunWatch(job.train, out_dir, graph, texts, None, place.is_main)
+            if labelled is None
+            else RunWatch(job.train, out_dir, labelled.graph, labelled.texts(texts), labels, place.is_main)
+        )
         try:
             result = pretrain(
                 texts,
@@ -207,7 +218,9 @@ def run_pretraining(
                     after_vectors = embed(result.encoder, result.tokenizer, report_texts)
                 after = evaluate_embeddings(after_vectors, report_graph, labels[report_nodes])
                 report |= {
-                    "local_consistency": float(local_consistency(graph, labels)),
+                    "local_consistency": float(local_consistency(labelled.graph, labels)),
+                    "labelled_samples": int(labelled.nodes.size),
+                    "unlabelled_edges": labelled.left_out_edges,
                     "report_samples": len(report_nodes),
                     "before": before,
                     "after": after,
@@ -270,6 +283,35 @@ def _planned_steps(out_dir: Path, job: PretrainJob) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return None if planned == job.train.steps else planned
+
+
+@dataclass(frozen=True)
+class LabelledPart:
+    """The samples a labels file labels (any subset) and ``G_PT`` on them, the rule of
+    :func:`~sipt_lab.graphs.consistency.labelled_subgraph`: ``nodes`` ``(m,)`` increasing sample
+    indices, ``labels`` their ``(m,)`` int64 codes, ``graph`` the subgraph on them (its node ``k``
+    is sample ``nodes[k]``) and ``left_out_edges`` the edges of ``G_PT`` with an unlabelled end."""
+
+    nodes: np.ndarray
+    labels: np.ndarray
+    graph: PretrainingGraph
+    left_out_edges: int
+
+    @classmethod
+    def read(cls, path: str, samples, graph: PretrainingGraph) -> LabelledPart:
+        """The labels file ``path`` over ``samples`` and their graph; SiptError when no edge joins two labelled samples."""
+        nodes, codes, _ = read_labelled_codes(path, samples)
+        part, left_out = labelled_subgraph(graph, nodes)
+        if part.n_edges == 0:
+            raise SiptError(
+                f"the graph links no two of the {nodes.size} samples {path} labels, so the report has nothing "
+                "to measure; label samples that the graph links, or drop PretrainJob.labels"
+            )
+        return cls(nodes, codes, part, left_out)
+
+    def texts(self, texts: list[str]) -> list[str]:
+        """The labelled samples' texts, in node order."""
+        return [texts[i] for i in self.nodes]
 
 
 def evaluate_embeddings(embeddings: np.ndarray, graph: PretrainingGraph, labels: np.ndarray | None) -> dict:

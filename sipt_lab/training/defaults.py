@@ -244,14 +244,27 @@ def kind_default(kind: str, name: str) -> Any:
     return resolved_train_options(kind)[name]
 
 
+#: How ``--help`` names each init kind, and a group of kinds that share a default.
+KIND_LABELS = {"char": "--init char", "fresh": "an untrained checkpoint", "checkpoint": "a checkpoint"}
+KIND_GROUP_LABELS = {("fresh", "checkpoint"): "any checkpoint"}
+
+
 def default_help(name: str) -> str:
-    """``"(default: 0.0005 for --init char, ...)"``: field ``name``'s default per
-    init kind that ``pretrain`` offers, for ``--help``."""
-    kinds = {"char": "--init char", "fresh": "an untrained checkpoint", "checkpoint": "a checkpoint"}
-    values = {label: kind_default(kind, name) for kind, label in kinds.items()}
-    if len(set(map(str, values.values()))) == 1:
+    """``"(default: 0.0005 for --init char, ...)"``: field ``name``'s default per init kind that
+    ``pretrain`` offers, for ``--help``; kinds that share a value are named once, together."""
+    groups: dict[str, list[str]] = {}
+    values = {}
+    for kind in KIND_LABELS:
+        value = kind_default(kind, name)
+        groups.setdefault(str(value), []).append(kind)
+        values[str(value)] = value
+    if len(groups) == 1:
         return f"(default: {next(iter(values.values()))})"
-    return "(default: " + ", ".join(f"{value} for {label}" for label, value in values.items()) + ")"
+    named = (
+        KIND_GROUP_LABELS.get(tuple(kinds)) or " or ".join(KIND_LABELS[kind] for kind in kinds)
+        for kinds in groups.values()
+    )
+    return "(default: " + ", ".join(f"{values[key]} for {label}" for key, label in zip(groups, named)) + ")"
 
 
 def _method_settings(method: str, lambda_si: float) -> TrainOverrides:

@@ -117,7 +117,13 @@ class TrainConfig:
     """
 
     steps: int = option(1000, help="optimiser steps", range=(1, MAX_STEPS), metavar="N")
-    batch_size: int = option(32, help="samples per micro-batch", range=(1, None), metavar="B")
+    batch_size: int = option(
+        32,
+        help="seed samples per micro-batch; each pulls in a linked sample and a non-neighbour, so a step "
+        "encodes up to 3B distinct samples",
+        range=(1, None),
+        metavar="B",
+    )
     grad_accum: int = option(1, help="micro-batches per optimiser step", range=(1, None), metavar="K")
     lr: float = option(5e-4, help="peak AdamW learning rate", range=(0.0, None), open="low")
     weight_decay: float = option(0.01, help="AdamW weight decay", range=(0.0, None))
@@ -152,7 +158,8 @@ class TrainConfig:
     mask_replacement: str = option(
         "mask",
         choices=training_names.MASK_REPLACEMENTS,
-        help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept) or mask (always [MASK])",
+        help="what a masked token becomes: bert (80 % [MASK], 10 % random, 10 % kept), mask (always [MASK]) "
+        "or keep (the token stays visible and is only predicted, as LSM does)",
     )
     mask_unit: str = option("token", choices=training_names.MASK_UNITS, help="which tokens are masked together")
     pt_labels: str | None = option(
@@ -162,7 +169,8 @@ class TrainConfig:
         flag="--pt-labels",
         metavar="FILE",
         help="per-sample pre-training labels of the multitask and same-family methods: "
-        "id<TAB>label;label... a line (the layout of go_pretrain.tsv)",
+        "id<TAB>label;label... a line (the layout of go_pretrain.tsv), for every pre-training sample, "
+        "since the method trains each on its labels (or --allow-missing)",
     )
     allow_missing: bool = option(
         False,

@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -81,7 +82,6 @@ def test_bad_files_give_one_line_naming_the_file(tmp_path, capsys):
         "missing": None,
         "empty": b"",
         "binary": b"a\tb\n\xff\xfe\n",
-        "unknown node": b"a\tb\nb\tzz\n",
     }
     for case, content in cases.items():
         edges.unlink(missing_ok=True)
@@ -90,7 +90,17 @@ def test_bad_files_give_one_line_naming_the_file(tmp_path, capsys):
         assert main(["consistency", "--edges", str(edges), "--labels", str(labels)]) == 2, case
         line = one_error_line(capsys)
         assert str(edges) in line, case
-    assert "'zz'" in line and "line 2" in line
+
+
+def test_an_edge_to_an_unlabelled_node_is_left_out_and_counted(tmp_path, capsys):
+    """Labels may cover a subset of the nodes: the edge to 'zz' is not an error but a count."""
+    (tmp_path / "labels.tsv").write_text("a\tx\nb\tx\n")
+    (tmp_path / "edges.tsv").write_text("a\tb\nb\tzz\nzz\tzz\n")
+    argv = ["consistency", "--edges", str(tmp_path / "edges.tsv"), "--labels", str(tmp_path / "labels.tsv")]
+    assert main(argv) == 0
+    table = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in capsys.readouterr().out.splitlines())
+    assert table["edges left out (an end without a label)"] == "2"
+    assert table["local consistency"] == "1.0000" and table["edges"] == "1" and table["nodes"] == "2"
 
 
 def test_invalid_tie_policy_is_rejected_by_argparse_in_one_line(capsys):

@@ -33,6 +33,27 @@ def test_print_config_round_trips_for_every_command(command, capsys, tmp_path):
     assert _printed(capsys, *command, "--config", str(tmp_path / "c.toml")) == printed
 
 
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_print_config_lists_every_option_of_the_command(command, capsys):
+    """Every option a config file can set is in ``--print-config``: with its resolved value, or as
+    a comment saying what an unset one becomes (a required one: that it is required)."""
+    from sipt_lab.cli.option_files import _option_actions, option_name
+
+    parser = dict(command_parsers(build_parser()))[command]
+    printed = _printed(capsys, *command)
+    keys = {line.lstrip("# ").split(" = ")[0] for line in printed.splitlines()[1:] if " = " in line}
+    assert {option_name(action) for action in _option_actions(parser)} <= keys
+
+
+def test_figures_print_config_shows_what_the_run_uses(capsys):
+    options = tomllib.loads(_printed(capsys, "figures"))
+    assert options["seeds"] == 3 and options["executor"] == "local" and len(options["families"]) == 8
+    printed = _printed(capsys, "figures")
+    assert "# steps = ...  (default: each family's; heldout_scale: 800 at every size)" in printed
+    assert "# nodes = ...  (default: each family's)" in printed
+    assert tomllib.loads(_printed(capsys, "figures", "--seeds", "1"))["seeds"] == 1
+
+
 def test_print_config_with_flags_round_trips_through_toml_and_yaml(capsys, tmp_path):
     yaml = pytest.importorskip("yaml")
     argv = ["lambda-sweep", "--samples", "s.tsv", "--edges", "e.tsv", "--out", "o", "--lambdas", "0", "0.1"]

@@ -134,6 +134,22 @@ def test_sweep_holds_out_validation_samples_and_chooses_the_best_validation_lamb
     assert (out / "lambda_sweep.csv").read_text() == table
 
 
+@pytest.mark.slow
+def test_sweep_passes_on_labels_for_some_samples(group_files, tmp_path):
+    """Labels for 30 of the 40 samples: each λ's run gets those of its pre-training samples and
+    reports on them."""
+    lines = (group_files / "labels.tsv").read_text().splitlines()
+    (group_files / "some.tsv").write_text("".join(f"{line}\n" for line in lines[:30]))
+    out = tmp_path / "sweep"
+    argv = _args(group_files, out, "--lambdas", "0", "0.5", "--labels", str(group_files / "some.tsv"))
+    assert main([a if a != "12" else "2" for a in argv]) == 0
+    pretraining_ids = set(read_samples(out / "split" / "samples.jsonl").ids)
+    written = [line.split("\t")[0] for line in (out / "split" / "labels.tsv").read_text().splitlines()]
+    assert set(written) == pretraining_ids & {line.split("\t")[0] for line in lines[:30]}
+    run = json.loads((out / "lambda-0.5" / "result.json").read_text())
+    assert run["labelled_samples"] == len(written) < run["n_samples"]
+
+
 def test_link_queries_are_linked_seeded_and_leave_enough_behind():
     graph = PretrainingGraph.from_edges(np.array([0, 1, 2, 4]), np.array([1, 2, 3, 5]), 8)  # 6, 7 isolated
     a = link_queries(graph, 0.5, seed=3)

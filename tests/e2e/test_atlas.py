@@ -389,3 +389,39 @@ def test_the_committed_validation_is_recomputed_from_the_committed_runs():
         assert mine.keys() == theirs.keys()
         for key, value in mine.items():
             assert value == pytest.approx(theirs[key], rel=1e-9, abs=1e-12), (mine["steps"], mine["scheme"], key)
+def _consistency_json(capsys, tmp_path, edges: str, *engine: str) -> dict:
+    argv = ["consistency", "--edges", str(tmp_path / edges), "--labels", str(tmp_path / "labels.tsv"), "--json"]
+    assert main([*argv, *engine]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+ENGINES = {
+    "memory": (),
+    "stream": ("--engine", "stream", "--chunk-size", "7"),
+    "dask": ("--engine", "dask", "--workers", "1"),
+}
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_consistency_gives_advises_lc_on_labels_for_some_samples(tiny_bert, tmp_path, rising_fit, capsys, engine):
+    """One rule for labels that cover a subset: ``consistency`` leaves out the edges with an
+    unlabelled end, counts them, and gives the LC that ``advise`` gives on the same files, with
+    every engine."""
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    labels, labelled = two_topics(tmp_path)
+    for edges in ("random.tsv", "consistent.tsv"):
+        measured = _consistency_json(capsys, tmp_path, edges, *ENGINES[engine])
+        advised = advise(
+            samples=str(tmp_path / "samples.tsv"),
+            edges=str(tmp_path / edges),
+            labels=str(tmp_path / "labels.tsv"),
+            init=str(tiny_bert),
+            fit=str(rising_fit),
+            device="cpu",
+        )
+        lines = [line.split("\t") for line in (tmp_path / edges).read_text().splitlines()]
+        unlabelled = sum(int(u[1:]) not in labelled or int(v[1:]) not in labelled for u, v in lines)
+        assert unlabelled > 0 and measured["unlabelled_edges"] == unlabelled
+        assert measured["n_nodes"] == len(labelled)
+        assert measured["local_consistency"] == pytest.approx(advised["lc"], abs=1e-12)

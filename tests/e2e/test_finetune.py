@@ -113,6 +113,35 @@ def test_finetune_command_compares_with_a_baseline(tiny_bert, tmp_path, capsys):
     assert "model (probe)" in printed and (tmp_path / "out" / "comparison.csv").is_file()
 
 
+def test_finetune_splits_the_labelled_samples_and_warns_on_a_test_split_that_detects_nothing(
+    tiny_bert, tmp_path, capsys
+):
+    """Labels for 30 of 60 samples: the random splits hold labelled samples only; their 3-sample
+    test split is too small to detect any difference, and the report says so beside the RRE."""
+    _finetune_files(tmp_path)
+    labels = (tmp_path / "labels.tsv").read_text().splitlines()
+    (tmp_path / "some.tsv").write_text("".join(f"{line}\n" for line in labels[::2]))
+    argv = [
+        "finetune",
+        *("--model", str(tiny_bert), "--baseline", str(tiny_bert), "--mode", "probe"),
+        *("--samples", str(tmp_path / "samples.tsv"), "--labels", str(tmp_path / "some.tsv")),
+        *("--device", "cpu", "--out", str(tmp_path / "out")),
+    ]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["labelled"] == 30 and report["sizes"] == {"train": 24, "validation": 3, "test": 3}
+    assert len(report["warnings"]) == 1 and "test split holds 3 sample(s)" in report["warnings"][0]
+    assert "warning: the test split holds 3 sample(s)" in printed
+
+
+def test_a_test_split_that_can_detect_a_difference_gets_no_warning():
+    from sipt_lab.evaluation.comparison import test_size_warning
+
+    assert test_size_warning(3) and test_size_warning(9) and test_size_warning(0)
+    assert test_size_warning(10) is None and test_size_warning(300) is None
+
+
 def _one_error_line(capsys, argv) -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -146,7 +175,7 @@ def test_finetune_bad_input_is_one_line(tiny_bert, tmp_path, capsys):
     assert "has one class only" in _one_error_line(capsys, base + ["--splits", str(tmp_path / "one_class.tsv")])
     (tmp_path / "partial.tsv").write_text("".join(f"{i}\tc0\n" for i in ids[:10]))
     partial = [a if a != str(tmp_path / "labels.tsv") else str(tmp_path / "partial.tsv") for a in base]
-    assert "gives no label to 50 sample(s)" in _one_error_line(capsys, partial)
+    assert "one class only" in _one_error_line(capsys, partial)
     assert not (tmp_path / "out" / "results.json").exists()
 
 

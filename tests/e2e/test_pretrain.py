@@ -186,6 +186,36 @@ def test_char_init_exports_sipt_format_that_embed_loads(clique_files, tmp_path):
     assert embed(encoder, tokenizer, _texts(clique_files)).shape == (40, 10)
 
 
+def test_labels_for_some_samples_give_the_report_on_the_labelled_ones(clique_files, tmp_path, capsys):
+    """Labels for 30 of the 40 samples: the report is measured on them and the edges between them
+    (the rule of ``consistency`` and ``advise``), and says how many edges it left out."""
+    lines = (clique_files / "labels.tsv").read_text().splitlines()
+    (clique_files / "some.tsv").write_text("".join(f"{line}\n" for line in lines[:30]))
+    labelled = {line.split("\t")[0] for line in lines[:30]}
+    edges = [line.split("\t") for line in (clique_files / "edges.tsv").read_text().splitlines()]
+    between = sum(u in labelled and v in labelled for u, v in edges)
+    out = tmp_path / "run"
+    argv = _args(clique_files, out, "--init", "char", "--encoder", "paper-small", "--steps", "2", "--batch-size", "8")
+    assert main([*argv, "--labels", str(clique_files / "some.tsv")]) == 0
+    assert "labels 30 of the 40 samples" in capsys.readouterr().out
+    report = json.loads((out / "result.json").read_text())
+    assert report["labelled_samples"] == report["report_samples"] == 30
+    assert report["unlabelled_edges"] == len(edges) - between > 0
+    assert report["local_consistency"] == 1.0  # the label cliques, restricted to the labelled samples
+    assert 0 <= report["after"]["loo_3nn_accuracy"] <= 1
+
+
+def test_labels_that_link_no_two_samples_are_one_line(clique_files, tmp_path, capsys):
+    (clique_files / "apart.tsv").write_text("s0\tg0\ns1\tg1\n")  # s0 and s1 sit in different cliques
+    argv = _args(
+        clique_files, tmp_path / "run", "--init", "char", "--steps", "2", "--labels", str(clique_files / "apart.tsv")
+    )
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "links no two of the 2 samples" in err and "\n" not in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_minilm_is_found_offline_and_matches_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 

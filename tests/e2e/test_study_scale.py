@@ -229,3 +229,30 @@ def test_the_articles_own_graph_is_built_over_the_pretraining_articles_only(name
     assert natural.n_edges == expected.n_edges  # the never-seen articles take no part in it
     with pytest.raises(ConfigError, match="natural_graph"):
         LcTransferConfig(natural_graph=name, task="cliques", init="char", train=CHAR)
+
+
+def test_the_study_splits_the_labelled_samples_of_a_labels_file_for_some(tmp_path):
+    """Labels for 20 of 30 samples: the study's task holds the labelled ones, their groups and the
+    graph between them (the rule of every command), and leaves the rest out."""
+    ids = [f"s{i}" for i in range(30)]
+    (tmp_path / "samples.tsv").write_text("".join(f"{i}\t{WORDS[k % len(WORDS)]} text\n" for k, i in enumerate(ids)))
+    labelled = ids[::3] + ids[1::3]
+    (tmp_path / "labels.tsv").write_text("".join(f"{i}\t{'ab'[int(i[1:]) % 2]}\n" for i in labelled))
+    (tmp_path / "groups.tsv").write_text("".join(f"{i}\tg{int(i[1:]) // 4}\n" for i in ids))
+    edges = [(f"s{k}", f"s{k + 1}") for k in range(29)]
+    (tmp_path / "edges.tsv").write_text("".join(f"{u}\t{v}\n" for u, v in edges))
+    config = LcTransferConfig(
+        samples=str(tmp_path / "samples.tsv"),
+        labels=str(tmp_path / "labels.tsv"),
+        groups=str(tmp_path / "groups.tsv"),
+        edges=str(tmp_path / "edges.tsv"),
+        init="char",
+        train=CHAR,
+    )
+    task = study_task(config, 0)
+    kept = sorted(labelled, key=lambda i: int(i[1:]))
+    assert task.ids == kept and task.labels.tolist() == [int(i[1:]) % 2 for i in kept]
+    groups = [int(i[1:]) // 4 for i in kept]
+    assert np.array_equal(task.groups, np.unique(groups, return_inverse=True)[1])
+    between = sum(u in labelled and v in labelled for u, v in edges)
+    assert task.natural.n_nodes == 20 and task.natural.n_edges == between

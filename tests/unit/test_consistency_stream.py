@@ -156,13 +156,20 @@ def test_parallel_counting_equals_in_memory_with_ties(tmp_path, monkeypatch):
             assert len(calls) > 3 * workers
 
 
-def test_parallel_reading_names_the_first_unlabelled_edge(tmp_path):
-    # Chunks are mapped by several threads; the error still names the file's first bad row.
+def test_parallel_reading_leaves_out_and_counts_the_unlabelled_edges_as_in_memory(tmp_path):
+    # Chunks are mapped by several threads; edges with an unlabelled end are left out and counted.
     (tmp_path / "labels.tsv").write_text("".join(f"{k}\tc{k % 2}\n" for k in range(20)))
-    (tmp_path / "edges.tsv").write_text("".join(f"{k % 20}\t{(k + 1) % 20}\n" for k in range(50)) + "0\t77\n5\t99\n")
+    (tmp_path / "edges.tsv").write_text(
+        "".join(f"{k % 20}\t{(k + 1) % 20}\n" for k in range(50)) + "0\t77\n5\t99\n77\t77\n"
+    )
+    read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
+    expected = FileConsistency(
+        consistency_report(read.graph, read.labels), read.dropped_self_loops, read.dropped_duplicates, 3
+    )
+    assert read.unlabelled_edges == 3 and read.dropped_self_loops == 0 and read.dropped_duplicates == 30
     for workers in (1, 2):
-        with pytest.raises(SiptError, match=r"edge 51: node '77' has no label .*\(2 such edge"):
-            consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=3, workers=workers)
+        got = consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=3, workers=workers)
+        assert got == expected
     with pytest.raises(SiptError, match="ConsistencyJob.workers must be a positive number"):
         consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", workers=0)
 
@@ -174,9 +181,11 @@ def test_ids_are_matched_as_strings(tmp_path):
     read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "labels.tsv")
     expected = consistency_report(read.graph, read.labels)
     assert consistency_from_files(tmp_path / "edges.tsv", tmp_path / "labels.tsv", chunk_edges=1).report == expected
-    (tmp_path / "int-labels.tsv").write_text("1\ta\n2\ta\n3\tb\n")
-    with pytest.raises(SiptError, match=r"edge 2: node '01' has no label .*\(2 such edge"):
-        consistency_from_files(tmp_path / "edges.tsv", tmp_path / "int-labels.tsv")
+    (tmp_path / "int-labels.tsv").write_text("1\ta\n2\ta\n3\tb\n")  # '01' has no label: its 2 edges are left out
+    partial = consistency_from_files(tmp_path / "edges.tsv", tmp_path / "int-labels.tsv")
+    read = load_graph_tsv(tmp_path / "edges.tsv", tmp_path / "int-labels.tsv")
+    assert partial.unlabelled_edges == read.unlabelled_edges == 2
+    assert partial.report == consistency_report(read.graph, read.labels) and partial.report.n_edges == 2
 
 
 @pytest.mark.parametrize("base", [0, 10**15, "x"])  # lookup table, integer hash join, string hash join
@@ -344,7 +353,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     bad_lines = {
         "n0 n1\n": "expected two tab-separated fields, got 'n0 n1'",
         "n0\t\n": "empty field",
-        "n0\tzz\nn0\tyy\n": "node 'zz' has no label",
+        "n0\tzz\nn0\tyy\n": "no edge joins two labelled nodes (all 2 have an end without a label)",
         "": "is empty",
     }
     for content, expected in bad_lines.items():
@@ -391,15 +400,22 @@ def test_dask_engine_equals_local_path_on_a_local_cluster(tmp_path):
     assert got == expected
 
 
-def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
-    (tmp_path / "labels.tsv").write_text("a\tx\nb\ty\n")
-    (tmp_path / "edges.tsv").write_text("a\tb\nb\tzz\nzz\ta\n")
+def test_dask_engine_leaves_out_and_counts_unlabelled_nodes(tmp_path, capsys):
+    (tmp_path / "labels.tsv").write_text("a\tx\nb\ty\nc\tx\n")
+    (tmp_path / "edges.tsv").write_text("a\tb\nb\tzz\nzz\ta\nb\tc\n")
+    argv = ["consistency", "--edges", str(tmp_path / "edges.tsv"), "--labels", str(tmp_path / "labels.tsv"), "--json"]
+    assert main([*argv, "--engine", "dask", "--workers", "1"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    assert got == json.loads(capsys.readouterr().out)  # the in-memory numbers
+    assert got["unlabelled_edges"] == 2 and got["n_edges"] == 2 and got["local_consistency"] == 0.0
+    (tmp_path / "apart.tsv").write_text("a\tzz\nzz\tb\n")
     assert (
         main(
             [
                 "consistency",
                 "--edges",
-                str(tmp_path / "edges.tsv"),
+                str(tmp_path / "apart.tsv"),
                 "--labels",
                 str(tmp_path / "labels.tsv"),
                 "--engine",
@@ -408,8 +424,7 @@ def test_dask_engine_counts_unlabelled_nodes(tmp_path, capsys):
         )
         == 2
     )
-    line = one_error_line(capsys)
-    assert "node 'zz' has no label" in line and "(2 such edge(s))" in line
+    assert "no edge joins two labelled nodes" in one_error_line(capsys)
 
 
 @pytest.mark.slow

@@ -109,11 +109,36 @@ def test_an_empty_results_block_is_filled_and_keeps_the_next(tables):
     assert "\n\nbetween\n\n" in rendered and tables.render_blocks(rendered) == rendered
 
 
+def test_docs_pages_hold_their_generated_blocks_rendered_and_current(tables):
+    """Every ``results-table`` marker of a docs page opens a block holding what ``results/tables.py``
+    renders now, so a reader on GitHub sees the table, not a comment (``python results/tables.py
+    --write PAGE`` rewrites them; the docs build renders the same)."""
+    shown = {}
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        blocks = tables.TABLE_BLOCK.findall(text)
+        assert len(blocks) == text.count("<!-- results-table:"), f"{path}: a results-table marker without its end"
+        assert all(body.strip() for _, _, body, _ in blocks), f"{path}: an empty results-table block"
+        assert tables.render_blocks(text) == text, f"{path} is stale: run `python results/tables.py --write {path}`"
+        shown |= {name: path.name for _, name, _, _ in blocks}
+    assert {"lc-atlas", "lc-atlas-reading", "headline", "families"} <= set(shown)
+
+
+def test_a_stale_or_empty_table_block_is_rendered(tables):
+    stale = "<!-- results-table: families -->\nold\n<!-- /results-table -->\n\nafter\n"
+    rendered = tables.render_blocks(stale)
+    assert "old" not in rendered and tables.markdown_table("families").strip() in rendered
+    assert rendered.endswith("<!-- /results-table -->\n\nafter\n") and tables.render_blocks(rendered) == rendered
+    empty = "<!-- results-table: families -->\n<!-- /results-table -->"
+    assert tables.render_blocks(empty) == tables.render_blocks(stale).removesuffix("\n\nafter\n")
+
+
 #: A decimal number in prose (not part of a version, a path or a longer number).
 PROSE_NUMBER = re.compile(r"(?<![\w.])[-−+]?(\d+\.\d+)(?![\d.])")
 #: What is not prose: fenced and inline code, comments, rendered blocks, table rows.
 NOT_PROSE = re.compile(
-    r"```.*?```|`[^`\n]*`|<!--.*?-->|<!-- results-text:.*?<!-- /results-text -->|^\|.*$", re.S | re.M
+    r"```.*?```|`[^`\n]*`|<!-- results-(text|table):.*?<!-- /results-(text|table) -->|<!--.*?-->|^\|.*$",
+    re.S | re.M,
 )
 
 

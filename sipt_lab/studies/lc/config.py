@@ -43,7 +43,7 @@ class LcTransferConfig:
     """One LC-transfer study (saved as ``config.json``).
 
     Attributes:
-        samples, labels: a samples file and its ``id<TAB>label`` TSV; None: the built-in ``task``.
+        samples, labels: a samples file and its ``id<TAB>label`` TSV (any subset: the labelled samples are studied); None: the built-in ``task``.
         task: the built-in task (:data:`STUDY_TASKS`) when ``samples`` is None: ``articles``,
             vital-article summaries of ``categories`` labelled by category; ``cliques``, sentences
             of ``corpus`` labelled by their top topic of a :data:`CLIQUES_TOPICS`-topic LDA as the
@@ -104,7 +104,13 @@ class LcTransferConfig:
         metavar="S",
         help="samples file of the task (with --labels; default: the built-in --task)",
     )
-    labels: str | None = option(None, help="id<TAB>label of every sample", nonempty=True, metavar="L.tsv")
+    labels: str | None = option(
+        None,
+        help="id<TAB>label of any subset of the samples: the study splits the labelled ones (its dial needs a "
+        "label on every sample it pre-trains on) and leaves the rest out",
+        nonempty=True,
+        metavar="L.tsv",
+    )
     edges: str | None = option(
         None,
         nonempty=True,

@@ -59,14 +59,22 @@ def study_task(config: LcTransferConfig, split_seed: int) -> StudyTask:
 
 
 def file_task(config: LcTransferConfig) -> StudyTask:
-    """The samples, labels, optional graph and optional groups files of ``config``."""
-    from sipt_lab.data.samples import read_sample_graph, read_sample_labels, read_samples
+    """The samples, labels, optional graph and optional groups files of ``config``. The labels may
+    cover a subset of the samples: the study splits the labelled ones (the dial needs a label on
+    every pre-training sample) and leaves the rest out, with the graph restricted to them by
+    :func:`~sipt_lab.graphs.consistency.labelled_subgraph`."""
+    from sipt_lab.data.samples import read_labelled_codes, read_sample_graph, read_sample_labels, read_samples
+    from sipt_lab.graphs.consistency import labelled_subgraph
 
     samples = read_samples(config.samples)
-    natural = None if config.edges is None else read_sample_graph(config.edges, samples)
-    groups = np.arange(len(samples)) if config.groups is None else read_sample_labels(config.groups, samples)[0]
-    labels = read_sample_labels(config.labels, samples)[0]
-    return StudyTask(list(samples.ids), list(samples.texts), labels, groups, natural)
+    labelled, labels, _ = read_labelled_codes(config.labels, samples)
+    natural = None if config.edges is None else labelled_subgraph(read_sample_graph(config.edges, samples), labelled)[0]
+    groups = (
+        np.arange(labelled.size)
+        if config.groups is None
+        else np.unique(read_sample_labels(config.groups, samples)[0][labelled], return_inverse=True)[1]
+    )
+    return StudyTask([samples.ids[i] for i in labelled], [samples.texts[i] for i in labelled], labels, groups, natural)
 
 
 def article_task(config: LcTransferConfig, split_seed: int) -> StudyTask:

@@ -12,6 +12,7 @@ The module is light (no torch): the CLI's parser generates the ``figures`` flags
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,30 @@ logger = logging.getLogger(__name__)
 #: The graph families of Figure 5a, and the edge-noise rates of Figure 5b (on CLIQUES).
 FIGURE5_FAMILIES = ("cliques", "plane", "mobius", "sphere", "torus", "neighborhood", "motif", "structural")
 NOISE_RATES = (0.0, 0.05, 0.1, 0.15, 0.5)
+#: Each figure's measured wall time at the defaults on 2 CPU cores: rows of ``figures`` (the names
+#: one command made), ``seconds``, ``command``, ``date`` and ``record`` (where the run is written
+#: up); a run on cores other sessions shared adds its ``cpu_seconds`` and the ``load`` average; and
+#: ``not_measured``, the figures without a measurement yet.
+FIGURE_TIMES = Path(__file__).with_name("figure_times.json")
+
+
+def figure_time(row: dict) -> str:
+    """One row of :data:`FIGURE_TIMES` in words: ``938 s`` or ``358 s (84 CPU s, at load 15)``."""
+    shared = f" ({row['cpu_seconds']:.0f} CPU s, at load {row['load']:.0f})" if "load" in row else ""
+    return f"{row['seconds']:.0f} s{shared}"
+
+
+def figure_times_line() -> str:
+    """:data:`FIGURE_TIMES` in one line for ``--help``: ``fig5a + fig5b + theorem1 938 s, ...``."""
+    times = json.loads(FIGURE_TIMES.read_text(encoding="utf-8"))
+    shown = ", ".join(
+        f"{' + '.join(row['figures'])} {figure_time(row)}"
+        for row in sorted(times["measurements"], key=lambda row: row["seconds"])
+    )
+    missing = times.get("not_measured", [])
+    return f"measured wall time at the defaults on {times['cores']} CPU cores: {shown}" + (
+        f"; not yet measured: {', '.join(missing)}" if missing else ""
+    )
 
 
 @dataclass(frozen=True)
