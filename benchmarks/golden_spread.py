@@ -14,10 +14,10 @@ computed on another machine, so the spread covers that machine's path too.
 It prints, path by path, the LM arm's ``link.ap`` of the golden ``simulate`` run beside the golden
 value, the largest relative distance of any trained value and the count of differences in the
 exactly compared parts (which must be 0); then the spread by kind beside the tolerance the tests
-derive from it (``SPREAD_MULTIPLE`` times the spread, at least the floors), and writes the spread to
-``tests/cli/golden/tolerance.json``.
+derive from it (``SPREAD_MULTIPLE`` times the spread, at least the floors), and writes the spread of the golden files it ran to
+``tests/cli/golden/tolerance.json`` (the others keep theirs).
 
-Run as ``python benchmarks/golden_spread.py [--paths LABEL ...] [--tests results] [--out FILE]``
+Run as ``python benchmarks/golden_spread.py [--paths LABEL ...] [--tests EXPRESSION] [--out FILE] [--keep DIR]``
 (all paths: a dozen runs of the golden result tests, about a minute each on one core).
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -48,15 +49,28 @@ from golden_support import (  # noqa: E402
     trained_deviations,
 )
 
+#: The golden result tests, as ``pytest -k`` selects them.
+RESULT_TESTS = " or ".join(
+    f"test_{command}_results" for command in ("simulate", "pretrain", "finetune", "domain_run", "consistency")
+)
 #: The value the table shows path by path: the LM arm's link AP of seed 0 in the golden simulate run.
 SHOWN_FILE, SHOWN_METHOD, SHOWN_KEY = "results/simulate.json", "lm", "link.ap"
 
 
 def measure(path: str, select: str, folder: Path) -> dict:
-    """Run the golden tests under ``path``; what each golden file's test computed, by file name."""
-    finished = run_golden_tests(path, select, record=folder)
+    """Run the golden tests under ``path``; what each golden file's test computed, by file name
+    (read back from ``folder`` without running when a run of the same selection left it there)."""
+    done = folder / "selection.txt"
+    if done.is_file() and done.read_text() == select:
+        return _recorded(folder)
+    finished = run_golden_tests(path, select, record=folder, timeout=None)
     if finished.returncode != 0:
         sys.exit(f"the golden tests failed to run under {path!r}:\n{finished.stdout[-4000:]}{finished.stderr[-2000:]}")
+    done.write_text(select)
+    return _recorded(folder)
+
+
+def _recorded(folder: Path) -> dict:
     return {name: json.loads((folder / name).read_text()) for name in TRAINED_VALUES if (folder / name).is_file()}
 
 
@@ -85,16 +99,21 @@ def cpu_name() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", nargs="+", choices=list(MATH_PATHS), default=list(MATH_PATHS))
-    parser.add_argument("--tests", default="results", help="the golden tests to run (pytest -k; default: results)")
+    parser.add_argument(
+        "--tests", default=RESULT_TESTS, help="the golden tests to run (pytest -k; default: every result test)"
+    )
     parser.add_argument("--out", type=Path, default=TOLERANCE_FILE, help="where the spread is written")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each path's computed results here, and reuse them in a later call"
+    )
     args = parser.parse_args()
 
     golden = {name: json.loads((GOLDEN_DIR / name).read_text()) for name in TRAINED_VALUES}
     spread: dict[str, dict] = {}
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
-        for number, path in enumerate(args.paths):
-            results = measure(path, args.tests, Path(scratch) / str(number))
+        for path in args.paths:
+            results = measure(path, args.tests, (args.keep or Path(scratch)) / re.sub(r"\W+", "_", path))
             largest, exact = 0.0, 0
             for name, computed in results.items():
                 found = trained_deviations(computed, golden[name], name)
@@ -125,23 +144,16 @@ def main() -> None:
                 f"| {name} | {kind} | {measured['rel']:.4g} | {measured['abs']:.4g} | {rel:.3g} rel, {abs_:.3g} abs |"
             )
 
-    args.out.write_text(
-        json.dumps(
-            {
-                "about": (
-                    "Largest distance of each kind of trained value from the golden files' value across "
-                    "the math-library paths listed; written by benchmarks/golden_spread.py. The golden "
-                    "tests allow golden_support.SPREAD_MULTIPLE times it."
-                ),
-                "measured_with": {"torch": torch.__version__, "cpu": cpu_name()},
-                "paths": {path: MATH_PATHS[path] for path in args.paths},
-                "spread": spread,
-            },
-            indent=2,
-            sort_keys=True,
-        )
-        + "\n"
+    kept = json.loads(args.out.read_text()) if args.out.is_file() else {"spread": {}, "paths": {}}
+    kept["spread"].update(spread)  # golden files not run this time keep their measured spread
+    kept["paths"].update({name: {path: MATH_PATHS[path] for path in args.paths} for name in spread})
+    kept["measured_with"] = {"torch": torch.__version__, "cpu": cpu_name()}
+    kept["about"] = (
+        "Largest distance of each kind of trained value from the golden files' value across the "
+        "math-library paths listed for that file; written by benchmarks/golden_spread.py. The golden "
+        "tests allow golden_support.SPREAD_MULTIPLE times it."
     )
+    args.out.write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
     print(f"\nwrote {args.out}")
 
 

@@ -455,7 +455,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_golden_tests(
-    path: str, select: str, record: Path | None = None, timeout: float = 900
+    path: str, select: str, record: Path | None = None, timeout: float | None = 900
 ) -> subprocess.CompletedProcess:
     """Run the golden tests ``-k select`` in a fresh interpreter under math-library path ``path``
     (a label of :data:`MATH_PATHS`): the variables of every other path unset, this one's set, the
