@@ -520,7 +520,9 @@ def test_swapped_methods_or_seeds_fail_the_comparison():
         for kind, values in arm.items():
             arm[kind] = values[::-1]
     found = compare_simulate(swapped_seeds)
-    for place in ("lm/link.ap[0]", "lm/final_loss[0]", "lm/radius[0]", "sipt/link.ap[0]", "sipt/final_terms.si[0]"):
+    # (not the SIPT arm's link.ap: its two seeds differ by less than the link.ap tolerance, which
+    # the LM arm's near-tied pooled ranking sets)
+    for place in ("lm/link.ap[0]", "lm/final_loss[0]", "lm/radius[0]", "sipt/final_loss[0]", "sipt/final_terms.si[0]"):
         assert any(line.startswith(f"/results.json/methods/{place}: ") for line in found), place
 
 
