@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from golden_support import torch_threads
 from hf_fakes import WORDS
 
 from sipt_lab.data.corpus import Corpus
@@ -46,8 +47,10 @@ def _unconfigured_logging():
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
+    """One torch thread, or as many as ``SIPT_LAB_TEST_THREADS`` says (``benchmarks/golden_spread.py``
+    runs the golden tests with two as one of the math-library paths it measures)."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(torch_threads())
     yield
     torch.set_num_threads(threads)
 

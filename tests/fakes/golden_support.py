@@ -18,9 +18,18 @@ What normalising does, so that only the numbers and structure of a result are co
 * floats are rounded to :data:`SIGNIFICANT_DIGITS` significant digits (NaN and infinities become
   the strings ``"nan"``, ``"inf"``, ``"-inf"``, which JSON can hold); tuples become lists.
 
-Floats are then compared with a relative tolerance of :data:`REL_TOL` (and :data:`ABS_TOL` for
-values at zero), so that float noise from threads or BLAS does not fail a test while a changed
-result does. Everything else (keys, strings, integers, booleans, list lengths) must be equal.
+What is compared exactly and what within a tolerance:
+
+* the deterministic, data-only parts (graphs, LC, splits, configs, counts, file listings, every
+  key, string, integer and list length) must equal the golden file's, floats at their
+  :data:`SIGNIFICANT_DIGITS` significant digits;
+* the values a trained run computes (:data:`TRAINED_VALUES`: metrics, losses, scores) move with the
+  CPU's math-library path (instruction set, MKL / oneDNN code path, threads), and over a run's steps
+  that grows to about 1 % in a ranking metric. They are compared within a tolerance of
+  :data:`SPREAD_MULTIPLE` times the spread measured for their kind across math-library paths
+  (``golden/tolerance.json``, written by ``benchmarks/golden_spread.py``), and no less than
+  :data:`REL_FLOOR` relative / :data:`ABS_FLOOR` absolute.
+
 Differences are listed by their place in the JSON (``/sipt/result.json/after/link_mrr``).
 
 The versions of every installed distribution when the golden files were written are kept beside
@@ -36,6 +45,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,9 +65,61 @@ UPDATE_HINT = (
 ENVIRONMENT_FILE = GOLDEN_DIR / "environment.txt"
 
 SIGNIFICANT_DIGITS = 6
-REL_TOL = 1e-4
-#: Absolute tolerance for floats at (or within float noise of) zero, where a relative one cannot hold.
-ABS_TOL = 1e-9
+
+#: The spread of trained values across math-library paths, by golden file and kind of value
+#: (:func:`kind_of`): ``{"rel": largest |value - golden| / |golden|, "abs": largest |value| where the
+#: golden value is 0}``, written by ``benchmarks/golden_spread.py``.
+TOLERANCE_FILE = GOLDEN_DIR / "tolerance.json"
+#: A trained value's tolerance is this multiple of its kind's measured spread: the paths measured
+#: on one machine (and the golden files' own) do not cover every CPU's.
+SPREAD_MULTIPLE = 2
+#: The least relative tolerance of a trained value (float noise of a kind that did not move).
+REL_FLOOR = 1e-4
+#: The least absolute tolerance of a trained value at (or within float noise of) zero.
+ABS_FLOOR = 1e-9
+#: Where the values of trained runs are in each golden file: a regular expression matched at the
+#: start of a value's JSON place. Every other value is compared exactly.
+TRAINED_VALUES = {
+    "results/simulate.json": r"/results\.json/methods/",
+    "results/pretrain.json": r"/[^/]+/(history\.csv|result\.json/(before|after|final))\b",
+    "results/finetune.json": r"/results\.json/(results|comparisons)\b",
+    "results/domain_run.json": (
+        r"/(comparison\.csv|summary\.json/comparisons"
+        r"|cells/[^/]+/result\.json/(finetune_history|pretrain_final|scores|validation_links)"
+        r"|summary\.json/arms/[^/]+/(scores|full\.|probe\.))"
+    ),
+}
+#: The environment variable that makes :func:`check_golden_json` write what a test computed into
+#: the folder it names, in place of comparing (``benchmarks/golden_spread.py`` reads it from there).
+RECORD_ENV = "SIPT_LAB_GOLDEN_RECORD"
+#: The environment variable that sets torch's intra-op threads in a test (1 when unset).
+THREADS_ENV = "SIPT_LAB_TEST_THREADS"
+#: Math-library paths the golden results are measured under, by label: environment variables,
+#: and torch's threads as :data:`THREADS_ENV`. Labels are ``,``-free so that they can be chosen
+#: on a command line.
+MATH_PATHS = {
+    "nothing set": {},
+    "MKL_CBWR=COMPATIBLE": {"MKL_CBWR": "COMPATIBLE"},
+    "MKL_CBWR=AVX": {"MKL_CBWR": "AVX"},
+    "MKL_CBWR=AVX2": {"MKL_CBWR": "AVX2"},
+    "ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
+    "ONEDNN_MAX_CPU_ISA=SSE41": {"ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "ATEN_CPU_CAPABILITY=default": {"ATEN_CPU_CAPABILITY": "default"},
+    "ATEN_CPU_CAPABILITY=avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
+    "MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2": {
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    },
+    "OPENBLAS_CORETYPE=Prescott": {"OPENBLAS_CORETYPE": "Prescott"},
+    "2 threads": {THREADS_ENV: "2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+    "2 threads MKL_CBWR=COMPATIBLE": {
+        THREADS_ENV: "2",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+        "MKL_CBWR": "COMPATIBLE",
+    },
+}
 
 #: Keys whose values change from run to run (or machine to machine) without the result changing.
 VOLATILE_KEYS = frozenset(
@@ -169,29 +232,102 @@ def _number(cell: str):
         return cell
 
 
-def differences(actual, expected, where: str = "") -> list[str]:
-    """Where ``actual`` differs from ``expected`` (both normalised), one line per difference."""
+def torch_threads() -> int:
+    """Torch's intra-op threads for a test: :data:`THREADS_ENV`, else 1."""
+    return int(os.environ.get(THREADS_ENV) or 1)
+
+
+def kind_of(place: str) -> str:
+    """The kind of value at a JSON place, its last key: ``/results.json/methods/lm/link.ap[0]`` ->
+    ``link.ap``; ``/lm/history.csv[3]/loss`` -> ``loss``."""
+    return re.sub(r"\[\d+\]", "", place).rsplit("/", 1)[-1]
+
+
+def read_spread() -> dict:
+    """``golden/tolerance.json``'s measured spread (``{golden file: {kind: {"rel", "abs"}}}``); empty
+    when the file is missing, so that every trained value gets the floor."""
+    if not TOLERANCE_FILE.is_file():
+        return {}
+    return json.loads(TOLERANCE_FILE.read_text(encoding="utf-8"))["spread"]
+
+
+def tolerance_rule(name: str, spread: dict):
+    """For golden file ``name``: a function of a JSON place giving ``(relative, absolute)`` tolerance
+    for a trained value (:data:`SPREAD_MULTIPLE` times its kind's spread, at least the floors), or
+    None for a value compared exactly."""
+    pattern = re.compile(TRAINED_VALUES[name]) if name in TRAINED_VALUES else None
+    measured = spread.get(name, {})
+
+    def tolerance(place: str) -> tuple[float, float] | None:
+        if pattern is None or not pattern.match(place):
+            return None
+        kind = measured.get(kind_of(place), {})
+        return (
+            max(SPREAD_MULTIPLE * kind.get("rel", 0.0), REL_FLOOR),
+            max(SPREAD_MULTIPLE * kind.get("abs", 0.0), ABS_FLOOR),
+        )
+
+    return tolerance
+
+
+def differences(actual, expected, where: str = "", tolerance=lambda place: None) -> list[str]:
+    """Where ``actual`` differs from ``expected`` (both normalised), one line per difference.
+    ``tolerance``: place -> ``(relative, absolute)`` tolerance of a float there, or None to compare
+    it exactly (:func:`tolerance_rule`); integers are counts and always exact."""
     here = where or "<top>"
     if isinstance(expected, dict) and isinstance(actual, dict):
         lines = [f"{here}: key {k!r} is missing" for k in expected if k not in actual]
         lines += [f"{here}: key {k!r} is new" for k in actual if k not in expected]
         for key in expected:
             if key in actual:
-                lines += differences(actual[key], expected[key], f"{where}/{key}")
+                lines += differences(actual[key], expected[key], f"{where}/{key}", tolerance)
         return lines
     if isinstance(expected, list) and isinstance(actual, list):
         if len(actual) != len(expected):
             return [f"{here}: {len(actual)} items, expected {len(expected)}: {_short(actual)} vs {_short(expected)}"]
-        return [line for k, (a, e) in enumerate(zip(actual, expected)) for line in differences(a, e, f"{where}[{k}]")]
+        return [
+            line
+            for k, (a, e) in enumerate(zip(actual, expected))
+            for line in differences(a, e, f"{where}[{k}]", tolerance)
+        ]
     if _is_number(expected) and _is_number(actual):
-        if isinstance(expected, int) and isinstance(actual, int):  # counts are exact
-            return [] if actual == expected else [f"{here}: {actual!r}, expected {expected!r}"]
-        if math.isclose(actual, expected, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+        allowed = None if isinstance(expected, int) and isinstance(actual, int) else tolerance(where)
+        if allowed is None:
+            return [] if actual == expected else [f"{here}: {actual!r}, expected {expected!r} (compared exactly)"]
+        rel, abs_ = allowed
+        if math.isclose(actual, expected, rel_tol=rel, abs_tol=abs_):
             return []
-        return [f"{here}: {actual!r}, expected {expected!r}"]
+        return [
+            f"{here}: {actual!r}, expected {expected!r} (trained value: tolerance {rel:.3g} relative, {abs_:.3g} absolute)"
+        ]
     if type(actual) is not type(expected) or actual != expected:
         return [f"{here}: {_short(actual)}, expected {_short(expected)}"]
     return []
+
+
+def trained_deviations(actual, expected, name: str, where: str = "") -> dict[str, dict[str, float]]:
+    """How far ``actual``'s trained values (:data:`TRAINED_VALUES` of golden file ``name``) lie from
+    ``expected``'s, by kind: ``{kind: {"rel": largest |a - e| / |e|, "abs": largest |a| where e is 0}}``.
+    Places that differ in structure are left to :func:`differences`."""
+    pattern = re.compile(TRAINED_VALUES[name])
+    found: dict[str, dict[str, float]] = {}
+
+    def visit(a, e, place):
+        if isinstance(e, dict) and isinstance(a, dict):
+            for key in e.keys() & a.keys():
+                visit(a[key], e[key], f"{place}/{key}")
+        elif isinstance(e, list) and isinstance(a, list) and len(a) == len(e):
+            for k, (x, y) in enumerate(zip(a, e)):
+                visit(x, y, f"{place}[{k}]")
+        elif _is_number(a) and _is_number(e) and pattern.match(place):
+            kind = found.setdefault(kind_of(place), {"rel": 0.0, "abs": 0.0})
+            if e == 0:
+                kind["abs"] = max(kind["abs"], abs(a))
+            else:
+                kind["rel"] = max(kind["rel"], abs(a - e) / abs(e))
+
+    visit(actual, expected, where)
+    return found
 
 
 def _is_number(value) -> bool:
@@ -224,20 +360,26 @@ def freeze_text(versions: dict[str, str]) -> str:
     return "".join(f"{name}=={version}\n" for name, version in sorted(versions.items()))
 
 
-def environment_differences() -> list[str]:
-    """The installed distributions whose version differs from :data:`ENVIRONMENT_FILE`'s, one line each
-    (``torch 2.13.0+cpu, golden files made with 2.12.0``); empty when none do or the file is missing."""
-    if not ENVIRONMENT_FILE.is_file():
-        return []
-    recorded = dict(
-        line.split("==", 1) for line in ENVIRONMENT_FILE.read_text(encoding="utf-8").splitlines() if "==" in line
-    )
-    installed = installed_versions()
-    lines = [
-        f"{name} {installed.get(name, 'not installed')}, golden files made with {version}"
-        for name, version in sorted(recorded.items())
-        if installed.get(name) != version
-    ]
+def read_freeze(text: str) -> dict[str, str]:
+    """``name==version`` lines (as :func:`freeze_text` writes them) as ``{name: version}``."""
+    return dict(line.strip().split("==", 1) for line in text.splitlines() if "==" in line)
+
+
+def environment_differences(recorded: dict[str, str], installed: dict[str, str]) -> list[str]:
+    """The distributions whose installed version differs from the recorded one, one line each
+    (``numpy 2.3.1, golden files made with 2.2.0``), then one line of those installed but not
+    recorded. Versions are compared whole, as pip reports them: a local label counts, so
+    ``2.13.0+cpu`` against ``2.13.0`` or ``2.13.0+cu130`` differs (another build of the same
+    release, whose binaries may take other float paths), and its line says so."""
+    lines = []
+    for name, version in sorted(recorded.items()):
+        now = installed.get(name)
+        if now is None:
+            lines.append(f"{name} not installed, golden files made with {version}")
+        elif now != version:
+            same_release = now.split("+", 1)[0] == version.split("+", 1)[0]
+            note = f" (same release {now.split('+', 1)[0]}, another build)" if same_release else ""
+            lines.append(f"{name} {now}, golden files made with {version}{note}")
     new = sorted(set(installed) - set(recorded))
     if new:
         lines.append("not installed when the golden files were made: " + ", ".join(f"{n} {installed[n]}" for n in new))
@@ -245,8 +387,11 @@ def environment_differences() -> list[str]:
 
 
 def environment_note() -> str:
-    """What a failure message adds about the versions: the differing ones, or that none differ."""
-    found = environment_differences()
+    """What a failure message adds about the versions: those that differ from
+    :data:`ENVIRONMENT_FILE`'s, or that none do (nothing when the file is missing)."""
+    if not ENVIRONMENT_FILE.is_file():
+        return f"installed versions: {ENVIRONMENT_FILE.name} is missing"
+    found = environment_differences(read_freeze(ENVIRONMENT_FILE.read_text(encoding="utf-8")), installed_versions())
     if not found:
         return f"installed versions: as when the golden files were made ({ENVIRONMENT_FILE.name})"
     return f"installed versions that differ from {ENVIRONMENT_FILE.name} ({len(found)}):\n  " + "\n  ".join(found[:40])
@@ -260,8 +405,11 @@ def check_golden_json(name: str, data) -> None:
         _write(path, golden_json_text(data))
         _write(ENVIRONMENT_FILE, freeze_text(installed_versions()))
         return
+    if os.environ.get(RECORD_ENV):
+        _write(Path(os.environ[RECORD_ENV]) / name, golden_json_text(data))
+        return
     expected = json.loads(_read(path))
-    found = differences(json.loads(golden_json_text(data)), expected)
+    found = differences(json.loads(golden_json_text(data)), expected, tolerance=tolerance_rule(name, read_spread()))
     if found:
         shown = "\n  ".join(found[:40]) + (f"\n  ... and {len(found) - 40} more" if len(found) > 40 else "")
         pytest.fail(
@@ -304,3 +452,24 @@ def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
+
+
+def run_golden_tests(
+    path: str, select: str, record: Path | None = None, timeout: float | None = 900
+) -> subprocess.CompletedProcess:
+    """Run the golden tests ``-k select`` in a fresh interpreter under math-library path ``path``
+    (a label of :data:`MATH_PATHS`): the variables of every other path unset, this one's set, the
+    package imported from this checkout. With ``record``, the tests write what they computed into
+    that folder instead of comparing it (:data:`RECORD_ENV`)."""
+    root = GOLDEN_DIR.parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {UPDATE_ENV, RECORD_ENV, *_math_path_variables()}}
+    env.update(MATH_PATHS[path])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    if record is not None:
+        env[RECORD_ENV] = str(record)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/cli/test_golden.py", "-k", select]
+    return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _math_path_variables() -> set[str]:
+    return {name for variables in MATH_PATHS.values() for name in variables}
