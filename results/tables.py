@@ -519,11 +519,20 @@ def atlas_line() -> str:
         f"one pass), and scored {len(natural)} natural (graph, task) pairs with LC "
         f"{min(row['lc'] for row in natural):.2f} to {max(row['lc'] for row in natural):.2f} on never-seen articles. "
         f"At {budget} steps SIPT's gain over LM-only is distinguishable from zero on {raw} pairs ({holm} after Holm's "
-        f"adjustment). Left out by whole graph, task and language, the shipped predictor "
-        f"({fit['model']}: {fit['model_words']}) errs on one run by {errors[fit['model']]:.3f} on average, against "
-        f"{errors['zero']:.3f} for predicting no gain and {errors['lc']:.3f} for LC alone; its {fit['level']:.0%} "
-        f"single-run intervals hold {coverage[0]:.0%} [{coverage[1]:.0%}, {coverage[2]:.0%}] of the runs of a "
-        f"left-out graph. `sipt-lab advise` prints this regime with every prediction."
+        f"adjustment). Left out by whole graph, task and language, "
+        + (
+            f"no predictor that reads LC beats predicting {fit['model_words']}: one run's gain is missed by {errors[fit['model']]:.3f} "
+            f"on average predicting {fit['model_words']} and by {errors['lc']:.3f} with LC alone, so `sipt-lab advise` "
+            "says that LC does not tell in this regime; "
+            if fit["model"] in ("zero", "mean", "lc-sign")
+            else f"the shipped predictor ({fit['model']}: {fit['model_words']}) errs on one run by "
+            f"{errors[fit['model']]:.3f} on average, against {errors['zero']:.3f} for predicting no gain and "
+            f"{errors['lc']:.3f} for LC alone; "
+        )
+        + f"its {fit['level']:.0%} single-run intervals hold {coverage[0]:.0%} [{coverage[1]:.0%}, {coverage[2]:.0%}] of the "
+        f"runs of a left-out graph (the atlas's {regime['replicates']} draws per language leave each pair's test "
+        f"{regime['replicates'] - 1} degree(s) of freedom). "
+        "`sipt-lab advise` prints this regime with every prediction."
     )
 
 
@@ -641,7 +650,7 @@ def lc_atlas_reading() -> str:
     best = fit["model"]
     crossover = fit["budgets"][str(longest)]["lc_crossover"]
     verdict = (
-        f"No predictor that reads LC beats {fit['model_words']} under grouped validation, so LC alone does not tell "
+        f"No predictor that reads LC beats predicting {fit['model_words']} under grouped validation, so LC alone does not tell "
         "SIPT's gain on new samples in this regime."
         if best in ("zero", "mean", "lc-sign")
         else f"The shipped predictor is {best} ({fit['model_words']}); "

@@ -156,6 +156,10 @@ def write_atlas(out_dir: Path, config: AtlasConfig, arms: list[tuple], log=lambd
     from sipt_lab.jobs.gain_predictor import draw_fit, fit_atlas
     from sipt_lab.studies.lc.transfer import results_csv
 
+    for _, result in arms:  # a stored result holds an undefined LC as null, a fresh one as NaN
+        for pair in result["pairs"]:
+            if "lc" in pair and pair["lc"] is None:
+                pair["lc"] = math.nan
     seconds = {stage: sum(result["seconds"][stage] for _, result in arms) for stage in arms[0][1]["seconds"]}
     log("atlas time: " + ", ".join(f"{stage} {value:.0f} s" for stage, value in seconds.items()))
     rows = [row for _, result in arms for row in result["rows"]]
