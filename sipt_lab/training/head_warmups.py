@@ -76,7 +76,7 @@ class HeadWarmups:
         return len(self._fitted)
 
     def has(self, key: str, cuda_devices: list) -> bool:
-        """Whether a head fitted under ``key`` is at hand (in this process, the directory or the package)."""
+        """Whether a head fitted under ``key`` is at hand (in this process or the directory)."""
         return self._lookup(key, cuda_devices) is not None
 
     def warm_up(
@@ -100,11 +100,10 @@ class HeadWarmups:
         with torch.no_grad():
             for parameter, value in zip(head, values, strict=True):
                 parameter.copy_(value)
-        if state is None:
-            return f"{note} (the head an earlier run with the same start fitted)"
-        torch.set_rng_state(state[0])
-        for device, device_state in zip(cuda_devices, state[1:], strict=True):
-            torch.cuda.set_rng_state(device_state, device)
+        if state is not None:
+            torch.set_rng_state(state[0])
+            for device, device_state in zip(cuda_devices, state[1:], strict=True):
+                torch.cuda.set_rng_state(device_state, device)
         return f"{note} (the head an earlier run with the same start fitted)"
 
     def _path(self, key: str) -> Path:
