@@ -18,8 +18,7 @@ of random articles (seed 0) split by article into a run's samples and held-out s
 Score: the mean masked-LM cross-entropy (nats per masked token) over one pass of the held-out
 sentences in batches of 32, with masks from another seed (the defaults' 15 % BERT masking).
 Run: ``python benchmarks/bench_reference_head.py [--samples N] [--languages en fr] [--max-length L]``;
-``--json PATH`` writes the table (``docs/reference/defaults.md`` renders its numbers from
-``results/head_languages.json``).
+``--json PATH`` also writes the table as JSON.
 """
 
 from __future__ import annotations

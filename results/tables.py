@@ -591,29 +591,6 @@ def cli_reliability() -> str:
     )
 
 
-def head_languages() -> str:
-    """docs/reference/defaults.md: the MLM loss of the head a default run fits, per language
-    (``benchmarks/results/head_languages.json``, written by ``benchmarks/bench_reference_head.py --json``)."""
-    b = json.loads((ROOT / "benchmarks/results/head_languages.json").read_text(encoding="utf-8"))
-    names = {"en": "English", "fr": "French"}
-    parts = []
-    for language in dict.fromkeys(row["language"] for row in b["rows"]):
-        loss = {row["head"]: row["mlm_loss"] for row in b["rows"] if row["language"] == language}
-        own, best, english, unfitted = (loss[name] for name in b["heads"])
-        parts.append(
-            f"on {names.get(language, language)} held-out sentences the head fitted on the run's samples gives "
-            f"{own:.3f} nats per masked token, a head fitted on those sentences themselves {best:.3f}"
-            + ("" if language == "en" else f", a head fitted on English sentences {english:.3f}")
-            + f" and the head as loaded {unfitted:.3f}"
-        )
-    return (
-        f"MiniLM's masked-LM loss with the encoder frozen ({b['samples']} run samples and {b['samples']} held-out "
-        f"sentences of other articles per language, `python benchmarks/bench_reference_head.py`): "
-        + "; ".join(parts)
-        + "."
-    )
-
-
 #: README blocks this file renders: ``<!-- results-text: NAME -->``, the text, ``<!-- /results-text -->``,
 #: each on its own lines; an empty block (no text line) has an empty text.
 README_BLOCK = re.compile(r"(<!-- results-text: ([\w.:/-]+) -->\n)(.*?)\n?(<!-- /results-text -->)", re.S)
@@ -651,7 +628,6 @@ TABLES = {
     "lc-atlas": lc_atlas,
     "cli-reliability": cli_reliability,
     "lc-atlas-reading": lc_atlas_reading,
-    "head-languages": head_languages,
 }
 
 

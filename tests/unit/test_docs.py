@@ -92,18 +92,6 @@ def test_readme_results_prose_is_what_the_committed_results_render(tables):
     )
 
 
-def test_defaults_page_results_prose_is_what_the_committed_results_render(tables):
-    """docs/reference/defaults.md's head paragraph holds what ``results/tables.py`` renders from
-    ``benchmarks/results/head_languages.json`` now."""
-    page = ROOT / "docs" / "reference" / "defaults.md"
-    text = page.read_text(encoding="utf-8")
-    assert [name for _, name, _, _ in tables.README_BLOCK.findall(text)] == ["head-languages"]
-    assert tables.render_blocks(text) == text, (
-        "docs/reference/defaults.md's results prose is stale: run "
-        "`python results/tables.py --write docs/reference/defaults.md`"
-    )
-
-
 def test_an_empty_results_block_is_filled_and_keeps_the_next(tables):
     """A ``results-text`` block with no text line yet (its end marker right after its start) is
     an empty block: the next block stays its own, and rendering fills each with its own text."""
