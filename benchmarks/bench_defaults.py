@@ -8,7 +8,8 @@ For each init (all-MiniLM-L6-v2, the character transformer, a tiny random BERT) 
 the run's own before/after report:
 
 * ``wiki-categories``: vital-article summaries of 4 categories, each linked to 2-3 random articles
-  of its own category (LC 1);
+  of its own category (``--links N``: N), LC 1; one graph per ``--languages`` (``en``, ``fr``: the
+  French summaries of the same package, ``wiki-categories (fr)``, the categories' French names);
 * ``topic-cliques``: the default corpus's sentences, cliques over their most probable LDA topic
   (the paper's CLIQUES, LC 1);
 * ``random``: the wiki-categories articles over a random graph with as many edges (the control).
@@ -31,14 +32,18 @@ from pathlib import Path
 import numpy as np
 
 from sipt_lab.core.stats import format_mean_sd
-from sipt_lab.data.corpus import default_articles
+from sipt_lab.data.corpus import wiki_articles
 from sipt_lab.evaluation import heldout_knn
 from sipt_lab.jobs.pretrain import PretrainJob, initial_embeddings, job_source, run_pretraining
 from sipt_lab.synthetic import GraphSpec, build_dataset
 from sipt_lab.training import embed
 from sipt_lab.training.defaults import init_kind, train_config
 
-CATEGORIES = ("Physical sciences", "History", "Arts", "Geography")
+#: The 4 categories of the wiki graphs, per language (the same topics under their French names).
+CATEGORIES = {
+    "en": ("Physical sciences", "History", "Arts", "Geography"),
+    "fr": ("Science", "Histoire", "Arts et culture", "Géographie"),
+}
 METRICS = ("loo_3nn_auroc", "link_mrr", "radius_nn_accuracy")
 
 
@@ -52,11 +57,12 @@ def write_task(directory: Path, texts: list[str], labels: list[str], edges: list
     return paths
 
 
-def category_articles(per_category: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
-    """``per_category`` random vital-article summaries of each of :data:`CATEGORIES`: texts, labels."""
-    articles = default_articles()
+def category_articles(per_category: int, rng: np.random.Generator, language: str = "en") -> tuple[list[str], list[str]]:
+    """``per_category`` random vital-article summaries of ``language`` of each of its
+    :data:`CATEGORIES`: texts, labels."""
+    articles = wiki_articles(language)
     texts, labels = [], []
-    for category in CATEGORIES:
+    for category in CATEGORIES[language]:
         members = [i for i, article in enumerate(articles) if article["topic"] == category]
         for i in rng.choice(members, per_category, replace=False):
             texts.append(articles[i]["extract"])
@@ -64,13 +70,13 @@ def category_articles(per_category: int, rng: np.random.Generator) -> tuple[list
     return texts, labels
 
 
-def category_edges(labels: list[str], rng: np.random.Generator) -> list[tuple[int, int]]:
-    """Each sample linked to 2-3 random samples of its own label (LC 1)."""
+def category_edges(labels: list[str], rng: np.random.Generator, links: int | None = None) -> list[tuple[int, int]]:
+    """Each sample linked to ``links`` (None: 2-3) random samples of its own label (LC 1)."""
     labels = np.asarray(labels)
     edges = set()
     for node, label in enumerate(labels):
         same = np.flatnonzero(labels == label)
-        for other in rng.choice(same[same != node], rng.integers(2, 4), replace=False):
+        for other in rng.choice(same[same != node], links or rng.integers(2, 4), replace=False):
             edges.add((min(node, other), max(node, other)))
     return sorted(edges)
 
@@ -84,21 +90,29 @@ def random_edges(n: int, count: int, rng: np.random.Generator) -> list[tuple[int
     return sorted(edges)
 
 
-def tasks(root: Path, per_category: int, cliques_nodes: int) -> dict[str, dict[str, str]]:
-    """The three graphs of the module docstring, written under ``root``."""
-    rng = np.random.default_rng(0)
-    texts, labels = category_articles(per_category, rng)
-    linked = category_edges(labels, rng)
+def tasks(
+    root: Path, per_category: int, cliques_nodes: int, languages: tuple[str, ...] = ("en",), links: int | None = None
+) -> dict[str, dict[str, str]]:
+    """The graphs of the module docstring, written under ``root`` (the random control over the English articles)."""
+    graphs = {}
+    for language in languages:
+        rng = np.random.default_rng(0)
+        texts, labels = category_articles(per_category, rng, language)
+        linked = category_edges(labels, rng, links)
+        name = "wiki-categories" if language == "en" else f"wiki-categories ({language})"
+        graphs[name] = write_task(root / f"wiki-{language}", texts, labels, linked)
+        if language == "en":
+            control = texts, labels, random_edges(len(texts), len(linked), rng)
     cliques = build_dataset(GraphSpec(family="cliques", n_nodes=cliques_nodes, seed=0))
     return {
-        "wiki-categories": write_task(root / "wiki", texts, labels, linked),
+        **graphs,
         "topic-cliques": write_task(
             root / "cliques",
             cliques.sentences,
             [f"topic{t}" for t in cliques.labels],
             [tuple(edge) for edge in cliques.graph.edges().tolist()],
         ),
-        "random": write_task(root / "random", texts, labels, random_edges(len(texts), len(linked), rng)),
+        **({"random": write_task(root / "random", *control)} if "en" in languages else {}),
     }
 
 
@@ -282,7 +296,11 @@ def main() -> None:
     parser.add_argument("--per-category", type=int, default=40, help="articles per category (4 categories)")
     parser.add_argument("--cliques-nodes", type=int, default=160)
     parser.add_argument("--inits", nargs="+", default=["minilm", "char", "tiny-bert"])
-    parser.add_argument("--graphs", nargs="+", default=["wiki-categories", "topic-cliques", "random"])
+    parser.add_argument(
+        "--graphs", nargs="+", default=["wiki-categories", "topic-cliques", "random"], help="graph names (see above)"
+    )
+    parser.add_argument("--languages", nargs="+", default=["en", "fr"], choices=sorted(CATEGORIES))
+    parser.add_argument("--links", type=int, help="same-category links per wiki article (default: 2-3)")
     parser.add_argument("--inductive", action="store_true", help="also the MiniLM inductive split")
     parser.add_argument(
         "--pooling", choices=("cls", "mean"), help="pooling of the Hugging Face inits (default: each one's own)"
@@ -308,8 +326,10 @@ def main() -> None:
         root = Path(scratch)
         graphs = {
             name: task
-            for name, task in tasks(root, args.per_category, args.cliques_nodes).items()
-            if name in args.graphs
+            for name, task in tasks(
+                root, args.per_category, args.cliques_nodes, tuple(args.languages), args.links
+            ).items()
+            if name.split(" (")[0] in args.graphs
         }
         paths = {
             "tiny-bert": lambda: tiny_bert(root / "tiny-bert"),

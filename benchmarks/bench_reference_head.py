@@ -1,91 +1,135 @@
-"""The MLM head ``pretrain`` ships for MiniLM (fitted on the reference corpus) against one fitted on a
-run's own samples, as ``pretrain`` fitted it before: the MLM loss each gives on those samples.
+"""The MLM head a default ``pretrain`` from MiniLM uses, on each language's held-out sentences, beside
+a head fitted on those sentences and a head fitted on another language.
 
-Data: ``--samples`` (default 1,000) sentences of whole random default-corpus articles, drawn as
-``bench_first_run.py`` draws them (seed 0); most of them are not in the reference corpus. Heads, each
-on MiniLM with the encoder frozen, at the ``pretrain`` defaults:
+Data, per language of the offline vital articles (``en``, ``fr``;
+:func:`sipt_lab.data.corpus.wiki_articles`): the sentences (:func:`~sipt_lab.data.corpus.split_sentences`)
+of random articles (seed 0) split by article into a run's samples and held-out sentences,
+``--samples`` of each. Heads, each on MiniLM with the encoder frozen, at the ``pretrain`` defaults
+(100 warm-up steps at 1e-2, batch 32), each fitted by
+:func:`~sipt_lab.training.own_head.fit_head_on_states` (the warm-up a default ``pretrain`` runs):
 
-* ``shipped``: the package's head (:mod:`sipt_lab.training.reference_head`);
-* ``own samples``: the warm-up ``pretrain`` ran before, 100 steps over batches of the samples
-  themselves (seed 0), so it is scored on the sentences it was fitted on;
+* ``run's samples (the default)``: fitted on the run's samples of that language;
+* ``held-out sentences themselves``: fitted on the held-out sentences it is scored on (the best a
+  head of this fit does on them);
+* ``English samples``: fitted on the English run's samples, what every run used when the head was
+  fitted once on a fixed English corpus;
 * ``unfitted``: the head as loaded (random dense layer), for scale.
 
-Score: the mean masked-LM cross-entropy (nats per masked token) over one pass of the samples in
-batches of 32, with masks drawn from another seed (the defaults' 15 % BERT masking), in eval mode.
-Run: ``python benchmarks/bench_reference_head.py [--samples N]``.
+Score: the mean masked-LM cross-entropy (nats per masked token) over one pass of the held-out
+sentences in batches of 32, with masks from another seed (the defaults' 15 % BERT masking).
+Run: ``python benchmarks/bench_reference_head.py [--samples N] [--languages en fr] [--max-length L]``;
+``--json PATH`` also writes the table as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
-from bench_first_run import write_articles
 
-from sipt_lab.data.samples import read_samples
+from sipt_lab.data.corpus import split_sentences, wiki_articles
 from sipt_lab.models import encoder_source
 from sipt_lab.objectives import build_objectives
+from sipt_lab.objectives.mlm import masked_lm_loss
 from sipt_lab.training.defaults import init_kind, train_config
-from sipt_lab.training.head_warmups import HeadWarmups
 from sipt_lab.training.inputs import encoder_inputs
-from sipt_lab.training.loop import fit_heads
-from sipt_lab.training.reference_head import masking_sampler, reference_head_key
-from sipt_lab.training.step import ModelStep, RunLoss
+from sipt_lab.training.own_head import fit_head_on_states, masked_states, masking_sampler
+from sipt_lab.training.step import RunLoss
 
-#: The seed of the scoring masks (the warm-ups use seed 0).
+#: The seed of the scoring masks (the fits use seed 0).
 SCORE_SEED = 12345
+HEADS = ("run's samples (the default)", "held-out sentences themselves", "English samples", "unfitted")
+
+
+def language_sentences(language: str, n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` sentences of whole random articles of ``language`` and ``n`` held-out ones of other articles."""
+    articles = wiki_articles(language)
+    parts: list[list[str]] = [[], []]
+    for index in np.random.default_rng(seed).permutation(len(articles)):
+        part = parts[0] if len(parts[0]) < n else parts[1]
+        part += [s for s in split_sentences(articles[index]["extract"] or "") if len(s.split()) >= 4]
+        if len(parts[1]) >= n:
+            break
+    return parts[0][:n], parts[1][:n]
+
+
+class Frozen:
+    """MiniLM's frozen states of some sentences and the run's loss over them (one tokenizer per length)."""
+
+    def __init__(self, texts: list[str], config) -> None:
+        self.source = encoder_source("minilm")
+        self.config = config
+        self.texts = texts
+        self.tokenizer = self.source.tokenizer(texts, config.max_len)
+        mlm = [(1.0, objective) for _, objective in build_objectives(0.0, config.loss, config.loss_params)]
+        self.loss = RunLoss(encoder_inputs(self.tokenizer, texts, torch.device("cpu")), None, mlm, torch.device("cpu"))
+
+    def model(self):
+        torch.manual_seed(self.config.seed)
+        return self.source.encoder(self.tokenizer)[0]
+
+    def sampler(self, seed: int):
+        return masking_sampler(self.tokenizer, self.texts, self.loss.lengths, self.config.batch_size, self.config, seed)
+
+    def fit(self) -> tuple[list[torch.Tensor], float]:
+        """The head :func:`fit_head_on_states` fits on these sentences, and its seconds."""
+        model = self.model()
+        began = time.perf_counter()
+        fit_head_on_states(model, model.new_head_parameters(), self.loss, self.sampler(self.config.seed), self.config)
+        return [p.detach().clone() for p in model.new_head_parameters()], time.perf_counter() - began
+
+    def score(self, head: list[torch.Tensor] | None) -> float:
+        """The MLM loss of ``head`` (None: as loaded) on these sentences (their states encoded once)."""
+        if not hasattr(self, "_scoring"):
+            model = self.model()
+            sampler = self.sampler(SCORE_SEED)
+            loaded = [p.detach().clone() for p in model.new_head_parameters()]
+            self._scoring = model, loaded, masked_states(model, self.loss, sampler, sampler.steps_per_epoch)
+        model, loaded, pairs = self._scoring
+        with torch.no_grad():
+            for parameter, value in zip(model.new_head_parameters(), head or loaded, strict=True):
+                parameter.copy_(value)
+            return float(np.mean([float(masked_lm_loss(model.head_logits(s), t)) for s, t in pairs]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--samples", type=int, default=256)
+    parser.add_argument("--languages", nargs="+", default=["en", "fr"])
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        texts = list(read_samples(write_articles(args.samples, Path(tmp))[0]).texts)
-    config = train_config(init_kind("minilm"), device="cpu")
-    source = encoder_source("minilm")
-    tokenizer = source.tokenizer(texts, config.max_len)
-    inputs = encoder_inputs(tokenizer, texts, torch.device("cpu"))
-    mlm = [(1.0, objective) for _, objective in build_objectives(0.0, config.loss, config.loss_params)]
-
-    def sampler(seed: int):
-        return masking_sampler(tokenizer, texts, inputs.lengths, config.batch_size, config, seed)
-
-    def model_and_step():
-        torch.manual_seed(config.seed)
-        model, _ = source.encoder(tokenizer)
-        return model, ModelStep(model, RunLoss(inputs, None, mlm, torch.device("cpu")))
-
-    def score(step: ModelStep) -> float:
-        step.eval()
-        batches = sampler(SCORE_SEED)
-        with torch.no_grad():
-            losses = [float(step([batches.batch(k)])[1][0][0]) for k in range(-(-len(texts) // config.batch_size))]
-        return sum(losses) / len(losses)
-
+    config = train_config(init_kind("minilm"), device="cpu", max_len=args.max_length)
+    runs, held = {}, {}
+    for language in dict.fromkeys(["en", *args.languages]):
+        samples, heldout = language_sentences(language, args.samples)
+        runs[language], held[language] = Frozen(samples, config), Frozen(heldout, config)
+    fitted = {language: run.fit() for language, run in runs.items()}
     rows = []
-    model, step = model_and_step()
-    rows.append(("unfitted", score(step), 0.0))
-    model, step = model_and_step()
-    key = reference_head_key(config, source.describe())
-    HeadWarmups(reference=True).warm_up(key, model.new_head_parameters(), _refuse, [], draws_run_rng=False)
-    rows.append(("shipped (reference corpus)", score(step), 0.0))
-    model, step = model_and_step()
-    began = time.perf_counter()
-    fit_heads(model.new_head_parameters(), step, sampler(config.seed), config, "new MLM head")
-    rows.append(("own samples (as pretrain fitted it before)", score(step), time.perf_counter() - began))
-    print(f"{len(texts):,} samples, MiniLM, encoder frozen; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'head':<44} {'MLM loss':>9} {'fit s':>7}")
-    for name, loss, seconds in rows:
-        print(f"{name:<44} {loss:>9.3f} {seconds:>7.1f}")
-
-
-def _refuse() -> str:
-    raise SystemExit("the shipped head is missing: run benchmarks/ship_default_head.py")
+    for language in args.languages:
+        own, seconds = fitted[language]
+        heads = {HEADS[0]: own, HEADS[1]: held[language].fit()[0], HEADS[2]: fitted["en"][0], HEADS[3]: None}
+        for name, head in heads.items():
+            rows.append({"language": language, "head": name, "mlm_loss": held[language].score(head)})
+        rows[-4]["fit_seconds"] = seconds
+    print(
+        f"MiniLM, encoder frozen, {args.samples} run samples and {args.samples} held-out sentences per language, "
+        f"max length {args.max_length}; load average {os.getloadavg()[0]:.1f}"
+    )
+    print("| language | head | MLM loss on held-out sentences | fit s |\n|---|---|---|---|")
+    for row in rows:
+        seconds = f"{row['fit_seconds']:.1f}" if "fit_seconds" in row else ""
+        print(f"| {row['language']} | {row['head']} | {row['mlm_loss']:.3f} | {seconds} |")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"samples": args.samples, "max_length": args.max_length, "heads": HEADS, "rows": rows}, indent=1)
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

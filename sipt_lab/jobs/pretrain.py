@@ -194,7 +194,7 @@ def run_pretraining(
                 checkpoint_dir=out_dir,
                 method=recipe,
                 watch=watching,
-                head_warmups=HeadWarmups(cache_dir() / HEAD_CACHE, reference=True),
+                head_warmups=HeadWarmups(cache_dir() / HEAD_CACHE, on_states=True),
                 estimate_embedded=0 if labels is None else len(report_nodes),
             )
             seconds = time.perf_counter() - start

@@ -152,6 +152,12 @@ class HFEncoder(nn.Module):
         shared = {id(p) for p in self.model.base_model.parameters()}
         return [p for p in self._head.parameters() if id(p) not in shared]
 
+    def head_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """``(M, H)`` last-layer token states -> ``(M, V)`` logits of the MLM head module."""
+        if self._head is None:
+            raise SiptError(f"{type(self.model).__name__} has no separate MLM head module to read token states")
+        return self._head(states)
+
     def hidden_states(
         self, input_ids: torch.Tensor, token_types: torch.Tensor | None = None, layer: int | None = None
     ) -> torch.Tensor:

@@ -8,11 +8,9 @@ Given a directory, the heads are kept there too, so a later process that starts 
 same init weights, by their SHA-256, the same warm-up settings and samples) loads the head instead
 of fitting it again, with the same result.
 
-``pretrain`` goes further (``reference=True``, the cache's ``heads/``): its runs fit the head on a
-fixed reference corpus instead of their samples (:mod:`~sipt_lab.training.reference_head`), so the
-head is one per init and warm-up settings, and the head for the offline default init and the default
-settings ships with the package (:data:`SHIPPED_HEADS`; ``benchmarks/ship_default_head.py`` fits it
-again): a new user's first default run fits nothing.
+``pretrain`` fits its runs' heads more cheaply (``on_states=True``, the cache's ``heads/``): on the
+frozen token states of its samples, encoded once (:mod:`~sipt_lab.training.own_head`), so that the
+head reads the samples' own language.
 """
 
 from __future__ import annotations
@@ -30,8 +28,6 @@ from sipt_lab.core.fileio import atomic_writer
 
 logger = logging.getLogger(__name__)
 
-#: Heads shipped with the package, one file per key (named as in a cache directory).
-SHIPPED_HEADS = Path(__file__).resolve().parent / "heads"
 #: The cache's subdirectory (:func:`~sipt_lab.core.fileio.cache_dir`) where ``pretrain`` keeps fitted heads.
 HEAD_CACHE = "heads"
 #: TrainConfig fields a head warm-up reads: its batches' seeds and masks, its optimiser, and where
@@ -60,29 +56,27 @@ def head_warmup_key(config, described: dict, texts: Sequence) -> str:
 
 
 class HeadWarmups:
-    """Heads fitted by earlier runs of this process, by key (:func:`head_warmup_key`, or
-    :func:`~sipt_lab.training.reference_head.reference_head_key`), with ``directory`` by earlier
-    processes (one file per key; an unreadable or damaged one is fitted again and replaced, an
-    unwritable directory only logged), and those shipped in :data:`SHIPPED_HEADS`.
+    """Heads fitted by earlier runs of this process, by key (:func:`head_warmup_key`), with
+    ``directory`` by earlier processes (one file per key; an unreadable or damaged one is fitted
+    again and replaced, an unwritable directory only logged).
 
     A head whose fit drew from the run's random state (``draws_run_rng``) is kept with the state the
     fit left behind (its dropout draws), and a run that copies it takes that state too, so it trains
-    exactly as if it had fitted the head itself. ``reference``: the runs that can (a plain LM / SIPT
-    run) fit their new MLM head on the reference corpus, on a random stream of its own
-    (:mod:`~sipt_lab.training.reference_head`).
+    exactly as if it had fitted the head itself. ``on_states``: the runs that can (a plain LM / SIPT
+    run) fit their new MLM head on their samples' frozen token states, encoded once, which draws
+    nothing from their random state (:mod:`~sipt_lab.training.own_head`).
     """
 
-    def __init__(self, directory: str | Path | None = None, reference: bool = False) -> None:
+    def __init__(self, directory: str | Path | None = None, on_states: bool = False) -> None:
         self._fitted: dict[str, tuple[list[torch.Tensor], list[torch.Tensor] | None, str]] = {}
         self.directory = None if directory is None else Path(directory)
-        self.reference = reference
-        self._packaged: set[str] = set()
+        self.on_states = on_states
 
     def __len__(self) -> int:
         return len(self._fitted)
 
     def has(self, key: str, cuda_devices: list) -> bool:
-        """Whether a head fitted under ``key`` is at hand (in this process, the directory or the package)."""
+        """Whether a head fitted under ``key`` is at hand (in this process or the directory)."""
         return self._lookup(key, cuda_devices) is not None
 
     def warm_up(
@@ -106,28 +100,22 @@ class HeadWarmups:
         with torch.no_grad():
             for parameter, value in zip(head, values, strict=True):
                 parameter.copy_(value)
-        if state is None:
-            where = "shipped with sipt-lab" if key in self._packaged else "fitted earlier"
-            return f"{note}; {where} for this init and these warm-up settings"
-        torch.set_rng_state(state[0])
-        for device, device_state in zip(cuda_devices, state[1:], strict=True):
-            torch.cuda.set_rng_state(device_state, device)
+        if state is not None:
+            torch.set_rng_state(state[0])
+            for device, device_state in zip(cuda_devices, state[1:], strict=True):
+                torch.cuda.set_rng_state(device_state, device)
         return f"{note} (the head an earlier run with the same start fitted)"
 
-    def _path(self, key: str, directory: Path | None = None) -> Path:
-        return (directory or self.directory) / head_file(key)
+    def _path(self, key: str) -> Path:
+        return self.directory / head_file(key)
 
     def _lookup(self, key: str, cuda_devices: list):
-        if key not in self._fitted:
-            for directory in (self.directory, SHIPPED_HEADS):
-                saved = None if directory is None else load_head(self._path(key, directory), key)
-                state = None if saved is None else saved["random_state"]
-                if saved is not None and (state is None or len(state) == 1 + len(cuda_devices)):
-                    self._fitted[key] = (saved["head"], state, saved["note"])
-                    if directory is SHIPPED_HEADS:
-                        self._packaged.add(key)
-                    logger.debug("head warm-up: loaded the fitted head from %s", self._path(key, directory))
-                    break
+        if key not in self._fitted and self.directory is not None:
+            saved = load_head(self._path(key), key)
+            state = None if saved is None else saved["random_state"]
+            if saved is not None and (state is None or len(state) == 1 + len(cuda_devices)):
+                self._fitted[key] = (saved["head"], state, saved["note"])
+                logger.debug("head warm-up: loaded the fitted head from %s", self._path(key))
         return self._fitted.get(key)
 
     def _store(self, key: str) -> None:

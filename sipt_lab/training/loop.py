@@ -22,10 +22,11 @@ resumed from a checkpoint ends with the numbers of an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -214,6 +215,20 @@ def draw_workers() -> int:
     return max(0, min(DRAW_WORKERS, (os.cpu_count() or 1) - 1))
 
 
+@contextlib.contextmanager
+def frozen_except(heads: list[nn.Parameter], parameters: Iterable[nn.Parameter]) -> Iterator[None]:
+    """Within the block, every trainable parameter of ``parameters`` but ``heads`` is frozen."""
+    head_ids = {id(p) for p in heads}
+    frozen = [p for p in parameters if p.requires_grad and id(p) not in head_ids]
+    for parameter in frozen:
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter in frozen:
+            parameter.requires_grad_(True)
+
+
 def fit_heads(
     heads: list[nn.Parameter],
     step: Step,
@@ -229,22 +244,15 @@ def fit_heads(
     of a batch (one run); ``log`` receives each warm-up step's loss as ``head_warmup/loss`` at steps
     1.. (a Watch's log: its own tag, apart from the training steps). Returns a note for the log
     naming ``what`` was fitted."""
-    head_ids = {id(p) for p in heads}
-    frozen = [p for p in step.parameters() if p.requires_grad and id(p) not in head_ids]
-    for parameter in frozen:
-        parameter.requires_grad_(False)
     optimizer = make_optimizer(heads, config.head_lr, config.weight_decay, fused=False)
     scaler = torch.amp.GradScaler(enabled=False)
     began, losses = time.perf_counter(), []
-    try:
+    with frozen_except(heads, step.parameters()):
         step.train()
         for k in progress_bar(range(config.head_warmup), desc=f"{what} warm-up", unit="step"):
             losses.append(float(train_step(step, optimizer, scaler, [[sampler.batch(k)]])[0][0]))
             if log is not None:
                 log(k + 1, {"head_warmup/loss": losses[-1]})
-    finally:
-        for parameter in frozen:
-            parameter.requires_grad_(True)
     steps = f"{config.head_warmup} step{'s' if config.head_warmup > 1 else ''}"
     terms = " + ".join(step.names[0][1:-1])
     logger.debug(

@@ -47,8 +47,8 @@ from sipt_lab.training.checkpoint import CHECKPOINT_NAME, Checkpoint, run_identi
 from sipt_lab.training.head_warmups import HeadWarmups, head_warmup_key
 from sipt_lab.training.inputs import TokenRows, encoder_inputs
 from sipt_lab.training.loop import fit_heads, train
+from sipt_lab.training.own_head import fit_head_on_states
 from sipt_lab.training.recipe import GraphRecipe, Recipe, RunData
-from sipt_lab.training.reference_head import fit_reference_head, reference_head_key
 from sipt_lab.training.runtime import autocast_dtype, distributed_context, local_device, resolve_device
 from sipt_lab.training.stacked_step import StackedStep
 from sipt_lab.training.step import ModelStep, RunLoss, make_optimizer
@@ -122,9 +122,9 @@ def pretrain(
     :class:`~sipt_lab.training.watch.Watch` (evaluations, best model, logged scalars).
     ``head_warmups`` keeps the heads fitted by the new-head warm-up: a run that starts as an earlier
     one did (:func:`~sipt_lab.training.head_warmups.head_warmup_key`) copies its head instead of
-    fitting it again, with the same result (with its ``reference``, a run without ``method`` fits
-    its MLM head on the reference corpus, :mod:`~sipt_lab.training.reference_head`, and shares it
-    with every run of its init and warm-up settings). With ``estimate_embedded`` (samples its caller embeds
+    fitting it again, with the same result (with its ``on_states``, a run without ``method`` fits
+    its MLM head on its samples' frozen token states, encoded once:
+    :func:`~sipt_lab.training.own_head.fit_head_on_states`). With ``estimate_embedded`` (samples its caller embeds
     besides training, e.g. for a report), a run that starts afresh logs its estimated time before
     its first step (:mod:`~sipt_lab.training.time_estimate`).
     """
@@ -188,9 +188,11 @@ def pretrain(
             (1.0, objective) for _, objective in plan.objectives if objective.needs_mlm and not objective.needs_pairs
         ]
         mlm_warmup = bool(config.head_warmup and getattr(model, "fresh_head", False) and mlm)
-        # a plain LM / SIPT run's MLM head is the init's: fitted on the reference corpus, not on the samples
-        reference = mlm_warmup and head_warmups is not None and head_warmups.reference and method is None
-        head_key = reference_head_key(config, described) if reference else head_warmup_key(config, described, texts)
+        # a plain LM / SIPT run fits its MLM head on its samples' frozen token states, encoded once
+        on_states = mlm_warmup and head_warmups is not None and head_warmups.on_states and method is None
+        head_key = head_warmup_key(
+            config, {**described, "head_fit": "frozen states"} if on_states else described, texts
+        )
         # an objective's own head (LinkBERT's relation head, a per-sample baseline's) is new too:
         # at a warm start's small rate it would barely leave its initial loss, and its term with it
         headed = [(1.0, objective) for _, objective in plan.objectives if list(objective.parameters())]
@@ -198,15 +200,16 @@ def pretrain(
         def warm_up() -> None:
             if mlm_warmup:
                 heads = model.new_head_parameters()
-                if reference:
-                    fit = functools.partial(fit_reference_head, model, source, heads, mlm, config, device, log)
+                if on_states:
+                    state_loss = RunLoss(inputs, None, mlm, device)
+                    fit = functools.partial(fit_head_on_states, model, heads, state_loss, plan.sampler, config, log)
                 else:
                     head_step = ModelStep(model, RunLoss(inputs, None, mlm, device, amp_dtype))
                     fit = functools.partial(fit_heads, heads, head_step, plan.sampler, config, "new MLM head", log)
                 if head_warmups is None:
                     notes.append(fit())
                 else:
-                    notes.append(head_warmups.warm_up(head_key, heads, fit, cuda_devices, draws_run_rng=not reference))
+                    notes.append(head_warmups.warm_up(head_key, heads, fit, cuda_devices, draws_run_rng=not on_states))
             if config.head_warmup and headed:
                 normalize = si_normalizes(config, source.normalizes)
                 head_step = ModelStep(model, RunLoss(inputs, None, headed, device, amp_dtype, normalize=normalize))

@@ -38,7 +38,7 @@ def test_fitted_head_is_cached_and_the_second_run_gives_the_same_numbers(
     estimates = [r.message for r in caplog.records if r.message.startswith("estimated time:")]
     assert len(estimates) == 1 and "warm-up" not in estimates[0]  # the head is cached: no warm-up to price
     assert any("fitted for 3 steps" in note for note in first.report["notes"])
-    assert any("fitted earlier for this init and these warm-up settings" in note for note in second.report["notes"])
+    assert any("the head an earlier run with the same start fitted" in note for note in second.report["notes"])
     for name, values in first.result.history.items():
         np.testing.assert_array_equal(values, second.result.history[name], err_msg=name)
     messages = [r.message for r in caplog.records]
@@ -69,7 +69,7 @@ def test_an_epoch_says_which_samples_it_leaves_out(clique_files, tmp_path):
 
 
 def test_a_run_loads_its_checkpoints_tokenizer_once(clique_files, tiny_st, tmp_path, monkeypatch):
-    # the job checks the checkpoint with it, the trainer and the reference head fit use it
+    # the job checks the checkpoint with it, the trainer uses it
     import sipt_lab.models.sources as sources
 
     monkeypatch.setenv("SIPT_LAB_CACHE", str(tmp_path / "cache"))
@@ -77,5 +77,5 @@ def test_a_run_loads_its_checkpoints_tokenizer_once(clique_files, tiny_st, tmp_p
     load = sources.load_hf_tokenizer
     monkeypatch.setattr(sources, "load_hf_tokenizer", lambda *args: loads.append(args) or load(*args))
     outcome = run_pretraining(_job(clique_files, tiny_st, steps=1, head_warmup=2), tmp_path / "run", log=print)
-    assert any("reference sentences" in note for note in outcome.report["notes"])
+    assert any("samples encoded once" in note for note in outcome.report["notes"])
     assert len(loads) == 1, loads
