@@ -304,18 +304,19 @@ def advice_lines(report: dict) -> list[str]:
         + "; LC alone: "
         + ", ".join(f"{scheme_words[s]} {e:.3f}" for s, e in errors.get("lc", {}).items() if s in scheme_words),
     ]
+    crossover = report["lc_crossover"]
+    line_words = (
+        f"LC alone's line crosses zero at LC {crossover:.2f} at {report['budget']} steps"
+        if crossover is not None and 0.0 <= crossover <= 1.0
+        else f"LC alone's line does not cross zero inside [0, 1] at {report['budget']} steps"
+    )
     if model in ("zero", "mean", "lc-sign"):
         lines.append(
-            f"no predictor reading LC beat {report['model_words']} under grouped validation: at this budget the atlas "
-            "says LC does not tell SIPT's gain on new samples"
+            f"no predictor reading LC beat predicting {report['model_words']} under grouped validation: at this budget "
+            f"the atlas says LC does not tell SIPT's gain on new samples ({line_words}, for what it is worth)"
         )
     elif not report["beats_lc"]:
-        crossover = report["lc_crossover"]
-        lines.append(
-            "no feature beat LC alone under grouped validation; LC alone's line crosses zero at LC "
-            + ("(none)" if crossover is None else f"{crossover:.2f}")
-            + f" at {report['budget']} steps"
-        )
+        lines.append(f"no feature beat LC alone under grouped validation; {line_words}")
     coverage = ", ".join(
         f"{scheme_words[s]} {c:.2f} [{lo:.2f}, {hi:.2f}] of {n} runs"
         for s, (c, lo, hi, n) in validation["coverage"].items()
