@@ -655,7 +655,11 @@ def lc_atlas_reading() -> str:
         if best in ("zero", "mean", "lc-sign")
         else f"The shipped predictor is {best} ({fit['model_words']}); "
         + ("it beats LC alone" if fit["beats_lc"] else "no feature beat LC alone, so LC alone is shipped")
-        + (f", and at {longest} steps LC alone's line crosses zero at LC {crossover:.2f}" if crossover is not None else "")
+        + (
+            f", and at {longest} steps LC alone's line crosses zero at LC {crossover:.2f}"
+            if crossover is not None
+            else ""
+        )
         + "."
     )
     return (

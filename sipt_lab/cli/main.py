@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``sipt-lab`` with ``argv`` (None: ``sys.argv[1:]``); returns the exit status. A reader
     that closes the pipe early (``sipt-lab ... | head -2``) ends the command quietly, status 141
     (a shell's for SIGPIPE), as it would end a shell tool. Standard output that was closed before
-    the start (``>&-``) takes nothing, as :func:`print` does then; one that fails (``> /dev/full``)
+    the start (``>&-``) takes nothing, as Python's ``print`` does then; one that fails (``> /dev/full``)
     is one line, status 2. Ctrl-C while the commands' modules load is one line too (status 130)."""
     stdout = sys.stdout
     if stdout is not None:

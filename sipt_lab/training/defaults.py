@@ -245,8 +245,8 @@ def kind_default(kind: str, name: str) -> Any:
 
 
 #: How ``--help`` names each init kind, and a group of kinds that share a default.
-KIND_LABELS = {"char": "--init char", "fresh": "an untrained checkpoint", "checkpoint": "a checkpoint"}
-KIND_GROUP_LABELS = {("fresh", "checkpoint"): "any checkpoint"}
+KIND_HELP = {"char": "--init char", "fresh": "an untrained checkpoint", "checkpoint": "a checkpoint"}
+KIND_GROUP_HELP = {("fresh", "checkpoint"): "any checkpoint"}
 
 
 def default_help(name: str) -> str:
@@ -254,15 +254,14 @@ def default_help(name: str) -> str:
     ``pretrain`` offers, for ``--help``; kinds that share a value are named once, together."""
     groups: dict[str, list[str]] = {}
     values = {}
-    for kind in KIND_LABELS:
+    for kind in KIND_HELP:
         value = kind_default(kind, name)
         groups.setdefault(str(value), []).append(kind)
         values[str(value)] = value
     if len(groups) == 1:
         return f"(default: {next(iter(values.values()))})"
     named = (
-        KIND_GROUP_LABELS.get(tuple(kinds)) or " or ".join(KIND_LABELS[kind] for kind in kinds)
-        for kinds in groups.values()
+        KIND_GROUP_HELP.get(tuple(kinds)) or " or ".join(KIND_HELP[kind] for kind in kinds) for kinds in groups.values()
     )
     return "(default: " + ", ".join(f"{values[key]} for {label}" for key, label in zip(groups, named)) + ")"
 

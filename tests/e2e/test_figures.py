@@ -373,7 +373,7 @@ def test_cli_and_script(tmp_path, capsys, monkeypatch):
     "args, message",
     [
         (["--only", "fig9", "corollary2"], "unknown figure(s) fig9; choose from: fig5a, fig5b, fig5cd, theorem1"),
-        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--seeds", "0"], "--seeds must be in [1, 1,000], got 0"),
         (["--executor", "cloud"], "unknown executor 'cloud'"),
         (["--families", "nope"], "unknown graph 'nope'"),
     ],

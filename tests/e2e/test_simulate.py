@@ -68,7 +68,7 @@ def test_table_output(tmp_path, capsys, signal_free_corpus):
         (["--graph", "torus", "--steps", "0"], "--steps must be in [1, 10,000,000], got 0"),
         (["--graph", "torus", "--loss", "hinge"], "--loss 'hinge' is unknown; choose one of contrastive, multisim"),
         (["--graph", "torus", "--pairs", "all"], "--pairs 'all' is unknown; choose one of sampled, batch"),
-        (["--graph", "torus", "--seeds", "0"], "--seeds must be >= 1"),
+        (["--graph", "torus", "--seeds", "0"], "--seeds must be in [1, 1,000], got 0"),
         (["--graph", "torus", "--executor", "mpi"], "unknown executor 'mpi'"),
         (["--graph", "torus", "--loss-param", "pos_margin"], "--loss-param takes NAME=NUMBER"),
         (["--graph", "torus", "--loss-param", "pos_margin=big"], "--loss-param takes NAME=NUMBER"),

@@ -170,7 +170,11 @@ def test_train_config_defaults_are_the_char_row_and_margins_live_once():
 COMMAND_LINE_ONLY_FLAGS = {"--out", "--overwrite", "--resume", "--to", "--allow-unpinned", "--time-limit"}
 #: Progress and warning lines (printed while a run goes, never through the CLI's error path) that
 #: name a flag, by module.
-LOGGED_FLAGS = {"training/diagnostics.py": {"--loss"}, "training/watch.py": {"--report-to"}}
+LOGGED_FLAGS = {
+    "training/diagnostics.py": {"--loss"},
+    "training/watch.py": {"--report-to"},
+    "jobs/advise.py": {"--init", "--pooling", "--max-length", "--k"},
+}
 
 
 def _library_strings(tree):

@@ -163,7 +163,10 @@ def write_atlas(out_dir: Path, config: AtlasConfig, arms: list[tuple], log=lambd
     seconds = {stage: sum(result["seconds"][stage] for _, result in arms) for stage in arms[0][1]["seconds"]}
     log("atlas time: " + ", ".join(f"{stage} {value:.0f} s" for stage, value in seconds.items()))
     rows = [row for _, result in arms for row in result["rows"]]
-    runs = atlas_runs(config, arms)
+    runs = [  # as runs.csv holds them, so that the fit is recomputed from that file exactly
+        {key: float(f"{value:.6g}") if isinstance(value, float) else value for key, value in run.items()}
+        for run in atlas_runs(config, arms)
+    ]
     natural = [run for run in runs if math.isfinite(run["lc"])]
     pairs = {(run["language"], run["task"], run["graph"]) for run in natural}
     if len(pairs) < MIN_PAIRS:
