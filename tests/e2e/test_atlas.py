@@ -176,22 +176,9 @@ def two_topics(tmp_path, n=60, seed=0):
 def write_fit(path, tiny_bert, slope=0.4, noise=0.005, lcs=(0.05, 1.0), seed=0):
     """A fit of runs whose single-run gain is ``slope * (LC - 0.8)``, LC spread over ``lcs``, at
     budgets 4 and 64, for the tiny BERT at 16 tokens and k 3."""
-    from atlas_fakes import synthetic_atlas_runs
+    from atlas_fakes import ATLAS_REGIME, synthetic_atlas_runs
 
-    regime = {
-        "init": str(tiny_bert),
-        "pooling": None,
-        "max_len": 16,
-        "batch_size": 8,
-        "budgets": [4, 64],
-        "lr": 5e-5,
-        "lambda_si": 0.1,
-        "loss": "infonce",
-        "k": 3,
-        "metric": "knn_accuracy",
-        "languages": ["en", "fr"],
-        "corpus": "test",
-    }
+    regime = ATLAS_REGIME | {"init": str(tiny_bert), "max_len": 16}
     runs = synthetic_atlas_runs(slope=slope, noise=noise, lcs=lcs, crossover=0.8, seed=seed)
     path.write_text(json.dumps(fit_atlas(runs, regime) | {"points": []}))
     return path

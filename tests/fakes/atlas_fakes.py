@@ -5,6 +5,21 @@ import numpy as np
 LANGUAGES = ("en", "fr")
 TASKS = ("category", "head-5", "era", "nationality")
 GRAPHS = ("mentions", "co-cited", "tfidf-knn-3", "title-knn-5")
+#: The regime a fit of these runs records (what ``advise`` prints and checks settings against).
+ATLAS_REGIME = {
+    "init": "minilm",
+    "pooling": None,
+    "max_len": 32,
+    "batch_size": 8,
+    "budgets": [4, 64],
+    "lr": 5e-5,
+    "lambda_si": 0.1,
+    "loss": "infonce",
+    "k": 3,
+    "metric": "knn_accuracy",
+    "languages": list(LANGUAGES),
+    "corpus": "test corpus",
+}
 
 
 def synthetic_atlas_runs(slope=0.2, noise=0.01, budgets=(4, 64), draws=2, lcs=(0.1, 1.0), crossover=0.5, seed=0):

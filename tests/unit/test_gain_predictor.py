@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from atlas_fakes import ATLAS_REGIME as REGIME
 from atlas_fakes import synthetic_atlas_runs
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,21 +19,6 @@ from sipt_lab.jobs.gain_predictor import (
     run_columns,
     validation_table,
 )
-
-REGIME = {
-    "init": "minilm",
-    "pooling": None,
-    "max_len": 32,
-    "batch_size": 8,
-    "budgets": [4, 64],
-    "lr": 5e-5,
-    "lambda_si": 0.1,
-    "loss": "infonce",
-    "k": 3,
-    "metric": "knn_accuracy",
-    "languages": ["en", "fr"],
-    "corpus": "test corpus",
-}
 
 
 @pytest.fixture(scope="module")
