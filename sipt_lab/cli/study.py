@@ -255,11 +255,14 @@ def register_atlas(actions) -> None:
         description="`study atlas`: pre-trains LM-only and one SIPT arm per natural graph (mentions, k-NN "
         "graphs, the init's own neighbourhoods, a random control; none built from a task's labels) over vital "
         "articles in English and French, scores every arm on never-seen articles under every task (category, "
-        "description head nouns), and fits the gain over LM-only on the graph's LC and the init's own "
-        "consistency, validated leave-one-pair-out; writes atlas.csv, fit.json and atlas.png.",
+        "description head nouns, era, nationality) after each training budget, and chooses the predictor of "
+        "one run's gain over LM-only (trivial baselines beside LC and the init's own consistency) by leaving "
+        "out whole graphs, tasks and languages; writes atlas.csv, runs.csv, validation.csv, fit.json and atlas.png.",
     )
     atlas.add_argument(
-        "--preset", choices=list(ATLAS_PRESETS), help="a named scale: cpu (2 cores, about an hour) or gpu-wiki (CUDA)"
+        "--preset",
+        choices=list(ATLAS_PRESETS),
+        help="a named scale: cpu (2 cores, about an hour of two one-thread processes) or gpu-wiki (CUDA)",
     )
     atlas.option_presets = {name: preset_options(preset, AtlasConfig) for name, preset in ATLAS_PRESETS.items()}
     add_config_arguments(atlas, AtlasConfig, ATLAS_FIELDS)

@@ -5,26 +5,28 @@ citations, mentions and similarity neighbourhoods. The atlas measures SIPT's hel
 many (graph, task) pairs whose graphs are *not* built from the task's labels
 (:mod:`~sipt_lab.studies.lc.atlas_pairs`), so the same graph meets several tasks and has a
 different LC under each (Definition 5), and fits a predictor of the gain from what is known before
-training (:mod:`~sipt_lab.jobs.gain_predictor`), validated leave-one-pair-out.
+training (:mod:`~sipt_lab.jobs.gain_predictor`), chosen and validated by leaving out whole
+pairs, graphs, tasks and languages.
 
-Protocol, per language and split seed: ``n_pretrain`` articles drawn from the whole corpus are the
-pre-training nodes; per task, ``n_never_seen`` other articles it labels are the never-seen samples
+Protocol, per language and split seed: ``n_pretrain`` articles crawled from the whole corpus
+(:func:`~sipt_lab.studies.lc.atlas_pairs.crawl`) are the pre-training nodes; per task, ``n_never_seen`` other articles it labels are the never-seen samples
 (references, validation and test; :func:`~sipt_lab.studies.lc.atlas_pairs.never_seen_positions`).
 Each article is its own group and no article is on two sides. Per seed every arm starts from the
-same init with the same steps, batches and head warm-up: ``init`` (untrained), ``lm`` (λ_SI = 0;
+same init with the same budgets, batches and head warm-up: ``init`` (untrained), ``lm`` (λ_SI = 0;
 it reads no graph, so one run serves every graph and task), one SIPT arm per graph (one run serves
 every task: the graph does not depend on the task) and per dial task and level. Each arm is one
-grid cell (resumable per arm); each is scored on every task's never-seen test articles with the
-LC-transfer study's metrics (3-NN accuracy primary).
+grid cell (resumable per arm), trained for the longest budget and scored after each on every
+task's never-seen test articles with the LC-transfer study's metrics (3-NN accuracy primary).
 
 Files written into the run directory (under :func:`sipt_lab.core.outputs.run_output`):
 
 * ``config.json``; ``cells/`` (one cell per language x split seed x seed x arm);
-* ``results.csv``: one row per language, task, arm, split seed, seed and metric (the value on the
-  never-seen test articles);
-* ``atlas.csv``: one row per pair (:data:`ATLAS_COLUMNS`), ``fit.json``: the predictor fitted on every
-  pair and its leave-one-pair-out validation;
-* ``atlas.png`` / ``.pdf``: gain against LC and against LC minus the encoder's own consistency.
+* ``results.csv``: one row per language, task, arm, budget, split seed, seed and metric (the value
+  on the never-seen test articles);
+* ``runs.csv``, ``atlas.csv``, ``budgets.csv``, ``validation.csv``, ``losses.csv`` and ``fit.json``
+  (:mod:`~sipt_lab.studies.lc.atlas_summary`): the runs the predictor is fitted on, one row per
+  pair and budget, the budget curve, the grouped validation, every arm's losses, the predictor;
+* ``atlas.png`` / ``.pdf``: per budget, gain against LC with LC alone's line and the single-run band.
 """
 
 from __future__ import annotations
