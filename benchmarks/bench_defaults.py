@@ -1,6 +1,7 @@
 """Do ``pretrain``'s defaults do what SIPT promises? Every init, default flags, real text.
 
-Run as ``python benchmarks/bench_defaults.py [--seeds 3] [--steps 60] [--inits minilm char tiny-bert]``.
+Run as ``python benchmarks/bench_defaults.py [--seeds 3] [--steps 60] [--inits minilm char tiny-bert]
+[--json PATH]``.
 
 For each init (all-MiniLM-L6-v2, the character transformer, a tiny random BERT) and each graph, one
 ``sipt-lab pretrain`` run per seed with nothing but the data, ``--steps``, ``--batch-size 16`` and
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import tempfile
 from pathlib import Path
 
@@ -302,6 +304,7 @@ def main() -> None:
     parser.add_argument("--languages", nargs="+", default=["en", "fr"], choices=sorted(CATEGORIES))
     parser.add_argument("--links", type=int, help="same-category links per wiki article (default: 2-3)")
     parser.add_argument("--inductive", action="store_true", help="also the MiniLM inductive split")
+    parser.add_argument("--json", metavar="PATH", help="also write the settings and the report rows as JSON")
     parser.add_argument(
         "--pooling", choices=("cls", "mean"), help="pooling of the Hugging Face inits (default: each one's own)"
     )
@@ -339,6 +342,17 @@ def main() -> None:
         inits = {name: paths[name]() for name in args.inits}
         rows = report_rows(root, graphs, inits, args.seeds, args.steps)
         print_report_table(rows)
+        if args.json:
+            settings = {
+                "samples": 4 * args.per_category,
+                "links": args.links,
+                "steps": args.steps,
+                "batch_size": 16,
+                "max_length": 64,
+                "seeds": args.seeds,
+                "set": OVERRIDES,
+            }
+            Path(args.json).write_text(json.dumps({"settings": settings, "rows": rows}, indent=1, default=float) + "\n")
         if args.inductive:
             inductive(root, args.steps, args.seeds, args.per_category, inits.get("minilm", args.minilm or "minilm"))
 

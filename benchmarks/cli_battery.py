@@ -20,6 +20,7 @@ BATTERY_FILES = (
     "tests/cli/test_every_writer.py",
     "tests/cli/test_one_reader.py",
     "tests/cli/test_clean_errors.py",
+    "tests/cli/test_output_safety.py",
 )
 TALLY = re.compile(
     r"CLI battery: (\d+) cases: (\d+) exit 0 with a correct output, (\d+) one-line errors \(exit 2\), "

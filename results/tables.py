@@ -690,13 +690,62 @@ def cli_reliability() -> str:
     """README: the hostile-input battery's size and outcome (``benchmarks/results/cli_battery.json``)."""
     b = json.loads((ROOT / "benchmarks/results/cli_battery.json").read_text(encoding="utf-8"))
     return (
-        f"The hostile-input battery (`python benchmarks/cli_battery.py` runs and counts it) is {b['tests']} tests over "
-        f"every subcommand, engine, converter and option file, {b['tests_passed']} of them passing; its "
-        f"{b['battery_cases']} flag-and-file cases end {b['exit_0_correct']} times in exit 0 with a correct output, "
-        f"{b['one_line_errors']} times in a one-line error (exit 2) and {b['valid_up_to_long_work']} times valid up to "
-        "the work of a long command, never in a traceback or a changed byte outside the command's own output "
-        "([reliability](docs/guides/reliability.md))."
+        f"The hostile-input battery (`python benchmarks/cli_battery.py`: {b['tests_passed']:,} of {b['tests']:,} "
+        "tests pass) tries every subcommand, engine and converter, refused resumes, outputs naming an input, "
+        f"full disks and closed standard output; its {b['battery_cases']:,} flag-and-file cases end "
+        f"{b['exit_0_correct']} times in exit 0 with a correct output, {b['one_line_errors']} in a one-line error "
+        f"(exit 2) and {b['valid_up_to_long_work']} valid up to a long command's work, never in a traceback or a "
+        "changed byte outside its output ([reliability](docs/guides/reliability.md))."
     )
+
+
+#: ``bench_defaults.py --json`` runs on the wiki-categories graphs, by size (``--per-category`` 60, 250),
+#: and two more seeds of the French MiniLM row at 1,000 samples.
+DEFAULTS_RUNS = (
+    "benchmarks/results/defaults_240.json",
+    "benchmarks/results/defaults_1000.json",
+    "benchmarks/results/defaults_1000_fr_seeds.json",
+)
+
+
+def defaults_languages() -> str:
+    """docs/reference/defaults.md: a default ``pretrain`` from each init on the LC-1 wiki-categories
+    graph of each language, before -> after, from :data:`DEFAULTS_RUNS` (each seed's run)."""
+    rows = []
+    for path in DEFAULTS_RUNS:
+        run = json.loads((ROOT / path).read_text(encoding="utf-8"))
+        settings = run["settings"]
+        for row in run["rows"]:
+            if not row["graph"].startswith("wiki-categories"):
+                continue
+            language = row["graph"].partition("(")[2].rstrip(")") or "en"
+            rises = all(row[f"{m}_after"] > row[f"{m}_before"] for m in ("loo_3nn_auroc", "link_mrr"))
+            rows.append(
+                [
+                    f"{settings['samples']:,}",
+                    language,
+                    row["init"],
+                    str(row["seed"]),
+                    f"{row['loo_3nn_auroc_before']:.3f} → {row['loo_3nn_auroc_after']:.3f}",
+                    f"{row['link_mrr_before']:.3f} → {row['link_mrr_after']:.3f}",
+                    "yes" if rises else "**no**",
+                ]
+            )
+    header = ["samples", "language", "init", "seed", "LOO 3-NN AUROC", "link MRR", "both rise"]
+    return _table(header, rows)
+
+
+def head_languages() -> str:
+    """docs/reference/defaults.md: the MLM loss of each head on each language's held-out sentences
+    (``benchmarks/results/reference_head.json``, ``bench_reference_head.py --json``)."""
+    run = json.loads((ROOT / "benchmarks/results/reference_head.json").read_text(encoding="utf-8"))
+    rows = [[row["language"], row["head"], f"{row['mlm_loss']:.3f}"] for row in run["rows"]]
+    header = [
+        "language",
+        f"head (MiniLM, encoder frozen, fitted on {run['samples']} sentences, max length {run['max_length']})",
+        f"MLM loss on {run['samples']} held-out sentences (nats per masked token)",
+    ]
+    return _table(header, rows)
 
 
 def figure_times() -> str:
@@ -766,6 +815,8 @@ TABLES = {
     "lc-atlas": lc_atlas,
     "cli-reliability": cli_reliability,
     "figure-times": figure_times,
+    "defaults-languages": defaults_languages,
+    "head-languages": head_languages,
     "lc-atlas-reading": lc_atlas_reading,
     "lc-atlas-validation": lc_atlas_validation,
     "lc-atlas-budgets": lc_atlas_budgets,

@@ -49,6 +49,7 @@ from sipt_lab.training.finetune import (
 )
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
+from sipt_lab.training.time_estimate import TRAIN_COST, duration_text, forward_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -254,6 +255,39 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
     return list(samples.ids), list(samples.texts), Task("labels", job.kind, labelled, labels, tuple(names))
 
 
+def work_ahead(job: FinetuneJob, loaders: dict[str, EncoderLoader], texts: list[str], splits: Splits) -> str:
+    """One line: what a run of ``job`` will do and its estimated time, priced by
+    :func:`~sipt_lab.training.time_estimate.forward_seconds` of each of ``loaders``' encoders on the
+    split samples. Full fine-tuning counts every pass (``epochs``, as if early stopping never ended
+    one sooner): its train samples forwards and backwards, its validation and test samples forwards."""
+    device = resolve_device(job.finetune.device, "FinetuneConfig.device")
+    sizes = {name: len(getattr(splits, name)) for name in SPLIT_NAMES}
+    split = [texts[i] for i in np.concatenate([getattr(splits, name) for name in SPLIT_NAMES])]
+    parts = check_mode(job.mode)
+    config = job.finetune
+    runs = job.seeds * len(config.lrs)
+    forwards = (sizes["train"] + sizes["validation"] + sizes["test"]) * ("probe" in parts) + (
+        runs * config.epochs * (TRAIN_COST * sizes["train"] + sizes["validation"] + sizes["test"]) * ("full" in parts)
+    )
+    seconds = 0.0
+    for load in loaders.values():
+        encoder, tokenizer = load()
+        if config.max_len is not None:
+            tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
+        seconds += forwards * forward_seconds(encoder.to(device), encoder_inputs(tokenizer, split, device), device)
+    work = [*(["a linear probe"] if "probe" in parts else [])]
+    if "full" in parts:
+        work.append(
+            f"full fine-tuning ({job.seeds} seed(s) x {len(config.lrs)} learning rate(s) x at most {config.epochs} "
+            "pass(es))"
+        )
+    return (
+        f"{' and '.join(work)} of {' and '.join(loaders)} on {sum(sizes.values()):,} labelled samples "
+        f"(train {sizes['train']:,}, validation {sizes['validation']:,}, test {sizes['test']:,}): "
+        f"estimated time {duration_text(seconds)} on {device.type}"
+    )
+
+
 def pretrained_indices(path: str, ids: list[str]) -> np.ndarray:
     """``(k,)`` sorted indices into ``ids`` of the samples a file lists in its first column
     (tab-separated; ids that are not samples, such as a header, are skipped); SiptError when it
@@ -351,6 +385,7 @@ def run_finetuning(job: FinetuneJob, out: str | Path, *, overwrite: bool = False
         log=log,
         inputs=[path for path in (job.model, job.baseline, job.samples, job.labels, job.splits) if path],
     ) as out_dir:
+        log(work_ahead(job, loaders, texts, splits))
         history: list[dict] = []
         results = {
             name: evaluate_encoder(

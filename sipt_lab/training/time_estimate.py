@@ -64,12 +64,13 @@ def estimate_line(
     if embedded:
         parts.append(f"{embedded:,} samples embedded")
     return (
-        f"estimated time: {_duration(seconds)} ({', '.join(parts)}; measured {per_sample * 1e3:.1f} ms per "
+        f"estimated time: {duration_text(seconds)} ({', '.join(parts)}; measured {per_sample * 1e3:.1f} ms per "
         f"sample's forward pass on {device.type})"
     )
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a line says it: ``"42 s"`` below two minutes, else ``"3.5 min"``."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 

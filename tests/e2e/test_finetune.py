@@ -3,6 +3,7 @@
 import csv
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -99,9 +100,19 @@ def test_finetune_command_compares_with_a_baseline(tiny_bert, tmp_path, capsys):
         "cpu",
         "--out",
         str(tmp_path / "out"),
+        "-q",
     ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
+    # -q silences progress, not the one line that says what lies ahead and how long it should take
+    ahead = re.search(
+        r"^a linear probe and full fine-tuning \(2 seed\(s\) x 1 learning rate\(s\) x at most 2 "
+        r"pass\(es\)\) of model and baseline on 60 labelled samples \(train 40, validation 10, "
+        r"test 10\): estimated time (\d+) s on cpu$",
+        printed,
+        re.MULTILINE,
+    )
+    assert ahead, printed
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert report["sizes"] == {"train": 40, "validation": 10, "test": 10}
     assert len(report["results"]["model"]["full"]) == 2 and len(report["results"]["model"]["probe"]) == 1
