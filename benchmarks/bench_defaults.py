@@ -140,6 +140,8 @@ def tiny_bert(directory: Path) -> str:
     return str(directory)
 
 
+#: The ``--batch-size`` and ``--max-length`` of every run.
+BATCH_SIZE, MAX_LENGTH = 16, 64
 #: TrainConfig fields set by ``--set NAME=VALUE`` (to measure an alternative to a default).
 OVERRIDES: dict[str, object] = {"device": "cpu"}
 #: ``--pooling`` of the Hugging Face inits (None: each one's own).
@@ -150,7 +152,7 @@ def job(task: dict[str, str], init: str, steps: int, seed: int, lambda_si: float
     """What ``sipt-lab pretrain --samples --edges --labels --init --steps --batch-size 16 --max-length 64 --seed
     [--lambda-si]`` runs."""
     options = {**OVERRIDES, **({} if lambda_si is None else {"lambda_si": lambda_si})}
-    train = train_config(init_kind(init), steps=steps, batch_size=16, max_len=64, seed=seed, **options)
+    train = train_config(init_kind(init), steps=steps, batch_size=BATCH_SIZE, max_len=MAX_LENGTH, seed=seed, **options)
     return PretrainJob(
         samples=task["samples"],
         edges=task["edges"],
@@ -347,8 +349,8 @@ def main() -> None:
                 "samples": 4 * args.per_category,
                 "links": args.links,
                 "steps": args.steps,
-                "batch_size": 16,
-                "max_length": 64,
+                "batch_size": BATCH_SIZE,
+                "max_length": MAX_LENGTH,
                 "seeds": args.seeds,
                 "set": OVERRIDES,
             }

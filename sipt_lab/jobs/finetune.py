@@ -49,7 +49,7 @@ from sipt_lab.training.finetune import (
 )
 from sipt_lab.training.inputs import encoder_inputs
 from sipt_lab.training.runtime import resolve_device
-from sipt_lab.training.time_estimate import TRAIN_COST, duration_text, forward_seconds
+from sipt_lab.training.time_estimate import TIMED_SAMPLES, TRAIN_COST, duration_text, forward_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -257,30 +257,31 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
 
 def work_ahead(job: FinetuneJob, loaders: dict[str, EncoderLoader], texts: list[str], splits: Splits) -> str:
     """One line: what a run of ``job`` will do and its estimated time, priced by
-    :func:`~sipt_lab.training.time_estimate.forward_seconds` of each of ``loaders``' encoders on the
-    split samples. Full fine-tuning counts every pass (``epochs``, as if early stopping never ended
+    :func:`~sipt_lab.training.time_estimate.forward_seconds` of each of ``loaders``' encoders on
+    :data:`~sipt_lab.training.time_estimate.TIMED_SAMPLES` split samples spread through them. Full fine-tuning counts every pass (``epochs``, as if early stopping never ended
     one sooner): its train samples forwards and backwards, its validation and test samples forwards."""
     device = resolve_device(job.finetune.device, "FinetuneConfig.device")
     sizes = {name: len(getattr(splits, name)) for name in SPLIT_NAMES}
-    split = [texts[i] for i in np.concatenate([getattr(splits, name) for name in SPLIT_NAMES])]
-    parts = check_mode(job.mode)
-    config = job.finetune
-    runs = job.seeds * len(config.lrs)
-    forwards = (sizes["train"] + sizes["validation"] + sizes["test"]) * ("probe" in parts) + (
-        runs * config.epochs * (TRAIN_COST * sizes["train"] + sizes["validation"] + sizes["test"]) * ("full" in parts)
-    )
+    rows = np.concatenate([getattr(splits, name) for name in SPLIT_NAMES])
+    timed = [texts[i] for i in rows[np.linspace(0, len(rows) - 1, TIMED_SAMPLES).astype(np.int64)]]
+    parts, config = check_mode(job.mode), job.finetune
+    forwards, work = 0.0, []
+    if "probe" in parts:
+        forwards += len(rows)
+        work.append("a linear probe")
+    if "full" in parts:
+        passes = job.seeds * len(config.lrs) * config.epochs
+        forwards += passes * (TRAIN_COST * sizes["train"] + sizes["validation"] + sizes["test"])
+        work.append(
+            f"full fine-tuning ({job.seeds} seed(s) x {len(config.lrs)} learning rate(s) x at most {config.epochs} "
+            "pass(es))"
+        )
     seconds = 0.0
     for load in loaders.values():
         encoder, tokenizer = load()
         if config.max_len is not None:
             tokenizer = dataclasses.replace(tokenizer, max_len=config.max_len)
-        seconds += forwards * forward_seconds(encoder.to(device), encoder_inputs(tokenizer, split, device), device)
-    work = [*(["a linear probe"] if "probe" in parts else [])]
-    if "full" in parts:
-        work.append(
-            f"full fine-tuning ({job.seeds} seed(s) x {len(config.lrs)} learning rate(s) x at most {config.epochs} "
-            "pass(es))"
-        )
+        seconds += forwards * forward_seconds(encoder.to(device), encoder_inputs(tokenizer, timed, device), device)
     return (
         f"{' and '.join(work)} of {' and '.join(loaders)} on {sum(sizes.values()):,} labelled samples "
         f"(train {sizes['train']:,}, validation {sizes['validation']:,}, test {sizes['test']:,}): "

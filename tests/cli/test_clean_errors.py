@@ -193,6 +193,22 @@ def test_domain_table_says_a_file_is_not_a_run_directory(tmp_path, capsys):
     assert "is a file, not a run directory" in err
 
 
+def convert_string(directory, links: str) -> list[str]:
+    """``data convert string`` (without ``--out``) over a STRING links file holding ``links`` and a
+    FASTA of proteins 9606.A and 9606.B, both written into ``directory``."""
+    (directory / "links.txt").write_text(links)
+    (directory / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
+    return [
+        "data",
+        "convert",
+        "string",
+        "--links",
+        str(directory / "links.txt"),
+        "--fasta",
+        str(directory / "seq.fasta"),
+    ]
+
+
 @pytest.mark.parametrize(
     "links, extra, message",
     [
@@ -203,28 +219,15 @@ def test_domain_table_says_a_file_is_not_a_run_directory(tmp_path, capsys):
     ],
 )
 def test_convert_string_blames_the_links_not_the_fasta(tmp_path, capsys, links, extra, message):
-    (tmp_path / "9606.txt").write_text(links)
-    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
-    argv = [
-        "-q",
-        "data",
-        "convert",
-        "string",
-        "--links",
-        str(tmp_path / "9606.txt"),
-        "--fasta",
-        str(tmp_path / "seq.fasta"),
-    ]
+    argv = ["-q", *convert_string(tmp_path, links)]
     err = refused(capsys, [*argv, "--out", str(tmp_path / "out"), *extra])
     assert message in err and "FASTA" not in err
 
 
 def test_convert_string_drops_self_loops_and_reversed_pairs_as_the_graph_readers_do(tmp_path, capsys):
-    (tmp_path / "links.txt").write_text(
-        "protein1 protein2 combined_score\n9606.A 9606.B 900\n9606.B 9606.A 900\n9606.A 9606.A 900\n"
+    argv = convert_string(
+        tmp_path, "protein1 protein2 combined_score\n9606.A 9606.B 900\n9606.B 9606.A 900\n9606.A 9606.A 900\n"
     )
-    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
-    argv = ["data", "convert", "string", "--links", str(tmp_path / "links.txt"), "--fasta", str(tmp_path / "seq.fasta")]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "1 interactions in interactions.tsv" in out and "dropped 1 self-loop(s) and 1 repeated edge(s)" in out
@@ -295,20 +298,9 @@ def full_disk(monkeypatch) -> None:
 
 
 def test_a_full_disk_in_convert_string_and_domain_table_leaves_no_output(tmp_path, capsys, monkeypatch):
-    (tmp_path / "links.txt").write_text("9606.A 9606.B 900\n")
-    (tmp_path / "seq.fasta").write_text(">9606.A\nMKV\n>9606.B\nMLL\n")
+    argv = ["-q", *convert_string(tmp_path, "9606.A 9606.B 900\n")]
     out = tmp_path / "out"
     full_disk(monkeypatch)
-    argv = [
-        "-q",
-        "data",
-        "convert",
-        "string",
-        "--links",
-        str(tmp_path / "links.txt"),
-        "--fasta",
-        str(tmp_path / "seq.fasta"),
-    ]
     assert "the disk is full: cannot write " + str(out / "sequences.fasta") in refused(
         capsys, [*argv, "--out", str(out)]
     )
