@@ -1,11 +1,12 @@
 """Do ``pretrain``'s defaults do what SIPT promises? Every init, default flags, real text.
 
-Run as ``python benchmarks/bench_defaults.py [--seeds 3] [--steps 60] [--inits minilm char tiny-bert]
-[--json PATH]``.
+Run as ``python benchmarks/bench_defaults.py [--seeds 3] [--steps 60 | --epochs 4] [--max-length 64]
+[--inits minilm char tiny-bert] [--json PATH]``.
 
 For each init (all-MiniLM-L6-v2, the character transformer, a tiny random BERT) and each graph, one
-``sipt-lab pretrain`` run per seed with nothing but the data, ``--steps``, ``--batch-size 16`` and
-``--max-length 64`` given (everything else is :data:`sipt_lab.training.defaults.INIT_DEFAULTS`), scored by
+``sipt-lab pretrain`` run per seed with nothing but the data, its length (``--steps``, or ``--epochs``
+passes over the graph's samples), ``--batch-size 16`` and ``--max-length`` given (everything else is
+:data:`sipt_lab.training.defaults.INIT_DEFAULTS`), resolved as the command resolves it and scored by
 the run's own before/after report:
 
 * ``wiki-categories``: vital-article summaries of 4 categories, each linked to 2-3 random articles
@@ -36,10 +37,10 @@ import numpy as np
 from sipt_lab.core.stats import format_mean_sd
 from sipt_lab.data.corpus import wiki_articles
 from sipt_lab.evaluation import heldout_knn
-from sipt_lab.jobs.pretrain import PretrainJob, initial_embeddings, job_source, run_pretraining
+from sipt_lab.jobs.configs import PretrainJob, resolve_pretrain_job
+from sipt_lab.jobs.pretrain import initial_embeddings, job_source, run_pretraining
 from sipt_lab.synthetic import GraphSpec, build_dataset
 from sipt_lab.training import embed
-from sipt_lab.training.defaults import init_kind, train_config
 
 #: The 4 categories of the wiki graphs, per language (the same topics under their French names).
 CATEGORIES = {
@@ -140,31 +141,41 @@ def tiny_bert(directory: Path) -> str:
     return str(directory)
 
 
-#: The ``--batch-size`` and ``--max-length`` of every run.
-BATCH_SIZE, MAX_LENGTH = 16, 64
-#: TrainConfig fields set by ``--set NAME=VALUE`` (to measure an alternative to a default).
-OVERRIDES: dict[str, object] = {"device": "cpu"}
+#: The ``--batch-size`` of every run.
+BATCH_SIZE = 16
+#: TrainConfig fields of every run: ``--max-length``, ``--device`` and ``--set NAME=VALUE`` (to measure an
+#: alternative to a default).
+OVERRIDES: dict[str, object] = {"device": "cpu", "max_len": 64}
 #: ``--pooling`` of the Hugging Face inits (None: each one's own).
 POOLING: dict[str, str | None] = {}
 
 
-def job(task: dict[str, str], init: str, steps: int, seed: int, lambda_si: float | None = None) -> PretrainJob:
-    """What ``sipt-lab pretrain --samples --edges --labels --init --steps --batch-size 16 --max-length 64 --seed
-    [--lambda-si]`` runs."""
-    options = {**OVERRIDES, **({} if lambda_si is None else {"lambda_si": lambda_si})}
-    train = train_config(init_kind(init), steps=steps, batch_size=BATCH_SIZE, max_len=MAX_LENGTH, seed=seed, **options)
-    return PretrainJob(
+def job(
+    task: dict[str, str], init: str, length: dict[str, float | None], seed: int, lambda_si: float | None = None
+) -> PretrainJob:
+    """What ``sipt-lab pretrain --samples --edges --labels --init {--steps N | --epochs E} --batch-size 16
+    --max-length T --seed [--lambda-si]`` runs, resolved as the command resolves it; ``length`` is
+    ``{"steps": N}`` or ``{"epochs": E}``."""
+    settings = {
+        **OVERRIDES,
+        "steps": length.get("steps"),
+        "batch_size": BATCH_SIZE,
+        "seed": seed,
+        "lambda_si": lambda_si,
+    }
+    return resolve_pretrain_job(
+        settings,
         samples=task["samples"],
         edges=task["edges"],
         labels=task["labels"],
         init=init,
-        train=train,
         pooling=None if init == "char" else POOLING.get("checkpoints"),
+        epochs=length.get("epochs"),
     )
 
 
 def report_rows(
-    root: Path, graphs: dict[str, dict[str, str]], inits: dict[str, str], seeds: int, steps: int
+    root: Path, graphs: dict[str, dict[str, str]], inits: dict[str, str], seeds: int, length: dict[str, float | None]
 ) -> list[dict]:
     rows = []
     for init_name, init in inits.items():
@@ -172,8 +183,9 @@ def report_rows(
             # the control's LM-only arm separates what MLM alone moves from what the random graph does
             for arm, lambda_si in (("sipt", None), ("lm", 0.0)) if graph_name == "random" else (("sipt", None),):
                 for seed in range(seeds):
+                    run = job(task, init, length, seed, lambda_si)
                     outcome = run_pretraining(
-                        job(task, init, steps, seed, lambda_si),
+                        run,
                         root / "runs" / f"{init_name}-{graph_name}-{arm}-{seed}",
                         log=lambda _: None,
                     )
@@ -183,6 +195,7 @@ def report_rows(
                             "init": init_name,
                             "graph": graph_name if arm == "sipt" else f"{graph_name} (LM only)",
                             "seed": seed,
+                            "steps": run.train.steps,
                             "lc": report["local_consistency"],
                             **{f"{m}_before": report["before"][m] for m in METRICS},
                             **{f"{m}_after": report["after"][m] for m in METRICS},
@@ -243,7 +256,7 @@ def print_report_table(rows: list[dict]) -> None:
     print("\n" + "\n".join(verdicts))
 
 
-def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str) -> None:
+def inductive(root: Path, length: dict[str, float | None], seeds: int, per_category: int, minilm: str) -> None:
     """MiniLM on never-seen articles: the untouched init vs LM-only and SIPT with the defaults (see the
     module docstring); the probe is a logistic regression on standardised embeddings."""
     from sklearn.linear_model import LogisticRegression
@@ -270,12 +283,12 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str
 
     results = {"init": [], "LM only": [], "SIPT": []}
     for seed in range(seeds):
-        run = job(task, minilm, steps, seed)
+        run = job(task, minilm, length, seed)
         source = job_source(run)
         results["init"].append(scores(initial_embeddings(texts, run.train, source, source.tokenizer(texts, 64))))
         for arm, lambda_si in (("LM only", 0.0), ("SIPT", None)):
             outcome = run_pretraining(
-                job(task, minilm, steps, seed, lambda_si),
+                job(task, minilm, length, seed, lambda_si),
                 root / "runs" / f"inductive-{arm[:2]}-{seed}",
                 log=lambda _: None,
             )
@@ -296,7 +309,12 @@ def inductive(root: Path, steps: int, seeds: int, per_category: int, minilm: str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=60)
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=60, help="optimiser steps of every run (default: %(default)s)")
+    length.add_argument(
+        "--epochs", type=float, help="passes over each graph's samples instead of --steps, as pretrain --epochs"
+    )
+    parser.add_argument("--max-length", type=int, default=64, help="tokens per sample (default: %(default)s)")
     parser.add_argument("--per-category", type=int, default=40, help="articles per category (4 categories)")
     parser.add_argument("--cliques-nodes", type=int, default=160)
     parser.add_argument("--inits", nargs="+", default=["minilm", "char", "tiny-bert"])
@@ -325,7 +343,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     POOLING["checkpoints"] = args.pooling
-    OVERRIDES["device"] = args.device
+    OVERRIDES.update(device=args.device, max_len=args.max_length)
+    run_length = {"steps": None, "epochs": args.epochs} if args.epochs else {"steps": args.steps}
     OVERRIDES.update({name: ast.literal_eval(value) for name, _, value in (item.partition("=") for item in args.set)})
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -342,21 +361,21 @@ def main() -> None:
             "char": lambda: "char",
         }
         inits = {name: paths[name]() for name in args.inits}
-        rows = report_rows(root, graphs, inits, args.seeds, args.steps)
+        rows = report_rows(root, graphs, inits, args.seeds, run_length)
         print_report_table(rows)
         if args.json:
             settings = {
                 "samples": 4 * args.per_category,
                 "links": args.links,
-                "steps": args.steps,
+                **run_length,
                 "batch_size": BATCH_SIZE,
-                "max_length": MAX_LENGTH,
+                "max_length": args.max_length,
                 "seeds": args.seeds,
                 "set": OVERRIDES,
             }
             Path(args.json).write_text(json.dumps({"settings": settings, "rows": rows}, indent=1, default=float) + "\n")
         if args.inductive:
-            inductive(root, args.steps, args.seeds, args.per_category, inits.get("minilm", args.minilm or "minilm"))
+            inductive(root, run_length, args.seeds, args.per_category, inits.get("minilm", args.minilm or "minilm"))
 
 
 if __name__ == "__main__":

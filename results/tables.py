@@ -699,12 +699,18 @@ def cli_reliability() -> str:
     )
 
 
-#: ``bench_defaults.py --json`` runs on the wiki-categories graphs, by size (``--per-category`` 60, 250),
-#: and two more seeds of the French MiniLM row at 1,000 samples.
+#: ``bench_defaults.py --json`` runs on the wiki-categories graphs, by size (``--per-category`` 60, 250):
+#: 60 steps at max length 64, two more seeds of the French MiniLM row at 1,000 samples, then MiniLM at
+#: max length 128 with four passes over the samples and with one (``--epochs 4 --max-length 128``,
+#: ``--epochs 1``), and with every default of ``pretrain``.
 DEFAULTS_RUNS = (
     "benchmarks/results/defaults_240.json",
     "benchmarks/results/defaults_1000.json",
     "benchmarks/results/defaults_1000_fr_seeds.json",
+    "benchmarks/results/defaults_epochs4_240.json",
+    "benchmarks/results/defaults_epochs4_1000.json",
+    "benchmarks/results/defaults_epochs1_1000.json",
+    "benchmarks/results/defaults_every_default_1000.json",
 )
 
 
@@ -720,18 +726,22 @@ def defaults_languages() -> str:
                 continue
             language = row["graph"].partition("(")[2].rstrip(")") or "en"
             rises = all(row[f"{m}_after"] > row[f"{m}_before"] for m in ("loo_3nn_auroc", "link_mrr"))
+            steps = row.get("steps", settings.get("steps"))
+            passes = steps / (settings["samples"] // settings["batch_size"])  # as pretrain --epochs counts them
             rows.append(
                 [
                     f"{settings['samples']:,}",
                     language,
                     row["init"],
+                    f"{steps} steps of {settings['batch_size']} ({passes:.2g} pass{'' if passes == 1 else 'es'}), "
+                    f"max length {settings['max_length']}",
                     str(row["seed"]),
                     f"{row['loo_3nn_auroc_before']:.3f} → {row['loo_3nn_auroc_after']:.3f}",
                     f"{row['link_mrr_before']:.3f} → {row['link_mrr_after']:.3f}",
                     "yes" if rises else "**no**",
                 ]
             )
-    header = ["samples", "language", "init", "seed", "LOO 3-NN AUROC", "link MRR", "both rise"]
+    header = ["samples", "language", "init", "training", "seed", "LOO 3-NN AUROC", "link MRR", "both rise"]
     return _table(header, rows)
 
 
