@@ -344,8 +344,8 @@ def main() -> None:
     args = parser.parse_args()
     POOLING["checkpoints"] = args.pooling
     OVERRIDES.update(device=args.device, max_len=args.max_length)
-    run_length = {"steps": None, "epochs": args.epochs} if args.epochs else {"steps": args.steps}
     OVERRIDES.update({name: ast.literal_eval(value) for name, _, value in (item.partition("=") for item in args.set)})
+    run_length = {"epochs": args.epochs} if args.epochs else {"steps": args.steps}
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         graphs = {

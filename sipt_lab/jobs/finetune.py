@@ -258,8 +258,9 @@ def load_task(job: FinetuneJob) -> tuple[list[str], list[str], Task]:
 def work_ahead(job: FinetuneJob, loaders: dict[str, EncoderLoader], texts: list[str], splits: Splits) -> str:
     """One line: what a run of ``job`` will do and its estimated time, priced by
     :func:`~sipt_lab.training.time_estimate.forward_seconds` of each of ``loaders``' encoders on
-    :data:`~sipt_lab.training.time_estimate.TIMED_SAMPLES` split samples spread through them. Full fine-tuning counts every pass (``epochs``, as if early stopping never ended
-    one sooner): its train samples forwards and backwards, its validation and test samples forwards."""
+    :data:`~sipt_lab.training.time_estimate.TIMED_SAMPLES` split samples spread through them. Full
+    fine-tuning counts every pass (``epochs``, as if early stopping never ended one sooner): its
+    train samples forwards and backwards, its validation and test samples forwards."""
     device = resolve_device(job.finetune.device, "FinetuneConfig.device")
     sizes = {name: len(getattr(splits, name)) for name in SPLIT_NAMES}
     rows = np.concatenate([getattr(splits, name) for name in SPLIT_NAMES])
